@@ -1,0 +1,226 @@
+/* cmp_walk.h: contention management over the transaction table: retry, semantic postpone, sweeps and termination by global quiescence. */
+#ifndef CMP_WALK_H
+#define CMP_WALK_H
+
+/* Included by prstm_stm.h after the transaction operations it builds on. */
+
+/* A workload's dispatcher: runs the body of `type` for the row in tx and
+ * returns PRSTM_COMMIT, PRSTM_POSTPONE or PRSTM_FAIL. */
+typedef int (*prstm_dispatch_fn)(prstm_tx *tx, unsigned type);
+
+#define PRSTM_Q_STALLED_MASK 0xffffffffull
+
+/* Executes row until it commits, fails, or is postponed by a semantic
+ * conflict; concurrent conflicts are retried here, and the priority rule
+ * guarantees that some committer always makes progress. Returns the final
+ * status, or PRSTM_STATUS_POSTPONED. */
+#define PRSTM_STATUS_POSTPONED 0u
+PRSTM_INLINE unsigned cmp_attempt(prstm_tx *tx, const prstm_exec_ctx *ctx, uint64_t row, uint32_t rank,
+                                  prstm_dispatch_fn dispatch, prstm_thread_stats *st,
+                                  unsigned *reason) {
+  unsigned type = ctx->table.type[row];
+  uint64_t prio = prstm_priority(ctx->type_tag[type], rank);
+  for (unsigned attempt = 0;; attempt++) {
+    prstm_tx_begin(tx, row, prio);
+    int outcome = dispatch(tx, type);
+    if (tx->state == PRSTM_TX_CAPACITY || tx->state == PRSTM_TX_BAD_ADDRESS) {
+      /* Only a consistent snapshot may fail a transaction: a doomed attempt
+       * that computed a wild address is retried instead. */
+      if (prstm_tx_snapshot_valid(tx)) {
+        *reason = tx->state == PRSTM_TX_CAPACITY ? 1u : 2u; /* PRSTM_REASON_CAPACITY / _BAD_ADDRESS */
+        return 3u;                                          /* PRSTM_FAILED */
+      }
+    } else if (tx->state == PRSTM_TX_OK) {
+      if (outcome == PRSTM_POSTPONE) {
+        /* Declare a semantic conflict only on a consistent snapshot. */
+        if (prstm_tx_snapshot_valid(tx)) return PRSTM_STATUS_POSTPONED;
+      } else if (outcome == PRSTM_FAIL) {
+        tx->nwrites = 0;
+        tx->nlocks = 0;
+        if (prstm_tx_commit(tx, 0)) {
+          *reason = tx->reason;
+          return 3u; /* PRSTM_FAILED */
+        }
+      } else if (prstm_tx_commit(tx, 0)) {
+        if (ctx->table.result) ctx->table.result[row] = tx->result;
+        *reason = 0;
+        return 1u; /* PRSTM_COMMITTED */
+      }
+    }
+    st->aborts++;
+    prstm_pause(attempt);
+  }
+}
+
+/* Marks the end of a sweep that committed something: a new epoch, in which
+ * every stalled thread must look at its postponed transactions again. */
+PRSTM_INLINE void cmp_bump_epoch(const prstm_exec_ctx *ctx) {
+  uint64_t *q = &ctx->quiesce[PRSTM_Q_EPOCH_STALLED];
+  prstm_fence_sc(); /* commits of the sweep happen before the new epoch */
+  for (;;) {
+    uint64_t s = prstm_load_acquire(q);
+    if (prstm_cas(q, s, ((s >> 32) + 1) << 32)) return;
+  }
+}
+
+/* Called after a full sweep in `epoch` that committed nothing. Returns 0 when
+ * the epoch moved (something committed: sweep again) and 1 at global
+ * quiescence: every other thread is finished or stalled in this same epoch, so
+ * no commit can happen anywhere and the state can never change again. */
+PRSTM_INLINE int cmp_wait_quiescent(const prstm_exec_ctx *ctx, uint64_t epoch) {
+  uint64_t *q = ctx->quiesce;
+  for (;;) {
+    uint64_t s = prstm_load_acquire(&q[PRSTM_Q_EPOCH_STALLED]);
+    if ((s >> 32) != epoch) return 0;
+    if (prstm_cas(&q[PRSTM_Q_EPOCH_STALLED], s, s + 1)) break;
+  }
+  for (unsigned round = 0;; round++) {
+    uint64_t s1 = prstm_load_acquire(&q[PRSTM_Q_EPOCH_STALLED]);
+    if ((s1 >> 32) != epoch) return 0;
+    uint64_t done = prstm_load_acquire(&q[PRSTM_Q_DONE]);
+    /* The epoch word read again unchanged proves no commit-and-finish slipped
+     * in between the two reads. */
+    uint64_t s2 = prstm_load_acquire(&q[PRSTM_Q_EPOCH_STALLED]);
+    if (s1 == s2 && (s1 & PRSTM_Q_STALLED_MASK) + done >= ctx->nthreads) return 1;
+    prstm_pause(round + 3);
+  }
+}
+
+PRSTM_INLINE void cmp_finish_row(const prstm_exec_ctx *ctx, uint64_t row, unsigned status, unsigned reason,
+                                 prstm_thread_stats *st) {
+  ctx->table.status[row] = txtable_pack_status(status, reason);
+  if (status == 1u) st->committed++;
+  else if (status == 2u) st->abandoned++;
+  else st->failed++;
+}
+
+/* The papers' comparator: a semantic conflict is retried in place, and the
+ * transaction is abandoned after retry_limit retries. */
+PRSTM_INLINE void cmp_walk_retry(prstm_tx *tx, const prstm_exec_ctx *ctx, uint32_t rank,
+                                 prstm_dispatch_fn dispatch, prstm_thread_stats *st) {
+  const uint64_t n = ctx->table.n, step = ctx->nthreads;
+  st->sweeps++;
+  for (uint64_t row = rank; row < n; row += step) {
+    for (uint32_t retries = 0;; retries++) {
+      unsigned reason = 0;
+      unsigned s = cmp_attempt(tx, ctx, row, rank, dispatch, st, &reason);
+      if (s != PRSTM_STATUS_POSTPONED) {
+        cmp_finish_row(ctx, row, s, reason, st);
+        break;
+      }
+      st->postponements++;
+      if (retries >= ctx->retry_limit) {
+        cmp_finish_row(ctx, row, 2u, 3u /* PRSTM_REASON_RETRY_LIMIT */, st);
+        break;
+      }
+      prstm_pause(retries);
+    }
+  }
+}
+
+/* The semantic CMP (the papers' Algorithm 3 plus termination): sweep the
+ * block, higher tags first; commit or fail what can be, postpone the rest,
+ * and come back while any commit anywhere may have changed the state. */
+PRSTM_INLINE void cmp_walk_postpone(prstm_tx *tx, const prstm_exec_ctx *ctx, uint32_t rank,
+                                    prstm_dispatch_fn dispatch, prstm_thread_stats *st) {
+  const uint64_t n = ctx->table.n, step = ctx->nthreads;
+  uint64_t pending = txtable_block_size(n, rank, ctx->nthreads);
+  /* A thread with an empty block is finished from the start, and must be
+   * counted as such or the others would wait for it forever. */
+  if (pending == 0) prstm_fetch_add(&ctx->quiesce[PRSTM_Q_DONE], 1);
+  while (pending > 0) {
+    uint64_t epoch = prstm_load_acquire(&ctx->quiesce[PRSTM_Q_EPOCH_STALLED]) >> 32;
+    uint64_t commits = 0;
+    st->sweeps++;
+    for (int tag = 15; tag >= 0; tag--) {
+      if (!((ctx->tag_mask >> tag) & 1u)) continue;
+      for (uint64_t row = rank; row < n; row += step) {
+        if ((ctx->table.status[row] & PRSTM_STATUS_MASK) != 0u) continue;
+        if (ctx->type_tag[ctx->table.type[row]] != (unsigned)tag) continue;
+        unsigned reason = 0;
+        unsigned s = cmp_attempt(tx, ctx, row, rank, dispatch, st, &reason);
+        if (s == PRSTM_STATUS_POSTPONED) {
+          st->postponements++;
+          continue;
+        }
+        cmp_finish_row(ctx, row, s, reason, st);
+        pending--;
+        if (s == 1u) commits++;
+      }
+    }
+    if (commits) cmp_bump_epoch(ctx);
+    if (pending == 0) {
+      prstm_fetch_add(&ctx->quiesce[PRSTM_Q_DONE], 1);
+      break;
+    }
+    if (commits) continue;
+    if (!cmp_wait_quiescent(ctx, epoch)) continue;
+    /* Quiescent: each postponed transaction, re-run on this final state,
+     * would still meet its semantic conflict. */
+    for (uint64_t row = rank; row < n; row += step)
+      if ((ctx->table.status[row] & PRSTM_STATUS_MASK) == 0u)
+        cmp_finish_row(ctx, row, 2u, 4u /* PRSTM_REASON_QUIESCENT */, st);
+    break;
+  }
+}
+
+/* One executing thread's whole life: its block of the table, then its counters. */
+PRSTM_INLINE void cmp_walk_block(prstm_tx *tx, const prstm_exec_ctx *ctx, uint32_t rank,
+                                 prstm_dispatch_fn dispatch) {
+  if (rank >= ctx->nthreads) return;
+  prstm_thread_stats st = {0, 0, 0, 0, 0, 0};
+  if (ctx->semantic == 1u)
+    cmp_walk_retry(tx, ctx, rank, dispatch, &st);
+  else
+    cmp_walk_postpone(tx, ctx, rank, dispatch, &st);
+  ctx->stats[rank] = st;
+}
+
+/* Instantiates a workload's worker with set capacity CAP: the one body of
+ * code, compiled into the CPU backend by PRSTM_CPU_WORKER (a .c file) and into
+ * a persistent kernel by PRSTM_GPU_WORKER (a .cu file). */
+#define PRSTM_DEFINE_WORKER(NAME, DISPATCH, CAP)                                           \
+  PRSTM_INLINE void NAME##_worker(const prstm_exec_ctx *ctx, uint32_t rank) {              \
+    prstm_read_entry reads[CAP];                                                           \
+    prstm_write_entry writes[CAP];                                                         \
+    prstm_lock_entry locks[CAP];                                                           \
+    prstm_tx tx;                                                                           \
+    tx.ctx = ctx;                                                                          \
+    tx.cap = (CAP);                                                                        \
+    tx.reads = reads;                                                                      \
+    tx.writes = writes;                                                                    \
+    tx.locks = locks;                                                                      \
+    cmp_walk_block(&tx, ctx, rank, DISPATCH);                                              \
+  }
+
+#define PRSTM_CPU_WORKER(NAME, DISPATCH, CAP)                                              \
+  PRSTM_DEFINE_WORKER(NAME, DISPATCH, CAP)                                                 \
+  void NAME##_cpu_worker(const prstm_exec_ctx *ctx, uint32_t rank) { NAME##_worker(ctx, rank); }
+
+#if defined(__CUDACC__)
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* In the library (engine/backend_gpu.cu): checked occupancy and cooperative launch. */
+int prstm_gpu_launch_kernel(const void *kernel, const prstm_exec_ctx *ctx, uint32_t threads, char *err,
+                            size_t errlen);
+int prstm_gpu_kernel_max_threads(const void *kernel, uint32_t *max_threads, char *err, size_t errlen);
+#ifdef __cplusplus
+}
+#endif
+#define PRSTM_GPU_BLOCK_THREADS 128
+#define PRSTM_GPU_WORKER(NAME, DISPATCH, CAP)                                              \
+  PRSTM_DEFINE_WORKER(NAME, DISPATCH, CAP)                                                 \
+  __global__ void __launch_bounds__(PRSTM_GPU_BLOCK_THREADS) NAME##_kernel(prstm_exec_ctx ctx) { \
+    NAME##_worker(&ctx, (uint32_t)(blockIdx.x * blockDim.x + threadIdx.x));                \
+  }                                                                                        \
+  extern "C" int NAME##_gpu_launch(const prstm_exec_ctx *ctx, uint32_t threads, char *err, \
+                                   size_t errlen) {                                        \
+    return prstm_gpu_launch_kernel((const void *)NAME##_kernel, ctx, threads, err, errlen); \
+  }                                                                                        \
+  extern "C" int NAME##_gpu_max_threads(uint32_t *max_threads, char *err, size_t errlen) {  \
+    return prstm_gpu_kernel_max_threads((const void *)NAME##_kernel, max_threads, err, errlen); \
+  }
+#endif
+
+#endif /* CMP_WALK_H */

@@ -1,0 +1,42 @@
+/* engine_internal.h: what the engine's translation units share and users never see. */
+#ifndef ENGINE_INTERNAL_H
+#define ENGINE_INTERNAL_H
+
+#include "prstm.h"
+#include "txtable.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct prstm_engine {
+  const prstm_workload *wl;
+  prstm_options opt;
+  prstm_word *words;
+  uint64_t nwords;
+  prstm_state_spec spec;
+  int has_spec;
+  char err[512];
+};
+
+double prstm_now(void);
+/* Records a formatted message in the engine and returns code. */
+int prstm_engine_fail(prstm_engine *e, int code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+void prstm_ctx_fill_common(const prstm_engine *e, const prstm_batch *b, uint32_t threads, prstm_exec_ctx *ctx);
+void prstm_results_add_stats(prstm_results *res, const prstm_thread_stats *st);
+
+#ifdef PRSTM_HAVE_CUDA
+/* GPU backend (backend_gpu.cu). */
+int prstm_gpu_probe(char *why, size_t whylen);
+int prstm_gpu_run(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *v, prstm_results *res);
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ENGINE_INTERNAL_H */

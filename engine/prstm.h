@@ -1,0 +1,278 @@
+/* prstm.h: the one public header of prstm, a semantic-aware PR-STM transaction engine for GPUs and CPUs. */
+#ifndef PRSTM_H
+#define PRSTM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PRSTM_VERSION_MAJOR 0
+#define PRSTM_VERSION_MINOR 1
+#define PRSTM_VERSION_PATCH 0
+#define PRSTM_VERSION_STRING "0.1.0"
+
+/* One table generates the error codes, their names and their messages, so the
+ * three can never drift apart. Every function returns 0 or one of these. */
+#define PRSTM_ERRNO_MAP(XX)                                                        \
+  XX(EINVAL, -1, "invalid argument")                                               \
+  XX(ENOMEM, -2, "out of memory")                                                  \
+  XX(EIO, -3, "file could not be read or written")                                 \
+  XX(EPARSE, -4, "malformed JSON")                                                 \
+  XX(ECONFIG, -5, "invalid configuration or batch")                                \
+  XX(ENOGPU, -6, "no usable GPU")                                                  \
+  XX(ECUDA, -7, "CUDA runtime error")                                              \
+  XX(ETHREAD, -8, "thread could not be created")                                   \
+  XX(ETOOBIG, -9, "batch or state does not fit in memory")                         \
+  XX(EUNKNOWN, -10, "unknown workload or transaction type")
+
+enum {
+#define PRSTM_ERRNO_ENUM(name, code, msg) PRSTM_##name = (code),
+  PRSTM_ERRNO_MAP(PRSTM_ERRNO_ENUM)
+#undef PRSTM_ERRNO_ENUM
+};
+
+/* Returns the message of an error code ("unknown error" for anything else). */
+const char *prstm_strerror(int err);
+/* Returns the name of an error code, such as "PRSTM_EPARSE". */
+const char *prstm_err_name(int err);
+/* True for errors caused by the caller's input (bad config, batch or arguments). */
+int prstm_is_input_error(int err);
+
+/* Shared data is an array of 64-bit words; transaction arguments are words too. */
+typedef uint64_t prstm_word;
+
+/* Final statuses of a transaction in the table; PENDING is the only non-final one. */
+typedef enum prstm_status {
+  PRSTM_PENDING = 0,
+  PRSTM_COMMITTED = 1,
+  PRSTM_ABANDONED = 2,
+  PRSTM_FAILED = 3
+} prstm_status;
+
+/* Built-in failure reasons; a type's own reasons start at PRSTM_REASON_USER. */
+enum {
+  PRSTM_REASON_NONE = 0,
+  PRSTM_REASON_CAPACITY = 1,      /* read or write set overflowed its fixed capacity */
+  PRSTM_REASON_BAD_ADDRESS = 2,   /* a consistent snapshot asked for a word out of range */
+  PRSTM_REASON_RETRY_LIMIT = 3,   /* retry mode gave up after retry_limit semantic retries */
+  PRSTM_REASON_QUIESCENT = 4,     /* postponed, and no further commit could ever fund it */
+  PRSTM_REASON_USER = 8
+};
+#define PRSTM_REASON_MAX 63
+
+/* Kinds of transaction arguments; the loaders check values by kind. */
+typedef enum prstm_arg_kind {
+  PRSTM_ARG_ADDRESS = 1,      /* an index into the shared words, checked against the state */
+  PRSTM_ARG_UINT = 2,         /* a non-negative integer */
+  PRSTM_ARG_ADDRESS_LIST = 3  /* a JSON array of addresses; only as the last argument */
+} prstm_arg_kind;
+
+typedef struct prstm_arg_desc {
+  const char *name;
+  prstm_arg_kind kind;
+} prstm_arg_desc;
+
+#define PRSTM_MAX_TAG 15
+#define PRSTM_MAX_ARGS 8
+#define PRSTM_MAX_TYPES 64
+#define PRSTM_MAX_COLUMNS 1024
+
+/* A transaction type: its name, semantic tag (higher commits earlier), read-only
+ * flag, argument layout and the strings of its own failure reasons. The body
+ * itself is dispatched by the workload's instantiated workers (prstm_stm.h). */
+typedef struct prstm_type_desc {
+  const char *name;
+  unsigned tag;
+  int read_only;
+  unsigned nargs;
+  prstm_arg_desc args[PRSTM_MAX_ARGS];
+  const char *reasons[4]; /* reasons PRSTM_REASON_USER + k, NULL-terminated */
+} prstm_type_desc;
+
+struct prstm_exec_ctx;
+struct prstm_batch;
+struct prstm_engine;
+
+/* Knobs of a generated batch, as in the papers (config key batch.generate). */
+typedef struct prstm_generate_spec {
+  uint64_t transactions;
+  uint64_t seed;
+  unsigned nmix;
+  const char *mix_names[PRSTM_MAX_TYPES];
+  double mix_weights[PRSTM_MAX_TYPES];
+  unsigned accounts_per_tx;
+  uint64_t amount_min, amount_max;
+  double read_only;      /* share of read-only transactions; < 0 when not given */
+  double semantic_ratio; /* share of transactions in a semantic dependency */
+  int presorted;         /* higher tags first in the table */
+} prstm_generate_spec;
+
+/* Initial state of a workload (config key state). */
+typedef struct prstm_state_spec {
+  uint64_t accounts;
+  uint64_t initial_balance;
+} prstm_state_spec;
+
+/* Host side of one worker instantiation, produced by PRSTM_CPU_WORKER /
+ * PRSTM_GPU_WORKER (prstm_stm.h): the same bodies compiled for each substrate. */
+typedef void (*prstm_cpu_worker_fn)(const struct prstm_exec_ctx *ctx, uint32_t rank);
+typedef int (*prstm_gpu_launch_fn)(const struct prstm_exec_ctx *ctx, uint32_t threads,
+                                   char *err, size_t errlen);
+typedef int (*prstm_gpu_max_threads_fn)(uint32_t *max_threads, char *err, size_t errlen);
+
+typedef struct prstm_worker_variant {
+  unsigned max_columns;  /* widest batch (argument columns) it serves */
+  unsigned set_capacity; /* read, write and lock set entries per transaction */
+  prstm_cpu_worker_fn cpu_worker;
+  prstm_gpu_launch_fn gpu_launch; /* NULL when built without CUDA */
+  prstm_gpu_max_threads_fn gpu_max_threads;
+} prstm_worker_variant;
+
+/* A workload: transaction types plus host hooks. Built-in workloads use exactly
+ * this structure, so the user-facing path is the tested path. */
+typedef struct prstm_workload {
+  const char *name;
+  unsigned ntypes;
+  const prstm_type_desc *types;
+  /* Worker instantiations, smallest first: the engine runs a batch on the
+   * first variant whose max_columns covers the batch's argument columns, so a
+   * batch of small transactions keeps its read and write sets small. */
+  unsigned nvariants;
+  prstm_worker_variant variants[4];
+  /* Fills the initial words; may be NULL when the state is given directly. */
+  int (*init_state)(const prstm_state_spec *spec, prstm_word **words, uint64_t *nwords,
+                    char *err, size_t errlen);
+  /* Appends a generated batch; may be NULL when the workload has no generator. */
+  int (*generate)(const prstm_generate_spec *spec, const prstm_state_spec *state,
+                  struct prstm_batch *batch, char *err, size_t errlen);
+  /* Checks the workload's invariant after a run; writes a one-line verdict. */
+  int (*check_invariant)(const struct prstm_engine *engine, const struct prstm_batch *batch,
+                         int *ok, char *msg, size_t msglen);
+} prstm_workload;
+
+/* Workloads compiled into the library. */
+const prstm_workload *prstm_workload_find(const char *name);
+extern const prstm_workload prstm_workload_bank;
+
+/* Returns the index of a type by name in a workload, or PRSTM_EUNKNOWN. */
+int prstm_type_find(const prstm_workload *wl, const char *name);
+
+typedef enum prstm_backend {
+  PRSTM_BACKEND_AUTO = 0,
+  PRSTM_BACKEND_GPU = 1,
+  PRSTM_BACKEND_CPU = 2
+} prstm_backend;
+
+typedef enum prstm_semantic_mode {
+  PRSTM_SEMANTIC_POSTPONE = 0, /* postpone and sweep again until quiescence */
+  PRSTM_SEMANTIC_RETRY = 1     /* the papers' comparator: retry in place, give up after retry_limit */
+} prstm_semantic_mode;
+
+typedef struct prstm_options {
+  prstm_backend backend;
+  uint32_t threads;       /* 0: every host core (CPU) or a full GPU */
+  uint32_t lock_coverage; /* consecutive words per lock, >= 1 */
+  prstm_semantic_mode semantic;
+  uint32_t retry_limit;
+} prstm_options;
+
+/* Sets the defaults: auto backend, automatic threads, lock_coverage 1,
+ * postpone, retry_limit 100. */
+void prstm_options_init(prstm_options *opt);
+
+/* Counts and times of one run. Times are in seconds. */
+typedef struct prstm_results {
+  uint64_t transactions, committed, abandoned, failed;
+  uint64_t aborts;        /* concurrent conflicts: attempts retried */
+  uint64_t postponements; /* semantic conflicts met */
+  uint64_t sweeps;        /* block sweeps summed over threads */
+  double transfer_s, execute_s;
+  prstm_backend backend;
+  uint32_t threads;
+  uint32_t lock_coverage;
+  uint64_t gpu_bytes; /* device memory used by the run, 0 on the CPU */
+  char device[128];
+  char fallback[256]; /* why auto chose the CPU, empty otherwise */
+} prstm_results;
+
+/* The engine: a workload, its shared state and options. Not thread-safe; one
+ * engine per thread of the caller. */
+typedef struct prstm_engine prstm_engine;
+
+int prstm_engine_create(prstm_engine **out, const prstm_workload *wl, const prstm_options *opt);
+void prstm_engine_destroy(prstm_engine *engine);
+/* The message of the last error this engine returned, or "". */
+const char *prstm_engine_error(const prstm_engine *engine);
+const prstm_workload *prstm_engine_workload(const prstm_engine *engine);
+const prstm_options *prstm_engine_options(const prstm_engine *engine);
+/* Sets the shared words (copied). */
+int prstm_engine_set_state(prstm_engine *engine, const prstm_word *words, uint64_t nwords);
+/* Sets the shared words through the workload's init_state hook. */
+int prstm_engine_init_state(prstm_engine *engine, const prstm_state_spec *spec);
+/* The current shared words (valid until the next run or destroy). */
+const prstm_word *prstm_engine_state(const prstm_engine *engine, uint64_t *nwords);
+/* The state spec last given to prstm_engine_init_state, or NULL. */
+const prstm_state_spec *prstm_engine_state_spec(const prstm_engine *engine);
+/* Runs every transaction of the batch until each is final. */
+int prstm_engine_run(prstm_engine *engine, struct prstm_batch *batch, prstm_results *res);
+/* Whether this build has CUDA and a usable GPU; writes why not otherwise. */
+int prstm_gpu_available(const prstm_workload *wl, char *why, size_t whylen);
+
+/* A batch: the global transaction table, built in host memory. */
+typedef struct prstm_batch prstm_batch;
+
+int prstm_batch_create(prstm_batch **out, const prstm_workload *wl);
+void prstm_batch_destroy(prstm_batch *batch);
+/* Appends one transaction of type index `type`; args hold the fixed arguments
+ * in order, an address list being its count followed by its entries. */
+int prstm_batch_append(prstm_batch *batch, unsigned type, const prstm_word *args, unsigned nargs);
+uint64_t prstm_batch_size(const prstm_batch *batch);
+/* Reorders the table stably so that higher semantic tags come first. */
+int prstm_batch_presort(prstm_batch *batch);
+/* Outcome of transaction i after a run: status, reason and the read-only result. */
+int prstm_batch_outcome(const prstm_batch *batch, uint64_t i, prstm_status *status,
+                        unsigned *reason, prstm_word *result);
+unsigned prstm_batch_type(const prstm_batch *batch, uint64_t i);
+prstm_word prstm_batch_arg(const prstm_batch *batch, uint64_t i, unsigned col);
+/* Describes a reason code of a type ("capacity", "insufficient funds"...). */
+const char *prstm_reason_string(const prstm_workload *wl, unsigned type, unsigned reason);
+
+/* A parsed JSON config (loaders/). Paths are as written or resolved against
+ * the config file's folder (batch.file). */
+typedef struct prstm_config {
+  char path[1024];
+  const prstm_workload *workload;
+  prstm_options options;
+  prstm_state_spec state;
+  enum { PRSTM_BATCH_INLINE, PRSTM_BATCH_FILE, PRSTM_BATCH_GENERATE } batch_kind;
+  char batch_file[1024];
+  prstm_generate_spec generate;
+  char results_path[1024];
+  char final_state_path[1024];
+  void *inline_json; /* the parsed batch.transactions array, owned */
+} prstm_config;
+
+/* Parses and checks a config file; err gets "FILE: problem" on failure. */
+int prstm_config_load(const char *path, prstm_config *cfg, char *err, size_t errlen);
+void prstm_config_free(prstm_config *cfg);
+/* Fills a batch from the config's batch section (inline, file or generate). */
+int prstm_config_load_batch(const prstm_config *cfg, uint64_t nwords, prstm_batch *batch,
+                            char *err, size_t errlen);
+/* Appends the transactions of a JSON Lines file (one object per line). */
+int prstm_load_jsonl(const char *path, const prstm_workload *wl, uint64_t nwords,
+                     prstm_batch *batch, char *err, size_t errlen);
+/* Writes text to path atomically: a temporary file in the same folder, then rename. */
+int prstm_write_file_atomic(const char *path, const char *text, size_t len, char *err,
+                            size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+
+/* The device-and-host body API for writing transaction types. */
+#include "prstm_stm.h"
+
+#endif /* PRSTM_H */

@@ -1,0 +1,70 @@
+/* prstm_port.h: the thin host/device layer (qualifiers, atomics, fences) under the shared PR-STM code. */
+#ifndef PRSTM_PORT_H
+#define PRSTM_PORT_H
+
+#include <stdint.h>
+
+/* The algorithm is written once and compiled by nvcc for the device and by a
+ * C11 compiler for the CPU backend; these macros are the only difference. */
+#if defined(__CUDACC__)
+#define PRSTM_HD __host__ __device__
+#define PRSTM_INLINE static __host__ __device__ __forceinline__
+#else
+#define PRSTM_HD
+#define PRSTM_INLINE static inline __attribute__((always_inline))
+#endif
+
+#if defined(__CUDA_ARCH__)
+/* Device side: lock words and data bypass the non-coherent L1 through
+ * explicitly scoped PTX loads and stores; fences are GPU-scope. */
+PRSTM_INLINE uint64_t prstm_load_acquire(const uint64_t *p) {
+  uint64_t v;
+  asm volatile("ld.acquire.gpu.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+PRSTM_INLINE uint64_t prstm_load_relaxed(const uint64_t *p) {
+  uint64_t v;
+  asm volatile("ld.relaxed.gpu.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+PRSTM_INLINE void prstm_store_relaxed(uint64_t *p, uint64_t v) {
+  asm volatile("st.relaxed.gpu.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+PRSTM_INLINE void prstm_store_release(uint64_t *p, uint64_t v) {
+  asm volatile("st.release.gpu.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+PRSTM_INLINE int prstm_cas(uint64_t *p, uint64_t expected, uint64_t desired) {
+  return atomicCAS((unsigned long long *)p, (unsigned long long)expected,
+                   (unsigned long long)desired) == (unsigned long long)expected;
+}
+PRSTM_INLINE uint64_t prstm_fetch_add(uint64_t *p, uint64_t v) {
+  return (uint64_t)atomicAdd((unsigned long long *)p, (unsigned long long)v);
+}
+/* Sequentially consistent fence: orders the pre-lock stores before the
+ * validation loads (the Dekker pattern between two committing transactions). */
+PRSTM_INLINE void prstm_fence_sc(void) { asm volatile("fence.sc.gpu;" ::: "memory"); }
+PRSTM_INLINE void prstm_fence_acq_rel(void) { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
+PRSTM_INLINE void prstm_pause(unsigned rounds) { __nanosleep(rounds < 64 ? 32u * rounds : 2048u); }
+#else
+/* Host side: GCC/Clang __atomic builtins with the same orderings. */
+PRSTM_INLINE uint64_t prstm_load_acquire(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+PRSTM_INLINE uint64_t prstm_load_relaxed(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+PRSTM_INLINE void prstm_store_relaxed(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+PRSTM_INLINE void prstm_store_release(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+PRSTM_INLINE int prstm_cas(uint64_t *p, uint64_t expected, uint64_t desired) {
+  return __atomic_compare_exchange_n(p, &expected, desired, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+}
+PRSTM_INLINE uint64_t prstm_fetch_add(uint64_t *p, uint64_t v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
+PRSTM_INLINE void prstm_fence_sc(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+PRSTM_INLINE void prstm_fence_acq_rel(void) { __atomic_thread_fence(__ATOMIC_ACQ_REL); }
+/* CPU threads often outnumber cores in tests; a waiting thread gives its core away. */
+#ifdef __cplusplus
+extern "C"
+#endif
+void prstm_host_yield(void);
+PRSTM_INLINE void prstm_pause(unsigned rounds) {
+  if (rounds > 2) prstm_host_yield();
+}
+#endif
+
+#endif /* PRSTM_PORT_H */

@@ -1,0 +1,308 @@
+/* prstm_stm.h: the PR-STM core (read, write, validate, commit) written once for the GPU kernel and the CPU threads. */
+#ifndef PRSTM_STM_H
+#define PRSTM_STM_H
+
+#include <stdint.h>
+#include "prstm_port.h"
+#include "cmp_priority.h"
+#include "txtable_view.h"
+
+#define PRSTM_STM_MAX_TYPES 64
+
+/* Counters each executing thread keeps privately and publishes once at the end. */
+typedef struct prstm_thread_stats {
+  uint64_t committed, aborts, postponements, failed, abandoned, sweeps;
+} prstm_thread_stats;
+
+/* Global words of the termination protocol (cmp_walk.h). */
+enum {
+  PRSTM_Q_EPOCH_STALLED = 0, /* epoch << 32 | threads stalled in that epoch */
+  PRSTM_Q_DONE = 1,          /* threads whose block is entirely final */
+  PRSTM_Q_SEQUENCE = 2,      /* commit sequence (verification) */
+  PRSTM_Q_WORDS = 4
+};
+
+/* Everything a worker needs, as plain pointers into device or host memory.
+ * Passed by value to the kernel, so it holds no host-only types. */
+typedef struct prstm_exec_ctx {
+  uint64_t *words;
+  uint64_t nwords;
+  uint64_t *locks;
+  uint64_t nlocks;
+  uint64_t lock_coverage;
+  prstm_table_view table;
+  uint8_t type_tag[PRSTM_STM_MAX_TYPES];
+  uint32_t tag_mask; /* bit t set when some row has semantic tag t */
+  uint32_t nthreads;
+  uint32_t semantic; /* prstm_semantic_mode */
+  uint32_t retry_limit;
+  prstm_thread_stats *stats; /* one per thread */
+  uint64_t *quiesce;         /* PRSTM_Q_WORDS words */
+} prstm_exec_ctx;
+
+/* Outcomes a transaction body returns. */
+enum { PRSTM_COMMIT = 0, PRSTM_POSTPONE = 1, PRSTM_FAIL = 2 };
+
+/* States of an attempt while its body runs. */
+enum {
+  PRSTM_TX_OK = 0,
+  PRSTM_TX_CONFLICT = 1,    /* concurrent conflict: the attempt is retried */
+  PRSTM_TX_CAPACITY = 2,    /* a set overflowed: fails the transaction if the snapshot holds */
+  PRSTM_TX_BAD_ADDRESS = 3  /* out-of-range word: fails the transaction if the snapshot holds */
+};
+
+typedef struct prstm_read_entry {
+  uint64_t lock, version;
+} prstm_read_entry;
+typedef struct prstm_write_entry {
+  uint64_t addr, value;
+} prstm_write_entry;
+typedef struct prstm_lock_entry {
+  uint64_t lock, version;
+  uint32_t held; /* 0 not held, 1 pre-locked, 2 locked */
+} prstm_lock_entry;
+
+/* One transaction attempt: thread-private sets of fixed capacity. */
+typedef struct prstm_tx {
+  const prstm_exec_ctx *ctx;
+  uint64_t row;
+  uint64_t prio;
+  uint64_t result;
+  uint32_t nreads, nwrites, nlocks, cap;
+  uint32_t state;
+  uint32_t reason;
+  prstm_read_entry *reads;
+  prstm_write_entry *writes;
+  prstm_lock_entry *locks;
+} prstm_tx;
+
+/* ---- The body API: what a transaction type's code calls. ---- */
+
+/* Argument `col` of the transaction being executed. */
+PRSTM_INLINE uint64_t prstm_arg(const prstm_tx *tx, unsigned col) {
+  return tx->ctx->table.args[(uint64_t)col * tx->ctx->table.stride + tx->row];
+}
+/* False once the attempt is doomed; a body with loops checks it and returns. */
+PRSTM_INLINE int prstm_ok(const prstm_tx *tx) { return tx->state == PRSTM_TX_OK; }
+/* Number of shared words. */
+PRSTM_INLINE uint64_t prstm_nwords(const prstm_tx *tx) { return tx->ctx->nwords; }
+/* The value a read-only type reports for its transaction. */
+PRSTM_INLINE void prstm_set_result(prstm_tx *tx, uint64_t v) { tx->result = v; }
+/* Fails the transaction permanently with a reason (PRSTM_REASON_USER + k). */
+PRSTM_INLINE int prstm_fail(prstm_tx *tx, unsigned reason) {
+  tx->reason = reason;
+  return PRSTM_FAIL;
+}
+
+PRSTM_INLINE void prstm_tx_doom(prstm_tx *tx, uint32_t state) {
+  if (tx->state == PRSTM_TX_OK) tx->state = state;
+}
+
+/* Invisible read: lock word, then value, then the lock word again. The
+ * published pseudocode reads the value first, which lets an inconsistent read
+ * pass validation; here the value is bracketed by two equal unlocked versions. */
+PRSTM_INLINE uint64_t prstm_read(prstm_tx *tx, uint64_t addr) {
+  if (tx->state != PRSTM_TX_OK) return 0;
+  const prstm_exec_ctx *ctx = tx->ctx;
+  if (addr >= ctx->nwords) {
+    prstm_tx_doom(tx, PRSTM_TX_BAD_ADDRESS);
+    return 0;
+  }
+  for (uint32_t i = 0; i < tx->nwrites; i++)
+    if (tx->writes[i].addr == addr) return tx->writes[i].value;
+  uint64_t l = addr / ctx->lock_coverage;
+  uint64_t before = prstm_load_acquire(&ctx->locks[l]);
+  if (prstm_lock_is_locked(before)) {
+    prstm_tx_doom(tx, PRSTM_TX_CONFLICT);
+    return 0;
+  }
+  uint64_t value = prstm_load_relaxed(&ctx->words[addr]);
+  prstm_fence_acq_rel();
+  uint64_t after = prstm_load_relaxed(&ctx->locks[l]);
+  uint64_t version = prstm_lock_version(before);
+  if (prstm_lock_is_locked(after) || prstm_lock_version(after) != version) {
+    prstm_tx_doom(tx, PRSTM_TX_CONFLICT);
+    return 0;
+  }
+  /* With lock_coverage > 1 several addresses share a lock: one entry per lock,
+   * and every read under it must have seen the same version. */
+  for (uint32_t i = 0; i < tx->nreads; i++) {
+    if (tx->reads[i].lock == l) {
+      if (tx->reads[i].version != version) prstm_tx_doom(tx, PRSTM_TX_CONFLICT);
+      return value;
+    }
+  }
+  if (tx->nreads == tx->cap) {
+    prstm_tx_doom(tx, PRSTM_TX_CAPACITY);
+    return 0;
+  }
+  tx->reads[tx->nreads].lock = l;
+  tx->reads[tx->nreads].version = version;
+  tx->nreads++;
+  return value;
+}
+
+/* Buffered write: the value reaches shared memory only at commit. */
+PRSTM_INLINE void prstm_write(prstm_tx *tx, uint64_t addr, uint64_t value) {
+  if (tx->state != PRSTM_TX_OK) return;
+  const prstm_exec_ctx *ctx = tx->ctx;
+  if (addr >= ctx->nwords) {
+    prstm_tx_doom(tx, PRSTM_TX_BAD_ADDRESS);
+    return;
+  }
+  for (uint32_t i = 0; i < tx->nwrites; i++) {
+    if (tx->writes[i].addr == addr) {
+      tx->writes[i].value = value;
+      return;
+    }
+  }
+  if (tx->nwrites == tx->cap) {
+    prstm_tx_doom(tx, PRSTM_TX_CAPACITY);
+    return;
+  }
+  tx->writes[tx->nwrites].addr = addr;
+  tx->writes[tx->nwrites].value = value;
+  tx->nwrites++;
+  uint64_t l = addr / ctx->lock_coverage;
+  for (uint32_t i = 0; i < tx->nlocks; i++)
+    if (tx->locks[i].lock == l) return;
+  /* The lock set can never outgrow the write set, whose capacity is the same. */
+  tx->locks[tx->nlocks].lock = l;
+  tx->locks[tx->nlocks].version = 0;
+  tx->locks[tx->nlocks].held = 0;
+  tx->nlocks++;
+}
+
+/* ---- Engine side: begin, validate, commit, abort. ---- */
+
+PRSTM_INLINE void prstm_tx_begin(prstm_tx *tx, uint64_t row, uint64_t prio) {
+  tx->row = row;
+  tx->prio = prio;
+  tx->result = 0;
+  tx->nreads = tx->nwrites = tx->nlocks = 0;
+  tx->state = PRSTM_TX_OK;
+  tx->reason = 0;
+}
+
+/* Gives back every lock this attempt holds, without changing versions: no
+ * data was written, so readers of the old values stay valid. */
+PRSTM_INLINE void prstm_tx_release_all(prstm_tx *tx) {
+  uint64_t *locks = tx->ctx->locks;
+  for (uint32_t i = 0; i < tx->nlocks; i++) {
+    prstm_lock_entry *e = &tx->locks[i];
+    if (e->held == 2) {
+      prstm_store_release(&locks[e->lock], prstm_lock_make(e->version, 0, 0));
+    } else if (e->held == 1) {
+      /* A pre-lock may have been stolen meanwhile; then it is not ours to clear. */
+      prstm_cas(&locks[e->lock], prstm_lock_make(e->version, tx->prio, PRSTM_LOCK_PRELOCKED),
+                prstm_lock_make(e->version, 0, 0));
+    }
+    e->held = 0;
+  }
+}
+
+PRSTM_INLINE int prstm_tx_find_lock(const prstm_tx *tx, uint64_t l) {
+  for (uint32_t i = 0; i < tx->nlocks; i++)
+    if (tx->locks[i].lock == l) return (int)i;
+  return -1;
+}
+
+/* Light validation for a decision that writes nothing and needs no place in
+ * the commit order (a postponement): every read lock still has the version
+ * read and is not finally locked, so the snapshot the body saw was consistent. */
+PRSTM_INLINE int prstm_tx_snapshot_valid(const prstm_tx *tx) {
+  const uint64_t *locks = tx->ctx->locks;
+  for (uint32_t i = 0; i < tx->nreads; i++) {
+    uint64_t w = prstm_load_acquire(&locks[tx->reads[i].lock]);
+    if (prstm_lock_is_locked(w) || prstm_lock_version(w) != tx->reads[i].version) return 0;
+  }
+  return 1;
+}
+
+/* Pre-lock one lock of the write set, stealing a lower-priority pre-lock. */
+PRSTM_INLINE int prstm_tx_prelock(prstm_tx *tx, prstm_lock_entry *e) {
+  uint64_t *lw = &tx->ctx->locks[e->lock];
+  for (;;) {
+    uint64_t w = prstm_load_acquire(lw);
+    if (prstm_lock_is_locked(w)) return 0;
+    if (prstm_lock_is_prelocked(w) && !prstm_may_steal(tx->prio, prstm_lock_owner(w))) return 0;
+    uint64_t v = prstm_lock_version(w);
+    if (prstm_cas(lw, w, prstm_lock_make(v, tx->prio, PRSTM_LOCK_PRELOCKED))) {
+      e->version = v;
+      e->held = 1;
+      return 1;
+    }
+  }
+}
+
+/* Validate one read lock this attempt does not write. It fails when the
+ * version moved, when another transaction holds the final lock, or when a
+ * higher priority holds the pre-lock; a lower-priority pre-lock is revoked, so
+ * that of two crossed transactions (read x write y / read y write x) at most
+ * one can reach its final locks: write skew cannot commit. Read-only sharing
+ * takes no lock at all. */
+PRSTM_INLINE int prstm_tx_validate_read(prstm_tx *tx, const prstm_read_entry *r) {
+  uint64_t *lw = &tx->ctx->locks[r->lock];
+  for (;;) {
+    uint64_t w = prstm_load_acquire(lw);
+    if (prstm_lock_version(w) != r->version || prstm_lock_is_locked(w)) return 0;
+    if (!prstm_lock_is_prelocked(w)) return 1;
+    if (!prstm_may_steal(tx->prio, prstm_lock_owner(w))) return 0;
+    if (prstm_cas(lw, w, prstm_lock_make(r->version, 0, 0))) return 1;
+  }
+}
+
+/* Commit (PR-STM Algorithm 2 with the published gaps closed): pre-lock the
+ * write set, fence, take the commit sequence, validate the read set, turn the
+ * pre-locks into final locks, write, fence, release with version + 1.
+ * Returns 1 on commit, 0 on a concurrent conflict (all locks given back).
+ * A transaction with an empty write set (read-only, or failing) goes through
+ * the same steps so that its decision is ordered the same way. */
+PRSTM_INLINE int prstm_tx_commit(prstm_tx *tx, uint64_t *sequence) {
+  const prstm_exec_ctx *ctx = tx->ctx;
+  for (uint32_t i = 0; i < tx->nlocks; i++) {
+    if (!prstm_tx_prelock(tx, &tx->locks[i])) {
+      prstm_tx_release_all(tx);
+      return 0;
+    }
+  }
+  /* Pre-lock stores must be visible before the validation loads below: two
+   * crossed committers then cannot both miss each other's pre-lock. */
+  prstm_fence_sc();
+  if (sequence) *sequence = prstm_fetch_add(&ctx->quiesce[PRSTM_Q_SEQUENCE], 1);
+  for (uint32_t i = 0; i < tx->nreads; i++) {
+    const prstm_read_entry *r = &tx->reads[i];
+    int own = prstm_tx_find_lock(tx, r->lock);
+    int ok = own >= 0 ? tx->locks[own].version == r->version : prstm_tx_validate_read(tx, r);
+    if (!ok) {
+      prstm_tx_release_all(tx);
+      return 0;
+    }
+  }
+  for (uint32_t i = 0; i < tx->nlocks; i++) {
+    prstm_lock_entry *e = &tx->locks[i];
+    if (!prstm_cas(&ctx->locks[e->lock], prstm_lock_make(e->version, tx->prio, PRSTM_LOCK_PRELOCKED),
+                   prstm_lock_make(e->version, tx->prio, PRSTM_LOCK_LOCKED))) {
+      /* A higher priority stole or revoked this pre-lock. */
+      prstm_tx_release_all(tx);
+      return 0;
+    }
+    e->held = 2;
+  }
+  /* The final locks must be visible before any new value is: a reader that
+   * sees a new value then sees the lock or the new version (seqlock order). */
+  if (tx->nwrites) prstm_fence_acq_rel();
+  for (uint32_t i = 0; i < tx->nwrites; i++)
+    prstm_store_relaxed(&ctx->words[tx->writes[i].addr], tx->writes[i].value);
+  /* The release stores below order the data writes before the new versions. */
+  for (uint32_t i = 0; i < tx->nlocks; i++) {
+    prstm_lock_entry *e = &tx->locks[i];
+    prstm_store_release(&ctx->locks[e->lock], prstm_lock_make(e->version + 1, 0, 0));
+    e->held = 0;
+  }
+  return 1;
+}
+
+#include "cmp_walk.h"
+
+#endif /* PRSTM_STM_H */

@@ -1,0 +1,517 @@
+/* config.c: loads and checks a prstm JSON config, then fills its batch (inline, JSON Lines file or generated). */
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "loaders_internal.h"
+
+/* Everything a section parser needs to report a problem: the file to name
+ * first and the caller's message buffer. */
+typedef struct cfg_ctx {
+  const char *file;
+  char *err;
+  size_t errlen;
+} cfg_ctx;
+
+/* Rejects unknown and repeated keys of obj, whose key path is prefix ("" at
+ * the top level), so that a typo is an error instead of a silent default. */
+static int check_keys(const cfg_ctx *c, const cJSON *obj, const char *prefix,
+                      const char *const *allowed) {
+  const char *bad = NULL;
+  int dup = 0;
+  if (prstm_json_check_keys(obj, allowed, &bad, &dup) == 0) return 0;
+  prstm_errf(c->err, c->errlen, "%s: %s key '%s%s%s'", c->file, dup ? "duplicate" : "unknown",
+             prefix, prefix[0] != '\0' ? "." : "", bad);
+  return PRSTM_ECONFIG;
+}
+
+/* Looks up an optional object member; a present member must be an object. */
+static int get_object(const cfg_ctx *c, const cJSON *parent, const char *key, const char *where,
+                      int required, const cJSON **out) {
+  const cJSON *item = cJSON_GetObjectItemCaseSensitive(parent, key);
+  *out = NULL;
+  if (item == NULL) {
+    if (!required) return 0;
+    prstm_errf(c->err, c->errlen, "%s: %s: missing", c->file, where);
+    return PRSTM_ECONFIG;
+  }
+  if (!cJSON_IsObject(item)) {
+    prstm_errf(c->err, c->errlen, "%s: %s: expected an object", c->file, where);
+    return PRSTM_ECONFIG;
+  }
+  *out = item;
+  return 0;
+}
+
+/* Reads an integer member in [min, max]; *out keeps its default when the
+ * member is absent and not required. */
+static int get_uint(const cfg_ctx *c, const cJSON *parent, const char *key, const char *where,
+                    int required, uint64_t min, uint64_t max, uint64_t *out) {
+  const cJSON *item = cJSON_GetObjectItemCaseSensitive(parent, key);
+  if (item == NULL) {
+    if (!required) return 0;
+    prstm_errf(c->err, c->errlen, "%s: %s: missing", c->file, where);
+    return PRSTM_ECONFIG;
+  }
+  uint64_t v;
+  if (prstm_json_uint(item, &v) != 0) {
+    prstm_errf(c->err, c->errlen, "%s: %s: expected a non-negative integer", c->file, where);
+    return PRSTM_ECONFIG;
+  }
+  if (v < min) {
+    prstm_errf(c->err, c->errlen, "%s: %s: must be at least %" PRIu64, c->file, where, min);
+    return PRSTM_ECONFIG;
+  }
+  if (v > max) {
+    prstm_errf(c->err, c->errlen, "%s: %s: must be at most %" PRIu64, c->file, where, max);
+    return PRSTM_ECONFIG;
+  }
+  *out = v;
+  return 0;
+}
+
+static int get_u32(const cfg_ctx *c, const cJSON *parent, const char *key, const char *where,
+                   uint32_t min, uint32_t *out) {
+  uint64_t v = *out;
+  int rc = get_uint(c, parent, key, where, 0, min, UINT32_MAX, &v);
+  if (rc == 0) *out = (uint32_t)v;
+  return rc;
+}
+
+/* Reads an optional share in [0, 1]; *out keeps its default when absent. */
+static int get_ratio(const cfg_ctx *c, const cJSON *parent, const char *key, const char *where,
+                     double *out) {
+  const cJSON *item = cJSON_GetObjectItemCaseSensitive(parent, key);
+  if (item == NULL) return 0;
+  /* Written so that NaN also fails the test. */
+  if (!cJSON_IsNumber(item) || !(item->valuedouble >= 0.0 && item->valuedouble <= 1.0)) {
+    prstm_errf(c->err, c->errlen, "%s: %s: expected a number between 0 and 1", c->file, where);
+    return PRSTM_ECONFIG;
+  }
+  *out = item->valuedouble;
+  return 0;
+}
+
+static int get_bool(const cfg_ctx *c, const cJSON *parent, const char *key, const char *where,
+                    int *out) {
+  const cJSON *item = cJSON_GetObjectItemCaseSensitive(parent, key);
+  if (item == NULL) return 0;
+  if (!cJSON_IsBool(item)) {
+    prstm_errf(c->err, c->errlen, "%s: %s: expected true or false", c->file, where);
+    return PRSTM_ECONFIG;
+  }
+  *out = cJSON_IsTrue(item) ? 1 : 0;
+  return 0;
+}
+
+/* Reads an optional string member; *out is left NULL when it is absent. */
+static int get_string(const cfg_ctx *c, const cJSON *parent, const char *key, const char *where,
+                      int required, const char **out) {
+  const cJSON *item = cJSON_GetObjectItemCaseSensitive(parent, key);
+  *out = NULL;
+  if (item == NULL) {
+    if (!required) return 0;
+    prstm_errf(c->err, c->errlen, "%s: %s: missing", c->file, where);
+    return PRSTM_ECONFIG;
+  }
+  if (!cJSON_IsString(item) || item->valuestring == NULL) {
+    prstm_errf(c->err, c->errlen, "%s: %s: expected a string", c->file, where);
+    return PRSTM_ECONFIG;
+  }
+  *out = item->valuestring;
+  return 0;
+}
+
+/* Copies dir (its first dirlen bytes, a trailing slash included) followed by
+ * path into a fixed config field, refusing to truncate: a cut path would name
+ * some other file. */
+static int copy_path(const cfg_ctx *c, const char *where, char *dst, size_t dstlen,
+                     const char *dir, size_t dirlen, const char *path) {
+  size_t plen = strlen(path);
+  if (dirlen + plen + 1 > dstlen) {
+    prstm_errf(c->err, c->errlen, "%s: %s: path too long (at most %zu bytes)", c->file, where,
+               dstlen - 1);
+    return PRSTM_ECONFIG;
+  }
+  memcpy(dst, dir, dirlen);
+  memcpy(dst + dirlen, path, plen + 1);
+  return 0;
+}
+
+static int parse_engine(const cfg_ctx *c, const cJSON *root, prstm_options *opt) {
+  static const char *const keys[] = {"backend",  "threads",     "lock_coverage",
+                                     "semantic", "retry_limit", NULL};
+  const cJSON *eng;
+  int rc = get_object(c, root, "engine", "engine", 0, &eng);
+  if (rc != 0 || eng == NULL) return rc;
+  if ((rc = check_keys(c, eng, "engine", keys)) != 0) return rc;
+
+  const char *s;
+  if ((rc = get_string(c, eng, "backend", "engine.backend", 0, &s)) != 0) return rc;
+  if (s != NULL) {
+    if (strcmp(s, "auto") == 0)
+      opt->backend = PRSTM_BACKEND_AUTO;
+    else if (strcmp(s, "gpu") == 0)
+      opt->backend = PRSTM_BACKEND_GPU;
+    else if (strcmp(s, "cpu") == 0)
+      opt->backend = PRSTM_BACKEND_CPU;
+    else {
+      prstm_errf(c->err, c->errlen, "%s: engine.backend: expected 'auto', 'gpu' or 'cpu'",
+                 c->file);
+      return PRSTM_ECONFIG;
+    }
+  }
+  if ((rc = get_u32(c, eng, "threads", "engine.threads", 0, &opt->threads)) != 0) return rc;
+  if ((rc = get_u32(c, eng, "lock_coverage", "engine.lock_coverage", 1, &opt->lock_coverage)) !=
+      0)
+    return rc;
+  if ((rc = get_string(c, eng, "semantic", "engine.semantic", 0, &s)) != 0) return rc;
+  if (s != NULL) {
+    if (strcmp(s, "postpone") == 0)
+      opt->semantic = PRSTM_SEMANTIC_POSTPONE;
+    else if (strcmp(s, "retry") == 0)
+      opt->semantic = PRSTM_SEMANTIC_RETRY;
+    else {
+      prstm_errf(c->err, c->errlen, "%s: engine.semantic: expected 'postpone' or 'retry'",
+                 c->file);
+      return PRSTM_ECONFIG;
+    }
+  }
+  return get_u32(c, eng, "retry_limit", "engine.retry_limit", 0, &opt->retry_limit);
+}
+
+static int parse_state(const cfg_ctx *c, const cJSON *root, prstm_state_spec *st) {
+  static const char *const keys[] = {"accounts", "initial_balance", NULL};
+  const cJSON *obj;
+  int rc = get_object(c, root, "state", "state", 1, &obj);
+  if (rc != 0) return rc;
+  if ((rc = check_keys(c, obj, "state", keys)) != 0) return rc;
+  if ((rc = get_uint(c, obj, "accounts", "state.accounts", 1, 1, UINT64_MAX, &st->accounts)) != 0)
+    return rc;
+  return get_uint(c, obj, "initial_balance", "state.initial_balance", 0, 0, UINT64_MAX,
+                  &st->initial_balance);
+}
+
+/* batch.generate.mix: type name -> weight. The names are taken from the
+ * workload's own type table so that they outlive the parsed JSON. */
+static int parse_mix(const cfg_ctx *c, const cJSON *mix, const prstm_workload *wl,
+                     prstm_generate_spec *g) {
+  unsigned n = 0;
+  double total = 0.0;
+  for (const cJSON *e = mix->child; e != NULL; e = e->next) {
+    const char *name = e->string != NULL ? e->string : "";
+    for (const cJSON *p = mix->child; p != e; p = p->next) {
+      if (p->string != NULL && strcmp(p->string, name) == 0) {
+        prstm_errf(c->err, c->errlen, "%s: duplicate key 'batch.generate.mix.%s'", c->file,
+                   name);
+        return PRSTM_ECONFIG;
+      }
+    }
+    int type = prstm_type_find(wl, name);
+    if (type < 0 || (unsigned)type >= wl->ntypes) {
+      prstm_errf(c->err, c->errlen, "%s: batch.generate.mix: unknown transaction type '%s'",
+                 c->file, name);
+      return PRSTM_EUNKNOWN;
+    }
+    /* The upper bound rejects an infinite weight (cJSON reads 1e400 as one)
+     * and keeps the sum of up to 64 weights finite. */
+    if (!cJSON_IsNumber(e) || !(e->valuedouble >= 0.0 && e->valuedouble <= 1e300)) {
+      prstm_errf(c->err, c->errlen, "%s: batch.generate.mix.%s: expected a non-negative number",
+                 c->file, name);
+      return PRSTM_ECONFIG;
+    }
+    if (n >= PRSTM_MAX_TYPES) {
+      prstm_errf(c->err, c->errlen, "%s: batch.generate.mix: more than %d types", c->file,
+                 PRSTM_MAX_TYPES);
+      return PRSTM_ECONFIG;
+    }
+    g->mix_names[n] = wl->types[type].name;
+    g->mix_weights[n] = e->valuedouble;
+    total += e->valuedouble;
+    n++;
+  }
+  /* An empty or all-zero mix cannot pick any transaction; the default mix is
+   * asked for by leaving the key out, never by an empty object. */
+  if (n == 0) {
+    prstm_errf(c->err, c->errlen, "%s: batch.generate.mix: expected at least one type", c->file);
+    return PRSTM_ECONFIG;
+  }
+  if (!(total > 0.0)) {
+    prstm_errf(c->err, c->errlen, "%s: batch.generate.mix: weights are all zero", c->file);
+    return PRSTM_ECONFIG;
+  }
+  g->nmix = n;
+  return 0;
+}
+
+static int parse_generate(const cfg_ctx *c, const cJSON *gen, const prstm_workload *wl,
+                          prstm_generate_spec *g) {
+  static const char *const keys[] = {"transactions", "seed",      "mix",
+                                     "accounts_per_tx", "amount", "read_only",
+                                     "semantic_ratio",  "presorted", NULL};
+  static const char *const amount_keys[] = {"min", "max", NULL};
+  int rc;
+  if ((rc = check_keys(c, gen, "batch.generate", keys)) != 0) return rc;
+  if ((rc = get_uint(c, gen, "transactions", "batch.generate.transactions", 1, 1, UINT64_MAX,
+                     &g->transactions)) != 0)
+    return rc;
+  if ((rc = get_uint(c, gen, "seed", "batch.generate.seed", 0, 0, UINT64_MAX, &g->seed)) != 0)
+    return rc;
+  uint64_t apt = g->accounts_per_tx;
+  if ((rc = get_uint(c, gen, "accounts_per_tx", "batch.generate.accounts_per_tx", 0, 1, UINT_MAX,
+                     &apt)) != 0)
+    return rc;
+  g->accounts_per_tx = (unsigned)apt;
+
+  const cJSON *amount;
+  if ((rc = get_object(c, gen, "amount", "batch.generate.amount", 0, &amount)) != 0) return rc;
+  if (amount != NULL) {
+    if ((rc = check_keys(c, amount, "batch.generate.amount", amount_keys)) != 0) return rc;
+    if ((rc = get_uint(c, amount, "min", "batch.generate.amount.min", 0, 0, UINT64_MAX,
+                       &g->amount_min)) != 0)
+      return rc;
+    if ((rc = get_uint(c, amount, "max", "batch.generate.amount.max", 0, 0, UINT64_MAX,
+                       &g->amount_max)) != 0)
+      return rc;
+    if (g->amount_min > g->amount_max) {
+      prstm_errf(c->err, c->errlen,
+                 "%s: batch.generate.amount: min %" PRIu64 " exceeds max %" PRIu64, c->file,
+                 g->amount_min, g->amount_max);
+      return PRSTM_ECONFIG;
+    }
+  }
+  if ((rc = get_ratio(c, gen, "read_only", "batch.generate.read_only", &g->read_only)) != 0)
+    return rc;
+  if ((rc = get_ratio(c, gen, "semantic_ratio", "batch.generate.semantic_ratio",
+                      &g->semantic_ratio)) != 0)
+    return rc;
+  if ((rc = get_bool(c, gen, "presorted", "batch.generate.presorted", &g->presorted)) != 0)
+    return rc;
+
+  const cJSON *mix;
+  if ((rc = get_object(c, gen, "mix", "batch.generate.mix", 0, &mix)) != 0) return rc;
+  if (mix != NULL) return parse_mix(c, mix, wl, g);
+  return 0;
+}
+
+/* Parses the batch section. The inline array is detached from root so that
+ * it survives the deletion of the rest of the document. */
+static int parse_batch(const cfg_ctx *c, cJSON *root, prstm_config *cfg) {
+  static const char *const keys[] = {"transactions", "file", "generate", NULL};
+  const cJSON *batch;
+  int rc = get_object(c, root, "batch", "batch", 1, &batch);
+  if (rc != 0) return rc;
+  if ((rc = check_keys(c, batch, "batch", keys)) != 0) return rc;
+
+  cJSON *txs = cJSON_GetObjectItemCaseSensitive(batch, "transactions");
+  const cJSON *file = cJSON_GetObjectItemCaseSensitive(batch, "file");
+  const cJSON *gen = cJSON_GetObjectItemCaseSensitive(batch, "generate");
+  if ((txs != NULL) + (file != NULL) + (gen != NULL) != 1) {
+    prstm_errf(c->err, c->errlen,
+               "%s: batch: expected exactly one of 'transactions', 'file' or 'generate'", c->file);
+    return PRSTM_ECONFIG;
+  }
+
+  if (txs != NULL) {
+    if (!cJSON_IsArray(txs)) {
+      prstm_errf(c->err, c->errlen, "%s: batch.transactions: expected an array", c->file);
+      return PRSTM_ECONFIG;
+    }
+    cfg->batch_kind = PRSTM_BATCH_INLINE;
+    /* The cast drops the const of the lookup helper only: the document is
+     * this loader's own and is deleted right after parsing. */
+    cfg->inline_json = cJSON_DetachItemViaPointer((cJSON *)batch, txs);
+    return 0;
+  }
+
+  if (file != NULL) {
+    if (!cJSON_IsString(file) || file->valuestring == NULL || file->valuestring[0] == '\0') {
+      prstm_errf(c->err, c->errlen, "%s: batch.file: expected a non-empty string", c->file);
+      return PRSTM_ECONFIG;
+    }
+    /* A relative batch file is found next to the config, so a config and its
+     * data can be moved together and run from any working directory. The
+     * folder is kept with its trailing slash, which also covers "/". */
+    const char *slash = strrchr(c->file, '/');
+    size_t dirlen = 0;
+    if (file->valuestring[0] != '/' && slash != NULL) dirlen = (size_t)(slash - c->file) + 1;
+    cfg->batch_kind = PRSTM_BATCH_FILE;
+    return copy_path(c, "batch.file", cfg->batch_file, sizeof cfg->batch_file, c->file, dirlen,
+                     file->valuestring);
+  }
+
+  if (!cJSON_IsObject(gen)) {
+    prstm_errf(c->err, c->errlen, "%s: batch.generate: expected an object", c->file);
+    return PRSTM_ECONFIG;
+  }
+  cfg->batch_kind = PRSTM_BATCH_GENERATE;
+  return parse_generate(c, gen, cfg->workload, &cfg->generate);
+}
+
+/* An output path is a non-empty string, or null (or absent) for no output. */
+static int parse_output_path(const cfg_ctx *c, const cJSON *out, const char *key,
+                             const char *where, char *dst, size_t dstlen) {
+  const cJSON *item = cJSON_GetObjectItemCaseSensitive(out, key);
+  if (item == NULL || cJSON_IsNull(item)) return 0;
+  if (!cJSON_IsString(item) || item->valuestring == NULL || item->valuestring[0] == '\0') {
+    prstm_errf(c->err, c->errlen, "%s: %s: expected a path or null", c->file, where);
+    return PRSTM_ECONFIG;
+  }
+  return copy_path(c, where, dst, dstlen, "", 0, item->valuestring);
+}
+
+static int parse_output(const cfg_ctx *c, const cJSON *root, prstm_config *cfg) {
+  static const char *const keys[] = {"results", "final_state", NULL};
+  const cJSON *out;
+  int rc = get_object(c, root, "output", "output", 0, &out);
+  if (rc != 0 || out == NULL) return rc;
+  if ((rc = check_keys(c, out, "output", keys)) != 0) return rc;
+  if ((rc = parse_output_path(c, out, "results", "output.results", cfg->results_path,
+                              sizeof cfg->results_path)) != 0)
+    return rc;
+  return parse_output_path(c, out, "final_state", "output.final_state", cfg->final_state_path,
+                           sizeof cfg->final_state_path);
+}
+
+static int parse_config(const cfg_ctx *c, cJSON *root, prstm_config *cfg) {
+  static const char *const keys[] = {"workload", "engine", "state", "batch", "output", NULL};
+  int rc;
+  if (!cJSON_IsObject(root)) {
+    prstm_errf(c->err, c->errlen, "%s: expected a JSON object", c->file);
+    return PRSTM_ECONFIG;
+  }
+  if ((rc = check_keys(c, root, "", keys)) != 0) return rc;
+
+  /* The workload comes first: the mix of a generated batch names its types. */
+  const char *name;
+  if ((rc = get_string(c, root, "workload", "workload", 1, &name)) != 0) return rc;
+  cfg->workload = prstm_workload_find(name);
+  if (cfg->workload == NULL) {
+    prstm_errf(c->err, c->errlen, "%s: workload: unknown workload '%s'", c->file, name);
+    return PRSTM_EUNKNOWN;
+  }
+  if ((rc = parse_engine(c, root, &cfg->options)) != 0) return rc;
+  if ((rc = parse_state(c, root, &cfg->state)) != 0) return rc;
+  if ((rc = parse_batch(c, root, cfg)) != 0) return rc;
+  return parse_output(c, root, cfg);
+}
+
+int prstm_config_load(const char *path, prstm_config *cfg, char *err, size_t errlen) {
+  if (err != NULL && errlen > 0) err[0] = '\0';
+  if (cfg == NULL || path == NULL) {
+    prstm_errf(err, errlen, "prstm_config_load: invalid argument");
+    return PRSTM_EINVAL;
+  }
+  /* Every field gets its default first, so that a config missing an optional
+   * section and a config that failed halfway are both safe to free. */
+  memset(cfg, 0, sizeof *cfg);
+  prstm_options_init(&cfg->options);
+  cfg->generate.seed = 1;
+  cfg->generate.accounts_per_tx = 2;
+  cfg->generate.amount_min = 1;
+  cfg->generate.amount_max = 100;
+  cfg->generate.read_only = -1.0;
+  cfg->generate.semantic_ratio = 0.0;
+
+  size_t plen = strlen(path);
+  if (plen >= sizeof cfg->path) {
+    prstm_errf(err, errlen, "%s: path too long (at most %zu bytes)", path, sizeof cfg->path - 1);
+    return PRSTM_EINVAL;
+  }
+  memcpy(cfg->path, path, plen + 1);
+
+  char *text;
+  size_t len;
+  int rc = prstm_read_text_file(path, &text, &len, err, errlen);
+  if (rc != 0) return rc;
+  size_t skip = prstm_json_bom(text, len);
+  size_t off = 0;
+  cJSON *root = prstm_json_parse(text + skip, len - skip, &off);
+  if (root == NULL) {
+    unsigned long line, col;
+    prstm_json_position(text + skip, off, &line, &col);
+    prstm_errf(err, errlen, "%s:%lu:%lu: malformed JSON", path, line, col);
+    free(text);
+    return PRSTM_EPARSE;
+  }
+  free(text);
+
+  cfg_ctx c = {cfg->path, err, errlen};
+  rc = parse_config(&c, root, cfg);
+  cJSON_Delete(root);
+  if (rc != 0) prstm_config_free(cfg);
+  return rc;
+}
+
+void prstm_config_free(prstm_config *cfg) {
+  if (cfg == NULL) return;
+  cJSON_Delete((cJSON *)cfg->inline_json);
+  cfg->inline_json = NULL;
+}
+
+int prstm_config_load_batch(const prstm_config *cfg, uint64_t nwords, prstm_batch *batch,
+                            char *err, size_t errlen) {
+  if (err != NULL && errlen > 0) err[0] = '\0';
+  if (cfg == NULL || batch == NULL || cfg->workload == NULL) {
+    prstm_errf(err, errlen, "prstm_config_load_batch: invalid argument");
+    return PRSTM_EINVAL;
+  }
+  switch (cfg->batch_kind) {
+    case PRSTM_BATCH_INLINE: {
+      const cJSON *arr = (const cJSON *)cfg->inline_json;
+      if (!cJSON_IsArray(arr)) {
+        prstm_errf(err, errlen, "%s: batch.transactions: not loaded", cfg->path);
+        return PRSTM_EINVAL;
+      }
+      unsigned long i = 0;
+      for (const cJSON *e = arr->child; e != NULL; e = e->next, i++) {
+        char prefix[64];
+        char msg[PRSTM_KEYPATH_MAX + 256];
+        snprintf(prefix, sizeof prefix, "batch.transactions[%lu]", i);
+        int rc = prstm_tx_from_json(e, cfg->workload, nwords, batch, prefix, msg, sizeof msg);
+        if (rc != 0) {
+          prstm_errf(err, errlen, "%s: %s", cfg->path, msg);
+          return rc;
+        }
+      }
+      if (i == 0) {
+        prstm_errf(err, errlen, "%s: batch.transactions: batch is empty", cfg->path);
+        return PRSTM_ECONFIG;
+      }
+      return 0;
+    }
+    case PRSTM_BATCH_FILE: {
+      uint64_t before = prstm_batch_size(batch);
+      int rc = prstm_load_jsonl(cfg->batch_file, cfg->workload, nwords, batch, err, errlen);
+      if (rc != 0) return rc;
+      if (prstm_batch_size(batch) == before) {
+        prstm_errf(err, errlen, "%s: batch is empty", cfg->batch_file);
+        return PRSTM_ECONFIG;
+      }
+      return 0;
+    }
+    case PRSTM_BATCH_GENERATE: {
+      if (cfg->workload->generate == NULL) {
+        prstm_errf(err, errlen, "%s: batch.generate: workload %s has no generator", cfg->path,
+                   cfg->workload->name);
+        return PRSTM_ECONFIG;
+      }
+      /* The generator's message does not know the file; it is prefixed so
+       * that every loader error names the file first. */
+      char msg[512];
+      msg[0] = '\0';
+      int rc = cfg->workload->generate(&cfg->generate, &cfg->state, batch, msg, sizeof msg);
+      if (rc != 0) {
+        if (msg[0] != '\0')
+          prstm_errf(err, errlen, "%s: batch.generate: %s", cfg->path, msg);
+        else
+          prstm_errf(err, errlen, "%s: batch.generate: %s", cfg->path, prstm_strerror(rc));
+      }
+      return rc;
+    }
+  }
+  prstm_errf(err, errlen, "%s: batch: unknown batch kind", cfg->path);
+  return PRSTM_EINVAL;
+}

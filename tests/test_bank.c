@@ -1,0 +1,407 @@
+/* test_bank.c: integration tests of the whole engine on the CPU backend (many more threads than cores) and, where a GPU is, on the GPU backend. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bank_body.h"
+#include "prstm.h"
+#include "test_workload.h"
+
+/* CPU runs use far more threads than the machine has cores, to shake out
+ * interleavings; GPU runs use a few thousand threads on the same tiny states. */
+#define CPU_THREADS 64
+#define GPU_THREADS 4096
+
+/* A GPU test where no GPU is usable is skipped with the reason, except when
+ * PRSTM_REQUIRE_GPU=1 (as on the GPU machine), where it fails instead. */
+static void need_backend(prstm_backend backend) {
+  if (backend != PRSTM_BACKEND_GPU) return;
+  char why[256];
+  if (prstm_gpu_available(prstm_workload_find("bank"), why, sizeof why)) return;
+  const char *req = getenv("PRSTM_REQUIRE_GPU");
+  if (req && strcmp(req, "1") == 0) cr_assert_fail("PRSTM_REQUIRE_GPU=1 but no GPU is usable: %s", why);
+  cr_skip_test("no usable GPU: %s", why);
+}
+
+static uint32_t threads_for(prstm_backend backend) {
+  return backend == PRSTM_BACKEND_GPU ? GPU_THREADS : CPU_THREADS;
+}
+
+typedef struct bank_run {
+  prstm_engine *engine;
+  prstm_batch *batch;
+  prstm_results res;
+  const prstm_workload *wl;
+} bank_run;
+
+static void run_open(bank_run *r, const prstm_workload *wl, prstm_backend backend, uint32_t coverage,
+                     prstm_semantic_mode semantic, uint32_t retry_limit) {
+  memset(r, 0, sizeof *r);
+  prstm_options opt;
+  prstm_options_init(&opt);
+  opt.backend = backend;
+  opt.threads = threads_for(backend);
+  opt.lock_coverage = coverage;
+  opt.semantic = semantic;
+  opt.retry_limit = retry_limit;
+  r->wl = wl;
+  cr_assert_eq(prstm_engine_create(&r->engine, wl, &opt), 0);
+  cr_assert_eq(prstm_batch_create(&r->batch, wl), 0);
+}
+
+static void run_state(bank_run *r, uint64_t accounts, uint64_t initial) {
+  prstm_state_spec spec = {accounts, initial};
+  cr_assert_eq(prstm_engine_init_state(r->engine, &spec), 0);
+}
+
+static void run_words(bank_run *r, const prstm_word *words, uint64_t n) {
+  cr_assert_eq(prstm_engine_set_state(r->engine, words, n), 0);
+}
+
+static void add(bank_run *r, const char *type, prstm_word a0, prstm_word a1, prstm_word a2) {
+  int t = prstm_type_find(r->wl, type);
+  cr_assert_geq(t, 0, "unknown type %s", type);
+  prstm_word args[3] = {a0, a1, a2};
+  cr_assert_eq(prstm_batch_append(r->batch, (unsigned)t, args, r->wl->types[t].nargs), 0);
+}
+
+static void run_exec(bank_run *r) {
+  int rc = prstm_engine_run(r->engine, r->batch, &r->res);
+  cr_assert_eq(rc, 0, "run failed: %s", prstm_engine_error(r->engine));
+  cr_assert_eq(r->res.committed + r->res.abandoned + r->res.failed, r->res.transactions,
+               "every transaction must end final");
+}
+
+static void run_close(bank_run *r) {
+  prstm_batch_destroy(r->batch);
+  prstm_engine_destroy(r->engine);
+}
+
+static prstm_status status_of(bank_run *r, uint64_t i, unsigned *reason) {
+  prstm_status st;
+  cr_assert_eq(prstm_batch_outcome(r->batch, i, &st, reason, NULL), 0);
+  return st;
+}
+
+static void check_bank_invariant(bank_run *r) {
+  int ok = 0;
+  char msg[512];
+  cr_assert_eq(r->wl->check_invariant(r->engine, r->batch, &ok, msg, sizeof msg), 0);
+  cr_assert(ok, "bank invariant: %s", msg);
+}
+
+/* Random transfers, deposits and withdrawals on a tiny bank: money is
+ * conserved, no balance wraps below zero, every transaction ends final. */
+static void money_is_conserved(prstm_backend backend, uint32_t coverage, uint64_t accounts) {
+  need_backend(backend);
+  bank_run r;
+  run_open(&r, prstm_workload_find("bank"), backend, coverage, PRSTM_SEMANTIC_POSTPONE, 100);
+  run_state(&r, accounts, 100);
+  prstm_generate_spec g;
+  memset(&g, 0, sizeof g);
+  g.transactions = 20000;
+  g.seed = 7 + coverage + accounts;
+  g.accounts_per_tx = 2;
+  g.amount_min = 1;
+  g.amount_max = 60;
+  g.read_only = 0.05;
+  g.semantic_ratio = 0.2;
+  prstm_state_spec s = {accounts, 100};
+  char err[256];
+  cr_assert_eq(r.wl->generate(&g, &s, r.batch, err, sizeof err), 0, "%s", err);
+  run_exec(&r);
+  check_bank_invariant(&r);
+  uint64_t n = 0, total = 0;
+  const prstm_word *w = prstm_engine_state(r.engine, &n);
+  for (uint64_t i = 0; i < n; i++) total += w[i];
+  for (uint64_t i = 0; i < n; i++) cr_assert_leq(w[i], total, "account %llu wrapped below zero", (unsigned long long)i);
+  cr_assert_gt(r.res.committed, 0);
+  run_close(&r);
+}
+
+/* Only deposits (tag 1) and increments of few words: a lost update shows as a
+ * short final sum. */
+static void no_update_is_lost(prstm_backend backend, uint32_t coverage) {
+  need_backend(backend);
+  bank_run r;
+  run_open(&r, prstm_workload_find("bank"), backend, coverage, PRSTM_SEMANTIC_POSTPONE, 100);
+  run_state(&r, 4, 0);
+  uint64_t expect[4] = {0};
+  for (uint64_t i = 0; i < 30000; i++) {
+    add(&r, "deposit", i % 4, 1 + i % 3, 0);
+    expect[i % 4] += 1 + i % 3;
+  }
+  run_exec(&r);
+  cr_assert_eq(r.res.committed, 30000);
+  const prstm_word *w = prstm_engine_state(r.engine, NULL);
+  for (int a = 0; a < 4; a++) cr_assert_eq(w[a], expect[a], "account %d lost updates", a);
+  run_close(&r);
+}
+
+/* Withdrawals placed before the deposits that fund them all commit. */
+static void withdrawal_before_its_deposit_commits(prstm_backend backend, uint32_t coverage) {
+  need_backend(backend);
+  bank_run r;
+  run_open(&r, prstm_workload_find("bank"), backend, coverage, PRSTM_SEMANTIC_POSTPONE, 100);
+  run_state(&r, 16, 0);
+  for (uint64_t i = 0; i < 2000; i++) add(&r, "withdraw", i % 16, 5, 0);
+  for (uint64_t i = 0; i < 2000; i++) add(&r, "deposit", i % 16, 5, 0);
+  run_exec(&r);
+  cr_assert_eq(r.res.committed, 4000);
+  cr_assert_eq(r.res.abandoned, 0);
+  const prstm_word *w = prstm_engine_state(r.engine, NULL);
+  for (int a = 0; a < 16; a++) cr_assert_eq(w[a], 0);
+  run_close(&r);
+}
+
+/* A withdrawal nothing funds is abandoned at quiescence and the run ends;
+ * the transactions around it still commit. */
+static void unfunded_withdrawal_is_abandoned(prstm_backend backend, uint32_t coverage) {
+  need_backend(backend);
+  bank_run r;
+  run_open(&r, prstm_workload_find("bank"), backend, coverage, PRSTM_SEMANTIC_POSTPONE, 100);
+  run_state(&r, 8, 0);
+  add(&r, "withdraw", 0, 100, 0);
+  for (uint64_t i = 0; i < 500; i++) add(&r, "deposit", 1 + i % 7, 1, 0);
+  add(&r, "transfer", 2, 0, 10); /* funds 10 of the 100 */
+  run_exec(&r);
+  unsigned reason = 0;
+  cr_assert_eq(status_of(&r, 0, &reason), PRSTM_ABANDONED);
+  cr_assert_eq(reason, PRSTM_REASON_QUIESCENT);
+  cr_assert_eq(r.res.abandoned, 1);
+  cr_assert_eq(r.res.committed, 501);
+  cr_assert_eq(prstm_engine_state(r.engine, NULL)[0], 10);
+  check_bank_invariant(&r);
+  run_close(&r);
+}
+
+/* Crossed read-x-write-y / read-y-write-x pairs: a serial order lets exactly
+ * one of each pair write, so x + y must be 1; both would be write skew. */
+static void write_skew_never_commits(prstm_backend backend, uint32_t coverage) {
+  need_backend(backend);
+  bank_run r;
+  run_open(&r, &test_probe_workload, backend, coverage, PRSTM_SEMANTIC_POSTPONE, 100);
+  enum { PAIRS = 2048 };
+  prstm_word *zeros = calloc(2 * PAIRS, sizeof *zeros);
+  run_words(&r, zeros, 2 * PAIRS);
+  free(zeros);
+  for (uint64_t p = 0; p < PAIRS; p++) {
+    prstm_word xy[2] = {2 * p, 2 * p + 1}, yx[2] = {2 * p + 1, 2 * p};
+    cr_assert_eq(prstm_batch_append(r.batch, PROBE_SKEW, xy, 2), 0);
+    cr_assert_eq(prstm_batch_append(r.batch, PROBE_SKEW, yx, 2), 0);
+  }
+  run_exec(&r);
+  cr_assert_eq(r.res.committed, 2 * PAIRS);
+  const prstm_word *w = prstm_engine_state(r.engine, NULL);
+  for (uint64_t p = 0; p < PAIRS; p++)
+    cr_assert_eq(w[2 * p] + w[2 * p + 1], 1, "pair %llu: x=%llu y=%llu", (unsigned long long)p,
+                 (unsigned long long)w[2 * p], (unsigned long long)w[2 * p + 1]);
+  run_close(&r);
+}
+
+/* Retry mode (the papers' comparator) retries an unfunded withdrawal in place
+ * retry_limit times, then abandons it. */
+static void retry_mode_gives_up_after_limit(prstm_backend backend, uint32_t coverage) {
+  need_backend(backend);
+  bank_run r;
+  run_open(&r, prstm_workload_find("bank"), backend, coverage, PRSTM_SEMANTIC_RETRY, 7);
+  run_state(&r, 4, 0);
+  add(&r, "withdraw", 3, 1, 0);
+  add(&r, "deposit", 1, 5, 0);
+  run_exec(&r);
+  unsigned reason = 0;
+  cr_assert_eq(status_of(&r, 0, &reason), PRSTM_ABANDONED);
+  cr_assert_eq(reason, PRSTM_REASON_RETRY_LIMIT);
+  cr_assert_eq(status_of(&r, 1, NULL), PRSTM_COMMITTED);
+  cr_assert_eq(r.res.postponements, 8, "one attempt and 7 retries");
+  run_close(&r);
+}
+
+/* A transfer chain placed in reverse: withdraw from C funded by a transfer
+ * B->C funded by a transfer A->B funded by a deposit into A. */
+static void reverse_chain_commits_fully(prstm_backend backend, uint32_t coverage) {
+  need_backend(backend);
+  bank_run r;
+  run_open(&r, prstm_workload_find("bank"), backend, coverage, PRSTM_SEMANTIC_POSTPONE, 100);
+  run_state(&r, 12, 0);
+  for (uint64_t c = 0; c < 3; c++) {
+    uint64_t a = 4 * c, b = a + 1, d = a + 2;
+    add(&r, "withdraw", d, 30, 0);
+    add(&r, "transfer", b, d, 30);
+    add(&r, "transfer", a, b, 30);
+    add(&r, "deposit", a, 30, 0);
+  }
+  add(&r, "withdraw", 3, 1, 0); /* nothing funds account 3 */
+  run_exec(&r);
+  cr_assert_eq(r.res.committed, 12);
+  cr_assert_eq(r.res.abandoned, 1);
+  cr_assert_eq(status_of(&r, 12, NULL), PRSTM_ABANDONED);
+  run_close(&r);
+}
+
+/* A transaction touching more words than the set capacity fails with the
+ * capacity reason; one reading a word out of range fails as such; neither
+ * corrupts the words around them. */
+static void overflow_and_wild_reads_fail_cleanly(prstm_backend backend, uint32_t coverage) {
+  need_backend(backend);
+  bank_run r;
+  run_open(&r, &test_probe_workload, backend, coverage, PRSTM_SEMANTIC_POSTPONE, 100);
+  prstm_word words[64] = {0};
+  run_words(&r, words, 64);
+  prstm_word list[1 + 40];
+  list[0] = 40;
+  for (int i = 0; i < 40; i++) list[1 + i] = (prstm_word)i;
+  cr_assert_eq(prstm_batch_append(r.batch, PROBE_TOUCH, list, 41), 0);
+  prstm_word wild[1] = {1u << 30};
+  cr_assert_eq(prstm_batch_append(r.batch, PROBE_WILD, wild, 1), 0);
+  for (int i = 0; i < 100; i++) {
+    prstm_word one[1] = {(prstm_word)(i % 64)};
+    cr_assert_eq(prstm_batch_append(r.batch, PROBE_INCREMENT, one, 1), 0);
+  }
+  run_exec(&r);
+  unsigned reason = 0;
+  cr_assert_eq(status_of(&r, 0, &reason), PRSTM_FAILED);
+  cr_assert_eq(reason, PRSTM_REASON_CAPACITY);
+  cr_assert_eq(status_of(&r, 1, &reason), PRSTM_FAILED);
+  cr_assert_eq(reason, PRSTM_REASON_BAD_ADDRESS);
+  const prstm_word *w = prstm_engine_state(r.engine, NULL);
+  uint64_t sum = 0;
+  for (int i = 0; i < 64; i++) sum += w[i];
+  cr_assert_eq(sum, 100, "only the 100 increments may have changed the words");
+  run_close(&r);
+}
+
+/* Multi-account transfers, with repeated sources, conserve money. */
+static void multi_transfers_conserve_money(prstm_backend backend, uint32_t coverage) {
+  need_backend(backend);
+  bank_run r;
+  run_open(&r, prstm_workload_find("bank"), backend, coverage, PRSTM_SEMANTIC_POSTPONE, 100);
+  run_state(&r, 16, 1000);
+  int t = prstm_type_find(r.wl, "transfer_multi");
+  for (uint64_t i = 0; i < 3000; i++) {
+    prstm_word args[3 + 6] = {i % 16, 1 + i % 5, 6};
+    for (int k = 0; k < 6; k++) args[3 + k] = (i * 7 + (uint64_t)k * 3) % 16;
+    args[3 + 5] = args[3]; /* a source named twice pays twice */
+    cr_assert_eq(prstm_batch_append(r.batch, (unsigned)t, args, 9), 0);
+  }
+  run_exec(&r);
+  check_bank_invariant(&r);
+  cr_assert_gt(r.res.committed, 0);
+  run_close(&r);
+}
+
+/* Balances read by read-only transactions on a state nothing changes. */
+static void read_only_balances_report_results(prstm_backend backend, uint32_t coverage) {
+  need_backend(backend);
+  bank_run r;
+  run_open(&r, prstm_workload_find("bank"), backend, coverage, PRSTM_SEMANTIC_POSTPONE, 100);
+  prstm_word words[10];
+  for (int i = 0; i < 10; i++) words[i] = 100 + (prstm_word)i;
+  run_words(&r, words, 10);
+  for (uint64_t i = 0; i < 1000; i++) add(&r, "balance", i % 10, 0, 0);
+  run_exec(&r);
+  cr_assert_eq(r.res.committed, 1000);
+  for (uint64_t i = 0; i < 1000; i++) {
+    prstm_word v = 0;
+    prstm_status st;
+    prstm_batch_outcome(r.batch, i, &st, NULL, &v);
+    cr_assert_eq(v, 100 + i % 10);
+  }
+  run_close(&r);
+}
+
+/* Every integration test, for lock_coverage 1 and 8, on each backend. */
+#define BOTH_BACKENDS(name, body)                                   \
+  Test(bank_cpu, name) { body(PRSTM_BACKEND_CPU); }                 \
+  Test(bank_gpu, name) { body(PRSTM_BACKEND_GPU); }
+
+static void t_conserved(prstm_backend b) {
+  money_is_conserved(b, 1, 16);
+  money_is_conserved(b, 8, 16);
+  money_is_conserved(b, 1, 4);
+}
+static void t_lost(prstm_backend b) {
+  no_update_is_lost(b, 1);
+  no_update_is_lost(b, 8);
+}
+static void t_before(prstm_backend b) {
+  withdrawal_before_its_deposit_commits(b, 1);
+  withdrawal_before_its_deposit_commits(b, 8);
+}
+static void t_unfunded(prstm_backend b) {
+  unfunded_withdrawal_is_abandoned(b, 1);
+  unfunded_withdrawal_is_abandoned(b, 8);
+}
+static void t_skew(prstm_backend b) {
+  write_skew_never_commits(b, 1);
+  write_skew_never_commits(b, 8);
+}
+static void t_retry(prstm_backend b) {
+  retry_mode_gives_up_after_limit(b, 1);
+  retry_mode_gives_up_after_limit(b, 8);
+}
+static void t_chain(prstm_backend b) {
+  reverse_chain_commits_fully(b, 1);
+  reverse_chain_commits_fully(b, 8);
+}
+static void t_overflow(prstm_backend b) {
+  overflow_and_wild_reads_fail_cleanly(b, 1);
+  overflow_and_wild_reads_fail_cleanly(b, 8);
+}
+static void t_multi(prstm_backend b) {
+  multi_transfers_conserve_money(b, 1);
+  multi_transfers_conserve_money(b, 8);
+}
+static void t_readonly(prstm_backend b) {
+  read_only_balances_report_results(b, 1);
+  read_only_balances_report_results(b, 8);
+}
+
+BOTH_BACKENDS(money_is_conserved_and_never_negative, t_conserved)
+BOTH_BACKENDS(no_update_is_lost, t_lost)
+BOTH_BACKENDS(postponed_withdraw_commits_after_deposit, t_before)
+BOTH_BACKENDS(unfunded_withdrawal_is_abandoned_and_run_ends, t_unfunded)
+BOTH_BACKENDS(crossed_read_write_pairs_never_both_commit, t_skew)
+BOTH_BACKENDS(retry_mode_gives_up_after_retry_limit, t_retry)
+BOTH_BACKENDS(reverse_semantic_chain_commits_fully, t_chain)
+BOTH_BACKENDS(set_overflow_and_wild_address_fail_with_reason, t_overflow)
+BOTH_BACKENDS(multi_account_transfers_conserve_money, t_multi)
+BOTH_BACKENDS(read_only_balances_report_results, t_readonly)
+
+Test(engine, gpu_backend_without_gpu_is_a_clear_error) {
+  char why[256];
+  if (prstm_gpu_available(prstm_workload_find("bank"), why, sizeof why))
+    cr_skip_test("a GPU is usable here; the no-GPU path cannot be exercised");
+  bank_run r;
+  run_open(&r, prstm_workload_find("bank"), PRSTM_BACKEND_GPU, 1, PRSTM_SEMANTIC_POSTPONE, 100);
+  run_state(&r, 4, 0);
+  add(&r, "deposit", 0, 1, 0);
+  cr_assert_eq(prstm_engine_run(r.engine, r.batch, &r.res), PRSTM_ENOGPU);
+  cr_assert(strstr(prstm_engine_error(r.engine), "no GPU is usable") != NULL, "%s", prstm_engine_error(r.engine));
+  run_close(&r);
+}
+
+Test(engine, auto_backend_falls_back_to_cpu_with_a_reason) {
+  char why[256];
+  if (prstm_gpu_available(prstm_workload_find("bank"), why, sizeof why))
+    cr_skip_test("a GPU is usable here; auto picks it");
+  bank_run r;
+  run_open(&r, prstm_workload_find("bank"), PRSTM_BACKEND_AUTO, 1, PRSTM_SEMANTIC_POSTPONE, 100);
+  run_state(&r, 4, 0);
+  add(&r, "deposit", 0, 1, 0);
+  run_exec(&r);
+  cr_assert_eq(r.res.backend, PRSTM_BACKEND_CPU);
+  cr_assert_neq(r.res.fallback[0], 0);
+  run_close(&r);
+}
+
+Test(engine, empty_batch_and_missing_state_are_refused) {
+  bank_run r;
+  run_open(&r, prstm_workload_find("bank"), PRSTM_BACKEND_CPU, 1, PRSTM_SEMANTIC_POSTPONE, 100);
+  cr_assert_eq(prstm_engine_run(r.engine, r.batch, &r.res), PRSTM_EINVAL, "no state yet");
+  run_state(&r, 4, 0);
+  cr_assert_eq(prstm_engine_run(r.engine, r.batch, &r.res), PRSTM_ECONFIG);
+  cr_assert(strstr(prstm_engine_error(r.engine), "empty") != NULL);
+  run_close(&r);
+}

@@ -1,0 +1,315 @@
+/* test_stm.c: unit tests of the lock word, the priority rule, the read/write/lock sets, commit, and the transaction table. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "prstm.h"
+#include "test_workload.h"
+#include "txtable.h"
+
+/* A host context of `nwords` words, all zero, for driving one attempt by hand. */
+typedef struct fixture {
+  uint64_t words[64];
+  uint64_t locks[64];
+  uint64_t quiesce[PRSTM_Q_WORDS];
+  prstm_exec_ctx ctx;
+  prstm_read_entry reads[4];
+  prstm_write_entry writes[4];
+  prstm_lock_entry lockset[4];
+  prstm_tx tx;
+} fixture;
+
+static void fixture_init(fixture *f, uint64_t nwords, uint64_t coverage) {
+  memset(f, 0, sizeof *f);
+  f->ctx.words = f->words;
+  f->ctx.nwords = nwords;
+  f->ctx.locks = f->locks;
+  f->ctx.lock_coverage = coverage;
+  f->ctx.nlocks = (nwords + coverage - 1) / coverage;
+  f->ctx.quiesce = f->quiesce;
+  f->tx.ctx = &f->ctx;
+  f->tx.cap = 4;
+  f->tx.reads = f->reads;
+  f->tx.writes = f->writes;
+  f->tx.locks = f->lockset;
+}
+
+Test(lock_word, fields_round_trip_without_overlap) {
+  uint64_t max_version = (1ull << (64 - PRSTM_LOCK_VERSION_SHIFT)) - 1;
+  uint64_t w = prstm_lock_make(max_version, PRSTM_LOCK_OWNER_MASK, PRSTM_LOCK_PRELOCKED);
+  cr_assert_eq(prstm_lock_version(w), max_version);
+  cr_assert_eq(prstm_lock_owner(w), PRSTM_LOCK_OWNER_MASK);
+  cr_assert(prstm_lock_is_prelocked(w));
+  cr_assert_not(prstm_lock_is_locked(w));
+  w = prstm_lock_make(12345, 7, PRSTM_LOCK_LOCKED);
+  cr_assert_eq(prstm_lock_version(w), 12345);
+  cr_assert_eq(prstm_lock_owner(w), 7);
+  cr_assert(prstm_lock_is_locked(w));
+  cr_assert_not(prstm_lock_is_prelocked(w));
+}
+
+Test(lock_word, version_is_wide_enough_not_to_wrap_in_a_batch) {
+  /* The paper's 11-bit version wraps after 2048 commits; ours must outlast any batch. */
+  cr_assert_geq(64 - PRSTM_LOCK_VERSION_SHIFT, 36);
+  uint64_t v = 1ull << 35;
+  cr_assert_eq(prstm_lock_version(prstm_lock_make(v + 1, 0, 0)), v + 1);
+}
+
+Test(priority, higher_tag_wins_then_lower_rank) {
+  cr_assert_gt(prstm_priority(1, 1000), prstm_priority(0, 0));
+  cr_assert_gt(prstm_priority(0, 3), prstm_priority(0, 4));
+  cr_assert(prstm_may_steal(prstm_priority(0, 3), prstm_priority(0, 4)));
+  cr_assert_not(prstm_may_steal(prstm_priority(0, 4), prstm_priority(0, 3)));
+  cr_assert_gt(prstm_priority(0, PRSTM_MAX_THREADS - 1), 0);
+}
+
+Test(read_set, repeated_reads_share_one_entry_per_lock) {
+  fixture f;
+  fixture_init(&f, 64, 8);
+  f.words[3] = 30;
+  f.words[5] = 50;
+  prstm_tx_begin(&f.tx, 0, prstm_priority(0, 0));
+  cr_assert_eq(prstm_read(&f.tx, 3), 30);
+  cr_assert_eq(prstm_read(&f.tx, 3), 30);
+  cr_assert_eq(prstm_read(&f.tx, 5), 50); /* same lock under coverage 8 */
+  cr_assert_eq(f.tx.nreads, 1);
+  cr_assert_eq(prstm_read(&f.tx, 9), 0); /* next lock */
+  cr_assert_eq(f.tx.nreads, 2);
+  cr_assert(prstm_ok(&f.tx));
+}
+
+Test(write_set, reads_see_own_writes_and_locks_deduplicate) {
+  fixture f;
+  fixture_init(&f, 64, 8);
+  prstm_tx_begin(&f.tx, 0, prstm_priority(0, 0));
+  prstm_write(&f.tx, 2, 20);
+  prstm_write(&f.tx, 4, 40);
+  prstm_write(&f.tx, 2, 21);
+  cr_assert_eq(f.tx.nwrites, 2);
+  cr_assert_eq(f.tx.nlocks, 1);
+  cr_assert_eq(prstm_read(&f.tx, 2), 21);
+  cr_assert_eq(f.words[2], 0, "a write must stay buffered until commit");
+}
+
+Test(sets, overflow_dooms_the_attempt_as_capacity) {
+  fixture f;
+  fixture_init(&f, 64, 1);
+  prstm_tx_begin(&f.tx, 0, prstm_priority(0, 0));
+  for (uint64_t a = 0; a < 5; a++) prstm_read(&f.tx, a);
+  cr_assert_eq(f.tx.state, PRSTM_TX_CAPACITY);
+  prstm_tx_begin(&f.tx, 0, prstm_priority(0, 0));
+  for (uint64_t a = 0; a < 5; a++) prstm_write(&f.tx, a, 1);
+  cr_assert_eq(f.tx.state, PRSTM_TX_CAPACITY);
+}
+
+Test(read, out_of_range_address_dooms_without_touching_memory) {
+  fixture f;
+  fixture_init(&f, 8, 1);
+  prstm_tx_begin(&f.tx, 0, prstm_priority(0, 0));
+  cr_assert_eq(prstm_read(&f.tx, 8), 0);
+  cr_assert_eq(f.tx.state, PRSTM_TX_BAD_ADDRESS);
+  prstm_tx_begin(&f.tx, 0, prstm_priority(0, 0));
+  prstm_write(&f.tx, 1000000, 1);
+  cr_assert_eq(f.tx.state, PRSTM_TX_BAD_ADDRESS);
+}
+
+Test(read, finally_locked_word_is_a_conflict) {
+  fixture f;
+  fixture_init(&f, 8, 1);
+  f.locks[2] = prstm_lock_make(0, prstm_priority(0, 9), PRSTM_LOCK_LOCKED);
+  prstm_tx_begin(&f.tx, 0, prstm_priority(0, 0));
+  prstm_read(&f.tx, 2);
+  cr_assert_eq(f.tx.state, PRSTM_TX_CONFLICT);
+}
+
+Test(read, prelocked_word_is_read_invisibly) {
+  fixture f;
+  fixture_init(&f, 8, 1);
+  f.words[2] = 7;
+  f.locks[2] = prstm_lock_make(3, prstm_priority(0, 9), PRSTM_LOCK_PRELOCKED);
+  prstm_tx_begin(&f.tx, 0, prstm_priority(0, 0));
+  cr_assert_eq(prstm_read(&f.tx, 2), 7);
+  cr_assert(prstm_ok(&f.tx));
+}
+
+Test(commit, writes_values_and_releases_with_next_version) {
+  fixture f;
+  fixture_init(&f, 8, 1);
+  f.words[1] = 5;
+  prstm_tx_begin(&f.tx, 0, prstm_priority(0, 0));
+  prstm_write(&f.tx, 1, prstm_read(&f.tx, 1) + 1);
+  cr_assert(prstm_tx_commit(&f.tx, NULL));
+  cr_assert_eq(f.words[1], 6);
+  cr_assert_eq(f.locks[1], prstm_lock_make(1, 0, 0));
+}
+
+Test(commit, fails_when_a_read_version_moved_and_leaves_locks_free) {
+  fixture f;
+  fixture_init(&f, 8, 1);
+  prstm_tx_begin(&f.tx, 0, prstm_priority(0, 0));
+  uint64_t x = prstm_read(&f.tx, 0);
+  prstm_write(&f.tx, 1, x + 1);
+  f.locks[0] = prstm_lock_make(1, 0, 0); /* someone committed word 0 meanwhile */
+  cr_assert_not(prstm_tx_commit(&f.tx, NULL));
+  cr_assert_eq(f.words[1], 0);
+  cr_assert_eq(f.locks[1], prstm_lock_make(0, 0, 0), "the pre-lock must be given back unchanged");
+}
+
+Test(commit, higher_priority_steals_a_lower_prelock) {
+  fixture f;
+  fixture_init(&f, 8, 1);
+  uint64_t low = prstm_priority(0, 50);
+  f.locks[1] = prstm_lock_make(4, low, PRSTM_LOCK_PRELOCKED);
+  prstm_tx_begin(&f.tx, 0, prstm_priority(1, 60));
+  prstm_write(&f.tx, 1, 9);
+  cr_assert(prstm_tx_commit(&f.tx, NULL));
+  cr_assert_eq(f.words[1], 9);
+  cr_assert_eq(f.locks[1], prstm_lock_make(5, 0, 0));
+}
+
+Test(commit, lower_priority_never_steals_and_never_takes_a_final_lock) {
+  fixture f;
+  fixture_init(&f, 8, 1);
+  uint64_t high = prstm_priority(0, 1);
+  uint64_t pre = prstm_lock_make(4, high, PRSTM_LOCK_PRELOCKED);
+  f.locks[1] = pre;
+  prstm_tx_begin(&f.tx, 0, prstm_priority(0, 2));
+  prstm_write(&f.tx, 1, 9);
+  cr_assert_not(prstm_tx_commit(&f.tx, NULL));
+  cr_assert_eq(f.locks[1], pre);
+  uint64_t fin = prstm_lock_make(4, prstm_priority(0, 3), PRSTM_LOCK_LOCKED);
+  f.locks[1] = fin;
+  prstm_tx_begin(&f.tx, 0, prstm_priority(15, 0));
+  prstm_write(&f.tx, 1, 9);
+  cr_assert_not(prstm_tx_commit(&f.tx, NULL), "final locks are never stolen, whatever the priority");
+  cr_assert_eq(f.locks[1], fin);
+  cr_assert_eq(f.words[1], 0);
+}
+
+Test(commit, read_prelocked_by_higher_priority_fails_validation) {
+  /* Write skew guard: this attempt read word 0, which a higher priority is committing. */
+  fixture f;
+  fixture_init(&f, 8, 1);
+  prstm_tx_begin(&f.tx, 0, prstm_priority(0, 5));
+  uint64_t x = prstm_read(&f.tx, 0);
+  prstm_write(&f.tx, 1, x + 1);
+  f.locks[0] = prstm_lock_make(0, prstm_priority(0, 1), PRSTM_LOCK_PRELOCKED);
+  cr_assert_not(prstm_tx_commit(&f.tx, NULL));
+  cr_assert_eq(f.words[1], 0);
+}
+
+Test(commit, read_prelocked_by_lower_priority_is_revoked) {
+  fixture f;
+  fixture_init(&f, 8, 1);
+  uint64_t low = prstm_priority(0, 9);
+  prstm_tx_begin(&f.tx, 0, prstm_priority(0, 5));
+  uint64_t x = prstm_read(&f.tx, 0);
+  prstm_write(&f.tx, 1, x + 1);
+  f.locks[0] = prstm_lock_make(0, low, PRSTM_LOCK_PRELOCKED);
+  cr_assert(prstm_tx_commit(&f.tx, NULL));
+  cr_assert_eq(f.locks[0], prstm_lock_make(0, 0, 0), "the lower pre-lock is revoked, so its owner cannot lock");
+  cr_assert_eq(f.words[1], 1);
+}
+
+Test(commit, shared_lock_between_read_and_write_does_not_abort_itself) {
+  fixture f;
+  fixture_init(&f, 8, 8); /* everything under one lock */
+  f.words[0] = 3;
+  prstm_tx_begin(&f.tx, 0, prstm_priority(0, 0));
+  uint64_t x = prstm_read(&f.tx, 0);
+  prstm_write(&f.tx, 7, x);
+  prstm_write(&f.tx, 0, x + 1);
+  cr_assert_eq(f.tx.nlocks, 1);
+  cr_assert(prstm_tx_commit(&f.tx, NULL));
+  cr_assert_eq(f.words[0], 4);
+  cr_assert_eq(f.words[7], 3);
+  cr_assert_eq(f.locks[0], prstm_lock_make(1, 0, 0));
+}
+
+Test(commit, sequence_is_taken_when_asked) {
+  fixture f;
+  fixture_init(&f, 8, 1);
+  uint64_t seq = 99;
+  prstm_tx_begin(&f.tx, 0, prstm_priority(0, 0));
+  prstm_write(&f.tx, 0, 1);
+  cr_assert(prstm_tx_commit(&f.tx, &seq));
+  cr_assert_eq(seq, 0);
+  cr_assert_eq(f.quiesce[PRSTM_Q_SEQUENCE], 1);
+}
+
+Test(snapshot, postpone_decision_needs_unchanged_versions) {
+  fixture f;
+  fixture_init(&f, 8, 1);
+  prstm_tx_begin(&f.tx, 0, prstm_priority(0, 0));
+  prstm_read(&f.tx, 3);
+  cr_assert(prstm_tx_snapshot_valid(&f.tx));
+  f.locks[3] = prstm_lock_make(1, 0, 0);
+  cr_assert_not(prstm_tx_snapshot_valid(&f.tx));
+}
+
+Test(table, blocks_are_interleaved_and_cover_every_row_once) {
+  uint64_t n = 1003;
+  uint32_t threads = 64;
+  uint64_t total = 0;
+  for (uint32_t r = 0; r < threads; r++) total += txtable_block_size(n, r, threads);
+  cr_assert_eq(total, n);
+  cr_assert_eq(txtable_block_size(n, 0, threads), 16); /* rows 0, 64, ..., 960 */
+  cr_assert_eq(txtable_block_size(n, 63, threads), 15);
+  cr_assert_eq(txtable_block_size(5, 10, threads), 0);
+}
+
+Test(table, status_packs_reason_beside_the_finish_flag) {
+  uint8_t s = txtable_pack_status(PRSTM_ABANDONED, PRSTM_REASON_QUIESCENT);
+  cr_assert_eq(s & PRSTM_STATUS_MASK, PRSTM_ABANDONED);
+  cr_assert_eq(s >> PRSTM_STATUS_REASON_SHIFT, PRSTM_REASON_QUIESCENT);
+  cr_assert_eq(txtable_pack_status(PRSTM_PENDING, 0), 0, "a zero byte is the unset finish flag");
+}
+
+Test(table, append_grows_columns_and_keeps_earlier_rows) {
+  prstm_batch *b = NULL;
+  cr_assert_eq(prstm_batch_create(&b, &test_probe_workload), 0);
+  for (uint64_t i = 0; i < 5000; i++) {
+    prstm_word args[1] = {i % 64};
+    cr_assert_eq(prstm_batch_append(b, PROBE_INCREMENT, args, 1), 0);
+  }
+  prstm_word list[6] = {5, 1, 2, 3, 4, 5};
+  cr_assert_eq(prstm_batch_append(b, PROBE_TOUCH, list, 6), 0);
+  cr_assert_eq(prstm_batch_size(b), 5001);
+  cr_assert_eq(b->ncols, 6);
+  for (uint64_t i = 0; i < 5000; i++) {
+    cr_assert_eq(prstm_batch_arg(b, i, 0), i % 64);
+    cr_assert_eq(prstm_batch_arg(b, i, 5), 0);
+  }
+  cr_assert_eq(prstm_batch_arg(b, 5000, 5), 5);
+  cr_assert_eq(prstm_batch_append(b, 99, list, 1), PRSTM_EINVAL);
+  prstm_batch_destroy(b);
+}
+
+Test(table, presort_puts_higher_tags_first_and_is_stable) {
+  const prstm_workload *bank = prstm_workload_find("bank");
+  prstm_batch *b = NULL;
+  cr_assert_eq(prstm_batch_create(&b, bank), 0);
+  int deposit = prstm_type_find(bank, "deposit"), withdraw = prstm_type_find(bank, "withdraw");
+  for (uint64_t i = 0; i < 100; i++) {
+    prstm_word args[2] = {i, i};
+    cr_assert_eq(prstm_batch_append(b, (unsigned)(i % 3 == 0 ? deposit : withdraw), args, 2), 0);
+  }
+  cr_assert_eq(prstm_batch_presort(b), 0);
+  uint64_t deposits = 34, last = 0;
+  for (uint64_t i = 0; i < 100; i++) {
+    cr_assert_eq((int)prstm_batch_type(b, i), i < deposits ? deposit : withdraw);
+    uint64_t account = prstm_batch_arg(b, i, 0);
+    if (i != deposits) cr_assert(i == 0 || account > last, "order within a tag must be kept");
+    last = account;
+  }
+  prstm_batch_destroy(b);
+}
+
+Test(errors, every_code_has_a_name_and_message) {
+#define CHECK_ERR(name, code, msg)                             \
+  cr_assert_str_eq(prstm_strerror(PRSTM_##name), msg);         \
+  cr_assert_str_eq(prstm_err_name(PRSTM_##name), "PRSTM_" #name);
+  PRSTM_ERRNO_MAP(CHECK_ERR)
+#undef CHECK_ERR
+  cr_assert_str_eq(prstm_strerror(-999), "unknown error");
+}

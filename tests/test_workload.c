@@ -1,0 +1,27 @@
+/* test_workload.c: the probe workload's type table and CPU worker, built through the same mechanism as user workloads. */
+#include "test_workload.h"
+
+PRSTM_CPU_WORKER(probe, probe_dispatch, PROBE_CAPACITY)
+
+#ifdef PRSTM_HAVE_CUDA
+int probe_gpu_launch(const prstm_exec_ctx *ctx, uint32_t threads, char *err, size_t errlen);
+int probe_gpu_max_threads(uint32_t *max_threads, char *err, size_t errlen);
+#define PROBE_GPU probe_gpu_launch, probe_gpu_max_threads
+#else
+#define PROBE_GPU NULL, NULL
+#endif
+
+static const prstm_type_desc probe_types[] = {
+    {"skew", 0, 0, 2, {{"read", PRSTM_ARG_ADDRESS}, {"write", PRSTM_ARG_ADDRESS}}, {NULL}},
+    {"increment", 0, 0, 1, {{"word", PRSTM_ARG_ADDRESS}}, {NULL}},
+    {"sum", 0, 1, 2, {{"first", PRSTM_ARG_ADDRESS}, {"count", PRSTM_ARG_UINT}}, {NULL}},
+    {"touch", 0, 0, 1, {{"words", PRSTM_ARG_ADDRESS_LIST}}, {NULL}},
+    {"wild", 0, 1, 1, {{"word", PRSTM_ARG_UINT}}, {NULL}},
+    {"move", 0, 0, 3, {{"from", PRSTM_ARG_ADDRESS}, {"to", PRSTM_ARG_ADDRESS}, {"amount", PRSTM_ARG_UINT}}, {NULL}},
+};
+
+const prstm_workload test_probe_workload = {
+    "probe", sizeof probe_types / sizeof probe_types[0], probe_types, 1,
+    {{PRSTM_MAX_COLUMNS, PROBE_CAPACITY, probe_cpu_worker, PROBE_GPU}},
+    NULL, NULL, NULL,
+};

@@ -1,0 +1,69 @@
+/* test_workload.h: a test-only workload ("probe") whose types provoke write skew, lost updates, capacity overflow and wild addresses. */
+#ifndef TEST_WORKLOAD_H
+#define TEST_WORKLOAD_H
+
+#include "prstm.h"
+
+enum { PROBE_SKEW = 0, PROBE_INCREMENT = 1, PROBE_SUM = 2, PROBE_TOUCH = 3, PROBE_WILD = 4, PROBE_MOVE = 5 };
+#define PROBE_CAPACITY 16
+
+/* Reads one word and writes another: if read is 0, write becomes 1. Two such
+ * transactions crossed (x->y, y->x) must not both write: that is write skew. */
+PRSTM_INLINE int probe_skew(prstm_tx *tx) {
+  uint64_t seen = prstm_read(tx, prstm_arg(tx, 0));
+  if (seen == 0) prstm_write(tx, prstm_arg(tx, 1), 1);
+  return PRSTM_COMMIT;
+}
+
+PRSTM_INLINE int probe_increment(prstm_tx *tx) {
+  uint64_t w = prstm_arg(tx, 0);
+  prstm_write(tx, w, prstm_read(tx, w) + 1);
+  return PRSTM_COMMIT;
+}
+
+/* Read-only: the sum of `count` words from `first`. */
+PRSTM_INLINE int probe_sum(prstm_tx *tx) {
+  uint64_t first = prstm_arg(tx, 0), count = prstm_arg(tx, 1), sum = 0;
+  for (uint64_t i = 0; i < count && prstm_ok(tx); i++) sum += prstm_read(tx, first + i);
+  prstm_set_result(tx, sum);
+  return PRSTM_COMMIT;
+}
+
+/* Adds one to every listed word; a long list overflows the sets. */
+PRSTM_INLINE int probe_touch(prstm_tx *tx) {
+  uint64_t count = prstm_arg(tx, 0);
+  for (uint64_t i = 0; i < count && prstm_ok(tx); i++) {
+    uint64_t w = prstm_arg(tx, 1 + (unsigned)i);
+    prstm_write(tx, w, prstm_read(tx, w) + 1);
+  }
+  return PRSTM_COMMIT;
+}
+
+/* Reads a word given as a plain integer, which may be out of range. */
+PRSTM_INLINE int probe_wild(prstm_tx *tx) {
+  prstm_set_result(tx, prstm_read(tx, prstm_arg(tx, 0)));
+  return PRSTM_COMMIT;
+}
+
+/* Moves amount between two words without any semantic check (wraps). */
+PRSTM_INLINE int probe_move(prstm_tx *tx) {
+  uint64_t from = prstm_arg(tx, 0), to = prstm_arg(tx, 1), amount = prstm_arg(tx, 2);
+  prstm_write(tx, from, prstm_read(tx, from) - amount);
+  prstm_write(tx, to, prstm_read(tx, to) + amount);
+  return PRSTM_COMMIT;
+}
+
+PRSTM_INLINE int probe_dispatch(prstm_tx *tx, unsigned type) {
+  switch (type) {
+    case PROBE_SKEW: return probe_skew(tx);
+    case PROBE_INCREMENT: return probe_increment(tx);
+    case PROBE_SUM: return probe_sum(tx);
+    case PROBE_TOUCH: return probe_touch(tx);
+    case PROBE_WILD: return probe_wild(tx);
+    default: return probe_move(tx);
+  }
+}
+
+extern const prstm_workload test_probe_workload;
+
+#endif /* TEST_WORKLOAD_H */

@@ -1,0 +1,323 @@
+/* prstm-run.c: the command line: load a JSON config, run its batch on the GPU or CPU backend, print a summary, write results. */
+#define _GNU_SOURCE
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "prstm.h"
+
+enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_INPUT = 2 };
+
+static const char usage_text[] =
+    "usage: prstm-run CONFIG [options]\n"
+    "\n"
+    "Runs the batch of transactions a JSON config describes through PR-STM,\n"
+    "prints a summary and writes the results file the config names.\n"
+    "\n"
+    "options:\n"
+    "  --backend auto|gpu|cpu   where to run (default: the config's, else auto:\n"
+    "                           the GPU when one is usable, else the CPU)\n"
+    "  --threads N              executing threads (0: every core, or a full GPU)\n"
+    "  --lock-coverage N        consecutive words per lock (>= 1)\n"
+    "  --results FILE           write the results JSON here (overrides output.results)\n"
+    "  --final-state FILE       write the final shared words here (overrides output.final_state)\n"
+    "  --quiet                  print nothing but errors\n"
+    "  --help                   show this help and exit\n"
+    "  --version                show the version and exit\n"
+    "\n"
+    "exit status: 0 the run completed (abandoned transactions are results),\n"
+    "             1 runtime failure (no usable GPU for --backend gpu, CUDA error,\n"
+    "               violated invariant, unwritable output),\n"
+    "             2 bad usage or input (the message names the file and the problem).\n";
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int parse_uint(const char *s, uint32_t *out) {
+  if (!s || !*s) return -1;
+  errno = 0;
+  char *end = NULL;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno || *end || s[0] == '-' || v > UINT32_MAX) return -1;
+  *out = (uint32_t)v;
+  return 0;
+}
+
+static const char *backend_name(prstm_backend b) {
+  return b == PRSTM_BACKEND_GPU ? "gpu" : b == PRSTM_BACKEND_CPU ? "cpu" : "auto";
+}
+
+typedef struct cli_args {
+  const char *config;
+  const char *backend;
+  const char *threads;
+  const char *lock_coverage;
+  const char *results;
+  const char *final_state;
+  int quiet;
+} cli_args;
+
+/* Returns -1 to continue, or an exit status. */
+static int parse_args(int argc, char **argv, cli_args *a) {
+  static const struct option longopts[] = {
+      {"backend", required_argument, NULL, 'b'}, {"threads", required_argument, NULL, 't'},
+      {"lock-coverage", required_argument, NULL, 'l'}, {"results", required_argument, NULL, 'r'},
+      {"final-state", required_argument, NULL, 'f'}, {"quiet", no_argument, NULL, 'q'},
+      {"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, 'V'}, {NULL, 0, NULL, 0}};
+  memset(a, 0, sizeof *a);
+  opterr = 0;
+  int c;
+  while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+    switch (c) {
+      case 'b': a->backend = optarg; break;
+      case 't': a->threads = optarg; break;
+      case 'l': a->lock_coverage = optarg; break;
+      case 'r': a->results = optarg; break;
+      case 'f': a->final_state = optarg; break;
+      case 'q': a->quiet = 1; break;
+      case 'h': fputs(usage_text, stdout); return EXIT_OK;
+      case 'V': printf("prstm-run %s\n", PRSTM_VERSION_STRING); return EXIT_OK;
+      case ':':
+        fprintf(stderr, "prstm-run: option %s needs a value (see --help)\n", argv[optind - 1]);
+        return EXIT_INPUT;
+      default:
+        fprintf(stderr, "prstm-run: unknown option '%s' (see --help)\n", argv[optind - 1]);
+        return EXIT_INPUT;
+    }
+  }
+  if (optind >= argc) {
+    fprintf(stderr, "prstm-run: missing CONFIG (see --help)\n");
+    return EXIT_INPUT;
+  }
+  if (optind + 1 < argc) {
+    fprintf(stderr, "prstm-run: one CONFIG expected, got '%s' too (see --help)\n", argv[optind + 1]);
+    return EXIT_INPUT;
+  }
+  a->config = argv[optind];
+  return -1;
+}
+
+/* Command-line options override the config's engine and output sections. */
+static int apply_overrides(const cli_args *a, prstm_config *cfg) {
+  if (a->backend) {
+    if (strcmp(a->backend, "auto") == 0) cfg->options.backend = PRSTM_BACKEND_AUTO;
+    else if (strcmp(a->backend, "gpu") == 0) cfg->options.backend = PRSTM_BACKEND_GPU;
+    else if (strcmp(a->backend, "cpu") == 0) cfg->options.backend = PRSTM_BACKEND_CPU;
+    else {
+      fprintf(stderr, "prstm-run: --backend: expected auto, gpu or cpu, got '%s'\n", a->backend);
+      return -1;
+    }
+  }
+  if (a->threads && parse_uint(a->threads, &cfg->options.threads)) {
+    fprintf(stderr, "prstm-run: --threads: expected a non-negative integer, got '%s'\n", a->threads);
+    return -1;
+  }
+  if (a->lock_coverage &&
+      (parse_uint(a->lock_coverage, &cfg->options.lock_coverage) || cfg->options.lock_coverage == 0)) {
+    fprintf(stderr, "prstm-run: --lock-coverage: expected a positive integer, got '%s'\n", a->lock_coverage);
+    return -1;
+  }
+  if (a->results) snprintf(cfg->results_path, sizeof cfg->results_path, "%s", a->results);
+  if (a->final_state) snprintf(cfg->final_state_path, sizeof cfg->final_state_path, "%s", a->final_state);
+  return 0;
+}
+
+typedef struct run_report {
+  double load_s, total_s;
+  int invariant_ok;
+  char invariant[512];
+} run_report;
+
+#define SAMPLE_LIMIT 100
+
+/* Lists up to SAMPLE_LIMIT transactions of one status with their reasons. */
+static cJSON *outcome_samples(const prstm_engine *e, const prstm_batch *b, prstm_status want) {
+  cJSON *arr = cJSON_CreateArray();
+  const prstm_workload *wl = prstm_engine_workload(e);
+  uint64_t n = prstm_batch_size(b), listed = 0;
+  for (uint64_t i = 0; i < n && listed < SAMPLE_LIMIT; i++) {
+    prstm_status st;
+    unsigned reason;
+    prstm_batch_outcome(b, i, &st, &reason, NULL);
+    if (st != want) continue;
+    unsigned t = prstm_batch_type(b, i);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "index", (double)i);
+    cJSON_AddStringToObject(o, "type", wl->types[t].name);
+    cJSON_AddStringToObject(o, "reason", prstm_reason_string(wl, t, reason));
+    cJSON_AddItemToArray(arr, o);
+    listed++;
+  }
+  return arr;
+}
+
+static char *results_json(const prstm_config *cfg, const prstm_engine *e, const prstm_batch *b,
+                          const prstm_results *r, const run_report *rep) {
+  cJSON *root = cJSON_CreateObject();
+  cJSON_AddStringToObject(root, "prstm_version", PRSTM_VERSION_STRING);
+  cJSON_AddStringToObject(root, "config", cfg->path);
+  cJSON_AddStringToObject(root, "workload", cfg->workload->name);
+  cJSON_AddNumberToObject(root, "transactions", (double)r->transactions);
+  cJSON_AddNumberToObject(root, "committed", (double)r->committed);
+  cJSON_AddNumberToObject(root, "abandoned", (double)r->abandoned);
+  cJSON_AddNumberToObject(root, "failed", (double)r->failed);
+  cJSON_AddNumberToObject(root, "aborts", (double)r->aborts);
+  cJSON_AddNumberToObject(root, "postponements", (double)r->postponements);
+  cJSON_AddNumberToObject(root, "sweeps", (double)r->sweeps);
+  cJSON *t = cJSON_AddObjectToObject(root, "time_s");
+  cJSON_AddNumberToObject(t, "load", rep->load_s);
+  cJSON_AddNumberToObject(t, "transfer", r->transfer_s);
+  cJSON_AddNumberToObject(t, "execute", r->execute_s);
+  cJSON_AddNumberToObject(t, "total", rep->total_s);
+  cJSON_AddNumberToObject(root, "throughput_tx_s", r->execute_s > 0 ? (double)r->committed / r->execute_s : 0);
+  cJSON_AddBoolToObject(root, "invariant_ok", rep->invariant_ok);
+  cJSON_AddStringToObject(root, "invariant", rep->invariant);
+  cJSON_AddStringToObject(root, "backend", backend_name(r->backend));
+  cJSON_AddStringToObject(root, "device", r->device);
+  if (r->fallback[0]) cJSON_AddStringToObject(root, "fallback", r->fallback);
+  cJSON_AddNumberToObject(root, "gpu_bytes", (double)r->gpu_bytes);
+  cJSON *eng = cJSON_AddObjectToObject(root, "engine");
+  cJSON_AddStringToObject(eng, "backend_requested", backend_name(cfg->options.backend));
+  cJSON_AddNumberToObject(eng, "threads", r->threads);
+  cJSON_AddNumberToObject(eng, "lock_coverage", r->lock_coverage);
+  cJSON_AddStringToObject(eng, "semantic", cfg->options.semantic == PRSTM_SEMANTIC_RETRY ? "retry" : "postpone");
+  cJSON_AddNumberToObject(eng, "retry_limit", cfg->options.retry_limit);
+  cJSON_AddItemToObject(root, "abandoned_sample", outcome_samples(e, b, PRSTM_ABANDONED));
+  cJSON_AddItemToObject(root, "failed_sample", outcome_samples(e, b, PRSTM_FAILED));
+  char *text = cJSON_Print(root);
+  cJSON_Delete(root);
+  return text;
+}
+
+/* {"workload": ..., "words": N, "state": [w0, w1, ...]}, built by hand because
+ * millions of numbers as cJSON nodes would cost far more memory. */
+static char *final_state_json(const prstm_config *cfg, const prstm_engine *e, size_t *len) {
+  uint64_t n = 0;
+  const prstm_word *w = prstm_engine_state(e, &n);
+  size_t cap = 128 + (size_t)n * 22;
+  char *s = malloc(cap);
+  if (!s) return NULL;
+  size_t at = (size_t)snprintf(s, cap, "{\"workload\": \"%s\", \"words\": %llu, \"state\": [", cfg->workload->name,
+                               (unsigned long long)n);
+  for (uint64_t i = 0; i < n; i++)
+    at += (size_t)snprintf(s + at, cap - at, "%s%llu", i ? "," : "", (unsigned long long)w[i]);
+  at += (size_t)snprintf(s + at, cap - at, "]}\n");
+  *len = at;
+  return s;
+}
+
+static void print_summary(const prstm_config *cfg, const prstm_results *r, const run_report *rep) {
+  double thr = r->execute_s > 0 ? (double)r->committed / r->execute_s : 0;
+  printf("prstm-run %s: %s (workload %s)\n", PRSTM_VERSION_STRING, cfg->path, cfg->workload->name);
+  printf("  transactions       %llu\n", (unsigned long long)r->transactions);
+  printf("  committed          %llu\n", (unsigned long long)r->committed);
+  printf("  abandoned          %llu\n", (unsigned long long)r->abandoned);
+  printf("  failed             %llu\n", (unsigned long long)r->failed);
+  printf("  concurrent aborts  %llu\n", (unsigned long long)r->aborts);
+  printf("  postponements      %llu\n", (unsigned long long)r->postponements);
+  printf("  time               load %.3f s, transfer %.3f s, execute %.3f s, total %.3f s\n", rep->load_s,
+         r->transfer_s, r->execute_s, rep->total_s);
+  printf("  throughput         %.3f M committed tx/s of execution\n", thr / 1e6);
+  printf("  invariant          %s: %s\n", rep->invariant_ok ? "ok" : "VIOLATED", rep->invariant);
+  printf("  backend            %s: %s, lock_coverage %u, semantic %s\n", backend_name(r->backend), r->device,
+         r->lock_coverage, cfg->options.semantic == PRSTM_SEMANTIC_RETRY ? "retry" : "postpone");
+  if (r->backend == PRSTM_BACKEND_GPU)
+    printf("  gpu memory         %.1f MiB (%.1f bytes per transaction in the table)\n", r->gpu_bytes / 1048576.0,
+           r->transactions ? (double)r->gpu_bytes / (double)r->transactions : 0.0);
+}
+
+int main(int argc, char **argv) {
+  cli_args a;
+  int status = parse_args(argc, argv, &a);
+  if (status >= 0) return status;
+
+  double t0 = now_s();
+  char err[1024] = "";
+  prstm_config cfg;
+  int rc = prstm_config_load(a.config, &cfg, err, sizeof err);
+  if (rc) {
+    fprintf(stderr, "prstm-run: %s\n", err[0] ? err : prstm_strerror(rc));
+    return rc == PRSTM_ENOMEM ? EXIT_RUNTIME : EXIT_INPUT;
+  }
+  prstm_engine *e = NULL;
+  prstm_batch *b = NULL;
+  status = EXIT_INPUT;
+  if (apply_overrides(&a, &cfg)) goto done;
+
+  rc = prstm_engine_create(&e, cfg.workload, &cfg.options);
+  if (!rc) rc = prstm_engine_init_state(e, &cfg.state);
+  if (rc) {
+    fprintf(stderr, "prstm-run: %s: %s\n", cfg.path, e ? prstm_engine_error(e) : prstm_strerror(rc));
+    status = rc == PRSTM_ENOMEM ? EXIT_RUNTIME : EXIT_INPUT;
+    goto done;
+  }
+  uint64_t nwords = 0;
+  prstm_engine_state(e, &nwords);
+  rc = prstm_batch_create(&b, cfg.workload);
+  if (!rc) rc = prstm_config_load_batch(&cfg, nwords, b, err, sizeof err);
+  if (rc) {
+    fprintf(stderr, "prstm-run: %s\n", err[0] ? err : prstm_strerror(rc));
+    status = rc == PRSTM_ENOMEM ? EXIT_RUNTIME : EXIT_INPUT;
+    goto done;
+  }
+  run_report rep;
+  memset(&rep, 0, sizeof rep);
+  rep.load_s = now_s() - t0;
+
+  prstm_results r;
+  rc = prstm_engine_run(e, b, &r);
+  if (rc) {
+    fprintf(stderr, "prstm-run: %s\n", prstm_engine_error(e));
+    status = prstm_is_input_error(rc) ? EXIT_INPUT : EXIT_RUNTIME;
+    goto done;
+  }
+  if (r.fallback[0] && !a.quiet)
+    fprintf(stderr, "prstm-run: no usable GPU (%s); running on the CPU backend\n", r.fallback);
+  rc = cfg.workload->check_invariant(e, b, &rep.invariant_ok, rep.invariant, sizeof rep.invariant);
+  if (rc) {
+    fprintf(stderr, "prstm-run: invariant check failed to run: %s\n", prstm_strerror(rc));
+    status = EXIT_RUNTIME;
+    goto done;
+  }
+  rep.total_s = now_s() - t0;
+  if (!a.quiet) print_summary(&cfg, &r, &rep);
+
+  status = rep.invariant_ok ? EXIT_OK : EXIT_RUNTIME;
+  if (!rep.invariant_ok) fprintf(stderr, "prstm-run: invariant violated: %s\n", rep.invariant);
+  if (cfg.results_path[0]) {
+    char *text = results_json(&cfg, e, b, &r, &rep);
+    rc = text ? prstm_write_file_atomic(cfg.results_path, text, strlen(text), err, sizeof err) : PRSTM_ENOMEM;
+    free(text);
+    if (rc) {
+      fprintf(stderr, "prstm-run: %s\n", err[0] ? err : prstm_strerror(rc));
+      status = EXIT_RUNTIME;
+    } else if (!a.quiet) {
+      printf("  results            %s\n", cfg.results_path);
+    }
+  }
+  if (cfg.final_state_path[0]) {
+    size_t len = 0;
+    char *text = final_state_json(&cfg, e, &len);
+    rc = text ? prstm_write_file_atomic(cfg.final_state_path, text, len, err, sizeof err) : PRSTM_ENOMEM;
+    free(text);
+    if (rc) {
+      fprintf(stderr, "prstm-run: %s\n", err[0] ? err : prstm_strerror(rc));
+      status = EXIT_RUNTIME;
+    } else if (!a.quiet) {
+      printf("  final state        %s\n", cfg.final_state_path);
+    }
+  }
+done:
+  prstm_batch_destroy(b);
+  prstm_engine_destroy(e);
+  prstm_config_free(&cfg);
+  return status;
+}

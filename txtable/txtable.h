@@ -1,0 +1,34 @@
+/* txtable.h: the host side of the global transaction table (prstm_batch) shared by the engine and the loaders. */
+#ifndef TXTABLE_H
+#define TXTABLE_H
+
+#include "prstm.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Columns live in one buffer with stride `cap`, so the CPU backend executes
+ * on the batch in place and the GPU backend uploads it column by column. */
+struct prstm_batch {
+  const prstm_workload *wl;
+  uint64_t n, cap;
+  uint32_t ncols;
+  uint32_t tag_mask;     /* bit t: some row has semantic tag t */
+  int has_read_only;
+  uint8_t *type;
+  uint8_t *status;       /* packed status and reason (txtable_view.h) */
+  uint64_t *args;        /* args[col * cap + row] */
+  uint64_t *result;      /* allocated by txtable_prepare_run when has_read_only */
+};
+
+/* Makes the batch ready for a run: all rows pending, results allocated. */
+int txtable_prepare_run(prstm_batch *batch);
+/* Bytes a table of this shape takes on the GPU (type, status, args, results). */
+uint64_t txtable_device_bytes(const prstm_batch *batch);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TXTABLE_H */

@@ -1,0 +1,34 @@
+/* txtable_view.h: the global transaction table as the executing threads see it (SoA columns, one block per thread). */
+#ifndef TXTABLE_VIEW_H
+#define TXTABLE_VIEW_H
+
+#include <stdint.h>
+#include "prstm_port.h"
+
+/* Structure of arrays, so the threads of a warp read neighbouring rows of a
+ * column in one transaction. Row i belongs to thread i % nthreads: blocks are
+ * interleaved, which keeps a warp's accesses coalesced on every sweep. */
+typedef struct prstm_table_view {
+  uint64_t n;          /* rows */
+  uint64_t stride;     /* distance between two argument columns, >= n */
+  uint32_t ncols;      /* argument columns */
+  uint32_t has_results;
+  uint8_t *type;       /* type index per row */
+  uint8_t *status;     /* prstm_status in the low 2 bits, reason in the high 6: the finish flag */
+  uint64_t *args;      /* column-major: args[col * stride + row] */
+  uint64_t *result;    /* read-only results, NULL when the batch has no read-only type */
+} prstm_table_view;
+
+#define PRSTM_STATUS_MASK 3u
+#define PRSTM_STATUS_REASON_SHIFT 2
+
+PRSTM_INLINE uint8_t txtable_pack_status(unsigned status, unsigned reason) {
+  return (uint8_t)((status & PRSTM_STATUS_MASK) | (reason << PRSTM_STATUS_REASON_SHIFT));
+}
+
+/* Rows of thread `rank`'s block: rank, rank + T, rank + 2T, ... */
+PRSTM_INLINE uint64_t txtable_block_size(uint64_t n, uint32_t rank, uint32_t nthreads) {
+  return n > rank ? (n - rank + nthreads - 1) / nthreads : 0;
+}
+
+#endif /* TXTABLE_VIEW_H */

@@ -1,0 +1,306 @@
+/* bank.c: the bank workload's host side: types, initial state, the papers' batch generator and the money invariant. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bank_body.h"
+#include "txtable.h"
+
+PRSTM_CPU_WORKER(bank_small, bank_dispatch, BANK_SMALL_CAPACITY)
+PRSTM_CPU_WORKER(bank_wide, bank_dispatch, BANK_WIDE_CAPACITY)
+
+#ifdef PRSTM_HAVE_CUDA
+int bank_small_gpu_launch(const prstm_exec_ctx *ctx, uint32_t threads, char *err, size_t errlen);
+int bank_small_gpu_max_threads(uint32_t *max_threads, char *err, size_t errlen);
+int bank_wide_gpu_launch(const prstm_exec_ctx *ctx, uint32_t threads, char *err, size_t errlen);
+int bank_wide_gpu_max_threads(uint32_t *max_threads, char *err, size_t errlen);
+#define BANK_GPU(name) name##_gpu_launch, name##_gpu_max_threads
+#else
+#define BANK_GPU(name) NULL, NULL
+#endif
+
+static const prstm_type_desc bank_types[] = {
+    {"deposit", 1, 0, 2, {{"account", PRSTM_ARG_ADDRESS}, {"amount", PRSTM_ARG_UINT}}, {"balance would overflow"}},
+    {"withdraw", 0, 0, 2, {{"account", PRSTM_ARG_ADDRESS}, {"amount", PRSTM_ARG_UINT}}, {NULL}},
+    {"transfer", 0, 0, 3,
+     {{"from", PRSTM_ARG_ADDRESS}, {"to", PRSTM_ARG_ADDRESS}, {"amount", PRSTM_ARG_UINT}},
+     {"balance would overflow"}},
+    {"balance", 0, 1, 1, {{"account", PRSTM_ARG_ADDRESS}}, {NULL}},
+    {"transfer_multi", 0, 0, 3,
+     {{"to", PRSTM_ARG_ADDRESS}, {"amount", PRSTM_ARG_UINT}, {"from", PRSTM_ARG_ADDRESS_LIST}},
+     {"balance would overflow"}},
+};
+
+static int bank_init_state(const prstm_state_spec *spec, prstm_word **words, uint64_t *nwords, char *err,
+                           size_t errlen) {
+  if (spec->accounts == 0) {
+    snprintf(err, errlen, "state.accounts must be at least 1");
+    return PRSTM_ECONFIG;
+  }
+  prstm_word *w = malloc((size_t)spec->accounts * sizeof *w);
+  if (!w) {
+    snprintf(err, errlen, "cannot allocate %llu accounts", (unsigned long long)spec->accounts);
+    return PRSTM_ENOMEM;
+  }
+  for (uint64_t i = 0; i < spec->accounts; i++) w[i] = spec->initial_balance;
+  *words = w;
+  *nwords = spec->accounts;
+  return 0;
+}
+
+/* splitmix64: small, fast, and the same stream on every machine for a seed. */
+static uint64_t bank_rand(uint64_t *s) {
+  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+static uint64_t bank_below(uint64_t *s, uint64_t n) { return n ? bank_rand(s) % n : 0; }
+static double bank_unit(uint64_t *s) { return (double)(bank_rand(s) >> 11) * (1.0 / 9007199254740992.0); }
+
+typedef struct bank_gen {
+  const prstm_generate_spec *spec;
+  uint64_t accounts, initial;
+  uint64_t rng;
+  double weight[5]; /* cumulative, by type index */
+  prstm_batch *batch;
+} bank_gen;
+
+static uint64_t bank_amount(bank_gen *g) {
+  return g->spec->amount_min + bank_below(&g->rng, g->spec->amount_max - g->spec->amount_min + 1);
+}
+
+static uint64_t bank_other_account(bank_gen *g, uint64_t a) {
+  if (g->accounts < 2) return a;
+  uint64_t b = bank_below(&g->rng, g->accounts - 1);
+  return b >= a ? b + 1 : b;
+}
+
+/* One transaction drawn from the mix, touching random accounts. */
+static int bank_emit_random(bank_gen *g) {
+  double u = bank_unit(&g->rng) * g->weight[4];
+  unsigned type = 0;
+  while (type < 4 && u >= g->weight[type]) type++;
+  uint64_t a = bank_below(&g->rng, g->accounts);
+  prstm_word args[PRSTM_MAX_COLUMNS];
+  unsigned k = g->spec->accounts_per_tx;
+  switch (type) {
+    case BANK_DEPOSIT:
+    case BANK_WITHDRAW:
+      args[0] = a;
+      args[1] = bank_amount(g);
+      return prstm_batch_append(g->batch, type, args, 2);
+    case BANK_BALANCE:
+      args[0] = a;
+      return prstm_batch_append(g->batch, BANK_BALANCE, args, 1);
+    default:
+      if (k <= 2) {
+        args[0] = a;
+        args[1] = bank_other_account(g, a);
+        args[2] = bank_amount(g);
+        return prstm_batch_append(g->batch, BANK_TRANSFER, args, 3);
+      }
+      /* k accounts: k - 1 sources and one target, distinct where the state allows. */
+      args[0] = a;
+      args[1] = bank_amount(g);
+      args[2] = k - 1;
+      for (unsigned i = 0; i < k - 1; i++) {
+        uint64_t s;
+        int tries = 0;
+        do {
+          s = bank_other_account(g, a);
+          int dup = 0;
+          for (unsigned j = 0; j < i; j++) dup |= args[3 + j] == s;
+          if (!dup) break;
+        } while (++tries < 16);
+        args[3 + i] = s;
+      }
+      return prstm_batch_append(g->batch, BANK_TRANSFER_MULTI, args, 3 + (k - 1));
+  }
+}
+
+/* A semantic pair: a withdrawal (or transfer) of initial + m that only the
+ * deposit of m into the same account can fund. */
+static int bank_emit_pair_member(bank_gen *g, uint64_t account, uint64_t amount, int funding, int as_transfer,
+                                 uint64_t to) {
+  prstm_word args[3];
+  if (funding) {
+    args[0] = account;
+    args[1] = amount;
+    return prstm_batch_append(g->batch, BANK_DEPOSIT, args, 2);
+  }
+  if (as_transfer) {
+    args[0] = account;
+    args[1] = to;
+    args[2] = g->initial + amount;
+    return prstm_batch_append(g->batch, BANK_TRANSFER, args, 3);
+  }
+  args[0] = account;
+  args[1] = g->initial + amount;
+  return prstm_batch_append(g->batch, BANK_WITHDRAW, args, 2);
+}
+
+static int bank_generate(const prstm_generate_spec *spec, const prstm_state_spec *state, prstm_batch *batch,
+                         char *err, size_t errlen) {
+  if (spec->transactions == 0 || state->accounts == 0) {
+    snprintf(err, errlen, "generate: transactions and state.accounts must be at least 1");
+    return PRSTM_ECONFIG;
+  }
+  if (spec->accounts_per_tx < 1 || spec->accounts_per_tx > 128) {
+    snprintf(err, errlen, "generate.accounts_per_tx must be between 1 and 128");
+    return PRSTM_ECONFIG;
+  }
+  if (spec->amount_min > spec->amount_max) {
+    snprintf(err, errlen, "generate.amount: min is larger than max");
+    return PRSTM_ECONFIG;
+  }
+  bank_gen g;
+  memset(&g, 0, sizeof g);
+  g.spec = spec;
+  g.accounts = state->accounts;
+  g.initial = state->initial_balance;
+  g.rng = spec->seed;
+  g.batch = batch;
+  /* Default mix: mostly transfers, some deposits and withdrawals. */
+  double w[5] = {0.1, 0.1, 0.8, 0.0, 0.0};
+  if (spec->nmix) {
+    memset(w, 0, sizeof w);
+    for (unsigned i = 0; i < spec->nmix; i++) {
+      int t = prstm_type_find(batch->wl, spec->mix_names[i]);
+      if (t < 0) {
+        snprintf(err, errlen, "generate.mix: unknown transaction type '%s'", spec->mix_names[i]);
+        return PRSTM_EUNKNOWN;
+      }
+      if (t == BANK_TRANSFER_MULTI) t = BANK_TRANSFER; /* accounts_per_tx decides the width */
+      w[t] += spec->mix_weights[i];
+    }
+  }
+  if (spec->read_only >= 0) {
+    double rest = w[0] + w[1] + w[2];
+    if (rest <= 0 && spec->read_only < 1) {
+      snprintf(err, errlen, "generate.mix leaves no update type for the read_only share");
+      return PRSTM_ECONFIG;
+    }
+    for (int t = 0; t < 3; t++) w[t] = rest > 0 ? w[t] / rest * (1 - spec->read_only) : 0;
+    w[BANK_BALANCE] = spec->read_only;
+  }
+  double total = w[0] + w[1] + w[2] + w[3];
+  if (total <= 0) {
+    snprintf(err, errlen, "generate.mix: all weights are zero");
+    return PRSTM_ECONFIG;
+  }
+  for (int t = 0; t < 4; t++) g.weight[t] = (t ? g.weight[t - 1] : 0) + w[t];
+  g.weight[4] = g.weight[3];
+
+  uint64_t n = spec->transactions;
+  uint64_t npairs = (uint64_t)(spec->semantic_ratio * (double)n / 2.0);
+  /* Pairs get accounts of their own at the top of the range, which random
+   * traffic never touches, so every pair stays fundable: its conflicts are
+   * the generated ones, not accidents of the mix. Where the state is too small
+   * to set that many apart, pairs share accounts and some may be abandoned. */
+  uint64_t reserved = npairs < state->accounts / 2 ? npairs : state->accounts / 2;
+  g.accounts = state->accounts - reserved;
+  /* Each pair takes two random rows; pairing the rows at random and putting
+   * the dependent member first places the semantic conflicts unsorted, at
+   * every distance. */
+  uint64_t *slot = NULL, *chosen = NULL;
+  if (npairs) {
+    slot = malloc((size_t)n * sizeof *slot);
+    chosen = malloc((size_t)(2 * npairs) * sizeof *chosen);
+    if (!slot || !chosen) {
+      free(slot);
+      free(chosen);
+      snprintf(err, errlen, "cannot allocate the generator's pairing tables");
+      return PRSTM_ENOMEM;
+    }
+    uint64_t need = 2 * npairs, m = 0;
+    for (uint64_t i = 0; i < n; i++) {
+      slot[i] = UINT64_MAX;
+      if (bank_below(&g.rng, n - i) < need - m) chosen[m++] = i;
+    }
+    for (uint64_t i = m - 1; i > 0; i--) {
+      uint64_t j = bank_below(&g.rng, i + 1), t = chosen[i];
+      chosen[i] = chosen[j];
+      chosen[j] = t;
+    }
+    for (uint64_t p = 0; p < npairs; p++) {
+      uint64_t x = chosen[2 * p], y = chosen[2 * p + 1];
+      slot[x < y ? x : y] = p << 1;
+      slot[x < y ? y : x] = (p << 1) | 1;
+    }
+  }
+  /* Pair p's account, amount and shape come from its own stream, so both
+   * members agree without storing them. */
+  int rc = 0;
+  for (uint64_t i = 0; i < n && rc == 0; i++) {
+    if (!slot || slot[i] == UINT64_MAX) {
+      rc = bank_emit_random(&g);
+      continue;
+    }
+    uint64_t p = slot[i] >> 1;
+    uint64_t ps = spec->seed ^ (0xa5a5a5a5a5a5a5a5ull + p * 0x9e3779b97f4a7c15ull);
+    uint64_t account = reserved ? g.accounts + p % reserved : bank_below(&ps, g.accounts);
+    uint64_t amount = spec->amount_min + bank_below(&ps, spec->amount_max - spec->amount_min + 1);
+    int as_transfer = w[BANK_TRANSFER] > 0 && spec->accounts_per_tx <= 2 && (bank_rand(&ps) & 1);
+    uint64_t to = g.accounts < 2 ? account : (account + 1 + bank_below(&ps, g.accounts - 1)) % g.accounts;
+    rc = bank_emit_pair_member(&g, account, amount, (int)(slot[i] & 1), as_transfer, to);
+  }
+  free(slot);
+  free(chosen);
+  if (rc) {
+    snprintf(err, errlen, "cannot append generated transaction: %s", prstm_strerror(rc));
+    return rc;
+  }
+  if (spec->presorted) return prstm_batch_presort(batch);
+  return 0;
+}
+
+/* Total money equals the initial total plus committed deposits minus
+ * committed withdrawals (transfers move money and create none); and every
+ * abandoned withdrawal or transfer is still unfunded on the final state. */
+static int bank_check_invariant(const prstm_engine *engine, const prstm_batch *b, int *ok, char *msg,
+                                size_t msglen) {
+  uint64_t nwords = 0;
+  const prstm_word *w = prstm_engine_state(engine, &nwords);
+  const prstm_state_spec *spec = prstm_engine_state_spec(engine);
+  unsigned __int128 total = 0, initial = 0, deposits = 0, withdrawals = 0;
+  for (uint64_t i = 0; i < nwords; i++) total += w[i];
+  if (spec)
+    initial = (unsigned __int128)spec->initial_balance * spec->accounts;
+  uint64_t still_blocked_bad = 0;
+  for (uint64_t i = 0; i < b->n; i++) {
+    prstm_status st;
+    prstm_batch_outcome(b, i, &st, NULL, NULL);
+    unsigned t = b->type[i];
+    if (st == PRSTM_COMMITTED) {
+      if (t == BANK_DEPOSIT) deposits += prstm_batch_arg(b, i, 1);
+      if (t == BANK_WITHDRAW) withdrawals += prstm_batch_arg(b, i, 1);
+    } else if (st == PRSTM_ABANDONED) {
+      if (t == BANK_WITHDRAW && w[prstm_batch_arg(b, i, 0)] >= prstm_batch_arg(b, i, 1)) still_blocked_bad++;
+      if (t == BANK_TRANSFER && w[prstm_batch_arg(b, i, 0)] >= prstm_batch_arg(b, i, 2)) still_blocked_bad++;
+    }
+  }
+  if (!spec) {
+    /* Without a spec the initial total is unknown; derive nothing from it. */
+    initial = total + withdrawals - deposits;
+  }
+  unsigned __int128 expected = initial + deposits - withdrawals;
+  *ok = total == expected && still_blocked_bad == 0;
+  snprintf(msg, msglen, "total money %llu %s initial %llu + deposits %llu - withdrawals %llu; %llu abandoned "
+                        "transactions fundable on the final state",
+           (unsigned long long)total, total == expected ? "=" : "!=", (unsigned long long)initial,
+           (unsigned long long)deposits, (unsigned long long)withdrawals, (unsigned long long)still_blocked_bad);
+  return 0;
+}
+
+const prstm_workload prstm_workload_bank = {
+    "bank",
+    sizeof bank_types / sizeof bank_types[0],
+    bank_types,
+    2,
+    {{BANK_SMALL_COLUMNS, BANK_SMALL_CAPACITY, bank_small_cpu_worker, BANK_GPU(bank_small)},
+     {PRSTM_MAX_COLUMNS, BANK_WIDE_CAPACITY, bank_wide_cpu_worker, BANK_GPU(bank_wide)}},
+    bank_init_state,
+    bank_generate,
+    bank_check_invariant,
+};

@@ -1,0 +1,84 @@
+/* bank_body.h: the bank's transaction bodies, written once for the GPU kernel and the CPU threads. */
+#ifndef BANK_BODY_H
+#define BANK_BODY_H
+
+#include "prstm.h"
+
+/* Type indices, in the order of bank_types[] in bank.c. */
+enum { BANK_DEPOSIT = 0, BANK_WITHDRAW = 1, BANK_TRANSFER = 2, BANK_BALANCE = 3, BANK_TRANSFER_MULTI = 4 };
+/* The bank's own failure reason. */
+#define BANK_REASON_OVERFLOW (PRSTM_REASON_USER + 0)
+
+/* Each account is one word holding its balance; balances are unsigned, so a
+ * body that would take one below zero postpones instead. */
+PRSTM_INLINE int bank_deposit(prstm_tx *tx) {
+  uint64_t account = prstm_arg(tx, 0), amount = prstm_arg(tx, 1);
+  uint64_t balance = prstm_read(tx, account);
+  if (balance + amount < balance) return prstm_fail(tx, BANK_REASON_OVERFLOW);
+  prstm_write(tx, account, balance + amount);
+  return PRSTM_COMMIT;
+}
+
+PRSTM_INLINE int bank_withdraw(prstm_tx *tx) {
+  uint64_t account = prstm_arg(tx, 0), amount = prstm_arg(tx, 1);
+  uint64_t balance = prstm_read(tx, account);
+  if (balance < amount) return PRSTM_POSTPONE;
+  prstm_write(tx, account, balance - amount);
+  return PRSTM_COMMIT;
+}
+
+PRSTM_INLINE int bank_transfer(prstm_tx *tx) {
+  uint64_t from = prstm_arg(tx, 0), to = prstm_arg(tx, 1), amount = prstm_arg(tx, 2);
+  uint64_t source = prstm_read(tx, from);
+  if (source < amount) return PRSTM_POSTPONE;
+  prstm_write(tx, from, source - amount);
+  /* Read after the write, so a transfer to the same account is a no-op. */
+  uint64_t target = prstm_read(tx, to);
+  if (target + amount < target) return prstm_fail(tx, BANK_REASON_OVERFLOW);
+  prstm_write(tx, to, target + amount);
+  return PRSTM_COMMIT;
+}
+
+PRSTM_INLINE int bank_balance(prstm_tx *tx) {
+  prstm_set_result(tx, prstm_read(tx, prstm_arg(tx, 0)));
+  return PRSTM_COMMIT;
+}
+
+/* Moves `amount` from each account of the list to `to`; the papers' size sweep
+ * uses it with 1 to 127 sources. A source named twice pays twice. */
+PRSTM_INLINE int bank_transfer_multi(prstm_tx *tx) {
+  uint64_t to = prstm_arg(tx, 0), amount = prstm_arg(tx, 1), count = prstm_arg(tx, 2);
+  for (uint64_t i = 0; i < count && prstm_ok(tx); i++) {
+    uint64_t from = prstm_arg(tx, 3 + (unsigned)i);
+    uint64_t source = prstm_read(tx, from);
+    if (!prstm_ok(tx)) break;
+    if (source < amount) return PRSTM_POSTPONE;
+    prstm_write(tx, from, source - amount);
+  }
+  uint64_t target = prstm_read(tx, to);
+  for (uint64_t i = 0; i < count; i++) {
+    if (target + amount < target) return prstm_fail(tx, BANK_REASON_OVERFLOW);
+    target += amount;
+  }
+  prstm_write(tx, to, target);
+  return PRSTM_COMMIT;
+}
+
+PRSTM_INLINE int bank_dispatch(prstm_tx *tx, unsigned type) {
+  switch (type) {
+    case BANK_DEPOSIT: return bank_deposit(tx);
+    case BANK_WITHDRAW: return bank_withdraw(tx);
+    case BANK_TRANSFER: return bank_transfer(tx);
+    case BANK_BALANCE: return bank_balance(tx);
+    case BANK_TRANSFER_MULTI: return bank_transfer_multi(tx);
+    default: return prstm_fail(tx, PRSTM_REASON_BAD_ADDRESS);
+  }
+}
+
+/* Set capacities of the two instantiations: transfers of up to 127 sources
+ * plus the target fit the wide one. */
+#define BANK_SMALL_CAPACITY 8
+#define BANK_SMALL_COLUMNS 4
+#define BANK_WIDE_CAPACITY 136
+
+#endif /* BANK_BODY_H */
