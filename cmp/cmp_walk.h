@@ -53,14 +53,32 @@ PRSTM_INLINE unsigned cmp_attempt(prstm_tx *tx, const prstm_exec_ctx *ctx, uint6
 }
 
 /* Marks the end of a sweep that committed something: a new epoch, in which
- * every stalled thread must look at its postponed transactions again. */
+ * every stalled thread must look at its postponed transactions again. What is
+ * needed is an epoch change after this sweep's commits, not one by this
+ * thread: if the CAS fails because the epoch already moved after the load
+ * below, that change serves. So a crowd of threads ending their sweeps
+ * together costs one CAS each, not a retry loop on one word (which made the
+ * end of a full-GPU sweep quadratic in the thread count). */
 PRSTM_INLINE void cmp_bump_epoch(const prstm_exec_ctx *ctx) {
   uint64_t *q = &ctx->quiesce[PRSTM_Q_EPOCH_STALLED];
-  prstm_fence_sc(); /* commits of the sweep happen before the new epoch */
-  for (;;) {
-    uint64_t s = prstm_load_acquire(q);
+  prstm_fence_sc(); /* commits of the sweep happen before the loads below */
+  uint64_t s = prstm_load_acquire(q);
+  for (unsigned round = 0;; round++) {
     if (prstm_cas(q, s, ((s >> 32) + 1) << 32)) return;
+    uint64_t now = prstm_load_acquire(q);
+    if ((now >> 32) != (s >> 32)) return;
+    s = now; /* only a stalled thread registered: the epoch must still move */
+    prstm_pause(round);
   }
+}
+
+/* A stalled thread saw the epoch move. The bump it saw may come from a thread
+ * other than the committer it depends on (cmp_bump_epoch), so a full fence
+ * makes every commit ordered before that bump visible to the next sweep. */
+PRSTM_INLINE int cmp_woken(unsigned round) {
+  (void)round;
+  prstm_fence_sc();
+  return 0;
 }
 
 /* Called after a full sweep in `epoch` that committed nothing. Returns 0 when
@@ -69,14 +87,15 @@ PRSTM_INLINE void cmp_bump_epoch(const prstm_exec_ctx *ctx) {
  * no commit can happen anywhere and the state can never change again. */
 PRSTM_INLINE int cmp_wait_quiescent(const prstm_exec_ctx *ctx, uint64_t epoch) {
   uint64_t *q = ctx->quiesce;
-  for (;;) {
+  for (unsigned round = 0;; round++) {
     uint64_t s = prstm_load_acquire(&q[PRSTM_Q_EPOCH_STALLED]);
-    if ((s >> 32) != epoch) return 0;
+    if ((s >> 32) != epoch) return cmp_woken(round);
     if (prstm_cas(&q[PRSTM_Q_EPOCH_STALLED], s, s + 1)) break;
+    prstm_pause(round);
   }
   for (unsigned round = 0;; round++) {
     uint64_t s1 = prstm_load_acquire(&q[PRSTM_Q_EPOCH_STALLED]);
-    if ((s1 >> 32) != epoch) return 0;
+    if ((s1 >> 32) != epoch) return cmp_woken(round);
     uint64_t done = prstm_load_acquire(&q[PRSTM_Q_DONE]);
     /* The epoch word read again unchanged proves no commit-and-finish slipped
      * in between the two reads. */

@@ -37,6 +37,16 @@ PRSTM_INLINE int prstm_cas(uint64_t *p, uint64_t expected, uint64_t desired) {
   return atomicCAS((unsigned long long *)p, (unsigned long long)expected,
                    (unsigned long long)desired) == (unsigned long long)expected;
 }
+/* Compare-and-swap with acquire order: nothing after it (the data writes of
+ * a commit) can become visible before the lock it takes. */
+PRSTM_INLINE int prstm_cas_acquire(uint64_t *p, uint64_t expected, uint64_t desired) {
+  uint64_t old;
+  asm volatile("atom.acquire.gpu.cas.b64 %0, [%1], %2, %3;"
+               : "=l"(old)
+               : "l"(p), "l"(expected), "l"(desired)
+               : "memory");
+  return old == expected;
+}
 PRSTM_INLINE uint64_t prstm_fetch_add(uint64_t *p, uint64_t v) {
   return (uint64_t)atomicAdd((unsigned long long *)p, (unsigned long long)v);
 }
@@ -53,6 +63,9 @@ PRSTM_INLINE void prstm_store_relaxed(uint64_t *p, uint64_t v) { __atomic_store_
 PRSTM_INLINE void prstm_store_release(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 PRSTM_INLINE int prstm_cas(uint64_t *p, uint64_t expected, uint64_t desired) {
   return __atomic_compare_exchange_n(p, &expected, desired, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+}
+PRSTM_INLINE int prstm_cas_acquire(uint64_t *p, uint64_t expected, uint64_t desired) {
+  return __atomic_compare_exchange_n(p, &expected, desired, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 }
 PRSTM_INLINE uint64_t prstm_fetch_add(uint64_t *p, uint64_t v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
 PRSTM_INLINE void prstm_fence_sc(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }

@@ -98,9 +98,11 @@ PRSTM_INLINE void prstm_tx_doom(prstm_tx *tx, uint32_t state) {
   if (tx->state == PRSTM_TX_OK) tx->state = state;
 }
 
-/* Invisible read: lock word, then value, then the lock word again. The
- * published pseudocode reads the value first, which lets an inconsistent read
- * pass validation; here the value is bracketed by two equal unlocked versions. */
+/* Invisible read: the lock word with acquire order, then the value. The
+ * published pseudocode reads the value first, which lets a value newer than
+ * its recorded version pass validation; here the version is read before the
+ * value, so a value written after it always shows as a moved version (or a
+ * held lock) at validation, which comes after a fence. */
 PRSTM_INLINE uint64_t prstm_read(prstm_tx *tx, uint64_t addr) {
   if (tx->state != PRSTM_TX_OK) return 0;
   const prstm_exec_ctx *ctx = tx->ctx;
@@ -117,13 +119,7 @@ PRSTM_INLINE uint64_t prstm_read(prstm_tx *tx, uint64_t addr) {
     return 0;
   }
   uint64_t value = prstm_load_relaxed(&ctx->words[addr]);
-  prstm_fence_acq_rel();
-  uint64_t after = prstm_load_relaxed(&ctx->locks[l]);
   uint64_t version = prstm_lock_version(before);
-  if (prstm_lock_is_locked(after) || prstm_lock_version(after) != version) {
-    prstm_tx_doom(tx, PRSTM_TX_CONFLICT);
-    return 0;
-  }
   /* With lock_coverage > 1 several addresses share a lock: one entry per lock,
    * and every read under it must have seen the same version. */
   for (uint32_t i = 0; i < tx->nreads; i++) {
@@ -212,6 +208,7 @@ PRSTM_INLINE int prstm_tx_find_lock(const prstm_tx *tx, uint64_t l) {
  * read and is not finally locked, so the snapshot the body saw was consistent. */
 PRSTM_INLINE int prstm_tx_snapshot_valid(const prstm_tx *tx) {
   const uint64_t *locks = tx->ctx->locks;
+  prstm_fence_acq_rel(); /* the value reads before the version checks */
   for (uint32_t i = 0; i < tx->nreads; i++) {
     uint64_t w = prstm_load_acquire(&locks[tx->reads[i].lock]);
     if (prstm_lock_is_locked(w) || prstm_lock_version(w) != tx->reads[i].version) return 0;
@@ -268,7 +265,10 @@ PRSTM_INLINE int prstm_tx_commit(prstm_tx *tx, uint64_t *sequence) {
   }
   /* Pre-lock stores must be visible before the validation loads below: two
    * crossed committers then cannot both miss each other's pre-lock. */
-  prstm_fence_sc();
+  if (tx->nlocks)
+    prstm_fence_sc();
+  else
+    prstm_fence_acq_rel(); /* nothing stored: only the reads must come first */
   if (sequence) *sequence = prstm_fetch_add(&ctx->quiesce[PRSTM_Q_SEQUENCE], 1);
   for (uint32_t i = 0; i < tx->nreads; i++) {
     const prstm_read_entry *r = &tx->reads[i];
@@ -281,23 +281,23 @@ PRSTM_INLINE int prstm_tx_commit(prstm_tx *tx, uint64_t *sequence) {
   }
   for (uint32_t i = 0; i < tx->nlocks; i++) {
     prstm_lock_entry *e = &tx->locks[i];
-    if (!prstm_cas(&ctx->locks[e->lock], prstm_lock_make(e->version, tx->prio, PRSTM_LOCK_PRELOCKED),
-                   prstm_lock_make(e->version, tx->prio, PRSTM_LOCK_LOCKED))) {
+    if (!prstm_cas_acquire(&ctx->locks[e->lock], prstm_lock_make(e->version, tx->prio, PRSTM_LOCK_PRELOCKED),
+                           prstm_lock_make(e->version, tx->prio, PRSTM_LOCK_LOCKED))) {
       /* A higher priority stole or revoked this pre-lock. */
       prstm_tx_release_all(tx);
       return 0;
     }
     e->held = 2;
   }
-  /* The final locks must be visible before any new value is: a reader that
-   * sees a new value then sees the lock or the new version (seqlock order). */
-  if (tx->nwrites) prstm_fence_acq_rel();
+  /* The acquire CASes above keep every new value behind its final lock: a
+   * reader that sees a new value then sees the lock or the new version. */
   for (uint32_t i = 0; i < tx->nwrites; i++)
     prstm_store_relaxed(&ctx->words[tx->writes[i].addr], tx->writes[i].value);
-  /* The release stores below order the data writes before the new versions. */
+  /* One release fence orders all data writes before all new versions. */
+  if (tx->nlocks) prstm_fence_acq_rel();
   for (uint32_t i = 0; i < tx->nlocks; i++) {
     prstm_lock_entry *e = &tx->locks[i];
-    prstm_store_release(&ctx->locks[e->lock], prstm_lock_make(e->version + 1, 0, 0));
+    prstm_store_relaxed(&ctx->locks[e->lock], prstm_lock_make(e->version + 1, 0, 0));
     e->held = 0;
   }
   return 1;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "prstm.h"
+#include "test_paths.h"
 
 /* The data folder comes from the build; without it every test would fail to
  * find its files, so the build stops instead of the tests passing vacuously. */
@@ -31,7 +32,7 @@ static const char *data_path(const char *name) {
   static char bufs[4][1024];
   static unsigned k;
   char *b = bufs[k++ % 4];
-  snprintf(b, sizeof bufs[0], "%s/loaders/%s", PRSTM_TEST_DATA_DIR, name);
+  snprintf(b, sizeof bufs[0], "%s/loaders/%s", test_data_dir(), name);
   return b;
 }
 
@@ -362,9 +363,9 @@ Test(loaders, missing_config_file_cannot_be_read) {
 
 Test(loaders, folder_given_as_config_cannot_be_read) {
   prstm_config cfg;
-  int rc = prstm_config_load(PRSTM_TEST_DATA_DIR, &cfg, err, sizeof err);
+  int rc = prstm_config_load(test_data_dir(), &cfg, err, sizeof err);
   cr_assert_eq(rc, PRSTM_EIO, "got %d: %s", rc, err);
-  assert_message(PRSTM_TEST_DATA_DIR, ": cannot read: Is a directory");
+  assert_message(test_data_dir(), ": cannot read: Is a directory");
 }
 
 Test(loaders, unreadable_config_cannot_be_read, .init = make_tmpdir, .fini = remove_tmpdir) {
@@ -395,7 +396,7 @@ Test(loaders, folder_given_as_jsonl_cannot_be_read) {
   prstm_batch *b = new_batch();
   int rc = prstm_load_jsonl(PRSTM_TEST_DATA_DIR, bank(), 8, b, err, sizeof err);
   cr_assert_eq(rc, PRSTM_EIO, "got %d: %s", rc, err);
-  assert_message(PRSTM_TEST_DATA_DIR, ": cannot read: Is a directory");
+  assert_message(test_data_dir(), ": cannot read: Is a directory");
   prstm_batch_destroy(b);
 }
 

@@ -119,10 +119,12 @@ static int bank_emit_random(bank_gen *g) {
   }
 }
 
-/* A semantic pair: a withdrawal (or transfer) of initial + m that only the
- * deposit of m into the same account can fund. */
-static int bank_emit_pair_member(bank_gen *g, uint64_t account, uint64_t amount, int funding, int as_transfer,
-                                 uint64_t to) {
+/* A semantic pair: a withdrawal (or transfer) of extra + m that only the
+ * deposit of m into the same account can fund; extra is the initial balance
+ * for the first pair on an account and 0 for pairs that share it later, so
+ * the account's money covers all of its pairs exactly. */
+static int bank_emit_pair_member(bank_gen *g, uint64_t account, uint64_t amount, uint64_t extra, int funding,
+                                 int as_transfer, uint64_t to) {
   prstm_word args[3];
   if (funding) {
     args[0] = account;
@@ -132,11 +134,11 @@ static int bank_emit_pair_member(bank_gen *g, uint64_t account, uint64_t amount,
   if (as_transfer) {
     args[0] = account;
     args[1] = to;
-    args[2] = g->initial + amount;
+    args[2] = extra + amount;
     return prstm_batch_append(g->batch, BANK_TRANSFER, args, 3);
   }
   args[0] = account;
-  args[1] = g->initial + amount;
+  args[1] = extra + amount;
   return prstm_batch_append(g->batch, BANK_WITHDRAW, args, 2);
 }
 
@@ -243,7 +245,8 @@ static int bank_generate(const prstm_generate_spec *spec, const prstm_state_spec
     uint64_t amount = spec->amount_min + bank_below(&ps, spec->amount_max - spec->amount_min + 1);
     int as_transfer = w[BANK_TRANSFER] > 0 && spec->accounts_per_tx <= 2 && (bank_rand(&ps) & 1);
     uint64_t to = g.accounts < 2 ? account : (account + 1 + bank_below(&ps, g.accounts - 1)) % g.accounts;
-    rc = bank_emit_pair_member(&g, account, amount, (int)(slot[i] & 1), as_transfer, to);
+    uint64_t extra = !reserved || p < reserved ? g.initial : 0;
+    rc = bank_emit_pair_member(&g, account, amount, extra, (int)(slot[i] & 1), as_transfer, to);
   }
   free(slot);
   free(chosen);

@@ -1,0 +1,19 @@
+/* test_paths.h: where the tests find their data and the prstm-run program, overridable when the build tree travels. */
+#ifndef TEST_PATHS_H
+#define TEST_PATHS_H
+
+#include <stdlib.h>
+
+/* The build writes absolute paths in; a copy of the tests run elsewhere (the
+ * GPU machine) points them at its own tree with these variables. */
+static inline const char *test_data_dir(void) {
+  const char *env = getenv("PRSTM_TEST_DATA_DIR");
+  return env && *env ? env : PRSTM_TEST_DATA_DIR;
+}
+
+static inline const char *test_run_path(void) {
+  const char *env = getenv("PRSTM_RUN");
+  return env && *env ? env : PRSTM_RUN_PATH;
+}
+
+#endif /* TEST_PATHS_H */
