@@ -1,8 +1,8 @@
 /* write_atomic.c: writes an output file so that readers see either the old contents or the complete new ones. */
 /* mkstemp, fsync, fchmod and O_DIRECTORY are POSIX.1-2008; ask for them
  * explicitly so a plain -std=c11 build sees them. */
-#ifndef _POSIX_C_SOURCE
-#define _POSIX_C_SOURCE 200809L
+#ifndef _XOPEN_SOURCE
+#define _XOPEN_SOURCE 700
 #endif
 #include <errno.h>
 #include <fcntl.h>
@@ -58,12 +58,72 @@ static void sync_parent(const char *path) {
   free(dir);
 }
 
+/* Writes straight into something that is not a regular file (a device such
+ * as /dev/null or /dev/stdout, a pipe): renaming over it would replace the
+ * device itself, and atomicity means nothing for a stream. */
+static int write_in_place(const char *path, const char *text, size_t len, char *err, size_t errlen) {
+  FILE *f = fopen(path, "w");
+  if (f == NULL) {
+    prstm_errf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+    return PRSTM_EIO;
+  }
+  size_t put = len ? fwrite(text, 1, len, f) : 0;
+  int rc = (put != len || fflush(f) != 0) ? errno : 0;
+  if (fclose(f) != 0 && rc == 0) rc = errno;
+  if (rc != 0 || put != len) {
+    prstm_errf(err, errlen, "cannot write %s: %s", path, strerror(rc ? rc : EIO));
+    return PRSTM_EIO;
+  }
+  return 0;
+}
+
+static int write_atomic_regular(const char *path, const char *text, size_t len, char *err, size_t errlen);
+
 int prstm_write_file_atomic(const char *path, const char *text, size_t len, char *err,
                             size_t errlen) {
   if (path == NULL || path[0] == '\0' || (text == NULL && len > 0)) {
     prstm_errf(err, errlen, "prstm_write_file_atomic: invalid argument");
     return PRSTM_EINVAL;
   }
+  /* A symbolic link is followed, so the file it names is replaced and the
+   * link kept; an existing non-regular file is written in place. */
+  struct stat st;
+  if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+    if (S_ISDIR(st.st_mode)) {
+      prstm_errf(err, errlen, "cannot write %s: %s", path, strerror(EISDIR));
+      return PRSTM_EIO;
+    }
+    return write_in_place(path, text, len, err, errlen);
+  }
+  struct stat lst;
+  if (lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode)) {
+    char *target = realpath(path, NULL);
+    if (target == NULL) {
+      /* A dangling link: create the file it names, beside the link when the
+       * name is relative. */
+      char name[4096];
+      ssize_t n = readlink(path, name, sizeof name - 1);
+      if (n > 0) {
+        name[n] = '\0';
+        const char *slash = strrchr(path, '/');
+        size_t dirlen = name[0] == '/' || slash == NULL ? 0 : (size_t)(slash - path) + 1;
+        target = malloc(dirlen + (size_t)n + 1);
+        if (target != NULL) {
+          memcpy(target, path, dirlen);
+          memcpy(target + dirlen, name, (size_t)n + 1);
+        }
+      }
+    }
+    if (target != NULL) {
+      int rc = write_atomic_regular(target, text, len, err, errlen);
+      free(target);
+      return rc;
+    }
+  }
+  return write_atomic_regular(path, text, len, err, errlen);
+}
+
+static int write_atomic_regular(const char *path, const char *text, size_t len, char *err, size_t errlen) {
   /* The temporary file sits next to the target: rename is only atomic within
    * one file system. */
   static const char suffix[] = ".tmpXXXXXX";

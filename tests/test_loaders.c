@@ -767,3 +767,32 @@ Test(loaders, write_atomic_over_a_folder_fails_and_cleans_up, .init = make_tmpdi
   cr_assert_not_null(strstr(err, tmp_path("target")), "%s", err);
   cr_assert_eq(count_entries(tmpdir), 1, "the temporary file was not removed");
 }
+
+Test(loaders, write_atomic_through_a_symlink_keeps_the_link, .init = make_tmpdir, .fini = remove_tmpdir) {
+  write_text(tmp_path("real.json"), "old");
+  cr_assert_eq(symlink("real.json", tmp_path("link.json")), 0);
+  cr_assert_eq(prstm_write_file_atomic(tmp_path("link.json"), "new", 3, err, sizeof err), 0, "%s", err);
+  struct stat st;
+  cr_assert_eq(lstat(tmp_path("link.json"), &st), 0);
+  cr_assert(S_ISLNK(st.st_mode), "the link was replaced by a file");
+  cr_assert_str_eq(read_text(tmp_path("real.json")), "new");
+  cr_assert_eq(count_entries(tmpdir), 2, "a temporary file was left behind");
+}
+
+Test(loaders, write_atomic_through_a_dangling_symlink_creates_its_target, .init = make_tmpdir,
+     .fini = remove_tmpdir) {
+  cr_assert_eq(symlink("made.json", tmp_path("link.json")), 0);
+  cr_assert_eq(prstm_write_file_atomic(tmp_path("link.json"), "x", 1, err, sizeof err), 0, "%s", err);
+  struct stat st;
+  cr_assert_eq(lstat(tmp_path("link.json"), &st), 0);
+  cr_assert(S_ISLNK(st.st_mode));
+  cr_assert_str_eq(read_text(tmp_path("made.json")), "x");
+}
+
+Test(loaders, write_atomic_to_a_device_writes_in_place) {
+  /* Renaming over /dev/null would replace the device (as root) with a file. */
+  cr_assert_eq(prstm_write_file_atomic("/dev/null", "discarded", 9, err, sizeof err), 0, "%s", err);
+  struct stat st;
+  cr_assert_eq(stat("/dev/null", &st), 0);
+  cr_assert(S_ISCHR(st.st_mode), "/dev/null is no longer a device");
+}

@@ -26,6 +26,8 @@ static const char usage_text[] =
     "  --lock-coverage N        consecutive words per lock (>= 1)\n"
     "  --results FILE           write the results JSON here (overrides output.results)\n"
     "  --final-state FILE       write the final shared words here (overrides output.final_state)\n"
+    "                           (output paths are relative to the working directory;\n"
+    "                           batch.file is relative to the config's folder)\n"
     "  --quiet                  print nothing but errors\n"
     "  --help                   show this help and exit\n"
     "  --version                show the version and exit\n"
@@ -65,6 +67,31 @@ typedef struct cli_args {
   int quiet;
 } cli_args;
 
+/* Command-line options override the config's engine and output sections. */
+static int apply_overrides(const cli_args *a, prstm_config *cfg) {
+  if (a->backend) {
+    if (strcmp(a->backend, "auto") == 0) cfg->options.backend = PRSTM_BACKEND_AUTO;
+    else if (strcmp(a->backend, "gpu") == 0) cfg->options.backend = PRSTM_BACKEND_GPU;
+    else if (strcmp(a->backend, "cpu") == 0) cfg->options.backend = PRSTM_BACKEND_CPU;
+    else {
+      fprintf(stderr, "prstm-run: --backend: expected auto, gpu or cpu, got '%s'\n", a->backend);
+      return -1;
+    }
+  }
+  if (a->threads && parse_uint(a->threads, &cfg->options.threads)) {
+    fprintf(stderr, "prstm-run: --threads: expected a non-negative integer, got '%s'\n", a->threads);
+    return -1;
+  }
+  if (a->lock_coverage &&
+      (parse_uint(a->lock_coverage, &cfg->options.lock_coverage) || cfg->options.lock_coverage == 0)) {
+    fprintf(stderr, "prstm-run: --lock-coverage: expected a positive integer, got '%s'\n", a->lock_coverage);
+    return -1;
+  }
+  if (a->results) snprintf(cfg->results_path, sizeof cfg->results_path, "%s", a->results);
+  if (a->final_state) snprintf(cfg->final_state_path, sizeof cfg->final_state_path, "%s", a->final_state);
+  return 0;
+}
+
 /* Returns -1 to continue, or an exit status. */
 static int parse_args(int argc, char **argv, cli_args *a) {
   static const struct option longopts[] = {
@@ -75,7 +102,7 @@ static int parse_args(int argc, char **argv, cli_args *a) {
   memset(a, 0, sizeof *a);
   opterr = 0;
   int c;
-  while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
     switch (c) {
       case 'b': a->backend = optarg; break;
       case 't': a->threads = optarg; break;
@@ -102,32 +129,12 @@ static int parse_args(int argc, char **argv, cli_args *a) {
     return EXIT_INPUT;
   }
   a->config = argv[optind];
+  /* Option values are checked before the config is read, so a bad option is
+   * reported as such whatever the config holds. */
+  prstm_config probe;
+  memset(&probe, 0, sizeof probe);
+  if (apply_overrides(a, &probe)) return EXIT_INPUT;
   return -1;
-}
-
-/* Command-line options override the config's engine and output sections. */
-static int apply_overrides(const cli_args *a, prstm_config *cfg) {
-  if (a->backend) {
-    if (strcmp(a->backend, "auto") == 0) cfg->options.backend = PRSTM_BACKEND_AUTO;
-    else if (strcmp(a->backend, "gpu") == 0) cfg->options.backend = PRSTM_BACKEND_GPU;
-    else if (strcmp(a->backend, "cpu") == 0) cfg->options.backend = PRSTM_BACKEND_CPU;
-    else {
-      fprintf(stderr, "prstm-run: --backend: expected auto, gpu or cpu, got '%s'\n", a->backend);
-      return -1;
-    }
-  }
-  if (a->threads && parse_uint(a->threads, &cfg->options.threads)) {
-    fprintf(stderr, "prstm-run: --threads: expected a non-negative integer, got '%s'\n", a->threads);
-    return -1;
-  }
-  if (a->lock_coverage &&
-      (parse_uint(a->lock_coverage, &cfg->options.lock_coverage) || cfg->options.lock_coverage == 0)) {
-    fprintf(stderr, "prstm-run: --lock-coverage: expected a positive integer, got '%s'\n", a->lock_coverage);
-    return -1;
-  }
-  if (a->results) snprintf(cfg->results_path, sizeof cfg->results_path, "%s", a->results);
-  if (a->final_state) snprintf(cfg->final_state_path, sizeof cfg->final_state_path, "%s", a->final_state);
-  return 0;
 }
 
 typedef struct run_report {

@@ -1,0 +1,640 @@
+/* test_cli.c: behaviour of the prstm-run command line: options, exit statuses, messages, and the files it writes or leaves alone. */
+/* mkdtemp, realpath, nftw and kill are POSIX; ask for them explicitly under -std=c11. */
+#ifndef _XOPEN_SOURCE
+#define _XOPEN_SOURCE 700
+#endif
+#include <cjson/cJSON.h>
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "prstm.h"
+#include "test_paths.h"
+
+/* Without the build's paths every test would fail to find the program or its
+ * data, so the build stops instead of the tests failing for the wrong reason. */
+#ifndef PRSTM_TEST_DATA_DIR
+#error "PRSTM_TEST_DATA_DIR must be defined as the absolute path of tests/data"
+#endif
+#ifndef PRSTM_RUN_PATH
+#error "PRSTM_RUN_PATH must be defined as the path of the prstm-run program"
+#endif
+
+/* A run that takes longer than this is hung; it is killed and the test fails. */
+#define RUN_LIMIT_S 120
+
+/* The child's stdout and stderr land in these files of its working folder. */
+#define STDOUT_NAME "child.stdout"
+#define STDERR_NAME "child.stderr"
+
+/* The good configs' batch: 8 accounts of 10, two deposits, a withdrawal that
+ * must wait for its deposit, a transfer, a balance read and one withdrawal
+ * that no commit can ever fund. */
+#define GOOD_TRANSACTIONS 6
+#define GOOD_COMMITTED 5
+#define GOOD_ABANDONED 1
+#define GOOD_UNFUNDABLE_INDEX 5
+#define GOOD_ACCOUNTS 8
+#define GOOD_TOTAL (8 * 10 + 100 + 50 - 50)
+static const unsigned long long good_final_state[GOOD_ACCOUNTS] = {50, 10, 70, 10, 10, 10, 10, 10};
+
+/* What one run of the program left behind. */
+typedef struct run_result {
+  int status; /* the exit status; the test fails before this if a signal ended the child */
+  char *out;  /* everything written on stdout, NUL-terminated */
+  char *err;  /* everything written on stderr, NUL-terminated */
+} run_result;
+
+/* Each test runs in its own process, so these globals belong to one test. */
+static char workdir[PATH_MAX];
+static char program[PATH_MAX];
+static char datadir[PATH_MAX];
+static run_result last;
+
+/* Removes one entry of the working folder, deepest first. */
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+  (void)sb;
+  (void)flag;
+  (void)ftw;
+  return remove(path);
+}
+
+/* Resolves the program and the data folder to absolute paths, because the
+ * child runs in the temporary folder where relative paths would break. */
+static void setup(void) {
+  cr_assert_not_null(realpath(test_run_path(), program), "cannot find prstm-run at '%s': %s", test_run_path(),
+                     strerror(errno));
+  cr_assert_not_null(realpath(test_data_dir(), datadir), "cannot find the test data at '%s': %s", test_data_dir(),
+                     strerror(errno));
+  const char *tmp = getenv("TMPDIR");
+  snprintf(workdir, sizeof workdir, "%s/prstm-cli-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  cr_assert_not_null(mkdtemp(workdir), "cannot create a temporary folder: %s", strerror(errno));
+}
+
+static void teardown(void) {
+  free(last.out);
+  free(last.err);
+  last.out = last.err = NULL;
+  if (workdir[0] != '\0') nftw(workdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+TestSuite(cli, .init = setup, .fini = teardown);
+
+/* Paths of files under tests/data/cli; a few rotating buffers let one call use several. */
+static const char *cli_data(const char *name) {
+  static char bufs[4][PATH_MAX + 64];
+  static unsigned k;
+  char *b = bufs[k++ % 4];
+  snprintf(b, sizeof bufs[0], "%s/cli/%s", datadir, name);
+  return b;
+}
+
+/* Paths of files in the child's working folder. */
+static const char *work_path(const char *name) {
+  static char bufs[4][PATH_MAX + 64];
+  static unsigned k;
+  char *b = bufs[k++ % 4];
+  snprintf(b, sizeof bufs[0], "%s/%s", workdir, name);
+  return b;
+}
+
+/* Reads a whole file, or returns NULL when it cannot be opened. */
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (f == NULL) return NULL;
+  size_t len = 0, cap = 4096;
+  char *text = malloc(cap);
+  cr_assert_not_null(text);
+  size_t got;
+  while ((got = fread(text + len, 1, cap - len - 1, f)) > 0) {
+    len += got;
+    if (cap - len - 1 == 0) {
+      cap *= 2;
+      text = realloc(text, cap);
+      cr_assert_not_null(text);
+    }
+  }
+  fclose(f);
+  text[len] = '\0';
+  return text;
+}
+
+static int exists(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0;
+}
+
+static void write_text(const char *path, const char *text) {
+  FILE *f = fopen(path, "wb");
+  cr_assert_not_null(f, "cannot write %s: %s", path, strerror(errno));
+  cr_assert_geq(fputs(text, f), 0, "cannot write %s", path);
+  cr_assert_eq(fclose(f), 0);
+}
+
+/* The child: runs in the working folder with stdin from /dev/null and its
+ * output in files; nothing here may return into the test. */
+static void exec_child(char *const argv[]) {
+  int in = open("/dev/null", O_RDONLY);
+  int out = open(STDOUT_NAME, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  int err = open(STDERR_NAME, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (in < 0 || out < 0 || err < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0) _exit(126);
+  execv(argv[0], argv);
+  dprintf(2, "test_cli: cannot run %s: %s\n", argv[0], strerror(errno));
+  _exit(127);
+}
+
+/* Runs prstm-run with the NULL-terminated args in the working folder, waits
+ * at most RUN_LIMIT_S seconds and collects its exit status and output. */
+static const run_result *run_cli(const char *const *args) {
+  char *argv[32];
+  unsigned n = 0;
+  argv[n++] = program;
+  for (const char *const *a = args; *a != NULL; a++) {
+    cr_assert_lt(n, sizeof argv / sizeof argv[0] - 1, "too many arguments");
+    argv[n++] = (char *)*a;
+  }
+  argv[n] = NULL;
+
+  fflush(NULL);
+  pid_t pid = fork();
+  cr_assert_neq(pid, -1, "fork failed: %s", strerror(errno));
+  if (pid == 0) {
+    if (chdir(workdir) != 0) _exit(125);
+    exec_child(argv);
+  }
+
+  struct timespec start, now;
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  int wstatus = 0;
+  for (;;) {
+    pid_t done = waitpid(pid, &wstatus, WNOHANG);
+    if (done == pid) break;
+    cr_assert_eq(done, 0, "waitpid failed: %s", strerror(errno));
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    double elapsed = (double)(now.tv_sec - start.tv_sec) + 1e-9 * (double)(now.tv_nsec - start.tv_nsec);
+    if (elapsed >= RUN_LIMIT_S) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &wstatus, 0);
+      cr_assert_fail("prstm-run ran longer than %d s and was killed", RUN_LIMIT_S);
+    }
+    struct timespec pause = {0, 10 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+  }
+  cr_assert(WIFEXITED(wstatus), "prstm-run was ended by signal %d", WIFSIGNALED(wstatus) ? WTERMSIG(wstatus) : 0);
+
+  free(last.out);
+  free(last.err);
+  last.status = WEXITSTATUS(wstatus);
+  last.out = slurp(work_path(STDOUT_NAME));
+  last.err = slurp(work_path(STDERR_NAME));
+  cr_assert_not_null(last.out, "the child's stdout was not captured");
+  cr_assert_not_null(last.err, "the child's stderr was not captured");
+  cr_assert_neq(last.status, 127, "the program could not be run: %s", last.err);
+  return &last;
+}
+
+#define RUN(...) run_cli((const char *const[]){__VA_ARGS__, NULL})
+
+/* Checks the exit status and shows both streams when it is wrong. */
+static void assert_status(const run_result *r, int want) {
+  cr_assert_eq(r->status, want, "exit status %d, expected %d\nstdout:\n%s\nstderr:\n%s", r->status, want, r->out,
+               r->err);
+}
+
+/* A message is exactly one non-empty line that the program signs. */
+static void assert_one_line_message(const char *text) {
+  size_t len = strlen(text);
+  cr_assert_gt(len, 1, "expected a message on stderr, got nothing");
+  cr_assert_eq(text[len - 1], '\n', "message '%s' does not end its line", text);
+  cr_assert_eq(strchr(text, '\n'), text + len - 1, "message spans several lines:\n%s", text);
+  cr_assert_eq(strncmp(text, "prstm-run: ", 11), 0, "message '%s' does not start with 'prstm-run: '", text);
+}
+
+static void assert_contains(const char *text, const char *needle, const char *stream) {
+  cr_assert_not_null(strstr(text, needle), "%s lacks '%s':\n%s", stream, needle, text);
+}
+
+/* Fails when the working folder holds anything but the captured streams and
+ * the listed names (a NULL-terminated list, NULL for none): no results, no
+ * final state and no temporary file of an atomic write. */
+static void assert_workdir_holds_only(const char *const *allowed) {
+  DIR *d = opendir(workdir);
+  cr_assert_not_null(d, "cannot list %s: %s", workdir, strerror(errno));
+  struct dirent *e;
+  char stray[256] = "";
+  while ((e = readdir(d)) != NULL) {
+    const char *name = e->d_name;
+    if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || strcmp(name, STDOUT_NAME) == 0 ||
+        strcmp(name, STDERR_NAME) == 0)
+      continue;
+    int ok = 0;
+    for (const char *const *a = allowed; a != NULL && *a != NULL; a++)
+      if (strcmp(name, *a) == 0) ok = 1;
+    if (!ok && stray[0] == '\0') snprintf(stray, sizeof stray, "%s", name);
+  }
+  closedir(d);
+  cr_assert_eq(stray[0], '\0', "the working folder holds an unexpected file '%s'", stray);
+}
+
+/* Bad usage: status 2, one signed line on stderr naming needle, nothing on stdout. */
+static void assert_usage_error(const run_result *r, const char *needle) {
+  assert_status(r, 2);
+  cr_assert_str_empty(r->out, "stdout should be empty, got:\n%s", r->out);
+  assert_one_line_message(r->err);
+  assert_contains(r->err, needle, "stderr");
+  assert_workdir_holds_only(NULL);
+}
+
+/* Runs a config from tests/data/cli that must be refused as bad input. Its
+ * output section names results.json and final-state.json, relative to the
+ * working folder, so neither may exist afterwards. file is the data file the
+ * message must name first, usually the config itself. */
+static void expect_input_error(const char *config, const char *file, const char *needle) {
+  const run_result *r = RUN(cli_data(config), "--backend", "cpu");
+  assert_status(r, 2);
+  cr_assert_str_empty(r->out, "stdout should be empty, got:\n%s", r->out);
+  assert_one_line_message(r->err);
+  char prefix[PATH_MAX + 64];
+  snprintf(prefix, sizeof prefix, "prstm-run: %s", cli_data(file));
+  cr_assert_eq(strncmp(r->err, prefix, strlen(prefix)), 0, "message does not name %s first:\n%s", cli_data(file),
+               r->err);
+  assert_contains(r->err, needle, "stderr");
+  assert_workdir_holds_only(NULL);
+}
+
+/* Parses a JSON file the program wrote; the caller deletes the tree. */
+static cJSON *parse_json_file(const char *path) {
+  char *text = slurp(path);
+  cr_assert_not_null(text, "%s was not written", path);
+  cJSON *root = cJSON_Parse(text);
+  cr_assert_not_null(root, "%s is not valid JSON:\n%s", path, text);
+  free(text);
+  return root;
+}
+
+static double json_number(const cJSON *obj, const char *key) {
+  const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, key);
+  cr_assert_not_null(item, "key '%s' is missing", key);
+  cr_assert(cJSON_IsNumber(item), "key '%s' is not a number", key);
+  return item->valuedouble;
+}
+
+static const char *json_string(const cJSON *obj, const char *key) {
+  const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, key);
+  cr_assert_not_null(item, "key '%s' is missing", key);
+  cr_assert(cJSON_IsString(item), "key '%s' is not a string", key);
+  return item->valuestring;
+}
+
+/* Checks the results file of a run of the good batch on the given backend. */
+static void assert_good_results(const char *path, const char *backend) {
+  cJSON *root = parse_json_file(path);
+  cr_assert_eq(json_number(root, "transactions"), GOOD_TRANSACTIONS);
+  cr_assert_eq(json_number(root, "committed"), GOOD_COMMITTED);
+  cr_assert_eq(json_number(root, "abandoned"), GOOD_ABANDONED);
+  cr_assert_eq(json_number(root, "failed"), 0);
+  cr_assert_geq(json_number(root, "aborts"), 0);
+  /* The early withdrawal meets its missing deposit at least once. */
+  cr_assert_geq(json_number(root, "postponements"), 1);
+  const cJSON *times = cJSON_GetObjectItemCaseSensitive(root, "time_s");
+  cr_assert(cJSON_IsObject(times), "time_s is not an object");
+  cr_assert_geq(json_number(times, "load"), 0);
+  cr_assert_geq(json_number(times, "transfer"), 0);
+  cr_assert_geq(json_number(times, "execute"), 0);
+  cr_assert_geq(json_number(times, "total"), 0);
+  cr_assert_geq(json_number(root, "throughput_tx_s"), 0);
+  cr_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "invariant_ok")), "invariant_ok is not true");
+  cr_assert_str_eq(json_string(root, "backend"), backend);
+  cr_assert_str_not_empty(json_string(root, "device"));
+  cr_assert_str_eq(json_string(root, "prstm_version"), PRSTM_VERSION_STRING);
+  /* The one abandoned transaction is the unfundable withdrawal. */
+  const cJSON *sample = cJSON_GetObjectItemCaseSensitive(root, "abandoned_sample");
+  cr_assert(cJSON_IsArray(sample), "abandoned_sample is not an array");
+  cr_assert_eq(cJSON_GetArraySize(sample), 1);
+  cr_assert_eq(json_number(cJSON_GetArrayItem(sample, 0), "index"), GOOD_UNFUNDABLE_INDEX);
+  cr_assert_str_eq(json_string(cJSON_GetArrayItem(sample, 0), "type"), "withdraw");
+  cJSON_Delete(root);
+}
+
+/* Checks a final-state file of the good batch: every balance, and their sum. */
+static void assert_good_final_state(const char *path) {
+  cJSON *root = parse_json_file(path);
+  cr_assert_str_eq(json_string(root, "workload"), "bank");
+  cr_assert_eq(json_number(root, "words"), GOOD_ACCOUNTS);
+  const cJSON *state = cJSON_GetObjectItemCaseSensitive(root, "state");
+  cr_assert(cJSON_IsArray(state), "state is not an array");
+  cr_assert_eq(cJSON_GetArraySize(state), GOOD_ACCOUNTS);
+  unsigned long long total = 0;
+  for (int i = 0; i < GOOD_ACCOUNTS; i++) {
+    const cJSON *w = cJSON_GetArrayItem(state, i);
+    cr_assert(cJSON_IsNumber(w), "state[%d] is not a number", i);
+    cr_assert_eq((unsigned long long)w->valuedouble, good_final_state[i], "account %d holds %.0f, expected %llu",
+                 i, w->valuedouble, good_final_state[i]);
+    total += (unsigned long long)w->valuedouble;
+  }
+  cr_assert_eq(total, GOOD_TOTAL, "the balances sum to %llu, expected %d", total, GOOD_TOTAL);
+  cJSON_Delete(root);
+}
+
+static int gpu_available(char *why, size_t whylen) {
+  const prstm_workload *wl = prstm_workload_find("bank");
+  cr_assert_not_null(wl, "the bank workload is not built in");
+  return prstm_gpu_available(wl, why, whylen);
+}
+
+/* --help and --version answer without a config. */
+
+Test(cli, help_exits_0_and_prints_usage_naming_every_option) {
+  const run_result *r = RUN("--help");
+  assert_status(r, 0);
+  cr_assert_str_empty(r->err, "stderr should be empty, got:\n%s", r->err);
+  cr_assert_eq(strncmp(r->out, "usage: prstm-run CONFIG", 23), 0, "help does not open with the usage:\n%s", r->out);
+  static const char *const options[] = {"--backend",     "--threads", "--lock-coverage", "--results",
+                                        "--final-state", "--quiet",   "--help",          "--version"};
+  for (size_t i = 0; i < sizeof options / sizeof options[0]; i++) assert_contains(r->out, options[i], "help");
+  assert_contains(r->out, "exit status", "help");
+  assert_workdir_holds_only(NULL);
+}
+
+Test(cli, version_exits_0_and_prints_the_version) {
+  const run_result *r = RUN("--version");
+  assert_status(r, 0);
+  cr_assert_str_empty(r->err);
+  cr_assert_str_eq(r->out, "prstm-run " PRSTM_VERSION_STRING "\n");
+}
+
+/* Bad usage is refused with exit status 2 before anything runs. */
+
+Test(cli, no_config_exits_2_with_one_line_and_no_stdout) {
+  assert_usage_error(run_cli((const char *const[]){NULL}), "missing CONFIG");
+}
+
+Test(cli, two_configs_exit_2_naming_the_second) {
+  const char *second = cli_data("good_file.json");
+  assert_usage_error(RUN(cli_data("good.json"), second), second);
+}
+
+Test(cli, unknown_option_exits_2_naming_it) {
+  assert_usage_error(RUN(cli_data("good.json"), "--bogus"), "'--bogus'");
+}
+
+Test(cli, option_without_value_exits_2_naming_it) {
+  assert_usage_error(RUN(cli_data("good.json"), "--threads"), "--threads");
+}
+
+Test(cli, non_numeric_threads_exit_2_naming_the_value) {
+  assert_usage_error(RUN(cli_data("good.json"), "--threads", "abc"), "--threads");
+  assert_contains(last.err, "'abc'", "stderr");
+}
+
+Test(cli, negative_threads_exit_2) {
+  assert_usage_error(RUN(cli_data("good.json"), "--threads", "-1"), "--threads");
+}
+
+Test(cli, zero_lock_coverage_exits_2) {
+  assert_usage_error(RUN(cli_data("good.json"), "--lock-coverage", "0"), "--lock-coverage");
+}
+
+Test(cli, unknown_backend_exits_2_naming_it) {
+  assert_usage_error(RUN(cli_data("good.json"), "--backend", "foo"), "'foo'");
+  assert_contains(last.err, "--backend", "stderr");
+}
+
+Test(cli, missing_config_file_exits_2_naming_it) {
+  const char *config = cli_data("no_such_config.json");
+  assert_usage_error(RUN(config, "--backend", "cpu"), config);
+}
+
+/* Bad input: each config names results.json and final-state.json, and the
+ * working folder must hold neither afterwards. */
+
+Test(cli, malformed_config_exits_2_with_line_and_column_and_writes_nothing) {
+  /* The trailing comma on line 5 makes the closing bracket on line 6, column
+   * 3, the first byte that cannot be JSON. */
+  char where[PATH_MAX + 64];
+  snprintf(where, sizeof where, "%s:6:3: malformed JSON", cli_data("malformed.json"));
+  expect_input_error("malformed.json", "malformed.json", where);
+}
+
+Test(cli, unknown_workload_exits_2_and_writes_nothing) {
+  expect_input_error("unknown_workload.json", "unknown_workload.json", "unknown workload 'mint'");
+}
+
+Test(cli, unknown_transaction_type_exits_2_and_writes_nothing) {
+  expect_input_error("unknown_type.json", "unknown_type.json",
+                     "batch.transactions[1].type: unknown transaction type 'steal'");
+}
+
+Test(cli, missing_key_exits_2_and_writes_nothing) {
+  expect_input_error("missing_key.json", "missing_key.json", "batch.transactions[1].amount: missing");
+}
+
+Test(cli, mistyped_key_exits_2_and_writes_nothing) {
+  expect_input_error("mistyped_key.json", "mistyped_key.json", "state.accounts: expected a non-negative integer");
+}
+
+Test(cli, account_out_of_range_exits_2_and_writes_nothing) {
+  expect_input_error("account_out_of_range.json", "account_out_of_range.json",
+                     "batch.transactions[1].to 8 out of range");
+}
+
+Test(cli, negative_amount_exits_2_and_writes_nothing) {
+  expect_input_error("negative_amount.json", "negative_amount.json",
+                     "batch.transactions[0].amount: expected a non-negative integer");
+}
+
+Test(cli, non_integer_amount_exits_2_and_writes_nothing) {
+  expect_input_error("fractional_amount.json", "fractional_amount.json",
+                     "batch.transactions[0].amount: expected a non-negative integer");
+}
+
+Test(cli, empty_inline_batch_exits_2_and_writes_nothing) {
+  expect_input_error("empty_batch.json", "empty_batch.json", "batch is empty");
+}
+
+/* Problems inside a batch file are reported against that file (found next to
+ * the config), which is the file the user must fix. */
+
+Test(cli, unreadable_batch_file_exits_2_naming_it_and_writes_nothing) {
+  expect_input_error("missing_batch_file.json", "no_such_batch.jsonl", "cannot read");
+}
+
+Test(cli, empty_batch_file_exits_2_naming_it_and_writes_nothing) {
+  expect_input_error("empty_batch_file.json", "empty.jsonl", "batch is empty");
+}
+
+Test(cli, bad_record_in_batch_file_exits_2_with_its_line_and_writes_nothing) {
+  expect_input_error("bad_record_file.json", "bad_record.jsonl", "bad_record.jsonl:2: account 8 out of range");
+}
+
+Test(cli, bad_input_leaves_an_existing_results_file_intact) {
+  /* A good run writes results.json; a later bad config naming the same file
+   * must neither replace it nor leave a temporary file beside it. */
+  assert_status(RUN(cli_data("good.json"), "--backend", "cpu", "--quiet"), 0);
+  char *before = slurp(work_path("results.json"));
+  cr_assert_not_null(before, "the good run wrote no results.json");
+  const run_result *r = RUN(cli_data("unknown_type.json"), "--backend", "cpu");
+  assert_status(r, 2);
+  assert_one_line_message(r->err);
+  char *after = slurp(work_path("results.json"));
+  cr_assert_not_null(after, "results.json was removed");
+  cr_assert_str_eq(after, before, "results.json changed");
+  assert_workdir_holds_only((const char *const[]){"results.json", NULL});
+  free(before);
+  free(after);
+}
+
+Test(cli, bad_input_leaves_a_results_file_named_on_the_command_line_intact) {
+  write_text(work_path("mine.json"), "{\"kept\": true}\n");
+  const run_result *r = RUN(cli_data("negative_amount.json"), "--backend", "cpu", "--results", "mine.json",
+                            "--final-state", "state.json");
+  assert_status(r, 2);
+  char *after = slurp(work_path("mine.json"));
+  cr_assert_not_null(after, "mine.json was removed");
+  cr_assert_str_eq(after, "{\"kept\": true}\n", "mine.json changed");
+  free(after);
+  assert_workdir_holds_only((const char *const[]){"mine.json", NULL});
+}
+
+/* Good configs run, print a summary and write their outputs. */
+
+Test(cli, good_config_on_cpu_exits_0_with_summary_and_results) {
+  const run_result *r = RUN(cli_data("good.json"), "--backend", "cpu", "--threads", "64");
+  assert_status(r, 0);
+  cr_assert_str_empty(r->err, "stderr should be empty, got:\n%s", r->err);
+  assert_contains(r->out, "committed          5", "the summary");
+  assert_contains(r->out, "abandoned          1", "the summary");
+  assert_contains(r->out, "invariant          ok", "the summary");
+  assert_contains(r->out, "results            results.json", "the summary");
+  assert_good_results(work_path("results.json"), "cpu");
+
+  /* The command line overrides the config's auto backend and its 2 threads. */
+  cJSON *root = parse_json_file(work_path("results.json"));
+  const cJSON *engine = cJSON_GetObjectItemCaseSensitive(root, "engine");
+  cr_assert(cJSON_IsObject(engine), "engine is not an object");
+  cr_assert_str_eq(json_string(engine, "backend_requested"), "cpu");
+  cr_assert_eq(json_number(engine, "threads"), 64);
+  cr_assert_null(cJSON_GetObjectItemCaseSensitive(root, "fallback"), "a cpu run reports a fallback");
+  cJSON_Delete(root);
+  assert_workdir_holds_only((const char *const[]){"results.json", NULL});
+}
+
+Test(cli, lock_coverage_option_reaches_the_results) {
+  const run_result *r = RUN(cli_data("good.json"), "--backend", "cpu", "--lock-coverage", "3", "--quiet");
+  assert_status(r, 0);
+  cJSON *root = parse_json_file(work_path("results.json"));
+  cr_assert_eq(json_number(cJSON_GetObjectItemCaseSensitive(root, "engine"), "lock_coverage"), 3);
+  cJSON_Delete(root);
+  assert_good_results(work_path("results.json"), "cpu");
+}
+
+Test(cli, final_state_option_writes_balances_summing_to_the_expected_total) {
+  const run_result *r = RUN(cli_data("good.json"), "--backend", "cpu", "--final-state", "state.json");
+  assert_status(r, 0);
+  assert_contains(r->out, "final state        state.json", "the summary");
+  assert_good_final_state(work_path("state.json"));
+  assert_workdir_holds_only((const char *const[]){"results.json", "state.json", NULL});
+}
+
+Test(cli, results_option_overrides_the_configs_results_path) {
+  const run_result *r = RUN(cli_data("good.json"), "--backend", "cpu", "--results", "elsewhere.json");
+  assert_status(r, 0);
+  assert_contains(r->out, "results            elsewhere.json", "the summary");
+  assert_good_results(work_path("elsewhere.json"), "cpu");
+  cr_assert(!exists(work_path("results.json")), "the config's results path was written too");
+  assert_workdir_holds_only((const char *const[]){"elsewhere.json", NULL});
+}
+
+Test(cli, results_option_replaces_an_existing_file) {
+  write_text(work_path("results.json"), "old\n");
+  assert_status(RUN(cli_data("good.json"), "--backend", "cpu", "--quiet"), 0);
+  assert_good_results(work_path("results.json"), "cpu");
+  assert_workdir_holds_only((const char *const[]){"results.json", NULL});
+}
+
+Test(cli, quiet_prints_nothing_and_still_writes_the_results) {
+  const run_result *r = RUN(cli_data("good.json"), "--backend", "cpu", "--quiet");
+  assert_status(r, 0);
+  cr_assert_str_empty(r->out, "--quiet printed:\n%s", r->out);
+  cr_assert_str_empty(r->err, "--quiet printed on stderr:\n%s", r->err);
+  assert_good_results(work_path("results.json"), "cpu");
+}
+
+Test(cli, jsonl_batch_file_next_to_the_config_runs) {
+  /* The working folder does not hold the batch file, so it can only be found
+   * next to the config; the config also names a final state. */
+  const run_result *r = RUN(cli_data("good_file.json"), "--backend", "cpu");
+  assert_status(r, 0);
+  cr_assert_str_empty(r->err, "stderr should be empty, got:\n%s", r->err);
+  assert_contains(r->out, "invariant          ok", "the summary");
+  assert_good_results(work_path("results.json"), "cpu");
+  assert_good_final_state(work_path("final-state.json"));
+  assert_workdir_holds_only((const char *const[]){"results.json", "final-state.json", NULL});
+}
+
+Test(cli, unwritable_results_path_exits_1_naming_it) {
+  const run_result *r = RUN(cli_data("good.json"), "--backend", "cpu", "--quiet", "--results", "no/such/dir/r.json");
+  assert_status(r, 1);
+  cr_assert_str_empty(r->out);
+  assert_one_line_message(r->err);
+  assert_contains(r->err, "no/such/dir/r.json", "stderr");
+  assert_workdir_holds_only(NULL);
+}
+
+/* The backend options choose where the batch runs. */
+
+Test(cli, gpu_backend_needs_a_usable_gpu) {
+  char why[512] = "";
+  const run_result *r = RUN(cli_data("good.json"), "--backend", "gpu");
+  if (gpu_available(why, sizeof why)) {
+    assert_status(r, 0);
+    assert_contains(r->out, "invariant          ok", "the summary");
+    assert_contains(r->out, "gpu memory", "the summary");
+    assert_good_results(work_path("results.json"), "gpu");
+  } else {
+    /* Without a GPU it is a runtime failure, not bad input, and nothing is written. */
+    assert_status(r, 1);
+    cr_assert_str_empty(r->out, "stdout should be empty, got:\n%s", r->out);
+    assert_one_line_message(r->err);
+    assert_contains(r->err, "no GPU", "stderr");
+    assert_workdir_holds_only(NULL);
+  }
+}
+
+Test(cli, auto_backend_falls_back_to_the_cpu_with_a_notice) {
+  char why[512] = "";
+  const run_result *r = RUN(cli_data("good.json"), "--backend", "auto");
+  assert_status(r, 0);
+  assert_contains(r->out, "invariant          ok", "the summary");
+  if (gpu_available(why, sizeof why)) {
+    cr_assert_str_empty(r->err, "stderr should be empty on a GPU, got:\n%s", r->err);
+    assert_good_results(work_path("results.json"), "gpu");
+  } else {
+    assert_one_line_message(r->err);
+    assert_contains(r->err, "running on the CPU backend", "stderr");
+    assert_good_results(work_path("results.json"), "cpu");
+    /* The results keep the reason the GPU was passed over. */
+    cJSON *root = parse_json_file(work_path("results.json"));
+    cr_assert_str_not_empty(json_string(root, "fallback"));
+    cJSON_Delete(root);
+  }
+}
+
+Test(cli, quiet_auto_backend_prints_no_fallback_notice) {
+  const run_result *r = RUN(cli_data("good.json"), "--backend", "auto", "--quiet");
+  assert_status(r, 0);
+  cr_assert_str_empty(r->out, "--quiet printed:\n%s", r->out);
+  cr_assert_str_empty(r->err, "--quiet printed on stderr:\n%s", r->err);
+}
