@@ -149,6 +149,10 @@ PRSTM_INLINE void cmp_walk_postpone(prstm_tx *tx, const prstm_exec_ctx *ctx, uin
   if (pending == 0) prstm_fetch_add(&ctx->quiesce[PRSTM_Q_DONE], 1);
   while (pending > 0) {
     uint64_t epoch = prstm_load_acquire(&ctx->quiesce[PRSTM_Q_EPOCH_STALLED]) >> 32;
+    /* The epoch may have been moved by a thread other than the committers it
+     * stands for (cmp_bump_epoch); a full fence per sweep makes their commits
+     * visible to this sweep under the PTX and C11 models, not only in practice. */
+    prstm_fence_sc();
     uint64_t commits = 0;
     st->sweeps++;
     for (int tag = 15; tag >= 0; tag--) {

@@ -47,8 +47,13 @@ PRSTM_INLINE int prstm_cas_acquire(uint64_t *p, uint64_t expected, uint64_t desi
                : "memory");
   return old == expected;
 }
+/* Fetch-and-add with acquire and release order: used for the global counters
+ * (commit sequence, finished threads) whose readers rely on what came before
+ * the add and whose own later loads must not move above it. */
 PRSTM_INLINE uint64_t prstm_fetch_add(uint64_t *p, uint64_t v) {
-  return (uint64_t)atomicAdd((unsigned long long *)p, (unsigned long long)v);
+  uint64_t old;
+  asm volatile("atom.acq_rel.gpu.add.u64 %0, [%1], %2;" : "=l"(old) : "l"(p), "l"(v) : "memory");
+  return old;
 }
 /* Sequentially consistent fence: orders the pre-lock stores before the
  * validation loads (the Dekker pattern between two committing transactions). */

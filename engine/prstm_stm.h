@@ -216,12 +216,28 @@ PRSTM_INLINE int prstm_tx_snapshot_valid(const prstm_tx *tx) {
   return 1;
 }
 
+/* A final lock is held only by a committer that has validated and never
+ * waits on anything: it releases the lock within a few stores, with a new
+ * version (it committed) or the same one (a later pre-lock of its was stolen).
+ * Waiting for that release, instead of aborting on it, keeps the priority
+ * rule's guarantee: the highest-priority committer aborts only when somebody
+ * else committed. Aborting here would let a low-priority committer that then
+ * fails take the highest one down with it. No wait cycle exists, because the
+ * waited-on never wait, and on the GPU a waiting lane sleeps so that a
+ * warp-mate holding the lock runs (independent thread scheduling, sm_70+). */
+PRSTM_INLINE uint64_t prstm_wait_unlocked(const uint64_t *lw, uint64_t w) {
+  for (unsigned round = 0; prstm_lock_is_locked(w); round++) {
+    prstm_pause(round);
+    w = prstm_load_acquire(lw);
+  }
+  return w;
+}
+
 /* Pre-lock one lock of the write set, stealing a lower-priority pre-lock. */
 PRSTM_INLINE int prstm_tx_prelock(prstm_tx *tx, prstm_lock_entry *e) {
   uint64_t *lw = &tx->ctx->locks[e->lock];
   for (;;) {
-    uint64_t w = prstm_load_acquire(lw);
-    if (prstm_lock_is_locked(w)) return 0;
+    uint64_t w = prstm_wait_unlocked(lw, prstm_load_acquire(lw));
     if (prstm_lock_is_prelocked(w) && !prstm_may_steal(tx->prio, prstm_lock_owner(w))) return 0;
     uint64_t v = prstm_lock_version(w);
     if (prstm_cas(lw, w, prstm_lock_make(v, tx->prio, PRSTM_LOCK_PRELOCKED))) {
@@ -232,8 +248,8 @@ PRSTM_INLINE int prstm_tx_prelock(prstm_tx *tx, prstm_lock_entry *e) {
   }
 }
 
-/* Validate one read lock this attempt does not write. It fails when the
- * version moved, when another transaction holds the final lock, or when a
+/* Validate one read lock this attempt does not write. It waits out a final
+ * lock (see prstm_wait_unlocked), then fails when the version moved or when a
  * higher priority holds the pre-lock; a lower-priority pre-lock is revoked, so
  * that of two crossed transactions (read x write y / read y write x) at most
  * one can reach its final locks: write skew cannot commit. Read-only sharing
@@ -241,8 +257,8 @@ PRSTM_INLINE int prstm_tx_prelock(prstm_tx *tx, prstm_lock_entry *e) {
 PRSTM_INLINE int prstm_tx_validate_read(prstm_tx *tx, const prstm_read_entry *r) {
   uint64_t *lw = &tx->ctx->locks[r->lock];
   for (;;) {
-    uint64_t w = prstm_load_acquire(lw);
-    if (prstm_lock_version(w) != r->version || prstm_lock_is_locked(w)) return 0;
+    uint64_t w = prstm_wait_unlocked(lw, prstm_load_acquire(lw));
+    if (prstm_lock_version(w) != r->version) return 0;
     if (!prstm_lock_is_prelocked(w)) return 1;
     if (!prstm_may_steal(tx->prio, prstm_lock_owner(w))) return 0;
     if (prstm_cas(lw, w, prstm_lock_make(r->version, 0, 0))) return 1;
@@ -289,8 +305,10 @@ PRSTM_INLINE int prstm_tx_commit(prstm_tx *tx, uint64_t *sequence) {
     }
     e->held = 2;
   }
-  /* The acquire CASes above keep every new value behind its final lock: a
-   * reader that sees a new value then sees the lock or the new version. */
+  /* An acquire CAS orders later accesses after its read, not after its
+   * write; the fence puts the final locks before every new value, so a reader
+   * that sees a new value then sees the lock or the new version. */
+  if (tx->nwrites) prstm_fence_acq_rel();
   for (uint32_t i = 0; i < tx->nwrites; i++)
     prstm_store_relaxed(&ctx->words[tx->writes[i].addr], tx->writes[i].value);
   /* One release fence orders all data writes before all new versions. */

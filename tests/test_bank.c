@@ -35,19 +35,24 @@ typedef struct bank_run {
   const prstm_workload *wl;
 } bank_run;
 
-static void run_open(bank_run *r, const prstm_workload *wl, prstm_backend backend, uint32_t coverage,
-                     prstm_semantic_mode semantic, uint32_t retry_limit) {
+static void run_open_threads(bank_run *r, const prstm_workload *wl, prstm_backend backend, uint32_t coverage,
+                             prstm_semantic_mode semantic, uint32_t retry_limit, uint32_t threads) {
   memset(r, 0, sizeof *r);
   prstm_options opt;
   prstm_options_init(&opt);
   opt.backend = backend;
-  opt.threads = threads_for(backend);
+  opt.threads = threads ? threads : threads_for(backend);
   opt.lock_coverage = coverage;
   opt.semantic = semantic;
   opt.retry_limit = retry_limit;
   r->wl = wl;
   cr_assert_eq(prstm_engine_create(&r->engine, wl, &opt), 0);
   cr_assert_eq(prstm_batch_create(&r->batch, wl), 0);
+}
+
+static void run_open(bank_run *r, const prstm_workload *wl, prstm_backend backend, uint32_t coverage,
+                     prstm_semantic_mode semantic, uint32_t retry_limit) {
+  run_open_threads(r, wl, backend, coverage, semantic, retry_limit, 0);
 }
 
 static void run_state(bank_run *r, uint64_t accounts, uint64_t initial) {
@@ -405,3 +410,38 @@ Test(engine, empty_batch_and_missing_state_are_refused) {
   cr_assert(strstr(prstm_engine_error(r.engine), "empty") != NULL);
   run_close(&r);
 }
+
+/* Many small random runs: thread count, state size, lock coverage, mix,
+ * semantic ratio and order all vary with the seed, and each run must end
+ * with every transaction final and the bank invariant holding. */
+static void randomised_runs_keep_the_invariant(prstm_backend backend, int runs) {
+  need_backend(backend);
+  static const uint32_t covs[] = {1, 2, 3, 8, 64};
+  static const uint64_t sizes[] = {4, 8, 16, 5};
+  for (int k = 0; k < runs; k++) {
+    uint64_t seed = 1000 + (uint64_t)k;
+    bank_run r;
+    uint32_t threads = backend == PRSTM_BACKEND_GPU ? 256u << (k % 5) : 16u << (k % 4);
+    run_open_threads(&r, prstm_workload_find("bank"), backend, covs[k % 5], PRSTM_SEMANTIC_POSTPONE, 100, threads);
+    uint64_t accounts = sizes[(k / 5) % 4];
+    run_state(&r, accounts, 20);
+    prstm_generate_spec g;
+    memset(&g, 0, sizeof g);
+    g.transactions = 500 + 97 * (uint64_t)(k % 13);
+    g.seed = seed;
+    g.accounts_per_tx = 1 + (unsigned)(k % 4);
+    g.amount_min = 1;
+    g.amount_max = 1 + (uint64_t)(k % 30);
+    g.read_only = (k % 3) == 0 ? 0.2 : -1;
+    g.semantic_ratio = (double)(k % 5) / 5.0;
+    g.presorted = (k % 2) == 1;
+    prstm_state_spec s = {accounts, 20};
+    char err[256];
+    cr_assert_eq(r.wl->generate(&g, &s, r.batch, err, sizeof err), 0, "%s", err);
+    run_exec(&r);
+    check_bank_invariant(&r);
+    run_close(&r);
+  }
+}
+static void t_random(prstm_backend b) { randomised_runs_keep_the_invariant(b, 200); }
+BOTH_BACKENDS(randomised_small_batches_keep_the_invariant, t_random)

@@ -1,5 +1,7 @@
 /* test_stm.c: unit tests of the lock word, the priority rule, the read/write/lock sets, commit, and the transaction table. */
 #include <criterion/criterion.h>
+#include <pthread.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -167,7 +169,7 @@ Test(commit, higher_priority_steals_a_lower_prelock) {
   cr_assert_eq(f.locks[1], prstm_lock_make(5, 0, 0));
 }
 
-Test(commit, lower_priority_never_steals_and_never_takes_a_final_lock) {
+Test(commit, lower_priority_never_steals_a_prelock) {
   fixture f;
   fixture_init(&f, 8, 1);
   uint64_t high = prstm_priority(0, 1);
@@ -177,13 +179,75 @@ Test(commit, lower_priority_never_steals_and_never_takes_a_final_lock) {
   prstm_write(&f.tx, 1, 9);
   cr_assert_not(prstm_tx_commit(&f.tx, NULL));
   cr_assert_eq(f.locks[1], pre);
-  uint64_t fin = prstm_lock_make(4, prstm_priority(0, 3), PRSTM_LOCK_LOCKED);
-  f.locks[1] = fin;
+  cr_assert_eq(f.words[1], 0);
+}
+
+/* A thread standing in for a committer that holds a final lock: after a
+ * pause it checks nobody touched the lock, then releases it. */
+typedef struct holder {
+  uint64_t *lock;
+  uint64_t held, release;
+  int untouched;
+} holder;
+
+static void *holder_main(void *p) {
+  holder *h = p;
+  struct timespec ts = {0, 30 * 1000 * 1000};
+  nanosleep(&ts, NULL);
+  h->untouched = __atomic_load_n(h->lock, __ATOMIC_ACQUIRE) == h->held;
+  __atomic_store_n(h->lock, h->release, __ATOMIC_RELEASE);
+  return NULL;
+}
+
+static int commit_against_holder(fixture *f, uint64_t lock, uint64_t release_version, holder *h) {
+  h->lock = &f->locks[lock];
+  h->held = f->locks[lock];
+  h->release = prstm_lock_make(release_version, 0, 0);
+  pthread_t t;
+  cr_assert_eq(pthread_create(&t, NULL, holder_main, h), 0);
+  int ok = prstm_tx_commit(&f->tx, NULL);
+  pthread_join(t, NULL);
+  return ok;
+}
+
+Test(commit, final_lock_is_waited_out_and_never_stolen) {
+  fixture f;
+  fixture_init(&f, 8, 1);
+  f.locks[1] = prstm_lock_make(4, prstm_priority(0, 3), PRSTM_LOCK_LOCKED);
   prstm_tx_begin(&f.tx, 0, prstm_priority(15, 0));
   prstm_write(&f.tx, 1, 9);
-  cr_assert_not(prstm_tx_commit(&f.tx, NULL), "final locks are never stolen, whatever the priority");
-  cr_assert_eq(f.locks[1], fin);
+  holder h;
+  cr_assert(commit_against_holder(&f, 1, 5, &h), "a blind write commits after the holder's commit");
+  cr_assert(h.untouched, "final locks are never stolen, whatever the priority");
+  cr_assert_eq(f.words[1], 9);
+  cr_assert_eq(f.locks[1], prstm_lock_make(6, 0, 0));
+}
+
+Test(commit, read_under_a_final_lock_fails_once_the_holder_commits) {
+  fixture f;
+  fixture_init(&f, 8, 1);
+  prstm_tx_begin(&f.tx, 0, prstm_priority(1, 0));
+  uint64_t x = prstm_read(&f.tx, 0);
+  prstm_write(&f.tx, 1, x + 1);
+  f.locks[0] = prstm_lock_make(0, prstm_priority(0, 3), PRSTM_LOCK_LOCKED);
+  holder h;
+  cr_assert_not(commit_against_holder(&f, 0, 1, &h));
+  cr_assert(h.untouched);
   cr_assert_eq(f.words[1], 0);
+  cr_assert_eq(f.locks[1], prstm_lock_make(0, 0, 0), "the pre-lock must be given back");
+}
+
+Test(commit, read_under_a_final_lock_commits_when_the_holder_gives_up) {
+  /* The holder lost a later pre-lock and released this one unchanged. */
+  fixture f;
+  fixture_init(&f, 8, 1);
+  prstm_tx_begin(&f.tx, 0, prstm_priority(1, 0));
+  uint64_t x = prstm_read(&f.tx, 0);
+  prstm_write(&f.tx, 1, x + 1);
+  f.locks[0] = prstm_lock_make(0, prstm_priority(0, 3), PRSTM_LOCK_LOCKED);
+  holder h;
+  cr_assert(commit_against_holder(&f, 0, 0, &h));
+  cr_assert_eq(f.words[1], 1);
 }
 
 Test(commit, read_prelocked_by_higher_priority_fails_validation) {
