@@ -21,7 +21,10 @@ extern "C" int prstm_gpu_probe(char *why, size_t whylen) {
   int count = 0;
   cudaError_t rc = cudaGetDeviceCount(&count);
   if (rc != cudaSuccess) {
-    snprintf(why, whylen, "%s", cudaGetErrorString(rc));
+    if (rc == cudaErrorInsufficientDriver)
+      snprintf(why, whylen, "no NVIDIA driver, or one older than this build's CUDA runtime");
+    else
+      snprintf(why, whylen, "%s", cudaGetErrorString(rc));
     cudaGetLastError();
     return 0;
   }
