@@ -20,15 +20,24 @@ PRSTM_INLINE unsigned cmp_attempt(prstm_tx *tx, const prstm_exec_ctx *ctx, uint6
                                   unsigned *reason) {
   unsigned type = ctx->table.type[row];
   uint64_t prio = prstm_priority(ctx->type_tag[type], rank);
+  /* With verification on, every final decision takes its place in the commit
+   * order, failures included: they too were decided on some snapshot. */
+  uint64_t seq = 0;
+  uint64_t *seqp = ctx->table.seq ? &seq : 0;
   for (unsigned attempt = 0;; attempt++) {
     prstm_tx_begin(tx, row, prio);
     int outcome = dispatch(tx, type);
     if (tx->state == PRSTM_TX_CAPACITY || tx->state == PRSTM_TX_BAD_ADDRESS) {
       /* Only a consistent snapshot may fail a transaction: a doomed attempt
        * that computed a wild address is retried instead. */
-      if (prstm_tx_snapshot_valid(tx)) {
-        *reason = tx->state == PRSTM_TX_CAPACITY ? 1u : 2u; /* PRSTM_REASON_CAPACITY / _BAD_ADDRESS */
-        return 3u;                                          /* PRSTM_FAILED */
+      unsigned why = tx->state == PRSTM_TX_CAPACITY ? 1u : 2u; /* PRSTM_REASON_CAPACITY / _BAD_ADDRESS */
+      tx->state = PRSTM_TX_OK;
+      tx->nwrites = 0;
+      tx->nlocks = 0;
+      if (prstm_tx_commit(tx, seqp)) {
+        if (seqp) ctx->table.seq[row] = seq;
+        *reason = why;
+        return 3u; /* PRSTM_FAILED */
       }
     } else if (tx->state == PRSTM_TX_OK) {
       if (outcome == PRSTM_POSTPONE) {
@@ -37,11 +46,13 @@ PRSTM_INLINE unsigned cmp_attempt(prstm_tx *tx, const prstm_exec_ctx *ctx, uint6
       } else if (outcome == PRSTM_FAIL) {
         tx->nwrites = 0;
         tx->nlocks = 0;
-        if (prstm_tx_commit(tx, 0)) {
+        if (prstm_tx_commit(tx, seqp)) {
+          if (seqp) ctx->table.seq[row] = seq;
           *reason = tx->reason;
           return 3u; /* PRSTM_FAILED */
         }
-      } else if (prstm_tx_commit(tx, 0)) {
+      } else if (prstm_tx_commit(tx, seqp)) {
+        if (seqp) ctx->table.seq[row] = seq;
         if (ctx->table.result) ctx->table.result[row] = tx->result;
         *reason = 0;
         return 1u; /* PRSTM_COMMITTED */

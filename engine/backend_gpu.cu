@@ -79,7 +79,7 @@ extern "C" int prstm_gpu_launch_kernel(const void *kernel, const prstm_exec_ctx 
 
 /* Device buffers of one run, freed together on every path. */
 typedef struct gpu_buffers {
-  uint64_t *words, *locks, *args, *result, *quiesce;
+  uint64_t *words, *locks, *args, *result, *seq, *quiesce;
   uint8_t *type, *status;
   prstm_thread_stats *stats;
   cudaEvent_t start, stop;
@@ -90,6 +90,7 @@ static void gpu_free(gpu_buffers *g) {
   cudaFree(g->locks);
   cudaFree(g->args);
   cudaFree(g->result);
+  cudaFree(g->seq);
   cudaFree(g->quiesce);
   cudaFree(g->type);
   cudaFree(g->status);
@@ -118,7 +119,7 @@ static int gpu_run_checked(prstm_engine *e, prstm_batch *b, const prstm_worker_v
   GPU_CHECK(cudaGetDeviceProperties(&prop, 0));
   size_t free_b = 0, total_b = 0;
   GPU_CHECK(cudaMemGetInfo(&free_b, &total_b));
-  uint64_t need = 8 * (e->nwords + ctx.nlocks) + txtable_device_bytes(b) + sizeof(prstm_thread_stats) * threads +
+  uint64_t need = 8 * (e->nwords + ctx.nlocks) + txtable_device_bytes(b, e->opt.verify) + sizeof(prstm_thread_stats) * threads +
                   8 * PRSTM_Q_WORDS;
   if (need > free_b) {
     snprintf(err, errlen, "the run needs %.1f MiB of GPU memory; %s has %.1f MiB free", need / 1048576.0, prop.name,
@@ -132,6 +133,7 @@ static int gpu_run_checked(prstm_engine *e, prstm_batch *b, const prstm_worker_v
   GPU_CHECK(cudaMalloc((void **)&g->locks, 8 * ctx.nlocks));
   if (b->ncols) GPU_CHECK(cudaMalloc((void **)&g->args, 8 * (size_t)b->ncols * b->n));
   if (b->has_read_only) GPU_CHECK(cudaMalloc((void **)&g->result, 8 * b->n));
+  if (b->seq) GPU_CHECK(cudaMalloc((void **)&g->seq, 8 * b->n));
   GPU_CHECK(cudaMalloc((void **)&g->quiesce, 8 * PRSTM_Q_WORDS));
   GPU_CHECK(cudaMalloc((void **)&g->type, b->n));
   GPU_CHECK(cudaMalloc((void **)&g->status, b->n));
@@ -141,6 +143,7 @@ static int gpu_run_checked(prstm_engine *e, prstm_batch *b, const prstm_worker_v
   for (uint32_t c = 0; c < b->ncols; c++)
     GPU_CHECK(cudaMemcpy(g->args + (size_t)c * b->n, b->args + (size_t)c * b->cap, 8 * b->n, cudaMemcpyHostToDevice));
   if (g->result) GPU_CHECK(cudaMemset(g->result, 0, 8 * b->n));
+  if (g->seq) GPU_CHECK(cudaMemset(g->seq, 0xff, 8 * b->n));
   GPU_CHECK(cudaMemset(g->quiesce, 0, 8 * PRSTM_Q_WORDS));
   GPU_CHECK(cudaMemcpy(g->type, b->type, b->n, cudaMemcpyHostToDevice));
   GPU_CHECK(cudaMemset(g->status, 0, b->n));
@@ -154,6 +157,7 @@ static int gpu_run_checked(prstm_engine *e, prstm_batch *b, const prstm_worker_v
   ctx.table.status = g->status;
   ctx.table.args = g->args;
   ctx.table.result = g->result;
+  ctx.table.seq = g->seq;
   ctx.stats = g->stats;
   ctx.quiesce = g->quiesce;
 
@@ -173,6 +177,7 @@ static int gpu_run_checked(prstm_engine *e, prstm_batch *b, const prstm_worker_v
   GPU_CHECK(cudaMemcpy(e->words, g->words, 8 * e->nwords, cudaMemcpyDeviceToHost));
   GPU_CHECK(cudaMemcpy(b->status, g->status, b->n, cudaMemcpyDeviceToHost));
   if (g->result) GPU_CHECK(cudaMemcpy(b->result, g->result, 8 * b->n, cudaMemcpyDeviceToHost));
+  if (g->seq) GPU_CHECK(cudaMemcpy(b->seq, g->seq, 8 * b->n, cudaMemcpyDeviceToHost));
   prstm_thread_stats *stats = (prstm_thread_stats *)calloc(threads, sizeof *stats);
   if (!stats) {
     snprintf(err, errlen, "cannot allocate %u thread counters", threads);

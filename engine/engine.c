@@ -119,6 +119,7 @@ int prstm_engine_create(prstm_engine **out, const prstm_workload *wl, const prst
 void prstm_engine_destroy(prstm_engine *e) {
   if (!e) return;
   free(e->words);
+  free(e->initial);
   free(e);
 }
 
@@ -240,6 +241,7 @@ static int cpu_run(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *
   ctx.table.status = b->status;
   ctx.table.args = b->args;
   ctx.table.result = b->result;
+  ctx.table.seq = b->seq;
   uint64_t quiesce[PRSTM_Q_WORDS] = {0};
   ctx.quiesce = quiesce;
   ctx.locks = calloc((size_t)ctx.nlocks, sizeof *ctx.locks);
@@ -303,14 +305,20 @@ int prstm_engine_run(prstm_engine *e, prstm_batch *b, prstm_results *res) {
                              b->wl->name, e->wl->name);
   if (!e->words) return prstm_engine_fail(e, PRSTM_EINVAL, "the engine has no state: set or init it first");
   if (b->n == 0) return prstm_engine_fail(e, PRSTM_ECONFIG, "batch is empty");
-  const prstm_worker_variant *v = NULL;
-  for (unsigned i = 0; i < e->wl->nvariants && !v; i++)
-    if (e->wl->variants[i].max_columns >= b->ncols) v = &e->wl->variants[i];
+  const prstm_worker_variant *v = prstm_pick_variant(e->wl, b->ncols);
   if (!v)
     return prstm_engine_fail(e, PRSTM_ECONFIG, "batch rows have %u argument words; workload %s takes at most %u",
                              b->ncols, e->wl->name, e->wl->variants[e->wl->nvariants - 1].max_columns);
-  int rc = txtable_prepare_run(b);
-  if (rc) return prstm_engine_fail(e, rc, "cannot allocate the results column");
+  int rc = txtable_prepare_run(b, e->opt.verify);
+  if (rc) return prstm_engine_fail(e, rc, "cannot allocate the results and commit-order columns");
+  e->verify_batch = NULL;
+  free(e->initial);
+  e->initial = NULL;
+  if (e->opt.verify) {
+    e->initial = malloc((size_t)e->nwords * sizeof *e->initial);
+    if (!e->initial) return prstm_engine_fail(e, PRSTM_ENOMEM, "cannot keep the initial state for verification");
+    memcpy(e->initial, e->words, (size_t)e->nwords * sizeof *e->initial);
+  }
   res->transactions = b->n;
   res->lock_coverage = e->opt.lock_coverage;
 
@@ -326,10 +334,49 @@ int prstm_engine_run(prstm_engine *e, prstm_batch *b, prstm_results *res) {
       snprintf(res->fallback, sizeof res->fallback, "%s", why);
     }
   }
-  if (backend == PRSTM_BACKEND_CPU) return cpu_run(e, b, v, res);
+  if (backend == PRSTM_BACKEND_CPU) {
+    rc = cpu_run(e, b, v, res);
+  } else {
 #ifdef PRSTM_HAVE_CUDA
-  return prstm_gpu_run(e, b, v, res);
+    rc = prstm_gpu_run(e, b, v, res);
 #else
-  return prstm_engine_fail(e, PRSTM_ENOGPU, "this build of prstm has no CUDA support");
+    rc = prstm_engine_fail(e, PRSTM_ENOGPU, "this build of prstm has no CUDA support");
 #endif
+  }
+  if (rc == 0 && e->opt.verify) e->verify_batch = b;
+  return rc;
+}
+
+const prstm_worker_variant *prstm_pick_variant(const prstm_workload *wl, uint32_t ncols) {
+  for (unsigned i = 0; i < wl->nvariants; i++)
+    if (wl->variants[i].max_columns >= ncols) return &wl->variants[i];
+  return NULL;
+}
+
+int prstm_run_serial(const prstm_workload *wl, const prstm_worker_variant *v, prstm_word *words, uint64_t nwords,
+                     uint64_t lock_coverage, prstm_table_view *table, char *err, size_t errlen) {
+  prstm_exec_ctx ctx;
+  memset(&ctx, 0, sizeof ctx);
+  ctx.words = words;
+  ctx.nwords = nwords;
+  ctx.lock_coverage = lock_coverage;
+  ctx.nlocks = (nwords + lock_coverage - 1) / lock_coverage;
+  ctx.table = *table;
+  for (unsigned t = 0; t < wl->ntypes; t++) ctx.type_tag[t] = (uint8_t)wl->types[t].tag;
+  ctx.tag_mask = 0xffffu;
+  ctx.nthreads = 1;
+  ctx.semantic = PRSTM_SEMANTIC_RETRY;
+  ctx.retry_limit = 0;
+  uint64_t quiesce[PRSTM_Q_WORDS] = {0};
+  prstm_thread_stats stats;
+  ctx.quiesce = quiesce;
+  ctx.stats = &stats;
+  ctx.locks = calloc((size_t)ctx.nlocks, sizeof *ctx.locks);
+  if (!ctx.locks) {
+    snprintf(err, errlen, "cannot allocate %llu locks for the serial replay", (unsigned long long)ctx.nlocks);
+    return PRSTM_ENOMEM;
+  }
+  v->cpu_worker(&ctx, 0);
+  free(ctx.locks);
+  return 0;
 }

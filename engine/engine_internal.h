@@ -16,8 +16,19 @@ struct prstm_engine {
   uint64_t nwords;
   prstm_state_spec spec;
   int has_spec;
+  /* Verification: the words before the last run, and the batch it ran. */
+  prstm_word *initial;
+  const prstm_batch *verify_batch;
   char err[512];
 };
+
+/* The first worker variant whose max_columns covers ncols, or NULL. */
+const prstm_worker_variant *prstm_pick_variant(const prstm_workload *wl, uint32_t ncols);
+/* Runs rows on one host thread in retry mode with no retries: each row ends
+ * committed, failed, or abandoned when its body postponed. The serial
+ * executor of verification, built from the workload's own CPU worker. */
+int prstm_run_serial(const prstm_workload *wl, const prstm_worker_variant *v, prstm_word *words, uint64_t nwords,
+                     uint64_t lock_coverage, prstm_table_view *table, char *err, size_t errlen);
 
 double prstm_now(void);
 /* Records a formatted message in the engine and returns code. */

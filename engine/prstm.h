@@ -177,6 +177,7 @@ typedef struct prstm_options {
   uint32_t lock_coverage; /* consecutive words per lock, >= 1 */
   prstm_semantic_mode semantic;
   uint32_t retry_limit;
+  int verify; /* record the commit order, so prstm_engine_verify can replay it */
 } prstm_options;
 
 /* Sets the defaults: auto backend, automatic threads, lock_coverage 1,
@@ -218,6 +219,26 @@ const prstm_word *prstm_engine_state(const prstm_engine *engine, uint64_t *nword
 const prstm_state_spec *prstm_engine_state_spec(const prstm_engine *engine);
 /* Runs every transaction of the batch until each is final. */
 int prstm_engine_run(prstm_engine *engine, struct prstm_batch *batch, prstm_results *res);
+/* The verification certificate of a run made with options.verify: the
+ * committed and failed transactions replayed serially on the CPU, in the
+ * recorded commit order, from the initial state. ok is 1 when the final
+ * state and every outcome and result match, and (postpone mode) every
+ * abandoned transaction is still blocked on the final state. */
+typedef struct prstm_verify_report {
+  int ok;
+  uint64_t replayed;       /* transactions replayed in commit order */
+  uint64_t checked_blocked; /* abandoned transactions re-run on the final state */
+  int64_t first_transaction; /* first row whose outcome differs, or -1 */
+  int64_t first_word;        /* first word whose final value differs, or -1 */
+  double replay_s;
+  char message[512];
+} prstm_verify_report;
+
+/* Checks the last run of this engine on this batch. Returns 0 when the check
+ * ran (report->ok gives the verdict), PRSTM_EINVAL when the run was not made
+ * with verify. */
+int prstm_engine_verify(prstm_engine *engine, const struct prstm_batch *batch, prstm_verify_report *report);
+
 /* Whether this build has CUDA and a usable GPU; writes why not otherwise. */
 int prstm_gpu_available(const prstm_workload *wl, char *why, size_t whylen);
 

@@ -141,8 +141,8 @@ static int copy_path(const cfg_ctx *c, const char *where, char *dst, size_t dstl
 }
 
 static int parse_engine(const cfg_ctx *c, const cJSON *root, prstm_options *opt) {
-  static const char *const keys[] = {"backend",  "threads",     "lock_coverage",
-                                     "semantic", "retry_limit", NULL};
+  static const char *const keys[] = {"backend",     "threads", "lock_coverage", "semantic",
+                                     "retry_limit", "verify",  NULL};
   const cJSON *eng;
   int rc = get_object(c, root, "engine", "engine", 0, &eng);
   if (rc != 0 || eng == NULL) return rc;
@@ -179,7 +179,8 @@ static int parse_engine(const cfg_ctx *c, const cJSON *root, prstm_options *opt)
       return PRSTM_ECONFIG;
     }
   }
-  return get_u32(c, eng, "retry_limit", "engine.retry_limit", 0, &opt->retry_limit);
+  if ((rc = get_u32(c, eng, "retry_limit", "engine.retry_limit", 0, &opt->retry_limit)) != 0) return rc;
+  return get_bool(c, eng, "verify", "engine.verify", &opt->verify);
 }
 
 static int parse_state(const cfg_ctx *c, const cJSON *root, prstm_state_spec *st) {

@@ -7,6 +7,7 @@
 #include "bank_body.h"
 #include "prstm.h"
 #include "test_workload.h"
+#include "txtable.h"
 
 /* CPU runs use far more threads than the machine has cores, to shake out
  * interleavings; GPU runs use a few thousand threads on the same tiny states. */
@@ -45,6 +46,7 @@ static void run_open_threads(bank_run *r, const prstm_workload *wl, prstm_backen
   opt.lock_coverage = coverage;
   opt.semantic = semantic;
   opt.retry_limit = retry_limit;
+  opt.verify = 1; /* every integration run is also checked against its serial replay */
   r->wl = wl;
   cr_assert_eq(prstm_engine_create(&r->engine, wl, &opt), 0);
   cr_assert_eq(prstm_batch_create(&r->batch, wl), 0);
@@ -76,6 +78,10 @@ static void run_exec(bank_run *r) {
   cr_assert_eq(rc, 0, "run failed: %s", prstm_engine_error(r->engine));
   cr_assert_eq(r->res.committed + r->res.abandoned + r->res.failed, r->res.transactions,
                "every transaction must end final");
+  prstm_verify_report rep;
+  cr_assert_eq(prstm_engine_verify(r->engine, r->batch, &rep), 0, "%s", prstm_engine_error(r->engine));
+  cr_assert(rep.ok, "verification: %s", rep.message);
+  cr_assert_eq(rep.replayed, r->res.committed + r->res.failed);
 }
 
 static void run_close(bank_run *r) {
@@ -445,3 +451,66 @@ static void randomised_runs_keep_the_invariant(prstm_backend backend, int runs) 
 }
 static void t_random(prstm_backend b) { randomised_runs_keep_the_invariant(b, 200); }
 BOTH_BACKENDS(randomised_small_batches_keep_the_invariant, t_random)
+
+/* The certificate is not vacuous: a changed final word or a changed outcome
+ * after a run is caught and located. */
+Test(verify, tampered_final_state_is_caught_at_its_word) {
+  bank_run r;
+  run_open(&r, prstm_workload_find("bank"), PRSTM_BACKEND_CPU, 1, PRSTM_SEMANTIC_POSTPONE, 100);
+  run_state(&r, 8, 10);
+  for (uint64_t i = 0; i < 200; i++) add(&r, "transfer", i % 8, (i + 3) % 8, 1);
+  run_exec(&r);
+  prstm_word *w = (prstm_word *)prstm_engine_state(r.engine, NULL); /* test-only tampering */
+  w[5] += 1;
+  prstm_verify_report rep;
+  cr_assert_eq(prstm_engine_verify(r.engine, r.batch, &rep), 0);
+  cr_assert_not(rep.ok);
+  cr_assert_eq(rep.first_word, 5, "%s", rep.message);
+  run_close(&r);
+}
+
+Test(verify, tampered_outcome_is_caught_at_its_transaction) {
+  bank_run r;
+  run_open(&r, prstm_workload_find("bank"), PRSTM_BACKEND_CPU, 1, PRSTM_SEMANTIC_POSTPONE, 100);
+  run_state(&r, 4, 0);
+  add(&r, "deposit", 0, 5, 0);
+  add(&r, "withdraw", 1, 5, 0); /* unfunded: abandoned */
+  add(&r, "withdraw", 0, 5, 0);
+  run_exec(&r);
+  cr_assert_eq(status_of(&r, 1, NULL), PRSTM_ABANDONED);
+  r.batch->status[2] = txtable_pack_status(PRSTM_FAILED, BANK_REASON_OVERFLOW); /* test-only tampering */
+  prstm_verify_report rep;
+  cr_assert_eq(prstm_engine_verify(r.engine, r.batch, &rep), 0);
+  cr_assert_not(rep.ok);
+  cr_assert_eq(rep.first_transaction, 2, "%s", rep.message);
+  run_close(&r);
+}
+
+Test(verify, fundable_abandoned_transaction_is_caught) {
+  bank_run r;
+  run_open(&r, prstm_workload_find("bank"), PRSTM_BACKEND_CPU, 1, PRSTM_SEMANTIC_POSTPONE, 100);
+  run_state(&r, 4, 0);
+  add(&r, "deposit", 0, 5, 0);
+  add(&r, "withdraw", 0, 5, 0);
+  run_exec(&r);
+  /* Pretend the withdrawal was abandoned and its money never left. */
+  r.batch->status[1] = txtable_pack_status(PRSTM_ABANDONED, PRSTM_REASON_QUIESCENT);
+  ((prstm_word *)prstm_engine_state(r.engine, NULL))[0] = 5;
+  r.batch->seq[1] = UINT64_MAX;
+  prstm_verify_report rep;
+  cr_assert_eq(prstm_engine_verify(r.engine, r.batch, &rep), 0);
+  cr_assert_not(rep.ok);
+  cr_assert_eq(rep.first_transaction, 1, "%s", rep.message);
+  cr_assert(strstr(rep.message, "commits") != NULL, "%s", rep.message);
+  run_close(&r);
+}
+
+Test(verify, refused_without_a_verified_run) {
+  bank_run r;
+  run_open(&r, prstm_workload_find("bank"), PRSTM_BACKEND_CPU, 1, PRSTM_SEMANTIC_POSTPONE, 100);
+  run_state(&r, 4, 0);
+  add(&r, "deposit", 0, 5, 0);
+  prstm_verify_report rep;
+  cr_assert_eq(prstm_engine_verify(r.engine, r.batch, &rep), PRSTM_EINVAL);
+  run_close(&r);
+}

@@ -11,7 +11,7 @@
 
 #include "prstm.h"
 
-enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_INPUT = 2 };
+enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_INPUT = 2, EXIT_VERIFY = 3 };
 
 static const char usage_text[] =
     "usage: prstm-run CONFIG [options]\n"
@@ -28,6 +28,8 @@ static const char usage_text[] =
     "  --final-state FILE       write the final shared words here (overrides output.final_state)\n"
     "                           (output paths are relative to the working directory;\n"
     "                           batch.file is relative to the config's folder)\n"
+    "  --verify                 record the commit order, replay it serially on the CPU\n"
+    "                           and check final state and every outcome (exit 3 if not)\n"
     "  --quiet                  print nothing but errors\n"
     "  --help                   show this help and exit\n"
     "  --version                show the version and exit\n"
@@ -35,7 +37,8 @@ static const char usage_text[] =
     "exit status: 0 the run completed (abandoned transactions are results),\n"
     "             1 runtime failure (no usable GPU for --backend gpu, CUDA error,\n"
     "               violated invariant, unwritable output),\n"
-    "             2 bad usage or input (the message names the file and the problem).\n";
+    "             2 bad usage or input (the message names the file and the problem),\n"
+    "             3 --verify found the run not equal to its serial replay.\n";
 
 static double now_s(void) {
   struct timespec ts;
@@ -65,6 +68,7 @@ typedef struct cli_args {
   const char *results;
   const char *final_state;
   int quiet;
+  int verify;
 } cli_args;
 
 /* Command-line options override the config's engine and output sections. */
@@ -87,6 +91,7 @@ static int apply_overrides(const cli_args *a, prstm_config *cfg) {
     fprintf(stderr, "prstm-run: --lock-coverage: expected a positive integer, got '%s'\n", a->lock_coverage);
     return -1;
   }
+  if (a->verify) cfg->options.verify = 1;
   if (a->results) snprintf(cfg->results_path, sizeof cfg->results_path, "%s", a->results);
   if (a->final_state) snprintf(cfg->final_state_path, sizeof cfg->final_state_path, "%s", a->final_state);
   return 0;
@@ -98,6 +103,7 @@ static int parse_args(int argc, char **argv, cli_args *a) {
       {"backend", required_argument, NULL, 'b'}, {"threads", required_argument, NULL, 't'},
       {"lock-coverage", required_argument, NULL, 'l'}, {"results", required_argument, NULL, 'r'},
       {"final-state", required_argument, NULL, 'f'}, {"quiet", no_argument, NULL, 'q'},
+      {"verify", no_argument, NULL, 'v'},
       {"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, 'V'}, {NULL, 0, NULL, 0}};
   memset(a, 0, sizeof *a);
   opterr = 0;
@@ -110,6 +116,7 @@ static int parse_args(int argc, char **argv, cli_args *a) {
       case 'r': a->results = optarg; break;
       case 'f': a->final_state = optarg; break;
       case 'q': a->quiet = 1; break;
+      case 'v': a->verify = 1; break;
       case 'h': fputs(usage_text, stdout); return EXIT_OK;
       case 'V': printf("prstm-run %s\n", PRSTM_VERSION_STRING); return EXIT_OK;
       case ':':
@@ -141,6 +148,8 @@ typedef struct run_report {
   double load_s, total_s;
   int invariant_ok;
   char invariant[512];
+  int verified;
+  prstm_verify_report verify;
 } run_report;
 
 #define SAMPLE_LIMIT 100
@@ -187,6 +196,16 @@ static char *results_json(const prstm_config *cfg, const prstm_engine *e, const 
   cJSON_AddNumberToObject(root, "throughput_tx_s", r->execute_s > 0 ? (double)r->committed / r->execute_s : 0);
   cJSON_AddBoolToObject(root, "invariant_ok", rep->invariant_ok);
   cJSON_AddStringToObject(root, "invariant", rep->invariant);
+  if (rep->verified) {
+    cJSON_AddBoolToObject(root, "verify_ok", rep->verify.ok);
+    cJSON *v = cJSON_AddObjectToObject(root, "verify");
+    cJSON_AddStringToObject(v, "message", rep->verify.message);
+    cJSON_AddNumberToObject(v, "replayed", (double)rep->verify.replayed);
+    cJSON_AddNumberToObject(v, "abandoned_checked", (double)rep->verify.checked_blocked);
+    cJSON_AddNumberToObject(v, "first_transaction", (double)rep->verify.first_transaction);
+    cJSON_AddNumberToObject(v, "first_word", (double)rep->verify.first_word);
+    cJSON_AddNumberToObject(v, "replay_s", rep->verify.replay_s);
+  }
   cJSON_AddStringToObject(root, "backend", backend_name(r->backend));
   cJSON_AddStringToObject(root, "device", r->device);
   if (r->fallback[0]) cJSON_AddStringToObject(root, "fallback", r->fallback);
@@ -234,6 +253,9 @@ static void print_summary(const prstm_config *cfg, const prstm_results *r, const
          r->transfer_s, r->execute_s, rep->total_s);
   printf("  throughput         %.3f M committed tx/s of execution\n", thr / 1e6);
   printf("  invariant          %s: %s\n", rep->invariant_ok ? "ok" : "VIOLATED", rep->invariant);
+  if (rep->verified)
+    printf("  verify             %s: %s (replay %.3f s)\n", rep->verify.ok ? "ok" : "FAILED", rep->verify.message,
+           rep->verify.replay_s);
   printf("  backend            %s: %s, lock_coverage %u, semantic %s\n", backend_name(r->backend), r->device,
          r->lock_coverage, cfg->options.semantic == PRSTM_SEMANTIC_RETRY ? "retry" : "postpone");
   if (r->backend == PRSTM_BACKEND_GPU)
@@ -294,11 +316,24 @@ int main(int argc, char **argv) {
     status = EXIT_RUNTIME;
     goto done;
   }
+  if (cfg.options.verify) {
+    rc = prstm_engine_verify(e, b, &rep.verify);
+    if (rc) {
+      fprintf(stderr, "prstm-run: verification could not run: %s\n", prstm_engine_error(e));
+      status = EXIT_RUNTIME;
+      goto done;
+    }
+    rep.verified = 1;
+  }
   rep.total_s = now_s() - t0;
   if (!a.quiet) print_summary(&cfg, &r, &rep);
 
   status = rep.invariant_ok ? EXIT_OK : EXIT_RUNTIME;
   if (!rep.invariant_ok) fprintf(stderr, "prstm-run: invariant violated: %s\n", rep.invariant);
+  if (rep.verified && !rep.verify.ok) {
+    fprintf(stderr, "prstm-run: verification failed: %s\n", rep.verify.message);
+    status = EXIT_VERIFY;
+  }
   if (cfg.results_path[0]) {
     char *text = results_json(&cfg, e, b, &r, &rep);
     rc = text ? prstm_write_file_atomic(cfg.results_path, text, strlen(text), err, sizeof err) : PRSTM_ENOMEM;

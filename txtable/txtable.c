@@ -19,6 +19,7 @@ void prstm_batch_destroy(prstm_batch *b) {
   free(b->status);
   free(b->args);
   free(b->result);
+  free(b->seq);
   free(b);
 }
 
@@ -98,8 +99,15 @@ int prstm_batch_presort(prstm_batch *b) {
   return 0;
 }
 
-int txtable_prepare_run(prstm_batch *b) {
+int txtable_prepare_run(prstm_batch *b, int verify) {
   memset(b->status, 0, (size_t)b->n);
+  free(b->seq);
+  b->seq = NULL;
+  if (verify) {
+    b->seq = malloc((size_t)(b->cap ? b->cap : 1) * sizeof *b->seq);
+    if (!b->seq) return PRSTM_ENOMEM;
+    memset(b->seq, 0xff, (size_t)b->n * sizeof *b->seq);
+  }
   if (b->has_read_only) {
     free(b->result);
     b->result = calloc((size_t)(b->cap ? b->cap : 1), sizeof *b->result);
@@ -108,8 +116,8 @@ int txtable_prepare_run(prstm_batch *b) {
   return 0;
 }
 
-uint64_t txtable_device_bytes(const prstm_batch *b) {
-  uint64_t per_row = 2 + 8ull * b->ncols + (b->has_read_only ? 8 : 0);
+uint64_t txtable_device_bytes(const prstm_batch *b, int verify) {
+  uint64_t per_row = 2 + 8ull * b->ncols + (b->has_read_only ? 8 : 0) + (verify ? 8 : 0);
   return per_row * b->n;
 }
 

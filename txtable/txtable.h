@@ -20,12 +20,14 @@ struct prstm_batch {
   uint8_t *status;       /* packed status and reason (txtable_view.h) */
   uint64_t *args;        /* args[col * cap + row] */
   uint64_t *result;      /* allocated by txtable_prepare_run when has_read_only */
+  uint64_t *seq;         /* commit order, allocated by txtable_prepare_run when verifying */
 };
 
-/* Makes the batch ready for a run: all rows pending, results allocated. */
-int txtable_prepare_run(prstm_batch *batch);
+/* Makes the batch ready for a run: all rows pending, results allocated, and
+ * the commit-order column when `verify`. */
+int txtable_prepare_run(prstm_batch *batch, int verify);
 /* Bytes a table of this shape takes on the GPU (type, status, args, results). */
-uint64_t txtable_device_bytes(const prstm_batch *batch);
+uint64_t txtable_device_bytes(const prstm_batch *batch, int verify);
 
 #ifdef __cplusplus
 }

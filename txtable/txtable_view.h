@@ -17,6 +17,7 @@ typedef struct prstm_table_view {
   uint8_t *status;     /* prstm_status in the low 2 bits, reason in the high 6: the finish flag */
   uint64_t *args;      /* column-major: args[col * stride + row] */
   uint64_t *result;    /* read-only results, NULL when the batch has no read-only type */
+  uint64_t *seq;       /* commit order (verification), NULL when not recorded */
 } prstm_table_view;
 
 #define PRSTM_STATUS_MASK 3u
