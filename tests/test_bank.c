@@ -322,6 +322,58 @@ static void read_only_balances_report_results(prstm_backend backend, uint32_t co
   run_close(&r);
 }
 
+/* Read-only sums over a few words while moves shuffle value among them: a
+ * committed sum must always see the constant total. */
+static void consistent_reads_see_constant_total(prstm_backend backend, uint32_t coverage) {
+  need_backend(backend);
+  bank_run r;
+  run_open(&r, &test_probe_workload, backend, coverage, PRSTM_SEMANTIC_POSTPONE, 100);
+  prstm_word words[8];
+  for (int i = 0; i < 8; i++) words[i] = 1000;
+  run_words(&r, words, 8);
+  for (uint64_t i = 0; i < 20000; i++) {
+    if (i % 4 == 0) {
+      prstm_word sum[2] = {0, 8};
+      cr_assert_eq(prstm_batch_append(r.batch, PROBE_SUM, sum, 2), 0);
+    } else {
+      prstm_word mv[3] = {i % 8, (i * 5 + 1) % 8, 1 + i % 7};
+      cr_assert_eq(prstm_batch_append(r.batch, PROBE_MOVE, mv, 3), 0);
+    }
+  }
+  run_exec(&r);
+  for (uint64_t i = 0; i < 20000; i += 4) {
+    prstm_word v = 0;
+    prstm_status st;
+    prstm_batch_outcome(r.batch, i, &st, NULL, &v);
+    cr_assert_eq(st, PRSTM_COMMITTED);
+    cr_assert_eq(v, 8000, "sum %llu saw %llu, not the constant 8000", (unsigned long long)i, (unsigned long long)v);
+  }
+  run_close(&r);
+}
+
+/* Many increments of one word, and transactions that touch a word (or a
+ * lock) several times, lose nothing; lock_coverage may exceed the state. */
+static void increments_and_repeated_words_lose_nothing(prstm_backend backend, uint32_t coverage) {
+  need_backend(backend);
+  bank_run r;
+  run_open(&r, &test_probe_workload, backend, coverage, PRSTM_SEMANTIC_POSTPONE, 100);
+  prstm_word words[16] = {0};
+  run_words(&r, words, 16);
+  for (uint64_t i = 0; i < 10000; i++) {
+    prstm_word one[1] = {0};
+    cr_assert_eq(prstm_batch_append(r.batch, PROBE_INCREMENT, one, 1), 0);
+    prstm_word touch[5] = {4, 3, 3, 9, 3}; /* word 3 three times, word 9 once */
+    cr_assert_eq(prstm_batch_append(r.batch, PROBE_TOUCH, touch, 5), 0);
+  }
+  run_exec(&r);
+  cr_assert_eq(r.res.committed, 20000);
+  const prstm_word *w = prstm_engine_state(r.engine, NULL);
+  cr_assert_eq(w[0], 10000, "lost increments: %llu", (unsigned long long)w[0]);
+  cr_assert_eq(w[3], 30000);
+  cr_assert_eq(w[9], 10000);
+  run_close(&r);
+}
+
 /* Every integration test, for lock_coverage 1 and 8, on each backend. */
 #define BOTH_BACKENDS(name, body)                                   \
   Test(bank_cpu, name) { body(PRSTM_BACKEND_CPU); }                 \
@@ -369,6 +421,18 @@ static void t_readonly(prstm_backend b) {
   read_only_balances_report_results(b, 8);
 }
 
+static void t_consistent(prstm_backend b) {
+  consistent_reads_see_constant_total(b, 1);
+  consistent_reads_see_constant_total(b, 4);
+}
+static void t_increments(prstm_backend b) {
+  increments_and_repeated_words_lose_nothing(b, 1);
+  increments_and_repeated_words_lose_nothing(b, 8);
+  increments_and_repeated_words_lose_nothing(b, 1024); /* everything under one lock */
+}
+
+BOTH_BACKENDS(read_only_sums_see_a_constant_total, t_consistent)
+BOTH_BACKENDS(increments_and_repeated_words_lose_nothing, t_increments)
 BOTH_BACKENDS(money_is_conserved_and_never_negative, t_conserved)
 BOTH_BACKENDS(no_update_is_lost, t_lost)
 BOTH_BACKENDS(postponed_withdraw_commits_after_deposit, t_before)
