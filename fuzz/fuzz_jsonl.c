@@ -60,8 +60,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char *endp;
     unsigned long line = strtoul(p, &endp, 10);
     FUZZ_CHECK(endp != p && *endp == ':', "no line number: %s", err);
-    FUZZ_CHECK(line == expect_line, "reported line %lu, failing record is on line %lu: %s", line,
-               expect_line, err);
+    /* PRSTM_FUZZ_NO_LINE_CHECK=1 turns this check off, to look for other
+     * bugs while a wrong line number is known and not yet fixed. */
+    static int line_check = -1;
+    if (line_check < 0) line_check = getenv("PRSTM_FUZZ_NO_LINE_CHECK") == NULL;
+    FUZZ_CHECK(!line_check || line == expect_line,
+               "reported line %lu, failing record is on line %lu: %s", line, expect_line, err);
   }
   fuzz_check_rows(b, bank, 0, FUZZ_NWORDS);
   prstm_batch_destroy(b);
