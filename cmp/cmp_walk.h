@@ -15,6 +15,7 @@ typedef int (*prstm_dispatch_fn)(prstm_tx *tx, unsigned type);
  * guarantees that some committer always makes progress. Returns the final
  * status, or PRSTM_STATUS_POSTPONED. */
 #define PRSTM_STATUS_POSTPONED 0u
+#define PRSTM_STATUS_STOPPED 4u /* the watchdog stopped the run: the row stays pending */
 PRSTM_INLINE unsigned cmp_attempt(prstm_tx *tx, const prstm_exec_ctx *ctx, uint64_t row, uint32_t rank,
                                   prstm_dispatch_fn dispatch, prstm_thread_stats *st,
                                   unsigned *reason) {
@@ -59,6 +60,7 @@ PRSTM_INLINE unsigned cmp_attempt(prstm_tx *tx, const prstm_exec_ctx *ctx, uint6
       }
     }
     st->aborts++;
+    if (PRSTM_STOPPED(ctx)) return PRSTM_STATUS_STOPPED;
     prstm_pause(attempt);
   }
 }
@@ -95,7 +97,8 @@ PRSTM_INLINE int cmp_woken(unsigned round) {
 /* Called after a full sweep in `epoch` that committed nothing. Returns 0 when
  * the epoch moved (something committed: sweep again) and 1 at global
  * quiescence: every other thread is finished or stalled in this same epoch, so
- * no commit can happen anywhere and the state can never change again. */
+ * no commit can happen anywhere and the state can never change again.
+ * Returns -1 when the host stopped the run. */
 PRSTM_INLINE int cmp_wait_quiescent(const prstm_exec_ctx *ctx, uint64_t epoch) {
   uint64_t *q = ctx->quiesce;
   for (unsigned round = 0;; round++) {
@@ -105,6 +108,7 @@ PRSTM_INLINE int cmp_wait_quiescent(const prstm_exec_ctx *ctx, uint64_t epoch) {
     prstm_pause(round);
   }
   for (unsigned round = 0;; round++) {
+    if (PRSTM_STOPPED(ctx)) return -1;
     uint64_t s1 = prstm_load_acquire(&q[PRSTM_Q_EPOCH_STALLED]);
     if ((s1 >> 32) != epoch) return cmp_woken(round);
     uint64_t done = prstm_load_acquire(&q[PRSTM_Q_DONE]);
@@ -116,12 +120,22 @@ PRSTM_INLINE int cmp_wait_quiescent(const prstm_exec_ctx *ctx, uint64_t epoch) {
   }
 }
 
+/* Adds this thread's unpublished decisions to the global progress word, so
+ * the host can see the run move (watchdog). */
+PRSTM_INLINE void cmp_publish(const prstm_exec_ctx *ctx, prstm_thread_stats *st) {
+  uint64_t decided = st->committed + st->failed;
+  if (decided == st->published) return;
+  prstm_fetch_add(&ctx->quiesce[PRSTM_Q_PROGRESS], decided - st->published);
+  st->published = decided;
+}
+
 PRSTM_INLINE void cmp_finish_row(const prstm_exec_ctx *ctx, uint64_t row, unsigned status, unsigned reason,
                                  prstm_thread_stats *st) {
   ctx->table.status[row] = txtable_pack_status(status, reason);
   if (status == 1u) st->committed++;
   else if (status == 2u) st->abandoned++;
   else st->failed++;
+  if (st->committed + st->failed - st->published >= PRSTM_PROGRESS_BATCH) cmp_publish(ctx, st);
 }
 
 /* The papers' comparator: a semantic conflict is retried in place, and the
@@ -134,11 +148,13 @@ PRSTM_INLINE void cmp_walk_retry(prstm_tx *tx, const prstm_exec_ctx *ctx, uint32
     for (uint32_t retries = 0;; retries++) {
       unsigned reason = 0;
       unsigned s = cmp_attempt(tx, ctx, row, rank, dispatch, st, &reason);
+      if (s == PRSTM_STATUS_STOPPED) return;
       if (s != PRSTM_STATUS_POSTPONED) {
         cmp_finish_row(ctx, row, s, reason, st);
         break;
       }
       st->postponements++;
+      if (PRSTM_STOPPED(ctx)) return;
       if (retries >= ctx->retry_limit) {
         cmp_finish_row(ctx, row, 2u, 3u /* PRSTM_REASON_RETRY_LIMIT */, st);
         break;
@@ -173,6 +189,7 @@ PRSTM_INLINE void cmp_walk_postpone(prstm_tx *tx, const prstm_exec_ctx *ctx, uin
         if (ctx->type_tag[ctx->table.type[row]] != (unsigned)tag) continue;
         unsigned reason = 0;
         unsigned s = cmp_attempt(tx, ctx, row, rank, dispatch, st, &reason);
+        if (s == PRSTM_STATUS_STOPPED) return;
         if (s == PRSTM_STATUS_POSTPONED) {
           st->postponements++;
           continue;
@@ -182,13 +199,16 @@ PRSTM_INLINE void cmp_walk_postpone(prstm_tx *tx, const prstm_exec_ctx *ctx, uin
         if (s == 1u) commits++;
       }
     }
+    cmp_publish(ctx, st);
     if (commits) cmp_bump_epoch(ctx);
     if (pending == 0) {
       prstm_fetch_add(&ctx->quiesce[PRSTM_Q_DONE], 1);
       break;
     }
     if (commits) continue;
-    if (!cmp_wait_quiescent(ctx, epoch)) continue;
+    int quiet = cmp_wait_quiescent(ctx, epoch);
+    if (quiet < 0) return; /* stopped */
+    if (!quiet) continue;
     /* Quiescent: each postponed transaction, re-run on this final state,
      * would still meet its semantic conflict. */
     for (uint64_t row = rank; row < n; row += step)
@@ -202,12 +222,14 @@ PRSTM_INLINE void cmp_walk_postpone(prstm_tx *tx, const prstm_exec_ctx *ctx, uin
 PRSTM_INLINE void cmp_walk_block(prstm_tx *tx, const prstm_exec_ctx *ctx, uint32_t rank,
                                  prstm_dispatch_fn dispatch) {
   if (rank >= ctx->nthreads) return;
-  prstm_thread_stats st = {0, 0, 0, 0, 0, 0};
+  prstm_thread_stats st = {0, 0, 0, 0, 0, 0, 0};
   if (ctx->semantic == 1u)
     cmp_walk_retry(tx, ctx, rank, dispatch, &st);
   else
     cmp_walk_postpone(tx, ctx, rank, dispatch, &st);
+  cmp_publish(ctx, &st);
   ctx->stats[rank] = st;
+  prstm_fetch_add(&ctx->quiesce[PRSTM_Q_FINISHED], 1);
 }
 
 /* Instantiates a workload's worker with set capacity CAP: the one body of

@@ -2,6 +2,7 @@
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "engine_internal.h"
 
@@ -83,6 +84,8 @@ typedef struct gpu_buffers {
   uint8_t *type, *status;
   prstm_thread_stats *stats;
   cudaEvent_t start, stop;
+  cudaStream_t monitor;
+  uint64_t *host_words; /* pinned: progress read and stop flag written while the kernel runs */
 } gpu_buffers;
 
 static void gpu_free(gpu_buffers *g) {
@@ -97,6 +100,40 @@ static void gpu_free(gpu_buffers *g) {
   cudaFree(g->stats);
   if (g->start) cudaEventDestroy(g->start);
   if (g->stop) cudaEventDestroy(g->stop);
+  if (g->monitor) cudaStreamDestroy(g->monitor);
+  if (g->host_words) cudaFreeHost(g->host_words);
+}
+
+/* Waits for the kernel while watching its published progress through a
+ * non-blocking stream; after watchdog_s seconds without progress it sets the
+ * stop word, which every thread polls, and reports the stall. */
+static int gpu_wait_watched(prstm_engine *e, gpu_buffers *g, int *stalled, char *err, size_t errlen) {
+  GPU_CHECK(cudaStreamCreateWithFlags(&g->monitor, cudaStreamNonBlocking));
+  GPU_CHECK(cudaMallocHost((void **)&g->host_words, 2 * sizeof(uint64_t)));
+  uint64_t last = 0;
+  double last_t = prstm_now();
+  *stalled = 0;
+  for (;;) {
+    cudaError_t q = cudaEventQuery(g->stop);
+    if (q == cudaSuccess) return 0;
+    if (q != cudaErrorNotReady) GPU_CHECK(q);
+    struct timespec pause_ts = {0, 20 * 1000 * 1000};
+    nanosleep(&pause_ts, NULL);
+    GPU_CHECK(cudaMemcpyAsync(&g->host_words[0], &g->quiesce[PRSTM_Q_PROGRESS], sizeof(uint64_t),
+                              cudaMemcpyDeviceToHost, g->monitor));
+    GPU_CHECK(cudaStreamSynchronize(g->monitor));
+    double now = prstm_now();
+    if (g->host_words[0] != last) {
+      last = g->host_words[0];
+      last_t = now;
+    } else if (e->opt.watchdog_s && !*stalled && now - last_t > e->opt.watchdog_s) {
+      *stalled = 1;
+      g->host_words[1] = 1;
+      GPU_CHECK(cudaMemcpyAsync(&g->quiesce[PRSTM_Q_STOP], &g->host_words[1], sizeof(uint64_t),
+                                cudaMemcpyHostToDevice, g->monitor));
+      GPU_CHECK(cudaStreamSynchronize(g->monitor));
+    }
+  }
 }
 
 static int gpu_run_checked(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *v, prstm_results *res,
@@ -167,6 +204,9 @@ static int gpu_run_checked(prstm_engine *e, prstm_batch *b, const prstm_worker_v
   rc = v->gpu_launch(&ctx, threads, err, errlen);
   if (rc) return rc;
   GPU_CHECK(cudaEventRecord(g->stop));
+  int stalled = 0;
+  rc = gpu_wait_watched(e, g, &stalled, err, errlen);
+  if (rc) return rc;
   GPU_CHECK(cudaEventSynchronize(g->stop));
   GPU_CHECK(cudaGetLastError());
   float ms = 0;
@@ -190,6 +230,7 @@ static int gpu_run_checked(prstm_engine *e, prstm_batch *b, const prstm_worker_v
   }
   for (uint32_t i = 0; i < threads; i++) prstm_results_add_stats(res, &stats[i]);
   free(stats);
+  if (stalled) return prstm_watchdog_error(e, b);
   res->transfer_s = upload_s + (prstm_now() - t0);
   res->threads = threads;
   res->backend = PRSTM_BACKEND_GPU;

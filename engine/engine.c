@@ -96,6 +96,7 @@ void prstm_options_init(prstm_options *opt) {
   opt->lock_coverage = 1;
   opt->semantic = PRSTM_SEMANTIC_POSTPONE;
   opt->retry_limit = 100;
+  opt->watchdog_s = 60;
 }
 
 int prstm_engine_create(prstm_engine **out, const prstm_workload *wl, const prstm_options *opt) {
@@ -271,10 +272,34 @@ static int cpu_run(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *
   pthread_attr_destroy(&attr);
   double t0 = prstm_now();
   cpu_gate_open(&gate, rc ? 2 : 1);
+  int stalled = 0;
+  if (!rc) {
+    /* Watch the run: progress is published by the workers in batches; a
+     * run that publishes none for watchdog_s seconds is told to stop. */
+    uint64_t last = 0;
+    double last_t = t0;
+    while (__atomic_load_n(&quiesce[PRSTM_Q_FINISHED], __ATOMIC_ACQUIRE) < threads) {
+      struct timespec pause_ts = {0, 20 * 1000 * 1000};
+      nanosleep(&pause_ts, NULL);
+      uint64_t now_progress = __atomic_load_n(&quiesce[PRSTM_Q_PROGRESS], __ATOMIC_RELAXED);
+      double now = prstm_now();
+      if (now_progress != last) {
+        last = now_progress;
+        last_t = now;
+      } else if (e->opt.watchdog_s && !stalled && now - last_t > e->opt.watchdog_s) {
+        stalled = 1;
+        __atomic_store_n(&quiesce[PRSTM_Q_STOP], 1, __ATOMIC_RELEASE);
+      }
+    }
+  }
   for (uint32_t i = 0; i < created; i++) pthread_join(tids[i], NULL);
   res->execute_s = prstm_now() - t0;
   if (rc) goto out;
   for (uint32_t i = 0; i < threads; i++) prstm_results_add_stats(res, &ctx.stats[i]);
+  if (stalled) {
+    rc = prstm_watchdog_error(e, b);
+    goto out;
+  }
   res->threads = threads;
   res->backend = PRSTM_BACKEND_CPU;
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -285,6 +310,15 @@ out:
   free(tids);
   free(args);
   return rc;
+}
+
+int prstm_watchdog_error(prstm_engine *e, const prstm_batch *b) {
+  uint64_t final = 0;
+  for (uint64_t i = 0; i < b->n; i++) final += (b->status[i] & PRSTM_STATUS_MASK) != PRSTM_PENDING;
+  return prstm_engine_fail(e, PRSTM_ESTALLED,
+                           "no transaction committed or failed for %u s, so the watchdog stopped the run "
+                           "(%llu of %llu transactions were final; engine.watchdog_s sets the limit)",
+                           e->opt.watchdog_s, (unsigned long long)final, (unsigned long long)b->n);
 }
 
 void prstm_results_add_stats(prstm_results *res, const prstm_thread_stats *st) {

@@ -39,6 +39,8 @@ int prstm_engine_fail(prstm_engine *e, int code, const char *fmt, ...)
     ;
 void prstm_ctx_fill_common(const prstm_engine *e, const prstm_batch *b, uint32_t threads, prstm_exec_ctx *ctx);
 void prstm_results_add_stats(prstm_results *res, const prstm_thread_stats *st);
+/* Records the watchdog's message (how many rows were final) and returns PRSTM_ESTALLED. */
+int prstm_watchdog_error(prstm_engine *e, const prstm_batch *b);
 
 #ifdef PRSTM_HAVE_CUDA
 /* GPU backend (backend_gpu.cu). */

@@ -26,7 +26,8 @@ extern "C" {
   XX(ECUDA, -7, "CUDA runtime error")                                              \
   XX(ETHREAD, -8, "thread could not be created")                                   \
   XX(ETOOBIG, -9, "batch or state does not fit in memory")                         \
-  XX(EUNKNOWN, -10, "unknown workload or transaction type")
+  XX(EUNKNOWN, -10, "unknown workload or transaction type")                        \
+  XX(ESTALLED, -11, "the run made no progress within the watchdog limit")
 
 enum {
 #define PRSTM_ERRNO_ENUM(name, code, msg) PRSTM_##name = (code),
@@ -178,10 +179,13 @@ typedef struct prstm_options {
   prstm_semantic_mode semantic;
   uint32_t retry_limit;
   int verify; /* record the commit order, so prstm_engine_verify can replay it */
+  /* Seconds a run may go without any transaction committing or failing
+   * before it is stopped with PRSTM_ESTALLED; 0 turns the watchdog off. */
+  uint32_t watchdog_s;
 } prstm_options;
 
 /* Sets the defaults: auto backend, automatic threads, lock_coverage 1,
- * postpone, retry_limit 100. */
+ * postpone, retry_limit 100, no verification, watchdog 60 s. */
 void prstm_options_init(prstm_options *opt);
 
 /* Counts and times of one run. Times are in seconds. */

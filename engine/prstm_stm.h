@@ -12,6 +12,7 @@
 /* Counters each executing thread keeps privately and publishes once at the end. */
 typedef struct prstm_thread_stats {
   uint64_t committed, aborts, postponements, failed, abandoned, sweeps;
+  uint64_t published; /* decisions already added to PRSTM_Q_PROGRESS */
 } prstm_thread_stats;
 
 /* Global words of the termination protocol (cmp_walk.h). */
@@ -19,8 +20,18 @@ enum {
   PRSTM_Q_EPOCH_STALLED = 0, /* epoch << 32 | threads stalled in that epoch */
   PRSTM_Q_DONE = 1,          /* threads whose block is entirely final */
   PRSTM_Q_SEQUENCE = 2,      /* commit sequence (verification) */
-  PRSTM_Q_WORDS = 4
+  PRSTM_Q_STOP = 3,          /* set by the host's watchdog: every thread leaves */
+  PRSTM_Q_PROGRESS = 4,      /* decisions (commits and failures) published so far */
+  PRSTM_Q_FINISHED = 5,      /* threads that have left their walk */
+  PRSTM_Q_WORDS = 8
 };
+
+/* Decisions a thread makes before it publishes them to PRSTM_Q_PROGRESS:
+ * often enough for a watchdog or a progress bar, rarely enough to cost nothing. */
+#define PRSTM_PROGRESS_BATCH 256u
+
+/* Whether the host asked every thread to stop (watchdog). */
+#define PRSTM_STOPPED(ctx) (prstm_load_relaxed(&(ctx)->quiesce[PRSTM_Q_STOP]) != 0)
 
 /* Everything a worker needs, as plain pointers into device or host memory.
  * Passed by value to the kernel, so it holds no host-only types. */
@@ -225,8 +236,10 @@ PRSTM_INLINE int prstm_tx_snapshot_valid(const prstm_tx *tx) {
  * fails take the highest one down with it. No wait cycle exists, because the
  * waited-on never wait, and on the GPU a waiting lane sleeps so that a
  * warp-mate holding the lock runs (independent thread scheduling, sm_70+). */
-PRSTM_INLINE uint64_t prstm_wait_unlocked(const uint64_t *lw, uint64_t w) {
+PRSTM_INLINE uint64_t prstm_wait_unlocked(const prstm_exec_ctx *ctx, const uint64_t *lw, uint64_t w) {
   for (unsigned round = 0; prstm_lock_is_locked(w); round++) {
+    /* A stopped run returns the lock as still held: the caller aborts. */
+    if (PRSTM_STOPPED(ctx)) return w;
     prstm_pause(round);
     w = prstm_load_acquire(lw);
   }
@@ -237,7 +250,8 @@ PRSTM_INLINE uint64_t prstm_wait_unlocked(const uint64_t *lw, uint64_t w) {
 PRSTM_INLINE int prstm_tx_prelock(prstm_tx *tx, prstm_lock_entry *e) {
   uint64_t *lw = &tx->ctx->locks[e->lock];
   for (;;) {
-    uint64_t w = prstm_wait_unlocked(lw, prstm_load_acquire(lw));
+    uint64_t w = prstm_wait_unlocked(tx->ctx, lw, prstm_load_acquire(lw));
+    if (prstm_lock_is_locked(w)) return 0;
     if (prstm_lock_is_prelocked(w) && !prstm_may_steal(tx->prio, prstm_lock_owner(w))) return 0;
     uint64_t v = prstm_lock_version(w);
     if (prstm_cas(lw, w, prstm_lock_make(v, tx->prio, PRSTM_LOCK_PRELOCKED))) {
@@ -257,8 +271,8 @@ PRSTM_INLINE int prstm_tx_prelock(prstm_tx *tx, prstm_lock_entry *e) {
 PRSTM_INLINE int prstm_tx_validate_read(prstm_tx *tx, const prstm_read_entry *r) {
   uint64_t *lw = &tx->ctx->locks[r->lock];
   for (;;) {
-    uint64_t w = prstm_wait_unlocked(lw, prstm_load_acquire(lw));
-    if (prstm_lock_version(w) != r->version) return 0;
+    uint64_t w = prstm_wait_unlocked(tx->ctx, lw, prstm_load_acquire(lw));
+    if (prstm_lock_is_locked(w) || prstm_lock_version(w) != r->version) return 0;
     if (!prstm_lock_is_prelocked(w)) return 1;
     if (!prstm_may_steal(tx->prio, prstm_lock_owner(w))) return 0;
     if (prstm_cas(lw, w, prstm_lock_make(r->version, 0, 0))) return 1;

@@ -141,8 +141,8 @@ static int copy_path(const cfg_ctx *c, const char *where, char *dst, size_t dstl
 }
 
 static int parse_engine(const cfg_ctx *c, const cJSON *root, prstm_options *opt) {
-  static const char *const keys[] = {"backend",     "threads", "lock_coverage", "semantic",
-                                     "retry_limit", "verify",  NULL};
+  static const char *const keys[] = {"backend", "threads",    "lock_coverage", "semantic",
+                                     "retry_limit", "verify", "watchdog_s",  NULL};
   const cJSON *eng;
   int rc = get_object(c, root, "engine", "engine", 0, &eng);
   if (rc != 0 || eng == NULL) return rc;
@@ -180,7 +180,8 @@ static int parse_engine(const cfg_ctx *c, const cJSON *root, prstm_options *opt)
     }
   }
   if ((rc = get_u32(c, eng, "retry_limit", "engine.retry_limit", 0, &opt->retry_limit)) != 0) return rc;
-  return get_bool(c, eng, "verify", "engine.verify", &opt->verify);
+  if ((rc = get_bool(c, eng, "verify", "engine.verify", &opt->verify)) != 0) return rc;
+  return get_u32(c, eng, "watchdog_s", "engine.watchdog_s", 0, &opt->watchdog_s);
 }
 
 static int parse_state(const cfg_ctx *c, const cJSON *root, prstm_state_spec *st) {

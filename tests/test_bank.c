@@ -8,6 +8,7 @@
 #include "prstm.h"
 #include "test_workload.h"
 #include "txtable.h"
+#include "engine_internal.h"
 
 /* CPU runs use far more threads than the machine has cores, to shake out
  * interleavings; GPU runs use a few thousand threads on the same tiny states. */
@@ -374,6 +375,34 @@ static void increments_and_repeated_words_lose_nothing(prstm_backend backend, ui
   run_close(&r);
 }
 
+/* A run that cannot progress (a type that conflicts forever) is stopped by
+ * the watchdog with a clear error instead of hanging; the rows that could
+ * finish did. */
+static void watchdog_stops_a_run_without_progress(prstm_backend backend) {
+  need_backend(backend);
+  bank_run r;
+  run_open(&r, &test_probe_workload, backend, 1, PRSTM_SEMANTIC_POSTPONE, 100);
+  prstm_options *opt = &r.engine->opt; /* the test reaches into the engine to shorten the limit */
+  opt->watchdog_s = 1;
+  prstm_word words[8] = {0};
+  run_words(&r, words, 8);
+  for (int i = 0; i < 100; i++) {
+    prstm_word one[1] = {(prstm_word)(i % 8)};
+    cr_assert_eq(prstm_batch_append(r.batch, PROBE_INCREMENT, one, 1), 0);
+  }
+  prstm_word w[1] = {3};
+  cr_assert_eq(prstm_batch_append(r.batch, PROBE_LIVELOCK, w, 1), 0);
+  double t0 = prstm_now();
+  int rc = prstm_engine_run(r.engine, r.batch, &r.res);
+  double took = prstm_now() - t0;
+  cr_assert_eq(rc, PRSTM_ESTALLED, "got %d: %s", rc, prstm_engine_error(r.engine));
+  cr_assert(strstr(prstm_engine_error(r.engine), "watchdog") != NULL, "%s", prstm_engine_error(r.engine));
+  cr_assert_lt(took, 30.0, "the watchdog took %.1f s", took);
+  cr_assert_eq(status_of(&r, 100, NULL), PRSTM_PENDING);
+  cr_assert_eq(r.res.committed, 100, "the increments must all have committed");
+  run_close(&r);
+}
+
 /* Every integration test, for lock_coverage 1 and 8, on each backend. */
 #define BOTH_BACKENDS(name, body)                                   \
   Test(bank_cpu, name) { body(PRSTM_BACKEND_CPU); }                 \
@@ -431,6 +460,7 @@ static void t_increments(prstm_backend b) {
   increments_and_repeated_words_lose_nothing(b, 1024); /* everything under one lock */
 }
 
+BOTH_BACKENDS(watchdog_stops_a_run_without_progress, watchdog_stops_a_run_without_progress)
 BOTH_BACKENDS(read_only_sums_see_a_constant_total, t_consistent)
 BOTH_BACKENDS(increments_and_repeated_words_lose_nothing, t_increments)
 BOTH_BACKENDS(money_is_conserved_and_never_negative, t_conserved)

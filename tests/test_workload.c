@@ -18,6 +18,7 @@ static const prstm_type_desc probe_types[] = {
     {"touch", 0, 0, 1, {{"words", PRSTM_ARG_ADDRESS_LIST}}, {NULL}},
     {"wild", 0, 1, 1, {{"word", PRSTM_ARG_UINT}}, {NULL}},
     {"move", 0, 0, 3, {{"from", PRSTM_ARG_ADDRESS}, {"to", PRSTM_ARG_ADDRESS}, {"amount", PRSTM_ARG_UINT}}, {NULL}},
+    {"livelock", 0, 0, 1, {{"word", PRSTM_ARG_ADDRESS}}, {NULL}},
 };
 
 const prstm_workload test_probe_workload = {

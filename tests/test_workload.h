@@ -4,7 +4,7 @@
 
 #include "prstm.h"
 
-enum { PROBE_SKEW = 0, PROBE_INCREMENT = 1, PROBE_SUM = 2, PROBE_TOUCH = 3, PROBE_WILD = 4, PROBE_MOVE = 5 };
+enum { PROBE_SKEW = 0, PROBE_INCREMENT = 1, PROBE_SUM = 2, PROBE_TOUCH = 3, PROBE_WILD = 4, PROBE_MOVE = 5, PROBE_LIVELOCK = 6 };
 #define PROBE_CAPACITY 16
 
 /* Reads one word and writes another: if read is 0, write becomes 1. Two such
@@ -53,8 +53,17 @@ PRSTM_INLINE int probe_move(prstm_tx *tx) {
   return PRSTM_COMMIT;
 }
 
+/* Meets a concurrent conflict on every attempt, forever: it stands for a
+ * livelock bug, which the watchdog must stop. */
+PRSTM_INLINE int probe_livelock(prstm_tx *tx) {
+  prstm_read(tx, prstm_arg(tx, 0));
+  prstm_tx_doom(tx, PRSTM_TX_CONFLICT);
+  return PRSTM_COMMIT;
+}
+
 PRSTM_INLINE int probe_dispatch(prstm_tx *tx, unsigned type) {
   switch (type) {
+    case PROBE_LIVELOCK: return probe_livelock(tx);
     case PROBE_SKEW: return probe_skew(tx);
     case PROBE_INCREMENT: return probe_increment(tx);
     case PROBE_SUM: return probe_sum(tx);

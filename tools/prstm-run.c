@@ -30,12 +30,15 @@ static const char usage_text[] =
     "                           batch.file is relative to the config's folder)\n"
     "  --verify                 record the commit order, replay it serially on the CPU\n"
     "                           and check final state and every outcome (exit 3 if not)\n"
+    "  --watchdog SECONDS       stop a run in which nothing commits or fails for this\n"
+    "                           long (default 60; 0 turns the watchdog off)\n"
     "  --quiet                  print nothing but errors\n"
     "  --help                   show this help and exit\n"
     "  --version                show the version and exit\n"
     "\n"
     "exit status: 0 the run completed (abandoned transactions are results),\n"
     "             1 runtime failure (no usable GPU for --backend gpu, CUDA error,\n"
+    "               a run stopped by the watchdog,\n"
     "               violated invariant, unwritable output),\n"
     "             2 bad usage or input (the message names the file and the problem),\n"
     "             3 --verify found the run not equal to its serial replay.\n";
@@ -65,6 +68,7 @@ typedef struct cli_args {
   const char *backend;
   const char *threads;
   const char *lock_coverage;
+  const char *watchdog;
   const char *results;
   const char *final_state;
   int quiet;
@@ -91,6 +95,10 @@ static int apply_overrides(const cli_args *a, prstm_config *cfg) {
     fprintf(stderr, "prstm-run: --lock-coverage: expected a positive integer, got '%s'\n", a->lock_coverage);
     return -1;
   }
+  if (a->watchdog && parse_uint(a->watchdog, &cfg->options.watchdog_s)) {
+    fprintf(stderr, "prstm-run: --watchdog: expected a whole number of seconds, got '%s'\n", a->watchdog);
+    return -1;
+  }
   if (a->verify) cfg->options.verify = 1;
   if (a->results) snprintf(cfg->results_path, sizeof cfg->results_path, "%s", a->results);
   if (a->final_state) snprintf(cfg->final_state_path, sizeof cfg->final_state_path, "%s", a->final_state);
@@ -103,7 +111,7 @@ static int parse_args(int argc, char **argv, cli_args *a) {
       {"backend", required_argument, NULL, 'b'}, {"threads", required_argument, NULL, 't'},
       {"lock-coverage", required_argument, NULL, 'l'}, {"results", required_argument, NULL, 'r'},
       {"final-state", required_argument, NULL, 'f'}, {"quiet", no_argument, NULL, 'q'},
-      {"verify", no_argument, NULL, 'v'},
+      {"verify", no_argument, NULL, 'v'}, {"watchdog", required_argument, NULL, 'w'},
       {"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, 'V'}, {NULL, 0, NULL, 0}};
   memset(a, 0, sizeof *a);
   opterr = 0;
@@ -117,6 +125,7 @@ static int parse_args(int argc, char **argv, cli_args *a) {
       case 'f': a->final_state = optarg; break;
       case 'q': a->quiet = 1; break;
       case 'v': a->verify = 1; break;
+      case 'w': a->watchdog = optarg; break;
       case 'h': fputs(usage_text, stdout); return EXIT_OK;
       case 'V': printf("prstm-run %s\n", PRSTM_VERSION_STRING); return EXIT_OK;
       case ':':
