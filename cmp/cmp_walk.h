@@ -127,6 +127,7 @@ PRSTM_INLINE void cmp_publish(const prstm_exec_ctx *ctx, prstm_thread_stats *st)
   if (decided == st->published) return;
   prstm_fetch_add(&ctx->quiesce[PRSTM_Q_PROGRESS], decided - st->published);
   st->published = decided;
+  st->published_ns = prstm_clock_ns();
 }
 
 PRSTM_INLINE void cmp_finish_row(const prstm_exec_ctx *ctx, uint64_t row, unsigned status, unsigned reason,
@@ -135,7 +136,9 @@ PRSTM_INLINE void cmp_finish_row(const prstm_exec_ctx *ctx, uint64_t row, unsign
   if (status == 1u) st->committed++;
   else if (status == 2u) st->abandoned++;
   else st->failed++;
-  if (st->committed + st->failed - st->published >= PRSTM_PROGRESS_BATCH) cmp_publish(ctx, st);
+  if (st->committed + st->failed - st->published >= PRSTM_PROGRESS_BATCH ||
+      prstm_clock_ns() - st->published_ns > PRSTM_PROGRESS_NS)
+    cmp_publish(ctx, st);
 }
 
 /* The papers' comparator: a semantic conflict is retried in place, and the
@@ -222,7 +225,8 @@ PRSTM_INLINE void cmp_walk_postpone(prstm_tx *tx, const prstm_exec_ctx *ctx, uin
 PRSTM_INLINE void cmp_walk_block(prstm_tx *tx, const prstm_exec_ctx *ctx, uint32_t rank,
                                  prstm_dispatch_fn dispatch) {
   if (rank >= ctx->nthreads) return;
-  prstm_thread_stats st = {0, 0, 0, 0, 0, 0, 0};
+  prstm_thread_stats st = {0, 0, 0, 0, 0, 0, 0, 0};
+  st.published_ns = prstm_clock_ns();
   if (ctx->semantic == 1u)
     cmp_walk_retry(tx, ctx, rank, dispatch, &st);
   else

@@ -34,6 +34,15 @@ extern "C" int prstm_gpu_probe(char *why, size_t whylen) {
     snprintf(why, whylen, "no CUDA device found");
     return 0;
   }
+  /* The persistent kernel needs cooperative launch; without it auto falls
+   * back to the CPU rather than failing later. */
+  int coop = 0;
+  rc = cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, 0);
+  if (rc != cudaSuccess || !coop) {
+    snprintf(why, whylen, "the GPU does not support cooperative launches, which the persistent kernel needs");
+    cudaGetLastError();
+    return 0;
+  }
   return 1;
 }
 
@@ -145,8 +154,8 @@ static int gpu_run_checked(prstm_engine *e, prstm_batch *b, const prstm_worker_v
   if (rc) return rc;
   uint32_t threads = e->opt.threads ? e->opt.threads : max_threads;
   if (threads > max_threads) {
-    snprintf(err, errlen, "threads %u exceeds the %u this GPU keeps resident for workload %s", threads, max_threads,
-             e->wl->name);
+    snprintf(err, errlen, "engine.threads (--threads) %u exceeds the %u threads this GPU keeps resident for workload %s: "
+             "use at most %u, or 0 for all of them", threads, max_threads, e->wl->name, max_threads);
     return PRSTM_EINVAL;
   }
   prstm_exec_ctx ctx;

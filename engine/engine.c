@@ -40,6 +40,12 @@ int prstm_is_input_error(int err) {
 
 void prstm_host_yield(void) { sched_yield(); }
 
+uint64_t prstm_host_clock_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 double prstm_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -60,6 +60,12 @@ PRSTM_INLINE uint64_t prstm_fetch_add(uint64_t *p, uint64_t v) {
 PRSTM_INLINE void prstm_fence_sc(void) { asm volatile("fence.sc.gpu;" ::: "memory"); }
 PRSTM_INLINE void prstm_fence_acq_rel(void) { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
 PRSTM_INLINE void prstm_pause(unsigned rounds) { __nanosleep(rounds < 64 ? 32u * rounds : 2048u); }
+/* Nanoseconds of the GPU's global timer (coarse, but shared by all SMs). */
+PRSTM_INLINE uint64_t prstm_clock_ns(void) {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
 #else
 /* Host side: GCC/Clang __atomic builtins with the same orderings. */
 PRSTM_INLINE uint64_t prstm_load_acquire(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
@@ -83,6 +89,11 @@ void prstm_host_yield(void);
 PRSTM_INLINE void prstm_pause(unsigned rounds) {
   if (rounds > 2) prstm_host_yield();
 }
+#ifdef __cplusplus
+extern "C"
+#endif
+uint64_t prstm_host_clock_ns(void);
+PRSTM_INLINE uint64_t prstm_clock_ns(void) { return prstm_host_clock_ns(); }
 #endif
 
 #endif /* PRSTM_PORT_H */

@@ -12,7 +12,8 @@
 /* Counters each executing thread keeps privately and publishes once at the end. */
 typedef struct prstm_thread_stats {
   uint64_t committed, aborts, postponements, failed, abandoned, sweeps;
-  uint64_t published; /* decisions already added to PRSTM_Q_PROGRESS */
+  uint64_t published;    /* decisions already added to PRSTM_Q_PROGRESS */
+  uint64_t published_ns; /* when they were, by prstm_clock_ns */
 } prstm_thread_stats;
 
 /* Global words of the termination protocol (cmp_walk.h). */
@@ -26,9 +27,12 @@ enum {
   PRSTM_Q_WORDS = 8
 };
 
-/* Decisions a thread makes before it publishes them to PRSTM_Q_PROGRESS:
- * often enough for a watchdog or a progress bar, rarely enough to cost nothing. */
+/* A thread publishes its decisions to PRSTM_Q_PROGRESS every this many, or
+ * when this much time passed since it last did: often enough for a watchdog
+ * or a progress bar even when each decision is slow (heavy contention, a
+ * sanitizer), rarely enough to cost nothing. */
 #define PRSTM_PROGRESS_BATCH 256u
+#define PRSTM_PROGRESS_NS 50000000ull
 
 /* Whether the host asked every thread to stop (watchdog). */
 #define PRSTM_STOPPED(ctx) (prstm_load_relaxed(&(ctx)->quiesce[PRSTM_Q_STOP]) != 0)

@@ -164,6 +164,10 @@ static int parse_engine(const cfg_ctx *c, const cJSON *root, prstm_options *opt)
     }
   }
   if ((rc = get_u32(c, eng, "threads", "engine.threads", 0, &opt->threads)) != 0) return rc;
+  if (opt->threads > PRSTM_MAX_THREADS) {
+    prstm_errf(c->err, c->errlen, "%s: engine.threads: must be at most %u", c->file, PRSTM_MAX_THREADS);
+    return PRSTM_ECONFIG;
+  }
   if ((rc = get_u32(c, eng, "lock_coverage", "engine.lock_coverage", 1, &opt->lock_coverage)) !=
       0)
     return rc;

@@ -108,12 +108,13 @@ Test(kill, killed_runs_leave_old_or_whole_new_outputs, .init = make_workdir, .fi
   cr_assert_eq(output_state("kill-results.json", "committed"), 1);
   cr_assert_eq(output_state("kill-final-state.json", "state"), 1);
 
-  /* Then kills at moments spread evenly over that span, and a little past. */
+  /* Then kills at moments spread evenly over that span and past it, so that
+   * some land before, some during and some after the outputs are written. */
   int kills = 24, old_seen = 0, new_seen = 0;
   for (int k = 0; k < kills; k++) {
     write_text(results, OLD_TEXT);
     write_text(final_state, OLD_TEXT);
-    double at = full * 1.1 * (k + 0.5) / kills;
+    double at = full * 1.6 * (k + 0.5) / kills;
     pid = start_run();
     struct timespec ts = {(time_t)at, (long)((at - (double)(time_t)at) * 1e9)};
     nanosleep(&ts, NULL);

@@ -8,7 +8,7 @@ mkdir -p "$out"
 export PRSTM_REQUIRE_GPU=1 PRSTM_TEST_DATA_DIR="$root/tests/data" PRSTM_RUN="$root/.device/bin/prstm-run"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
 status=0
-for t in test_stm test_bank test_loaders test_cli; do
+for t in test_stm test_bank test_loaders test_cli test_kill $(ls "$root/.device/bin" | grep -x test_bad_inputs); do
   timeout 300 "$root/.device/run" "$t" --jobs 1 >"$out/$t.log" 2>&1
   rc=$?
   [ $rc -eq 0 ] || status=1
@@ -21,4 +21,23 @@ run "$root/configs/bank.json" --backend cpu >bank-cpu.log 2>&1 || status=1
 for c in bank-transfers bank-transfers-semantic; do
   for i in 1 2 3; do run "$root/configs/$c.json" --quiet --results "$c-$i.json" || status=1; done
 done
+# The cost of --verify: the same batch with the commit order recorded and replayed.
+run "$root/configs/bank-transfers.json" --verify --quiet --results bank-transfers-verify.json || status=1
+run "$root/configs/bank.json" --verify --quiet --results bank-verify.json || status=1
+# A batch larger than the GPU memory allowed: exit 1 and a message with the size.
+PRSTM_GPU_MEMORY_LIMIT=100000000 run "$root/configs/bank.json" --backend gpu >too-big.log 2>&1
+echo "too big: exit $? ($(cat too-big.log))"
+# compute-sanitizer on the GPU kernels, through the verified stress configs.
+if [ "${SANITIZE:-1}" = 1 ]; then
+  for tool in memcheck racecheck; do
+    for cfg in "$root"/tests/data/stress/*.json; do
+      n=$(basename "$cfg" .json)
+      timeout 300 compute-sanitizer --tool "$tool" --target-processes all --error-exitcode 9 "$root/.device/run" prstm-run "$cfg" \
+        --backend gpu --threads 4096 --quiet >"san-$tool-$n.log" 2>&1
+      rc=$?
+      [ $rc -eq 0 ] || status=1
+      echo "compute-sanitizer $tool $n: exit $rc: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "san-$tool-$n.log" | tail -1)"
+    done
+  done
+fi
 exit $status

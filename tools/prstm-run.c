@@ -100,6 +100,16 @@ static int apply_overrides(const cli_args *a, prstm_config *cfg) {
     return -1;
   }
   if (a->verify) cfg->options.verify = 1;
+  if (a->threads && cfg->options.threads > PRSTM_MAX_THREADS) {
+    fprintf(stderr, "prstm-run: --threads: at most %u, got '%s'\n", PRSTM_MAX_THREADS, a->threads);
+    return -1;
+  }
+  if ((a->results && strlen(a->results) >= sizeof cfg->results_path) ||
+      (a->final_state && strlen(a->final_state) >= sizeof cfg->final_state_path)) {
+    fprintf(stderr, "prstm-run: %s: path too long (at most %zu bytes)\n", a->results ? "--results" : "--final-state",
+            sizeof cfg->results_path - 1);
+    return -1;
+  }
   if (a->results) snprintf(cfg->results_path, sizeof cfg->results_path, "%s", a->results);
   if (a->final_state) snprintf(cfg->final_state_path, sizeof cfg->final_state_path, "%s", a->final_state);
   return 0;
@@ -132,7 +142,12 @@ static int parse_args(int argc, char **argv, cli_args *a) {
         fprintf(stderr, "prstm-run: option %s needs a value (see --help)\n", argv[optind - 1]);
         return EXIT_INPUT;
       default:
-        fprintf(stderr, "prstm-run: unknown option '%s' (see --help)\n", argv[optind - 1]);
+        /* A short option names itself through optopt; a long one is the
+         * argument just consumed. */
+        if (optopt && strncmp(argv[optind - 1], "--", 2) != 0)
+          fprintf(stderr, "prstm-run: unknown option '-%c' (see --help)\n", optopt);
+        else
+          fprintf(stderr, "prstm-run: unknown option '%s' (see --help)\n", argv[optind - 1]);
         return EXIT_INPUT;
     }
   }
@@ -349,7 +364,7 @@ int main(int argc, char **argv) {
     free(text);
     if (rc) {
       fprintf(stderr, "prstm-run: %s\n", err[0] ? err : prstm_strerror(rc));
-      status = EXIT_RUNTIME;
+      if (status == EXIT_OK) status = EXIT_RUNTIME;
     } else if (!a.quiet) {
       printf("  results            %s\n", cfg.results_path);
     }
@@ -361,7 +376,7 @@ int main(int argc, char **argv) {
     free(text);
     if (rc) {
       fprintf(stderr, "prstm-run: %s\n", err[0] ? err : prstm_strerror(rc));
-      status = EXIT_RUNTIME;
+      if (status == EXIT_OK) status = EXIT_RUNTIME;
     } else if (!a.quiet) {
       printf("  final state        %s\n", cfg.final_state_path);
     }

@@ -145,15 +145,15 @@ static int bank_emit_pair_member(bank_gen *g, uint64_t account, uint64_t amount,
 static int bank_generate(const prstm_generate_spec *spec, const prstm_state_spec *state, prstm_batch *batch,
                          char *err, size_t errlen) {
   if (spec->transactions == 0 || state->accounts == 0) {
-    snprintf(err, errlen, "generate: transactions and state.accounts must be at least 1");
+    snprintf(err, errlen, "transactions and state.accounts must be at least 1");
     return PRSTM_ECONFIG;
   }
   if (spec->accounts_per_tx < 1 || spec->accounts_per_tx > 128) {
-    snprintf(err, errlen, "generate.accounts_per_tx must be between 1 and 128");
+    snprintf(err, errlen, "accounts_per_tx must be between 1 and 128");
     return PRSTM_ECONFIG;
   }
   if (spec->amount_min > spec->amount_max) {
-    snprintf(err, errlen, "generate.amount: min is larger than max");
+    snprintf(err, errlen, "amount: min is larger than max");
     return PRSTM_ECONFIG;
   }
   bank_gen g;
@@ -170,7 +170,7 @@ static int bank_generate(const prstm_generate_spec *spec, const prstm_state_spec
     for (unsigned i = 0; i < spec->nmix; i++) {
       int t = prstm_type_find(batch->wl, spec->mix_names[i]);
       if (t < 0) {
-        snprintf(err, errlen, "generate.mix: unknown transaction type '%s'", spec->mix_names[i]);
+        snprintf(err, errlen, "mix: unknown transaction type '%s'", spec->mix_names[i]);
         return PRSTM_EUNKNOWN;
       }
       if (t == BANK_TRANSFER_MULTI) t = BANK_TRANSFER; /* accounts_per_tx decides the width */
@@ -180,7 +180,7 @@ static int bank_generate(const prstm_generate_spec *spec, const prstm_state_spec
   if (spec->read_only >= 0) {
     double rest = w[0] + w[1] + w[2];
     if (rest <= 0 && spec->read_only < 1) {
-      snprintf(err, errlen, "generate.mix leaves no update type for the read_only share");
+      snprintf(err, errlen, "read_only %g leaves no update type: give deposit, withdraw or transfer a weight in mix", spec->read_only);
       return PRSTM_ECONFIG;
     }
     for (int t = 0; t < 3; t++) w[t] = rest > 0 ? w[t] / rest * (1 - spec->read_only) : 0;
@@ -188,7 +188,7 @@ static int bank_generate(const prstm_generate_spec *spec, const prstm_state_spec
   }
   double total = w[0] + w[1] + w[2] + w[3];
   if (total <= 0) {
-    snprintf(err, errlen, "generate.mix: all weights are zero");
+    snprintf(err, errlen, "mix: all weights are zero");
     return PRSTM_ECONFIG;
   }
   for (int t = 0; t < 4; t++) g.weight[t] = (t ? g.weight[t - 1] : 0) + w[t];
