@@ -37,6 +37,7 @@ PRSTM_INLINE int prstm_cas(uint64_t *p, uint64_t expected, uint64_t desired) {
   return atomicCAS((unsigned long long *)p, (unsigned long long)expected,
                    (unsigned long long)desired) == (unsigned long long)expected;
 }
+PRSTM_INLINE void prstm_fence_acq_rel_early(void) { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
 /* Compare-and-swap with acquire order: nothing after it (the data writes of
  * a commit) can become visible before the lock it takes. */
 PRSTM_INLINE int prstm_cas_acquire(uint64_t *p, uint64_t expected, uint64_t desired) {
@@ -51,8 +52,12 @@ PRSTM_INLINE int prstm_cas_acquire(uint64_t *p, uint64_t expected, uint64_t desi
  * (commit sequence, finished threads) whose readers rely on what came before
  * the add and whose own later loads must not move above it. */
 PRSTM_INLINE uint64_t prstm_fetch_add(uint64_t *p, uint64_t v) {
-  uint64_t old;
-  asm volatile("atom.acq_rel.gpu.add.u64 %0, [%1], %2;" : "=l"(old) : "l"(p), "l"(v) : "memory");
+  /* Fences on both sides rather than an inline atom.acq_rel.add: with the
+   * latter, two GPU --verify runs of 2026-11-22 reported duplicate commit
+   * sequence numbers (cause not established); this form has not. */
+  prstm_fence_acq_rel_early();
+  uint64_t old = (uint64_t)atomicAdd((unsigned long long *)p, (unsigned long long)v);
+  prstm_fence_acq_rel_early();
   return old;
 }
 /* Sequentially consistent fence: orders the pre-lock stores before the

@@ -4,11 +4,17 @@
 #   fuzz/run.sh BUILD_DIR SECONDS
 #
 # Each fuzzer runs SECONDS seconds on a temporary copy of fuzz/corpus/NAME
-# (the corpus in the repository is never modified), with -max_len=4096 and
-# -timeout=10 and the dictionary fuzz/NAME.dict. Prints per fuzzer the executions and whether it crashed; any
-# crash, leak, UBSan report, timeout or out-of-memory is saved under
-# BUILD_DIR/fuzz-artifacts/NAME/ and makes the script exit 1. Exit 2: bad
-# usage or the fuzzers could not be built.
+# (the corpus in the repository is never modified), with -max_len=4096,
+# -timeout=10 and the dictionary fuzz/NAME.dict. Prints per fuzzer the
+# executions and whether it crashed. Any crash, leak, UBSan report, failed
+# harness check, timeout or out-of-memory is saved under
+# BUILD_DIR/fuzz-artifacts/FUZZER/ (reproducer and log) and makes the script
+# exit 1; exit 2 is bad usage or a failed build. If BUILD_DIR holds no
+# fuzzers, they are configured and built there first:
+#   CC=clang cmake -S . -B BUILD_DIR -DPRSTM_BUILD_FUZZERS=ON -DPRSTM_WITH_CUDA=OFF -DPRSTM_BUILD_TESTS=OFF
+# (or, where the top level does not add fuzz/ yet, fuzz/ on its own in
+# BUILD_DIR/fuzz-standalone). PRSTM_FUZZ_NO_LINE_CHECK=1 turns off
+# fuzz_jsonl's check of the reported line number.
 # Needs clang and the libFuzzer runtime (Debian 12: clang libclang-rt-14-dev),
 # cmake and libcjson-dev.
 set -uo pipefail
@@ -91,12 +97,14 @@ for f in "${FUZZERS[@]}"; do
     printf '%s: %s executions, no crash\n' "$f" "$execs"
   else
     failed=1
-    kind=$(grep -m1 -oE 'ERROR: (LeakSanitizer|AddressSanitizer|libFuzzer): [a-z-]+[^ ]*|runtime error:.*|fuzz check failed.*' "$log")
+    kind=$(grep -m1 -oE 'ERROR: [A-Za-z]+: .*|runtime error:.*|fuzz check failed.*' "$log")
+    # A failed harness check explains itself on the next line.
+    case "$kind" in "fuzz check failed"*) kind="$kind;$(grep -m1 -A1 'fuzz check failed' "$log" | tail -n 1)" ;; esac
     printf '%s: %s executions, CRASH (exit %d): %s\n' "$f" "$execs" "$rc" "${kind:-see log}"
     for a in $found; do printf '  reproducer: %s/%s\n' "$artifacts" "$a"; done
     cp "$log" "$artifacts/$f.log"
     printf '  log: %s/%s.log\n' "$artifacts" "$f"
-    grep -m1 -B2 -A25 -E 'ERROR: |runtime error:|fuzz check failed' "$log" | sed 's/^/  | /'
+    grep -m1 -B1 -A14 -E 'ERROR: |runtime error:|fuzz check failed' "$log" | sed 's/^/  | /'
   fi
 done
 exit $failed

@@ -335,6 +335,9 @@ int prstm_load_jsonl(const char *path, const prstm_workload *wl, uint64_t nwords
     }
     lineno++;
     size_t n = (size_t)got;
+    /* Without its line end, a record that stops early is reported on its own
+     * line, not at column 1 of the next one. */
+    while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = '\0';
     /* Only the first line may start with a byte order mark. */
     size_t skip = lineno == 1 ? bom_length(line, n) : 0;
     if (is_blank(line + skip, n - skip)) continue;
