@@ -53,7 +53,7 @@ static pid_t start_run(void) {
     if (chdir(workdir) != 0) _exit(126);
     FILE *null = freopen("/dev/null", "w", stdout);
     (void)null;
-    null = freopen("/dev/null", "w", stderr);
+    null = freopen("child.stderr", "w", stderr);
     execl(test_run_path(), test_run_path(), config, "--backend", "cpu", "--quiet", (char *)NULL);
     _exit(127);
   }
@@ -104,7 +104,12 @@ Test(kill, killed_runs_leave_old_or_whole_new_outputs, .init = make_workdir, .fi
   int status = 0;
   cr_assert_eq(waitpid(pid, &status, 0), pid);
   double full = now_s() - t0;
-  cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the reference run failed (status %d)", status);
+  char errpath[512];
+  snprintf(errpath, sizeof errpath, "%s/child.stderr", workdir);
+  char *childerr = read_text(errpath, NULL);
+  cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the reference run failed (status %d): %s", status,
+            childerr ? childerr : "");
+  free(childerr);
   cr_assert_eq(output_state("kill-results.json", "committed"), 1);
   cr_assert_eq(output_state("kill-final-state.json", "state"), 1);
 
