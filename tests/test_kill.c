@@ -46,7 +46,7 @@ static char *read_text(const char *path, size_t *len) {
  * to /dev/null so only the files it writes matter. */
 static pid_t start_run(void) {
   char config[1024];
-  snprintf(config, sizeof config, "%s/kill/big-final-state.json", test_data_dir());
+  snprintf(config, sizeof config, "%s/kill/run-with-outputs.json", test_data_dir());
   pid_t pid = fork();
   cr_assert_geq(pid, 0);
   if (pid == 0) {
