@@ -37,7 +37,6 @@ PRSTM_INLINE int prstm_cas(uint64_t *p, uint64_t expected, uint64_t desired) {
   return atomicCAS((unsigned long long *)p, (unsigned long long)expected,
                    (unsigned long long)desired) == (unsigned long long)expected;
 }
-PRSTM_INLINE void prstm_fence_acq_rel_early(void) { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
 /* Compare-and-swap with acquire order: nothing after it (the data writes of
  * a commit) can become visible before the lock it takes. */
 PRSTM_INLINE int prstm_cas_acquire(uint64_t *p, uint64_t expected, uint64_t desired) {
@@ -48,6 +47,10 @@ PRSTM_INLINE int prstm_cas_acquire(uint64_t *p, uint64_t expected, uint64_t desi
                : "memory");
   return old == expected;
 }
+/* Sequentially consistent fence: orders the pre-lock stores before the
+ * validation loads (the Dekker pattern between two committing transactions). */
+PRSTM_INLINE void prstm_fence_sc(void) { asm volatile("fence.sc.gpu;" ::: "memory"); }
+PRSTM_INLINE void prstm_fence_acq_rel(void) { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
 /* Fetch-and-add with acquire and release order: used for the global counters
  * (commit sequence, finished threads) whose readers rely on what came before
  * the add and whose own later loads must not move above it. */
@@ -55,15 +58,11 @@ PRSTM_INLINE uint64_t prstm_fetch_add(uint64_t *p, uint64_t v) {
   /* Fences on both sides rather than an inline atom.acq_rel.add: with the
    * latter, two GPU --verify runs of 2026-11-22 reported duplicate commit
    * sequence numbers (cause not established); this form has not. */
-  prstm_fence_acq_rel_early();
+  prstm_fence_acq_rel();
   uint64_t old = (uint64_t)atomicAdd((unsigned long long *)p, (unsigned long long)v);
-  prstm_fence_acq_rel_early();
+  prstm_fence_acq_rel();
   return old;
 }
-/* Sequentially consistent fence: orders the pre-lock stores before the
- * validation loads (the Dekker pattern between two committing transactions). */
-PRSTM_INLINE void prstm_fence_sc(void) { asm volatile("fence.sc.gpu;" ::: "memory"); }
-PRSTM_INLINE void prstm_fence_acq_rel(void) { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
 PRSTM_INLINE void prstm_pause(unsigned rounds) { __nanosleep(rounds < 64 ? 32u * rounds : 2048u); }
 /* Nanoseconds of the GPU's global timer (coarse, but shared by all SMs). */
 PRSTM_INLINE uint64_t prstm_clock_ns(void) {
