@@ -13,6 +13,10 @@ extern "C" {
 #define PRSTM_VERSION_MINOR 1
 #define PRSTM_VERSION_PATCH 0
 #define PRSTM_VERSION_STRING "0.1.0"
+/* Raised whenever a structure a workload shares with the engine changes
+ * (prstm_workload, the specs, prstm_exec_ctx, the table view): a plugin
+ * built against another ABI is refused instead of misread. */
+#define PRSTM_ABI_VERSION 2
 
 /* One table generates the error codes, their names and their messages, so the
  * three can never drift apart. Every function returns 0 or one of these. */
@@ -27,7 +31,8 @@ extern "C" {
   XX(ETHREAD, -8, "thread could not be created")                                   \
   XX(ETOOBIG, -9, "batch or state does not fit in memory")                         \
   XX(EUNKNOWN, -10, "unknown workload or transaction type")                        \
-  XX(ESTALLED, -11, "the run made no progress within the watchdog limit")
+  XX(ESTALLED, -11, "the run made no progress within the watchdog limit")           \
+  XX(EPLUGIN, -12, "workload plugin could not be loaded")
 
 enum {
 #define PRSTM_ERRNO_ENUM(name, code, msg) PRSTM_##name = (code),
@@ -80,6 +85,7 @@ typedef struct prstm_arg_desc {
 #define PRSTM_MAX_ARGS 8
 #define PRSTM_MAX_TYPES 64
 #define PRSTM_MAX_COLUMNS 1024
+#define PRSTM_MAX_PARAMS 16
 
 /* A transaction type: its name, semantic tag (higher commits earlier), read-only
  * flag, argument layout and the strings of its own failure reasons. The body
@@ -109,12 +115,29 @@ typedef struct prstm_generate_spec {
   double read_only;      /* share of read-only transactions; < 0 when not given */
   double semantic_ratio; /* share of transactions in a semantic dependency */
   int presorted;         /* higher tags first in the table */
+  double params[PRSTM_MAX_PARAMS]; /* the workload's own knobs of batch.generate */
 } prstm_generate_spec;
 
-/* Initial state of a workload (config key state). */
+/* A workload's own configuration knob: a number under the config's `state`
+ * or `batch.generate` object, checked against [min, max] by the loader and
+ * handed to the workload's hooks in spec->params[index of the knob]. Values
+ * are doubles, so whole numbers are exact up to 2^53. */
+typedef enum prstm_param_section { PRSTM_PARAM_STATE = 0, PRSTM_PARAM_GENERATE = 1 } prstm_param_section;
+typedef struct prstm_param_desc {
+  const char *name;
+  prstm_param_section section;
+  double default_value, min, max;
+  int integer; /* 1: the value must be a whole number */
+  const char *help;
+} prstm_param_desc;
+
+/* Initial state of a workload (config key state). accounts and
+ * initial_balance are the bank-style keys (PRSTM_KEYS_BANK); params holds
+ * the workload's own knobs of the state section. */
 typedef struct prstm_state_spec {
   uint64_t accounts;
   uint64_t initial_balance;
+  double params[PRSTM_MAX_PARAMS];
 } prstm_state_spec;
 
 /* Host side of one worker instantiation, produced by PRSTM_CPU_WORKER /
@@ -152,10 +175,49 @@ typedef struct prstm_workload {
   /* Checks the workload's invariant after a run; writes a one-line verdict. */
   int (*check_invariant)(const struct prstm_engine *engine, const struct prstm_batch *batch,
                          int *ok, char *msg, size_t msglen);
+  /* Which built-in config keys the workload takes besides the common ones
+   * (PRSTM_KEYS_*); its own knobs are declared in params. */
+  unsigned config_keys;
+  unsigned nparams;
+  const prstm_param_desc *params;
+  /* Multi-round workloads (propagation to a fixed point): called after round
+   * `round` (0 for the configured batch) ran, appends the next round's
+   * transactions to `next`, which is empty on entry; leaving it empty ends
+   * the run. NULL for single-batch workloads. */
+  int (*next_round)(const struct prstm_engine *engine, const struct prstm_batch *done,
+                    unsigned round, struct prstm_batch *next, char *err, size_t errlen);
 } prstm_workload;
 
-/* Workloads compiled into the library. */
+/* config_keys bits. PRSTM_KEYS_BANK: state.accounts (required),
+ * state.initial_balance, batch.generate.accounts_per_tx and
+ * batch.generate.amount {min, max}. */
+#define PRSTM_KEYS_BANK 1u
+
+/* Index of a workload's knob by name, or PRSTM_EUNKNOWN. */
+int prstm_param_find(const prstm_workload *wl, const char *name);
+
+/* Workloads compiled into the library: by name, or the i-th (NULL past the last). */
 const prstm_workload *prstm_workload_find(const char *name);
+const prstm_workload *prstm_workload_at(unsigned i);
+
+/* A workload plugin: a shared module built with prstm_add_workload(... PLUGIN)
+ * whose host file says PRSTM_PLUGIN(its workload) once. */
+#if defined(__GNUC__)
+#define PRSTM_EXPORT __attribute__((visibility("default")))
+#else
+#define PRSTM_EXPORT
+#endif
+#define PRSTM_PLUGIN(workload)                                                              \
+  PRSTM_EXPORT const unsigned prstm_plugin_abi_version = PRSTM_ABI_VERSION;                 \
+  PRSTM_EXPORT const prstm_workload *prstm_plugin_workload(void) { return &(workload); }
+
+typedef struct prstm_plugin prstm_plugin;
+/* Loads a workload plugin; err says why not (missing file, not a prstm
+ * plugin, built for another ABI). The workload stays valid until
+ * prstm_plugin_close, which must come after every engine using it is gone. */
+int prstm_plugin_open(const char *path, prstm_plugin **out, const prstm_workload **wl, char *err,
+                      size_t errlen);
+void prstm_plugin_close(prstm_plugin *plugin);
 extern const prstm_workload prstm_workload_bank;
 
 /* Returns the index of a type by name in a workload, or PRSTM_EUNKNOWN. */
@@ -255,6 +317,7 @@ void prstm_batch_destroy(prstm_batch *batch);
  * in order, an address list being its count followed by its entries. */
 int prstm_batch_append(prstm_batch *batch, unsigned type, const prstm_word *args, unsigned nargs);
 uint64_t prstm_batch_size(const prstm_batch *batch);
+const prstm_workload *prstm_batch_workload(const prstm_batch *batch);
 /* Reorders the table stably so that higher semantic tags come first. */
 int prstm_batch_presort(prstm_batch *batch);
 /* Outcome of transaction i after a run: status, reason and the read-only result. */
@@ -277,6 +340,8 @@ typedef struct prstm_config {
   prstm_generate_spec generate;
   char results_path[1024];
   char final_state_path[1024];
+  char plugin_path[1024]; /* "plugin", resolved against the config's folder; "" for built-ins */
+  prstm_plugin *plugin;   /* the loaded plugin, owned: closed by prstm_config_free */
   void *inline_json; /* the parsed batch.transactions array, owned */
 } prstm_config;
 

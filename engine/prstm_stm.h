@@ -97,6 +97,12 @@ typedef struct prstm_tx {
 PRSTM_INLINE uint64_t prstm_arg(const prstm_tx *tx, unsigned col) {
   return tx->ctx->table.args[(uint64_t)col * tx->ctx->table.stride + tx->row];
 }
+/* The transaction's row in the table: unique within a batch, so a body can
+ * use it to claim a slot of its own (a skiplist's new node) without a shared
+ * allocator word. Rows are numbered after presorting. */
+PRSTM_INLINE uint64_t prstm_row(const prstm_tx *tx) {
+  return tx->ctx->table.row_id ? tx->ctx->table.row_id[tx->row] : tx->row;
+}
 /* False once the attempt is doomed; a body with loops checks it and returns. */
 PRSTM_INLINE int prstm_ok(const prstm_tx *tx) { return tx->state == PRSTM_TX_OK; }
 /* Number of shared words. */

@@ -26,7 +26,7 @@ static const char *status_word(unsigned status, unsigned reason, int replay) {
 typedef struct replay_table {
   prstm_table_view view;
   uint8_t *type, *status;
-  uint64_t *args, *result;
+  uint64_t *args, *result, *row_id;
 } replay_table;
 
 static int replay_table_make(const prstm_batch *b, const seq_row *rows, uint64_t m, replay_table *t) {
@@ -36,9 +36,14 @@ static int replay_table_make(const prstm_batch *b, const seq_row *rows, uint64_t
   t->status = calloc(cells, 1);
   t->args = calloc(cells * (b->ncols ? b->ncols : 1), sizeof *t->args);
   t->result = b->has_read_only ? calloc(cells, sizeof *t->result) : NULL;
-  if (!t->type || !t->status || !t->args || (b->has_read_only && !t->result)) return PRSTM_ENOMEM;
+  t->row_id = malloc(cells * sizeof *t->row_id);
+  if (!t->type || !t->status || !t->args || !t->row_id || (b->has_read_only && !t->result))
+    return PRSTM_ENOMEM;
   for (uint64_t k = 0; k < m; k++) {
     uint64_t row = rows[k].row;
+    /* prstm_row keeps naming the original row, so a body that claims a slot
+     * by row claims the same slot in the replay. */
+    t->row_id[k] = row;
     t->type[k] = b->type[row];
     for (uint32_t c = 0; c < b->ncols; c++) t->args[(uint64_t)c * m + k] = b->args[(uint64_t)c * b->cap + row];
   }
@@ -50,6 +55,7 @@ static int replay_table_make(const prstm_batch *b, const seq_row *rows, uint64_t
   t->view.status = t->status;
   t->view.args = t->args;
   t->view.result = t->result;
+  t->view.row_id = t->row_id;
   return 0;
 }
 
@@ -58,6 +64,7 @@ static void replay_table_free(replay_table *t) {
   free(t->status);
   free(t->args);
   free(t->result);
+  free(t->row_id);
 }
 
 static int verify_fail(prstm_verify_report *rep, int64_t row, const char *fmt, ...)

@@ -188,12 +188,55 @@ static int parse_engine(const cfg_ctx *c, const cJSON *root, prstm_options *opt)
   return get_u32(c, eng, "watchdog_s", "engine.watchdog_s", 0, &opt->watchdog_s);
 }
 
-static int parse_state(const cfg_ctx *c, const cJSON *root, prstm_state_spec *st) {
-  static const char *const keys[] = {"accounts", "initial_balance", NULL};
+/* Builds the allowed keys of a section: its common keys, the bank-style
+ * keys when the workload takes them, and the workload's own knobs. */
+#define CFG_MAX_KEYS (24 + PRSTM_MAX_PARAMS)
+static void section_keys(const prstm_workload *wl, prstm_param_section section,
+                         const char *const *common, const char *const *bank,
+                         const char **out) {
+  unsigned n = 0;
+  for (; *common != NULL; common++) out[n++] = *common;
+  if (wl->config_keys & PRSTM_KEYS_BANK)
+    for (; *bank != NULL; bank++) out[n++] = *bank;
+  for (unsigned i = 0; i < wl->nparams && i < PRSTM_MAX_PARAMS; i++)
+    if (wl->params[i].section == section) out[n++] = wl->params[i].name;
+  out[n] = NULL;
+}
+
+/* Reads the workload's knobs of one section into params; absent knobs keep
+ * the defaults set before parsing. */
+static int parse_params(const cfg_ctx *c, const cJSON *obj, const prstm_workload *wl,
+                        prstm_param_section section, const char *prefix, double *params) {
+  for (unsigned i = 0; i < wl->nparams && i < PRSTM_MAX_PARAMS; i++) {
+    const prstm_param_desc *d = &wl->params[i];
+    if (d->section != section) continue;
+    const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, d->name);
+    if (item == NULL) continue;
+    double v = cJSON_IsNumber(item) ? item->valuedouble : 0.0;
+    /* Written so that NaN also fails the range test. */
+    if (!cJSON_IsNumber(item) || !(v >= d->min && v <= d->max) ||
+        (d->integer && v != (double)(int64_t)v)) {
+      prstm_errf(c->err, c->errlen, "%s: %s.%s: expected %s between %.17g and %.17g", c->file,
+                 prefix, d->name, d->integer ? "a whole number" : "a number", d->min, d->max);
+      return PRSTM_ECONFIG;
+    }
+    params[i] = v;
+  }
+  return 0;
+}
+
+static int parse_state(const cfg_ctx *c, const cJSON *root, const prstm_workload *wl,
+                       prstm_state_spec *st) {
+  static const char *const common[] = {NULL};
+  static const char *const bank[] = {"accounts", "initial_balance", NULL};
+  const char *keys[CFG_MAX_KEYS];
+  section_keys(wl, PRSTM_PARAM_STATE, common, bank, keys);
   const cJSON *obj;
   int rc = get_object(c, root, "state", "state", 1, &obj);
   if (rc != 0) return rc;
   if ((rc = check_keys(c, obj, "state", keys)) != 0) return rc;
+  if ((rc = parse_params(c, obj, wl, PRSTM_PARAM_STATE, "state", st->params)) != 0) return rc;
+  if (!(wl->config_keys & PRSTM_KEYS_BANK)) return 0;
   if ((rc = get_uint(c, obj, "accounts", "state.accounts", 1, 1, UINT64_MAX, &st->accounts)) != 0)
     return rc;
   return get_uint(c, obj, "initial_balance", "state.initial_balance", 0, 0, UINT64_MAX,
@@ -254,16 +297,20 @@ static int parse_mix(const cfg_ctx *c, const cJSON *mix, const prstm_workload *w
 
 static int parse_generate(const cfg_ctx *c, const cJSON *gen, const prstm_workload *wl,
                           prstm_generate_spec *g) {
-  static const char *const keys[] = {"transactions", "seed",      "mix",
-                                     "accounts_per_tx", "amount", "read_only",
-                                     "semantic_ratio",  "presorted", NULL};
+  static const char *const common[] = {"transactions", "seed", "mix", "read_only",
+                                       "semantic_ratio", "presorted", NULL};
+  static const char *const bank[] = {"accounts_per_tx", "amount", NULL};
   static const char *const amount_keys[] = {"min", "max", NULL};
+  const char *keys[CFG_MAX_KEYS];
+  section_keys(wl, PRSTM_PARAM_GENERATE, common, bank, keys);
   int rc;
   if ((rc = check_keys(c, gen, "batch.generate", keys)) != 0) return rc;
   if ((rc = get_uint(c, gen, "transactions", "batch.generate.transactions", 1, 1, UINT64_MAX,
                      &g->transactions)) != 0)
     return rc;
   if ((rc = get_uint(c, gen, "seed", "batch.generate.seed", 0, 0, UINT64_MAX, &g->seed)) != 0)
+    return rc;
+  if ((rc = parse_params(c, gen, wl, PRSTM_PARAM_GENERATE, "batch.generate", g->params)) != 0)
     return rc;
   uint64_t apt = g->accounts_per_tx;
   if ((rc = get_uint(c, gen, "accounts_per_tx", "batch.generate.accounts_per_tx", 0, 1, UINT_MAX,
@@ -382,7 +429,7 @@ static int parse_output(const cfg_ctx *c, const cJSON *root, prstm_config *cfg) 
 }
 
 static int parse_config(const cfg_ctx *c, cJSON *root, prstm_config *cfg) {
-  static const char *const keys[] = {"workload", "engine", "state", "batch", "output", NULL};
+  static const char *const keys[] = {"workload", "plugin", "engine", "state", "batch", "output", NULL};
   int rc;
   if (!cJSON_IsObject(root)) {
     prstm_errf(c->err, c->errlen, "%s: expected a JSON object", c->file);
@@ -390,16 +437,44 @@ static int parse_config(const cfg_ctx *c, cJSON *root, prstm_config *cfg) {
   }
   if ((rc = check_keys(c, root, "", keys)) != 0) return rc;
 
-  /* The workload comes first: the mix of a generated batch names its types. */
-  const char *name;
-  if ((rc = get_string(c, root, "workload", "workload", 1, &name)) != 0) return rc;
-  cfg->workload = prstm_workload_find(name);
-  if (cfg->workload == NULL) {
-    prstm_errf(c->err, c->errlen, "%s: workload: unknown workload '%s'", c->file, name);
-    return PRSTM_EUNKNOWN;
+  /* The workload comes first: the mix of a generated batch names its types.
+   * A plugin brings its own; "workload" then only has to agree with it. */
+  const char *name, *plugin;
+  if ((rc = get_string(c, root, "plugin", "plugin", 0, &plugin)) != 0) return rc;
+  if ((rc = get_string(c, root, "workload", "workload", plugin == NULL, &name)) != 0) return rc;
+  if (plugin != NULL) {
+    if (plugin[0] == '\0') {
+      prstm_errf(c->err, c->errlen, "%s: plugin: expected a non-empty path", c->file);
+      return PRSTM_ECONFIG;
+    }
+    /* Found next to the config when relative, like batch.file. */
+    const char *slash = strrchr(c->file, '/');
+    size_t dirlen = plugin[0] != '/' && slash != NULL ? (size_t)(slash - c->file) + 1 : 0;
+    if ((rc = copy_path(c, "plugin", cfg->plugin_path, sizeof cfg->plugin_path, c->file, dirlen, plugin)) != 0)
+      return rc;
+    char msg[1024];
+    rc = prstm_plugin_open(cfg->plugin_path, &cfg->plugin, &cfg->workload, msg, sizeof msg);
+    if (rc != 0) {
+      prstm_errf(c->err, c->errlen, "%s: plugin: %s", c->file, msg);
+      return rc;
+    }
+    if (name != NULL && strcmp(name, cfg->workload->name) != 0) {
+      prstm_errf(c->err, c->errlen, "%s: workload: '%s' does not match the plugin's workload '%s'", c->file, name,
+                 cfg->workload->name);
+      return PRSTM_ECONFIG;
+    }
+  } else {
+    cfg->workload = prstm_workload_find(name);
+    if (cfg->workload == NULL) {
+      prstm_errf(c->err, c->errlen, "%s: workload: unknown workload '%s'", c->file, name);
+      return PRSTM_EUNKNOWN;
+    }
   }
+  /* Every knob starts at its default, in both specs, so a hook may read any. */
+  for (unsigned i = 0; i < cfg->workload->nparams && i < PRSTM_MAX_PARAMS; i++)
+    cfg->state.params[i] = cfg->generate.params[i] = cfg->workload->params[i].default_value;
   if ((rc = parse_engine(c, root, &cfg->options)) != 0) return rc;
-  if ((rc = parse_state(c, root, &cfg->state)) != 0) return rc;
+  if ((rc = parse_state(c, root, cfg->workload, &cfg->state)) != 0) return rc;
   if ((rc = parse_batch(c, root, cfg)) != 0) return rc;
   return parse_output(c, root, cfg);
 }
@@ -455,6 +530,8 @@ void prstm_config_free(prstm_config *cfg) {
   if (cfg == NULL) return;
   cJSON_Delete((cJSON *)cfg->inline_json);
   cfg->inline_json = NULL;
+  prstm_plugin_close(cfg->plugin);
+  cfg->plugin = NULL;
 }
 
 int prstm_config_load_batch(const prstm_config *cfg, uint64_t nwords, prstm_batch *batch,

@@ -59,7 +59,7 @@ static void run_open(bank_run *r, const prstm_workload *wl, prstm_backend backen
 }
 
 static void run_state(bank_run *r, uint64_t accounts, uint64_t initial) {
-  prstm_state_spec spec = {accounts, initial};
+  prstm_state_spec spec = {.accounts = accounts, .initial_balance = initial};
   cr_assert_eq(prstm_engine_init_state(r->engine, &spec), 0);
 }
 
@@ -119,7 +119,7 @@ static void money_is_conserved(prstm_backend backend, uint32_t coverage, uint64_
   g.amount_max = 60;
   g.read_only = 0.05;
   g.semantic_ratio = 0.2;
-  prstm_state_spec s = {accounts, 100};
+  prstm_state_spec s = {.accounts = accounts, .initial_balance = 100};
   char err[256];
   cr_assert_eq(r.wl->generate(&g, &s, r.batch, err, sizeof err), 0, "%s", err);
   run_exec(&r);
@@ -535,7 +535,7 @@ static void randomised_runs_keep_the_invariant(prstm_backend backend, int runs) 
     g.read_only = (k % 3) == 0 ? 0.2 : -1;
     g.semantic_ratio = (double)(k % 5) / 5.0;
     g.presorted = (k % 2) == 1;
-    prstm_state_spec s = {accounts, 20};
+    prstm_state_spec s = {.accounts = accounts, .initial_balance = 20};
     char err[256];
     cr_assert_eq(r.wl->generate(&g, &s, r.batch, err, sizeof err), 0, "%s", err);
     run_exec(&r);

@@ -22,7 +22,9 @@ static const prstm_type_desc probe_types[] = {
 };
 
 const prstm_workload test_probe_workload = {
-    "probe", sizeof probe_types / sizeof probe_types[0], probe_types, 1,
-    {{PRSTM_MAX_COLUMNS, PROBE_CAPACITY, probe_cpu_worker, PROBE_GPU}},
-    NULL, NULL, NULL,
+    .name = "probe",
+    .ntypes = sizeof probe_types / sizeof probe_types[0],
+    .types = probe_types,
+    .nvariants = 1,
+    .variants = {{PRSTM_MAX_COLUMNS, PROBE_CAPACITY, probe_cpu_worker, PROBE_GPU}},
 };

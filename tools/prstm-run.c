@@ -170,6 +170,7 @@ static int parse_args(int argc, char **argv, cli_args *a) {
 
 typedef struct run_report {
   double load_s, total_s;
+  unsigned rounds;
   int invariant_ok;
   char invariant[512];
   int verified;
@@ -206,6 +207,7 @@ static char *results_json(const prstm_config *cfg, const prstm_engine *e, const 
   cJSON_AddStringToObject(root, "config", cfg->path);
   cJSON_AddStringToObject(root, "workload", cfg->workload->name);
   cJSON_AddNumberToObject(root, "transactions", (double)r->transactions);
+  cJSON_AddNumberToObject(root, "rounds", rep->rounds);
   cJSON_AddNumberToObject(root, "committed", (double)r->committed);
   cJSON_AddNumberToObject(root, "abandoned", (double)r->abandoned);
   cJSON_AddNumberToObject(root, "failed", (double)r->failed);
@@ -268,6 +270,7 @@ static void print_summary(const prstm_config *cfg, const prstm_results *r, const
   double thr = r->execute_s > 0 ? (double)r->committed / r->execute_s : 0;
   printf("prstm-run %s: %s (workload %s)\n", PRSTM_VERSION_STRING, cfg->path, cfg->workload->name);
   printf("  transactions       %llu\n", (unsigned long long)r->transactions);
+  if (rep->rounds > 1) printf("  rounds             %u\n", rep->rounds);
   printf("  committed          %llu\n", (unsigned long long)r->committed);
   printf("  abandoned          %llu\n", (unsigned long long)r->abandoned);
   printf("  failed             %llu\n", (unsigned long long)r->failed);
@@ -285,6 +288,85 @@ static void print_summary(const prstm_config *cfg, const prstm_results *r, const
   if (r->backend == PRSTM_BACKEND_GPU)
     printf("  gpu memory         %.1f MiB (%.1f bytes per transaction in the table)\n", r->gpu_bytes / 1048576.0,
            r->transactions ? (double)r->gpu_bytes / (double)r->transactions : 0.0);
+}
+
+/* Adds one round's counts and times to the run's totals. */
+static void results_accumulate(prstm_results *total, const prstm_results *r) {
+  total->transactions += r->transactions;
+  total->committed += r->committed;
+  total->abandoned += r->abandoned;
+  total->failed += r->failed;
+  total->aborts += r->aborts;
+  total->postponements += r->postponements;
+  total->sweeps += r->sweeps;
+  total->transfer_s += r->transfer_s;
+  total->execute_s += r->execute_s;
+  if (r->gpu_bytes > total->gpu_bytes) total->gpu_bytes = r->gpu_bytes;
+}
+
+/* Runs the configured batch, then, for a multi-round workload, each round the
+ * workload asks for until it asks for none. With verify, every round is
+ * replayed before the next one replaces the engine's initial state; the first
+ * failing round ends the run. Returns 0 or an exit status; *b is the last
+ * round's batch. */
+static int run_rounds(prstm_engine *e, const prstm_config *cfg, prstm_batch **b, prstm_results *total,
+                      run_report *rep, int quiet) {
+  char err[1024] = "";
+  int rc;
+  memset(total, 0, sizeof *total);
+  for (unsigned round = 0;; round++) {
+    prstm_results r;
+    rc = prstm_engine_run(e, *b, &r);
+    if (rc) {
+      fprintf(stderr, "prstm-run: %s\n", prstm_engine_error(e));
+      return prstm_is_input_error(rc) ? EXIT_INPUT : EXIT_RUNTIME;
+    }
+    if (round == 0) {
+      *total = r; /* the backend, device and thread count come from the first round */
+      if (r.fallback[0] && !quiet)
+        fprintf(stderr, "prstm-run: no usable GPU (%s); running on the CPU backend\n", r.fallback);
+    } else {
+      results_accumulate(total, &r);
+    }
+    rep->rounds = round + 1;
+    if (cfg->options.verify) {
+      prstm_verify_report v;
+      rc = prstm_engine_verify(e, *b, &v);
+      if (rc) {
+        fprintf(stderr, "prstm-run: verification could not run: %s\n", prstm_engine_error(e));
+        return EXIT_RUNTIME;
+      }
+      uint64_t replayed = rep->verify.replayed + v.replayed;
+      uint64_t checked = rep->verify.checked_blocked + v.checked_blocked;
+      double replay_s = rep->verify.replay_s + v.replay_s;
+      rep->verify = v;
+      rep->verify.replayed = replayed;
+      rep->verify.checked_blocked = checked;
+      rep->verify.replay_s = replay_s;
+      rep->verified = 1;
+      if (!v.ok) {
+        if (round > 0) {
+          snprintf(rep->verify.message, sizeof rep->verify.message, "round %u: %.480s", round, v.message);
+        }
+        return 0;
+      }
+    }
+    if (!cfg->workload->next_round) return 0;
+    prstm_batch *next = NULL;
+    rc = prstm_batch_create(&next, cfg->workload);
+    if (!rc) rc = cfg->workload->next_round(e, *b, round, next, err, sizeof err);
+    if (rc) {
+      fprintf(stderr, "prstm-run: round %u: %s\n", round + 1, err[0] ? err : prstm_strerror(rc));
+      prstm_batch_destroy(next);
+      return EXIT_RUNTIME;
+    }
+    if (prstm_batch_size(next) == 0) {
+      prstm_batch_destroy(next);
+      return 0;
+    }
+    prstm_batch_destroy(*b);
+    *b = next;
+  }
 }
 
 int main(int argc, char **argv) {
@@ -326,28 +408,16 @@ int main(int argc, char **argv) {
   rep.load_s = now_s() - t0;
 
   prstm_results r;
-  rc = prstm_engine_run(e, b, &r);
+  rc = run_rounds(e, &cfg, &b, &r, &rep, a.quiet);
   if (rc) {
-    fprintf(stderr, "prstm-run: %s\n", prstm_engine_error(e));
-    status = prstm_is_input_error(rc) ? EXIT_INPUT : EXIT_RUNTIME;
+    status = rc;
     goto done;
   }
-  if (r.fallback[0] && !a.quiet)
-    fprintf(stderr, "prstm-run: no usable GPU (%s); running on the CPU backend\n", r.fallback);
   rc = cfg.workload->check_invariant(e, b, &rep.invariant_ok, rep.invariant, sizeof rep.invariant);
   if (rc) {
     fprintf(stderr, "prstm-run: invariant check failed to run: %s\n", prstm_strerror(rc));
     status = EXIT_RUNTIME;
     goto done;
-  }
-  if (cfg.options.verify) {
-    rc = prstm_engine_verify(e, b, &rep.verify);
-    if (rc) {
-      fprintf(stderr, "prstm-run: verification could not run: %s\n", prstm_engine_error(e));
-      status = EXIT_RUNTIME;
-      goto done;
-    }
-    rep.verified = 1;
   }
   rep.total_s = now_s() - t0;
   if (!a.quiet) print_summary(&cfg, &r, &rep);

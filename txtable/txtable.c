@@ -24,6 +24,7 @@ void prstm_batch_destroy(prstm_batch *b) {
 }
 
 uint64_t prstm_batch_size(const prstm_batch *b) { return b ? b->n : 0; }
+const prstm_workload *prstm_batch_workload(const prstm_batch *b) { return b ? b->wl : NULL; }
 
 /* Re-strides the column buffer for a new capacity or column count; columns
  * are moved one by one because their stride changes with the capacity. */

@@ -18,6 +18,7 @@ typedef struct prstm_table_view {
   uint64_t *args;      /* column-major: args[col * stride + row] */
   uint64_t *result;    /* read-only results, NULL when the batch has no read-only type */
   uint64_t *seq;       /* commit order (verification), NULL when not recorded */
+  uint64_t *row_id;    /* the original row of each row (a replay's reordered table), or NULL */
 } prstm_table_view;
 
 #define PRSTM_STATUS_MASK 3u

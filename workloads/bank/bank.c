@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "bank_body.h"
-#include "txtable.h"
 
 PRSTM_CPU_WORKER(bank_small, bank_dispatch, BANK_SMALL_CAPACITY)
 PRSTM_CPU_WORKER(bank_wide, bank_dispatch, BANK_WIDE_CAPACITY)
@@ -168,7 +167,7 @@ static int bank_generate(const prstm_generate_spec *spec, const prstm_state_spec
   if (spec->nmix) {
     memset(w, 0, sizeof w);
     for (unsigned i = 0; i < spec->nmix; i++) {
-      int t = prstm_type_find(batch->wl, spec->mix_names[i]);
+      int t = prstm_type_find(prstm_batch_workload(batch), spec->mix_names[i]);
       if (t < 0) {
         snprintf(err, errlen, "mix: unknown transaction type '%s'", spec->mix_names[i]);
         return PRSTM_EUNKNOWN;
@@ -271,11 +270,11 @@ static int bank_check_invariant(const prstm_engine *engine, const prstm_batch *b
   if (spec)
     initial = (unsigned __int128)spec->initial_balance * spec->accounts;
   uint64_t still_blocked_bad = 0;
-  for (uint64_t i = 0; i < b->n; i++) {
+  for (uint64_t i = 0, n = prstm_batch_size(b); i < n; i++) {
     prstm_status st;
     unsigned reason = 0;
     prstm_batch_outcome(b, i, &st, &reason, NULL);
-    unsigned t = b->type[i];
+    unsigned t = prstm_batch_type(b, i);
     if (st == PRSTM_COMMITTED) {
       if (t == BANK_DEPOSIT) deposits += prstm_batch_arg(b, i, 1);
       if (t == BANK_WITHDRAW) withdrawals += prstm_batch_arg(b, i, 1);
@@ -299,13 +298,14 @@ static int bank_check_invariant(const prstm_engine *engine, const prstm_batch *b
 }
 
 const prstm_workload prstm_workload_bank = {
-    "bank",
-    sizeof bank_types / sizeof bank_types[0],
-    bank_types,
-    2,
-    {{BANK_SMALL_COLUMNS, BANK_SMALL_CAPACITY, bank_small_cpu_worker, BANK_GPU(bank_small)},
-     {PRSTM_MAX_COLUMNS, BANK_WIDE_CAPACITY, bank_wide_cpu_worker, BANK_GPU(bank_wide)}},
-    bank_init_state,
-    bank_generate,
-    bank_check_invariant,
+    .name = "bank",
+    .ntypes = sizeof bank_types / sizeof bank_types[0],
+    .types = bank_types,
+    .nvariants = 2,
+    .variants = {{BANK_SMALL_COLUMNS, BANK_SMALL_CAPACITY, bank_small_cpu_worker, BANK_GPU(bank_small)},
+                 {PRSTM_MAX_COLUMNS, BANK_WIDE_CAPACITY, bank_wide_cpu_worker, BANK_GPU(bank_wide)}},
+    .init_state = bank_init_state,
+    .generate = bank_generate,
+    .check_invariant = bank_check_invariant,
+    .config_keys = PRSTM_KEYS_BANK,
 };
