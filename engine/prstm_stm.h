@@ -159,6 +159,20 @@ PRSTM_INLINE uint64_t prstm_read(prstm_tx *tx, uint64_t addr) {
   return value;
 }
 
+/* Read of a word that no transaction of the batch ever writes (a graph's
+ * edges, a table of constants): no lock check and no read-set entry, so
+ * large static inputs cost no set capacity and no validation. Reading a word
+ * that some transaction does write through this call breaks isolation; the
+ * verification replay (--verify) catches such a misuse as a mismatch. */
+PRSTM_INLINE uint64_t prstm_read_immutable(prstm_tx *tx, uint64_t addr) {
+  if (tx->state != PRSTM_TX_OK) return 0;
+  if (addr >= tx->ctx->nwords) {
+    prstm_tx_doom(tx, PRSTM_TX_BAD_ADDRESS);
+    return 0;
+  }
+  return prstm_load_relaxed(&tx->ctx->words[addr]);
+}
+
 /* Buffered write: the value reaches shared memory only at commit. */
 PRSTM_INLINE void prstm_write(prstm_tx *tx, uint64_t addr, uint64_t value) {
   if (tx->state != PRSTM_TX_OK) return;

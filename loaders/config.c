@@ -305,8 +305,10 @@ static int parse_generate(const cfg_ctx *c, const cJSON *gen, const prstm_worklo
   section_keys(wl, PRSTM_PARAM_GENERATE, common, bank, keys);
   int rc;
   if ((rc = check_keys(c, gen, "batch.generate", keys)) != 0) return rc;
-  if ((rc = get_uint(c, gen, "transactions", "batch.generate.transactions", 1, 1, UINT64_MAX,
-                     &g->transactions)) != 0)
+  /* The bank's batches are sized by this key; other workloads may size
+   * theirs by their own knobs (kmeans: points times iterations). */
+  if ((rc = get_uint(c, gen, "transactions", "batch.generate.transactions",
+                     (wl->config_keys & PRSTM_KEYS_BANK) != 0, 1, UINT64_MAX, &g->transactions)) != 0)
     return rc;
   if ((rc = get_uint(c, gen, "seed", "batch.generate.seed", 0, 0, UINT64_MAX, &g->seed)) != 0)
     return rc;
