@@ -77,6 +77,23 @@ int prstm_param_find(const prstm_workload *wl, const char *name) {
   return PRSTM_EUNKNOWN;
 }
 
+void prstm_state_spec_init(const prstm_workload *wl, prstm_state_spec *spec) {
+  memset(spec, 0, sizeof *spec);
+  for (unsigned i = 0; wl != NULL && i < wl->nparams && i < PRSTM_MAX_PARAMS; i++)
+    spec->params[i] = wl->params[i].default_value;
+}
+
+void prstm_generate_spec_init(const prstm_workload *wl, prstm_generate_spec *spec) {
+  memset(spec, 0, sizeof *spec);
+  spec->seed = 1;
+  spec->accounts_per_tx = 2;
+  spec->amount_min = 1;
+  spec->amount_max = 100;
+  spec->read_only = -1.0;
+  for (unsigned i = 0; wl != NULL && i < wl->nparams && i < PRSTM_MAX_PARAMS; i++)
+    spec->params[i] = wl->params[i].default_value;
+}
+
 const prstm_workload *prstm_workload_find(const char *name) {
   if (!name) return NULL;
   for (size_t i = 0; prstm_builtin_workloads[i] != NULL; i++)

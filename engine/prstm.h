@@ -195,6 +195,11 @@ typedef struct prstm_workload {
 
 /* Index of a workload's knob by name, or PRSTM_EUNKNOWN. */
 int prstm_param_find(const prstm_workload *wl, const char *name);
+/* Fill a spec with the defaults a config without the key would get: every
+ * knob of the workload at its default; seed 1, accounts_per_tx 2, amounts
+ * 1 to 100, no read-only share given, no semantic pairs, not presorted. */
+void prstm_state_spec_init(const prstm_workload *wl, prstm_state_spec *spec);
+void prstm_generate_spec_init(const prstm_workload *wl, prstm_generate_spec *spec);
 
 /* Workloads compiled into the library: by name, or the i-th (NULL past the last). */
 const prstm_workload *prstm_workload_find(const char *name);

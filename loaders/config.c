@@ -473,6 +473,8 @@ static int parse_config(const cfg_ctx *c, cJSON *root, prstm_config *cfg) {
     }
   }
   /* Every knob starts at its default, in both specs, so a hook may read any. */
+  prstm_state_spec_init(cfg->workload, &cfg->state);
+  prstm_generate_spec_init(cfg->workload, &cfg->generate);
   for (unsigned i = 0; i < cfg->workload->nparams && i < PRSTM_MAX_PARAMS; i++)
     cfg->state.params[i] = cfg->generate.params[i] = cfg->workload->params[i].default_value;
   if ((rc = parse_engine(c, root, &cfg->options)) != 0) return rc;
@@ -491,12 +493,7 @@ int prstm_config_load(const char *path, prstm_config *cfg, char *err, size_t err
    * section and a config that failed halfway are both safe to free. */
   memset(cfg, 0, sizeof *cfg);
   prstm_options_init(&cfg->options);
-  cfg->generate.seed = 1;
-  cfg->generate.accounts_per_tx = 2;
-  cfg->generate.amount_min = 1;
-  cfg->generate.amount_max = 100;
-  cfg->generate.read_only = -1.0;
-  cfg->generate.semantic_ratio = 0.0;
+  prstm_generate_spec_init(NULL, &cfg->generate);
 
   size_t plen = strlen(path);
   if (plen >= sizeof cfg->path) {
