@@ -17,6 +17,31 @@ void prstm_errf(char *err, size_t errlen, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(err, errlen, fmt, ap);
   va_end(ap);
+  /* Messages quote keys and names from the input; a control character among
+   * them would break the one-line message (or a terminal), so each is shown
+   * as '?'. */
+  for (char *p = err; *p != '\0'; p++)
+    if ((unsigned char)*p < 0x20 || (unsigned char)*p == 0x7f) *p = '?';
+}
+
+/* Offset of the first \u0000 escape inside a JSON string of text, or len.
+ * cJSON decodes it into a NUL that silently cuts the string short ("dep\u0000x"
+ * would read as "dep"), so such a string is refused instead. */
+static size_t find_nul_escape(const char *text, size_t len) {
+  int in_string = 0;
+  for (size_t i = 0; i < len; i++) {
+    if (!in_string) {
+      if (text[i] == '"') in_string = 1;
+      continue;
+    }
+    if (text[i] == '"') {
+      in_string = 0;
+    } else if (text[i] == '\\' && i + 1 < len) {
+      if (text[i + 1] == 'u' && i + 5 < len && memcmp(text + i + 2, "0000", 4) == 0) return i;
+      i++; /* the escaped character, which may be a quote */
+    }
+  }
+  return len;
 }
 
 /* A UTF-8 byte order mark is invisible in editors, so a file that starts with
@@ -85,6 +110,11 @@ cJSON *prstm_json_parse(const char *text, size_t len, size_t *fail_offset) {
   const char *nul = memchr(text, '\0', len);
   if (nul != NULL) {
     *fail_offset = (size_t)(nul - text);
+    return NULL;
+  }
+  size_t nul_escape = find_nul_escape(text, len);
+  if (nul_escape < len) {
+    *fail_offset = nul_escape;
     return NULL;
   }
   const char *end = NULL;

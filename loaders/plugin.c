@@ -65,7 +65,8 @@ int prstm_plugin_open(const char *path, prstm_plugin **out, const prstm_workload
   void *h = dlopen(open_path, RTLD_NOW | RTLD_LOCAL);
   if (h == NULL) {
     const char *why = dlerror();
-    prstm_errf(err, errlen, "%s: cannot load the plugin: %s", path, why ? why : "unknown dlopen error");
+    /* dlerror's text starts with the path it tried. */
+    prstm_errf(err, errlen, "cannot load %s", why ? why : path);
     return PRSTM_EPLUGIN;
   }
   const unsigned *abi = (const unsigned *)dlsym(h, "prstm_plugin_abi_version");
