@@ -105,6 +105,7 @@ static void need_gpu(void) {
   if (prstm_gpu_available(NULL, why, sizeof why)) return;
   const char *req = getenv("PRSTM_REQUIRE_GPU");
   if (req && strcmp(req, "1") == 0) cr_assert_fail("PRSTM_REQUIRE_GPU=1 but no GPU is usable: %s", why);
+  teardown(); /* a skipped test does not reach .fini */
   cr_skip_test("no usable GPU: %s", why);
 }
 
