@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # gpu-check.sh: on the GPU machine, runs every test program against the GPU and the example configs; logs go to $OUT (or ./gpu-check-out).
-# Expects a bundle made by ../shared/tools/device-pack in .device (see docs/PERFORMANCE.md).
+# Expects a bundle made by ../shared/tools/device-pack in .device (see docs/PERFORMANCE.md). Knobs:
+# WORKLOADS="vacation kmeans" runs configs/NAME.json on the GPU, with --verify, and on the CPU;
+# SANITIZE=0 skips compute-sanitizer; SANITIZERS="memcheck racecheck"; SAN_WATCHDOG=seconds.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-$root/gpu-check-out}
 mkdir -p "$out"
 export PRSTM_REQUIRE_GPU=1 PRSTM_TEST_DATA_DIR="$root/tests/data" PRSTM_RUN="$root/.device/bin/prstm-run"
+export PRSTM_TEST_BIN_DIR="$root/.device/bin"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
 status=0
-for t in test_stm test_bank test_loaders test_cli test_kill $(ls "$root/.device/bin" | grep -x test_bad_inputs); do
+for t in $(ls "$root/.device/bin" | grep '^test_'); do
   timeout 300 "$root/.device/run" "$t" --jobs 1 >"$out/$t.log" 2>&1
   rc=$?
   [ $rc -eq 0 ] || status=1
@@ -18,6 +21,16 @@ cd "$out" || exit 1
 run() { timeout 200 "$root/.device/run" prstm-run "$@"; }
 run "$root/configs/bank.json" >bank-gpu.log 2>&1 || status=1
 run "$root/configs/bank.json" --backend cpu >bank-cpu.log 2>&1 || status=1
+# Every other workload's config, on the GPU and verified on the GPU, then on the CPU.
+for c in ${WORKLOADS:-}; do
+  [ -f "$root/configs/$c.json" ] || continue
+  run "$root/configs/$c.json" >"$c-gpu.log" 2>&1; rc=$?; [ $rc -eq 0 ] || status=1
+  echo "$c gpu: exit $rc"; grep -E "transactions|rounds|committed|abandoned|failed|throughput|invariant|execute" "$c-gpu.log"
+  run "$root/configs/$c.json" --verify --quiet --results "$c-verify.json"; rc=$?; [ $rc -eq 0 ] || status=1
+  echo "$c gpu --verify: exit $rc: $(grep -o '"verify_ok":[^,]*' "$c-verify.json")"
+  run "$root/configs/$c.json" --backend cpu >"$c-cpu.log" 2>&1; rc=$?; [ $rc -eq 0 ] || status=1
+  echo "$c cpu: exit $rc"; grep -E "committed|throughput|invariant" "$c-cpu.log"
+done
 for c in bank-transfers bank-transfers-semantic; do
   for i in 1 2 3; do run "$root/configs/$c.json" --quiet --results "$c-$i.json" || status=1; done
 done
@@ -29,14 +42,14 @@ PRSTM_GPU_MEMORY_LIMIT=100000000 run "$root/configs/bank.json" --backend gpu >to
 echo "too big: exit $? ($(cat too-big.log))"
 # compute-sanitizer on the GPU kernels, through the verified stress configs.
 if [ "${SANITIZE:-1}" = 1 ]; then
-  for tool in memcheck racecheck; do
+  for tool in ${SANITIZERS:-memcheck racecheck}; do
     for cfg in "$root"/tests/data/stress/*.json; do
       n=$(basename "$cfg" .json)
       timeout 300 compute-sanitizer --tool "$tool" --target-processes all --error-exitcode 9 "$root/.device/run" prstm-run "$cfg" \
-        --backend gpu --threads 4096 --quiet >"san-$tool-$n.log" 2>&1
+        --backend gpu --threads 4096 --quiet --watchdog "${SAN_WATCHDOG:-60}" >"san-$tool-$n.log" 2>&1
       rc=$?
       [ $rc -eq 0 ] || status=1
-      echo "compute-sanitizer $tool $n: exit $rc: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "san-$tool-$n.log" | tail -1)"
+      echo "compute-sanitizer $tool $n: exit $rc in $SECONDS s so far: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "san-$tool-$n.log" | tail -1)"
     done
   done
 fi
