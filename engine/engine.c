@@ -175,6 +175,9 @@ int prstm_engine_set_state(prstm_engine *e, const prstm_word *words, uint64_t nw
   free(e->words);
   e->words = copy;
   e->nwords = nwords;
+  /* The words no longer come from a spec, so an invariant must not
+   * regenerate the initial state from an old one. */
+  e->has_spec = 0;
   return 0;
 }
 

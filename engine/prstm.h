@@ -280,7 +280,7 @@ void prstm_engine_destroy(prstm_engine *engine);
 const char *prstm_engine_error(const prstm_engine *engine);
 const prstm_workload *prstm_engine_workload(const prstm_engine *engine);
 const prstm_options *prstm_engine_options(const prstm_engine *engine);
-/* Sets the shared words (copied). */
+/* Sets the shared words (copied); prstm_engine_state_spec is NULL after it. */
 int prstm_engine_set_state(prstm_engine *engine, const prstm_word *words, uint64_t nwords);
 /* Sets the shared words through the workload's init_state hook. */
 int prstm_engine_init_state(prstm_engine *engine, const prstm_state_spec *spec);
