@@ -1,0 +1,686 @@
+/* vacation.c: the vacation workload's host side: types, knobs, initial state, the batch generator and the booking invariant. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vacation_body.h"
+
+PRSTM_CPU_WORKER(vacation, vacation_dispatch, VACATION_CAPACITY)
+
+#ifdef PRSTM_HAVE_CUDA
+int vacation_gpu_launch(const prstm_exec_ctx *ctx, uint32_t threads, char *err, size_t errlen);
+int vacation_gpu_max_threads(uint32_t *max_threads, char *err, size_t errlen);
+#define VACATION_GPU vacation_gpu_launch, vacation_gpu_max_threads
+#else
+#define VACATION_GPU NULL, NULL
+#endif
+
+static const prstm_type_desc vacation_types[] = {
+    {"book", 0, 0, 2, {{"customer", PRSTM_ARG_UINT}, {"type", PRSTM_ARG_UINT}},
+     {"no such customer or room type", "customer already holds this room type", NULL}},
+    {"cancel", 1, 0, 2, {{"customer", PRSTM_ARG_UINT}, {"type", PRSTM_ARG_UINT}},
+     {"no such customer or room type", "free rooms would exceed the capacity", NULL}},
+    {"free_rooms", 0, 1, 1, {{"type", PRSTM_ARG_UINT}}, {"no such customer or room type", NULL}},
+};
+
+/* Knob indices, in the order of vacation_params[]. */
+enum {
+  VP_CUSTOMERS = 0,
+  VP_ROOM_TYPES,
+  VP_ROOMS,
+  VP_SPACING,
+  VP_SLOTS,
+  VP_BOOKED,
+  VP_SOLD_OUT,
+  VP_STATE_SEED,
+  VP_COUNT
+};
+
+static const prstm_param_desc vacation_params[VP_COUNT] = {
+    {"customers", PRSTM_PARAM_STATE, 150000, 1, 100000000, 1, "customers"},
+    {"room_types", PRSTM_PARAM_STATE, 1000, 1, 1000000, 1, "room types"},
+    {"rooms", PRSTM_PARAM_STATE, 150, 1, 1000000000, 1, "rooms of each room type"},
+    {"spacing", PRSTM_PARAM_STATE, 100, 2, 1000000, 1, "words from one room-type record to the next"},
+    {"slots", PRSTM_PARAM_STATE, 4, 1, VACATION_MAX_SLOTS, 1, "reservation slots of each customer"},
+    {"booked", PRSTM_PARAM_STATE, 0.5, 0, 1, 0, "share of the rooms of each open room type booked at the start"},
+    {"sold_out", PRSTM_PARAM_STATE, 0.2, 0, 1, 0,
+     "share of the room types fully booked at the start; the semantic pairs of a batch use them"},
+    {"seed", PRSTM_PARAM_STATE, 1, 0, 9007199254740992.0, 1, "seed of the initial bookings"},
+};
+
+/* When a config's batch.generate gives no transactions. */
+#define VACATION_DEFAULT_TRANSACTIONS 1000000ull
+
+/* splitmix64: small, fast, and the same stream on every machine for a seed. */
+static uint64_t vacation_rand(uint64_t *s) {
+  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+static uint64_t vacation_below(uint64_t *s, uint64_t n) { return n ? vacation_rand(s) % n : 0; }
+static double vacation_unit(uint64_t *s) { return (double)(vacation_rand(s) >> 11) * (1.0 / 9007199254740992.0); }
+
+/* The sizes a state spec asks for. Sold-out types are the last ones, so
+ * that the open types are 0 .. open - 1 in any state of the same shape. */
+typedef struct vacation_shape {
+  uint64_t customers, types, rooms, spacing, slots, seed;
+  uint64_t sold_out_types, open_types, open_booked; /* rooms booked per open type */
+  uint64_t types_base, customers_base, nwords;
+} vacation_shape;
+
+static int vacation_shape_of(const prstm_state_spec *spec, vacation_shape *s, char *err, size_t errlen) {
+  memset(s, 0, sizeof *s);
+  s->customers = (uint64_t)spec->params[VP_CUSTOMERS];
+  s->types = (uint64_t)spec->params[VP_ROOM_TYPES];
+  s->rooms = (uint64_t)spec->params[VP_ROOMS];
+  s->spacing = (uint64_t)spec->params[VP_SPACING];
+  s->slots = (uint64_t)spec->params[VP_SLOTS];
+  s->seed = (uint64_t)spec->params[VP_STATE_SEED];
+  double booked = spec->params[VP_BOOKED], sold_out = spec->params[VP_SOLD_OUT];
+  if (s->customers < 1 || s->types < 1 || s->rooms < 1 || s->spacing < 2 || s->slots < 1 ||
+      s->slots > VACATION_MAX_SLOTS || !(booked >= 0 && booked <= 1) || !(sold_out >= 0 && sold_out <= 1)) {
+    snprintf(err, errlen, "state: customers, room_types and rooms must be at least 1, spacing at least 2, "
+                          "slots between 1 and %d, booked and sold_out between 0 and 1", VACATION_MAX_SLOTS);
+    return PRSTM_ECONFIG;
+  }
+  s->sold_out_types = (uint64_t)llround(sold_out * (double)s->types);
+  s->open_types = s->types - s->sold_out_types;
+  s->open_booked = (uint64_t)llround(booked * (double)s->rooms);
+  s->types_base = VACATION_HEADER;
+  /* Sizes are bounded by the knobs' maxima, so none of these overflows. */
+  s->customers_base = s->types_base + s->types * s->spacing;
+  s->nwords = s->customers_base + s->customers * s->slots;
+  if (s->nwords > (1ull << 31)) {
+    snprintf(err, errlen, "state: %llu words do not fit (at most 2^31)", (unsigned long long)s->nwords);
+    return PRSTM_ETOOBIG;
+  }
+  uint64_t holdings = s->sold_out_types * s->rooms + s->open_types * s->open_booked;
+  if (holdings > s->customers * s->slots) {
+    snprintf(err, errlen,
+             "state: the initial bookings (%llu) need more reservation slots than customers x slots (%llu); "
+             "lower booked or sold_out, or raise customers or slots",
+             (unsigned long long)holdings, (unsigned long long)(s->customers * s->slots));
+    return PRSTM_ECONFIG;
+  }
+  return 0;
+}
+
+static int vacation_holds(const prstm_word *w, const vacation_shape *s, uint64_t c, uint64_t t) {
+  const prstm_word *slot = w + s->customers_base + c * s->slots;
+  for (uint64_t i = 0; i < s->slots; i++)
+    if (slot[i] == t + 1) return 1;
+  return 0;
+}
+
+/* Gives customer c room type t in its first empty slot; 0 when it has none
+ * or holds t already. */
+static int vacation_give(prstm_word *w, const vacation_shape *s, uint64_t c, uint64_t t) {
+  prstm_word *slot = w + s->customers_base + c * s->slots;
+  uint64_t empty = s->slots;
+  for (uint64_t i = 0; i < s->slots; i++) {
+    if (slot[i] == t + 1) return 0;
+    if (slot[i] == 0 && empty == s->slots) empty = i;
+  }
+  if (empty == s->slots) return 0;
+  slot[empty] = t + 1;
+  return 1;
+}
+
+/* Builds the initial words of a shape: every type's free rooms, and random
+ * customers holding the booked rooms. Both init_state and the generator
+ * (which must know who holds what) call it, so they always agree. */
+static int vacation_build(const vacation_shape *s, prstm_word **out, char *err, size_t errlen) {
+  prstm_word *w = calloc((size_t)s->nwords, sizeof *w);
+  if (!w) {
+    snprintf(err, errlen, "cannot allocate %llu state words", (unsigned long long)s->nwords);
+    return PRSTM_ENOMEM;
+  }
+  w[0] = s->types;
+  w[1] = s->spacing;
+  w[2] = s->customers;
+  w[3] = s->slots;
+  w[4] = s->types_base;
+  w[5] = s->customers_base;
+  uint64_t rng = s->seed ^ 0x76616361ull;
+  uint64_t cursor = 0; /* where the fallback scan goes on, so a full state costs linear time */
+  for (uint64_t t = 0; t < s->types; t++) {
+    uint64_t booked = t < s->open_types ? s->open_booked : s->rooms;
+    w[s->types_base + t * s->spacing] = s->rooms - booked;
+    w[s->types_base + t * s->spacing + 1] = s->rooms;
+    for (uint64_t r = 0; r < booked; r++) {
+      int given = 0;
+      for (int tries = 0; tries < 32 && !given; tries++) given = vacation_give(w, s, vacation_below(&rng, s->customers), t);
+      for (uint64_t k = 0; k < s->customers && !given; k++) {
+        given = vacation_give(w, s, cursor, t);
+        cursor = (cursor + 1) % s->customers;
+      }
+      if (!given) {
+        /* Enough slots exist overall (checked by the shape), but a type with
+         * more rooms than customers cannot be filled: no customer holds a
+         * type twice. */
+        free(w);
+        snprintf(err, errlen, "state: room type %llu has more booked rooms than there are customers",
+                 (unsigned long long)t);
+        return PRSTM_ECONFIG;
+      }
+    }
+  }
+  *out = w;
+  return 0;
+}
+
+static int vacation_init_state(const prstm_state_spec *spec, prstm_word **words, uint64_t *nwords, char *err,
+                               size_t errlen) {
+  vacation_shape s;
+  int rc = vacation_shape_of(spec, &s, err, errlen);
+  if (rc) return rc;
+  if ((rc = vacation_build(&s, words, err, errlen)) != 0) return rc;
+  *nwords = s.nwords;
+  return 0;
+}
+
+/* ---- The generator ----
+ *
+ * Random traffic books and cancels open room types only, following a model
+ * of the state in generation order: a book goes to a type with a free room
+ * and a customer with an empty slot who never held that type (in the state or
+ * earlier in the batch), a cancel to a booking that exists at that point. So
+ * the generation order itself is a serial schedule in which everything
+ * commits, and with the open types about half full a reordering rarely
+ * makes one sell out. Cancels of bookings made earlier in the batch do depend on them;
+ * the higher tag makes such a cancel meet its booking's absence and wait.
+ *
+ * Semantic pairs use the sold-out types: a book of a sold-out type placed
+ * before the cancel (by a holder of that type) that frees its room, at
+ * random rows. Each initial holder is cancelled once, so while there are
+ * enough of them every pair can always commit; beyond that, a pair cancels
+ * the customer booked by an earlier pair of the same type (a chain), and some
+ * may be abandoned because a later booking took the freed room first. */
+typedef struct vacation_booking {
+  uint64_t customer, type;
+} vacation_booking;
+
+typedef struct vacation_gen {
+  vacation_shape s;
+  uint64_t rng;
+  prstm_batch *batch;
+  uint64_t *free_rooms;     /* per open type, in generation order */
+  uint8_t *used;            /* slots in use per customer, in generation order */
+  uint8_t *ever;            /* bit (c * types + t): c held t at some point; NULL when too large */
+  vacation_booking *open;   /* current bookings of open types */
+  uint64_t nopen, capopen;
+  vacation_booking *holders; /* initial holders of sold-out types, shuffled */
+  uint64_t nholders;
+  uint64_t *pair_booker;    /* customer booked by pair p, UINT64_MAX until chosen */
+  uint64_t *pair_type;      /* room type of pair p */
+  double weight[3];         /* cumulative, by type index */
+} vacation_gen;
+
+static int vacation_ever(const vacation_gen *g, uint64_t c, uint64_t t) {
+  if (!g->ever) return 0;
+  uint64_t bit = c * g->s.types + t;
+  return (g->ever[bit >> 3] >> (bit & 7)) & 1;
+}
+static void vacation_mark(vacation_gen *g, uint64_t c, uint64_t t) {
+  if (!g->ever) return;
+  uint64_t bit = c * g->s.types + t;
+  g->ever[bit >> 3] |= (uint8_t)(1u << (bit & 7));
+}
+
+static int vacation_open_push(vacation_gen *g, uint64_t c, uint64_t t) {
+  if (g->nopen == g->capopen) {
+    uint64_t cap = g->capopen ? 2 * g->capopen : 1024;
+    vacation_booking *p = realloc(g->open, (size_t)cap * sizeof *p);
+    if (!p) return PRSTM_ENOMEM;
+    g->open = p;
+    g->capopen = cap;
+  }
+  g->open[g->nopen].customer = c;
+  g->open[g->nopen].type = t;
+  g->nopen++;
+  return 0;
+}
+
+/* A customer that can book type t: an empty slot, and never held t. */
+static int vacation_can_book(const vacation_gen *g, uint64_t c, uint64_t t) {
+  return g->used[c] < g->s.slots && !vacation_ever(g, c, t);
+}
+
+static uint64_t vacation_pick_customer(vacation_gen *g, uint64_t t) {
+  for (int tries = 0; tries < 64; tries++) {
+    uint64_t c = vacation_below(&g->rng, g->s.customers);
+    if (vacation_can_book(g, c, t)) return c;
+  }
+  uint64_t start = vacation_below(&g->rng, g->s.customers);
+  for (uint64_t k = 0; k < g->s.customers; k++) {
+    uint64_t c = (start + k) % g->s.customers;
+    if (vacation_can_book(g, c, t)) return c;
+  }
+  return UINT64_MAX;
+}
+
+static int vacation_append(vacation_gen *g, unsigned type, uint64_t a0, uint64_t a1) {
+  prstm_word args[2] = {a0, a1};
+  return prstm_batch_append(g->batch, type, args, type == VACATION_FREE_ROOMS ? 1 : 2);
+}
+
+static int vacation_emit_book(vacation_gen *g, uint64_t c, uint64_t t) {
+  g->used[c]++;
+  vacation_mark(g, c, t);
+  return vacation_append(g, VACATION_BOOK, c, t);
+}
+
+/* A random book of an open type; 1 when none is possible now. */
+static int vacation_random_book(vacation_gen *g, int *none) {
+  *none = 1;
+  if (g->s.open_types == 0) return 0;
+  for (int tries = 0; tries < 64; tries++) {
+    uint64_t t = vacation_below(&g->rng, g->s.open_types);
+    if (g->free_rooms[t] == 0) continue;
+    uint64_t c = vacation_pick_customer(g, t);
+    if (c == UINT64_MAX) continue;
+    *none = 0;
+    g->free_rooms[t]--;
+    int rc = vacation_open_push(g, c, t);
+    return rc ? rc : vacation_emit_book(g, c, t);
+  }
+  return 0;
+}
+
+static int vacation_random_cancel(vacation_gen *g, int *none) {
+  *none = g->nopen == 0;
+  if (*none) return 0;
+  uint64_t i = vacation_below(&g->rng, g->nopen);
+  vacation_booking b = g->open[i];
+  g->open[i] = g->open[--g->nopen];
+  g->free_rooms[b.type]++;
+  g->used[b.customer]--;
+  return vacation_append(g, VACATION_CANCEL, b.customer, b.type);
+}
+
+/* One transaction drawn from the mix; a book or cancel that the model cannot
+ * place becomes the other, and a query when neither can be placed. */
+static int vacation_emit_random(vacation_gen *g) {
+  double u = vacation_unit(&g->rng) * g->weight[2];
+  unsigned type = 0;
+  while (type < 2 && u >= g->weight[type]) type++;
+  int none = 0, rc = 0;
+  if (type == VACATION_BOOK) {
+    if ((rc = vacation_random_book(g, &none)) != 0 || !none) return rc;
+    if ((rc = vacation_random_cancel(g, &none)) != 0 || !none) return rc;
+  } else if (type == VACATION_CANCEL) {
+    if ((rc = vacation_random_cancel(g, &none)) != 0 || !none) return rc;
+    if ((rc = vacation_random_book(g, &none)) != 0 || !none) return rc;
+  }
+  return vacation_append(g, VACATION_FREE_ROOMS, vacation_below(&g->rng, g->s.types), 0);
+}
+
+/* The customer pair p books, chosen when first needed (its book row, or the
+ * cancel row of the pair that chains on it, whichever comes first). */
+static uint64_t vacation_pair_booker(vacation_gen *g, uint64_t p) {
+  if (g->pair_booker[p] == UINT64_MAX) {
+    uint64_t c = vacation_pick_customer(g, g->pair_type[p]);
+    if (c == UINT64_MAX) c = vacation_below(&g->rng, g->s.customers); /* it will fail; the run still ends */
+    g->pair_booker[p] = c;
+    g->used[c]++;
+    vacation_mark(g, c, g->pair_type[p]);
+  }
+  return g->pair_booker[p];
+}
+
+static int vacation_emit_pair_member(vacation_gen *g, uint64_t p, int cancel) {
+  uint64_t t = g->pair_type[p];
+  if (!cancel) return vacation_append(g, VACATION_BOOK, vacation_pair_booker(g, p), t);
+  uint64_t c = p < g->nholders ? g->holders[p].customer : vacation_pair_booker(g, p - g->nholders);
+  if (g->used[c]) g->used[c]--;
+  return vacation_append(g, VACATION_CANCEL, c, t);
+}
+
+static void vacation_gen_free(vacation_gen *g) {
+  free(g->free_rooms);
+  free(g->used);
+  free(g->ever);
+  free(g->open);
+  free(g->holders);
+  free(g->pair_booker);
+  free(g->pair_type);
+}
+
+/* Loads the model from the initial words. */
+static int vacation_gen_model(vacation_gen *g, const prstm_word *w, char *err, size_t errlen) {
+  const vacation_shape *s = &g->s;
+  g->free_rooms = calloc((size_t)(s->open_types ? s->open_types : 1), sizeof *g->free_rooms);
+  g->used = calloc((size_t)s->customers, 1);
+  g->holders = malloc((size_t)(s->sold_out_types * s->rooms + 1) * sizeof *g->holders);
+  /* The history bitset is what keeps a customer from booking a type again
+   * after cancelling it (which could fail in another order); past 512 MiB it
+   * is left out, at the price of such rare failures. */
+  uint64_t bits = s->customers * s->types;
+  if (bits / 8 < (512ull << 20)) g->ever = calloc((size_t)(bits / 8 + 1), 1);
+  if (!g->free_rooms || !g->used || !g->holders || (bits / 8 < (512ull << 20) && !g->ever)) {
+    snprintf(err, errlen, "cannot allocate the generator's model of the state");
+    return PRSTM_ENOMEM;
+  }
+  for (uint64_t t = 0; t < s->open_types; t++) g->free_rooms[t] = w[s->types_base + t * s->spacing];
+  for (uint64_t c = 0; c < s->customers; c++) {
+    const prstm_word *slot = w + s->customers_base + c * s->slots;
+    for (uint64_t i = 0; i < s->slots; i++) {
+      if (!slot[i]) continue;
+      uint64_t t = slot[i] - 1;
+      g->used[c]++;
+      vacation_mark(g, c, t);
+      if (t < s->open_types) {
+        if (vacation_open_push(g, c, t)) {
+          snprintf(err, errlen, "cannot allocate the generator's model of the state");
+          return PRSTM_ENOMEM;
+        }
+      } else {
+        g->holders[g->nholders].customer = c;
+        g->holders[g->nholders].type = t;
+        g->nholders++;
+      }
+    }
+  }
+  for (uint64_t i = g->nholders; i > 1; i--) {
+    uint64_t j = vacation_below(&g->rng, i);
+    vacation_booking x = g->holders[i - 1];
+    g->holders[i - 1] = g->holders[j];
+    g->holders[j] = x;
+  }
+  return 0;
+}
+
+static int vacation_generate(const prstm_generate_spec *spec, const prstm_state_spec *state, prstm_batch *batch,
+                             char *err, size_t errlen) {
+  vacation_gen g;
+  memset(&g, 0, sizeof g);
+  int rc = vacation_shape_of(state, &g.s, err, errlen);
+  if (rc) return rc;
+  uint64_t n = spec->transactions ? spec->transactions : VACATION_DEFAULT_TRANSACTIONS;
+  /* Default mix: bookings and cancellations in balance, so that the open
+   * types stay about as full as they start, and a few queries. */
+  double w[3] = {0.45, 0.45, 0.1};
+  if (spec->nmix) {
+    memset(w, 0, sizeof w);
+    for (unsigned i = 0; i < spec->nmix; i++) {
+      int t = prstm_type_find(prstm_batch_workload(batch), spec->mix_names[i]);
+      if (t < 0) {
+        snprintf(err, errlen, "mix: unknown transaction type '%s'", spec->mix_names[i]);
+        return PRSTM_EUNKNOWN;
+      }
+      w[t] += spec->mix_weights[i];
+    }
+  }
+  if (spec->read_only >= 0) {
+    double rest = w[VACATION_BOOK] + w[VACATION_CANCEL];
+    if (rest <= 0 && spec->read_only < 1) {
+      snprintf(err, errlen, "read_only %g leaves no update type: give book or cancel a weight in mix",
+               spec->read_only);
+      return PRSTM_ECONFIG;
+    }
+    for (int t = 0; t < 2; t++) w[t] = rest > 0 ? w[t] / rest * (1 - spec->read_only) : 0;
+    w[VACATION_FREE_ROOMS] = spec->read_only;
+  }
+  if (w[0] + w[1] + w[2] <= 0) {
+    snprintf(err, errlen, "mix: all weights are zero");
+    return PRSTM_ECONFIG;
+  }
+  for (int t = 0; t < 3; t++) g.weight[t] = (t ? g.weight[t - 1] : 0) + w[t];
+  uint64_t npairs = (uint64_t)(spec->semantic_ratio * (double)n / 2.0);
+  if (npairs && g.s.sold_out_types == 0) {
+    snprintf(err, errlen, "semantic_ratio %g needs sold-out room types: set state.sold_out above 0",
+             spec->semantic_ratio);
+    return PRSTM_ECONFIG;
+  }
+  g.rng = spec->seed ^ 0x9c0ffee5ull;
+  g.batch = batch;
+  prstm_word *words = NULL;
+  if ((rc = vacation_build(&g.s, &words, err, errlen)) != 0) return rc;
+  rc = vacation_gen_model(&g, words, err, errlen);
+  free(words);
+  if (rc) {
+    vacation_gen_free(&g);
+    return rc;
+  }
+
+  /* Pairs take two random rows each; the book gets the earlier one, so every
+   * dependency is placed the wrong way round, at every distance. */
+  uint64_t *slot = NULL, *chosen = NULL;
+  if (npairs) {
+    slot = malloc((size_t)n * sizeof *slot);
+    chosen = malloc((size_t)(2 * npairs) * sizeof *chosen);
+    g.pair_booker = malloc((size_t)npairs * sizeof *g.pair_booker);
+    g.pair_type = malloc((size_t)npairs * sizeof *g.pair_type);
+    if (!slot || !chosen || !g.pair_booker || !g.pair_type) {
+      free(slot);
+      free(chosen);
+      vacation_gen_free(&g);
+      snprintf(err, errlen, "cannot allocate the generator's pairing tables");
+      return PRSTM_ENOMEM;
+    }
+    uint64_t need = 2 * npairs, m = 0;
+    for (uint64_t i = 0; i < n; i++) {
+      slot[i] = UINT64_MAX;
+      if (vacation_below(&g.rng, n - i) < need - m) chosen[m++] = i;
+    }
+    for (uint64_t i = m - 1; i > 0; i--) {
+      uint64_t j = vacation_below(&g.rng, i + 1), t = chosen[i];
+      chosen[i] = chosen[j];
+      chosen[j] = t;
+    }
+    for (uint64_t p = 0; p < npairs; p++) {
+      uint64_t x = chosen[2 * p], y = chosen[2 * p + 1];
+      slot[x < y ? x : y] = p << 1;
+      slot[x < y ? y : x] = (p << 1) | 1;
+      g.pair_booker[p] = UINT64_MAX;
+      /* Pair p frees the room of holder p mod holders: the initial holder,
+       * or the customer booked by the pair before it in that chain. */
+      g.pair_type[p] = g.holders[p % g.nholders].type;
+    }
+  }
+  for (uint64_t i = 0; i < n && rc == 0; i++) {
+    if (!slot || slot[i] == UINT64_MAX)
+      rc = vacation_emit_random(&g);
+    else
+      rc = vacation_emit_pair_member(&g, slot[i] >> 1, (int)(slot[i] & 1));
+  }
+  free(slot);
+  free(chosen);
+  vacation_gen_free(&g);
+  if (rc) {
+    snprintf(err, errlen, "cannot append generated transaction: %s", prstm_strerror(rc));
+    return rc;
+  }
+  if (spec->presorted) return prstm_batch_presort(batch);
+  return 0;
+}
+
+/* ---- The invariant ---- */
+
+/* A signed change of one (customer, type) holding, to be summed per key. */
+typedef struct vacation_delta {
+  uint64_t key;
+  int64_t d;
+} vacation_delta;
+
+static int vacation_delta_cmp(const void *a, const void *b) {
+  uint64_t x = ((const vacation_delta *)a)->key, y = ((const vacation_delta *)b)->key;
+  return x < y ? -1 : x > y;
+}
+
+/* Whether the final words still have the layout of the shape the spec
+ * describes, so that its initial state is the one this run started from. */
+static int vacation_spec_matches(const prstm_state_spec *spec, const prstm_word *w, uint64_t nwords,
+                                 vacation_shape *s) {
+  char err[256];
+  if (!spec || vacation_shape_of(spec, s, err, sizeof err) != 0) return 0;
+  return nwords == s->nwords && w[0] == s->types && w[1] == s->spacing && w[2] == s->customers &&
+         w[3] == s->slots && w[4] == s->types_base && w[5] == s->customers_base;
+}
+
+/* Checks, on the final state, independently of the engine:
+ *  - per room type: free + the customers' slots holding it == capacity (the
+ *    capacity from the state spec when known), and free <= capacity;
+ *  - no customer holds a type twice, and no slot names a type that does not exist;
+ *  - per type: committed books - committed cancels == initial free - final free;
+ *  - per (customer, type): initially held + committed books - committed
+ *    cancels == finally held, which no reordering of the counts can fake;
+ *  - every booking abandoned at quiescence still meets a sold-out type or a
+ *    customer with no free slot (it would postpone again), and every
+ *    abandoned cancel still finds no booking. */
+static int vacation_check_invariant(const prstm_engine *engine, const prstm_batch *b, int *ok, char *msg,
+                                    size_t msglen) {
+  uint64_t nwords = 0;
+  const prstm_word *w = prstm_engine_state(engine, &nwords);
+  *ok = 0;
+  if (!w || nwords < VACATION_HEADER) {
+    snprintf(msg, msglen, "not a vacation state: %llu words", (unsigned long long)nwords);
+    return 0;
+  }
+  vacation_shape s;
+  memset(&s, 0, sizeof s);
+  int known = vacation_spec_matches(prstm_engine_state_spec(engine), w, nwords, &s);
+  if (!known) {
+    /* A state given directly: take the layout from its header, and check
+     * it against the size before trusting it. */
+    s.types = w[0];
+    s.spacing = w[1];
+    s.customers = w[2];
+    s.slots = w[3];
+    s.types_base = w[4];
+    s.customers_base = w[5];
+    if (s.slots < 1 || s.slots > VACATION_MAX_SLOTS || s.spacing < 2 || s.types_base < VACATION_HEADER ||
+        s.types > nwords || s.customers > nwords || s.types_base + s.types * s.spacing > s.customers_base ||
+        s.customers_base + s.customers * s.slots > nwords) {
+      snprintf(msg, msglen, "the state header does not describe a vacation state of %llu words",
+               (unsigned long long)nwords);
+      return 0;
+    }
+  }
+  uint64_t *held = calloc((size_t)s.types + 1, sizeof *held);
+  int64_t *net = calloc((size_t)s.types + 1, sizeof *net);
+  prstm_word *initial = NULL;
+  uint64_t n = prstm_batch_size(b), ndelta = 0;
+  vacation_delta *delta = NULL;
+  if (known) {
+    char err[256];
+    if (vacation_build(&s, &initial, err, sizeof err) != 0) initial = NULL;
+    delta = malloc((size_t)(n + 2 * s.customers * s.slots + 1) * sizeof *delta);
+  }
+  if (!held || !net || (known && (!initial || !delta))) {
+    free(held);
+    free(net);
+    free(initial);
+    free(delta);
+    return PRSTM_ENOMEM;
+  }
+  uint64_t bad_slots = 0, twice = 0, bad_types = 0, blocked_bad = 0, bad_pairs = 0, bad_net = 0;
+  uint64_t books = 0, cancels = 0, abandoned = 0;
+  for (uint64_t c = 0; c < s.customers; c++) {
+    const prstm_word *slot = w + s.customers_base + c * s.slots;
+    for (uint64_t i = 0; i < s.slots; i++) {
+      if (!slot[i]) continue;
+      if (slot[i] > s.types) {
+        bad_slots++;
+        continue;
+      }
+      held[slot[i] - 1]++;
+      for (uint64_t j = 0; j < i; j++) twice += slot[j] == slot[i];
+      if (known) delta[ndelta++] = (vacation_delta){c * s.types + slot[i] - 1, -1};
+    }
+    if (known) {
+      const prstm_word *init = initial + s.customers_base + c * s.slots;
+      for (uint64_t i = 0; i < s.slots; i++)
+        if (init[i]) delta[ndelta++] = (vacation_delta){c * s.types + init[i] - 1, +1};
+    }
+  }
+  for (uint64_t i = 0; i < n; i++) {
+    prstm_status st;
+    unsigned reason = 0;
+    prstm_batch_outcome(b, i, &st, &reason, NULL);
+    unsigned type = prstm_batch_type(b, i);
+    if (type == VACATION_FREE_ROOMS) continue;
+    uint64_t c = prstm_batch_arg(b, i, 0), t = prstm_batch_arg(b, i, 1);
+    int valid = c < s.customers && t < s.types;
+    if (st == PRSTM_COMMITTED && valid) {
+      int d = type == VACATION_BOOK ? +1 : -1;
+      if (d > 0) books++; else cancels++;
+      net[t] += d;
+      if (known) delta[ndelta++] = (vacation_delta){c * s.types + t, d};
+    } else if (st == PRSTM_COMMITTED) {
+      bad_types++; /* a body must fail an unknown customer or type */
+    } else if (st == PRSTM_ABANDONED && reason == PRSTM_REASON_QUIESCENT) {
+      /* Retry mode gives up on a schedule, so only quiescence claims this. */
+      abandoned++;
+      if (!valid) {
+        blocked_bad++;
+        continue;
+      }
+      const prstm_word *slot = w + s.customers_base + c * s.slots;
+      int holds = 0, empty = 0;
+      for (uint64_t k = 0; k < s.slots; k++) {
+        holds |= slot[k] == t + 1;
+        empty |= slot[k] == 0;
+      }
+      /* A book waits for a free room and a free slot; holding the type
+       * would have failed it. */
+      if (type == VACATION_BOOK && (holds || (w[s.types_base + t * s.spacing] != 0 && empty))) blocked_bad++;
+      if (type == VACATION_CANCEL && holds) blocked_bad++;
+    }
+  }
+  uint64_t bad_capacity = 0, total_free = 0, total_held = 0;
+  for (uint64_t t = 0; t < s.types; t++) {
+    uint64_t f = w[s.types_base + t * s.spacing];
+    uint64_t cap = known ? s.rooms : w[s.types_base + t * s.spacing + 1];
+    total_free += f;
+    total_held += held[t];
+    if (w[s.types_base + t * s.spacing + 1] != cap || f > cap || f + held[t] != cap) bad_capacity++;
+    if (known) {
+      uint64_t f0 = initial[s.types_base + t * s.spacing];
+      if ((int64_t)(f0 - f) != net[t]) bad_net++;
+    }
+  }
+  if (known) {
+    qsort(delta, (size_t)ndelta, sizeof *delta, vacation_delta_cmp);
+    for (uint64_t i = 0; i < ndelta;) {
+      int64_t sum = 0;
+      uint64_t j = i;
+      for (; j < ndelta && delta[j].key == delta[i].key; j++) sum += delta[j].d;
+      if (sum != 0) bad_pairs++;
+      i = j;
+    }
+  }
+  *ok = bad_slots == 0 && twice == 0 && bad_types == 0 && blocked_bad == 0 && bad_capacity == 0 && bad_net == 0 &&
+        bad_pairs == 0;
+  snprintf(msg, msglen,
+           "%llu room types: free %llu + booked %llu, %llu types off capacity; %llu double holdings, %llu bad "
+           "slots; committed books %llu - cancels %llu %s; %llu (customer, type) holdings off; %llu of %llu "
+           "abandoned not blocked on the final state",
+           (unsigned long long)s.types, (unsigned long long)total_free, (unsigned long long)total_held,
+           (unsigned long long)bad_capacity, (unsigned long long)twice, (unsigned long long)(bad_slots + bad_types),
+           (unsigned long long)books, (unsigned long long)cancels,
+           known ? (bad_net ? "!= initial free - final free on some types" : "= initial free - final free per type")
+                 : "(initial state unknown)",
+           (unsigned long long)bad_pairs, (unsigned long long)blocked_bad, (unsigned long long)abandoned);
+  free(held);
+  free(net);
+  free(initial);
+  free(delta);
+  return 0;
+}
+
+const prstm_workload prstm_workload_vacation = {
+    .name = "vacation",
+    .ntypes = sizeof vacation_types / sizeof vacation_types[0],
+    .types = vacation_types,
+    .nvariants = 1,
+    .variants = {{PRSTM_MAX_COLUMNS, VACATION_CAPACITY, vacation_cpu_worker, VACATION_GPU}},
+    .init_state = vacation_init_state,
+    .generate = vacation_generate,
+    .check_invariant = vacation_check_invariant,
+    .config_keys = 0,
+    .nparams = VP_COUNT,
+    .params = vacation_params,
+};
