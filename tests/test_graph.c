@@ -7,6 +7,7 @@
 
 #include "graph_body.h"
 #include "prstm.h"
+#include "test_paths.h"
 
 /* CPU runs use far more threads than the machine has cores, to shake out
  * interleavings; GPU runs use a few thousand threads on the same small graphs. */
@@ -519,8 +520,8 @@ Test(graph, prstm_run_drives_the_rounds_of_a_config) {
   cr_assert_geq(fd, 0);
   close(fd);
   char cmd[4096];
-  snprintf(cmd, sizeof cmd, "'%s' '%s/stress/graph-64-threads.json' --quiet --results '%s'", PRSTM_RUN_PATH,
-           PRSTM_TEST_DATA_DIR, results);
+  snprintf(cmd, sizeof cmd, "'%s' '%s/stress/graph-64-threads.json' --quiet --results '%s'", test_run_path(),
+           test_data_dir(), results);
   int status = system(cmd);
   FILE *f = fopen(results, "r");
   cr_assert_not_null(f);

@@ -7,6 +7,7 @@
 
 #include "engine_internal.h"
 #include "prstm.h"
+#include "test_paths.h"
 #include "skiplist_body.h"
 
 #define CPU_THREADS 64
@@ -398,8 +399,10 @@ Test(skiplist_state, impossible_knobs_are_refused) {
 
 /* The shipped config and the stress config load and name valid knobs. */
 Test(skiplist_config, shipped_configs_load) {
-  const char *paths[] = {PRSTM_SOURCE_DIR "/configs/skiplist.json",
-                         PRSTM_TEST_DATA_DIR "/stress/skiplist-64-threads.json"};
+  /* Found through test_data_dir, so the test also runs from a copied tree. */
+  char paths[2][4096];
+  snprintf(paths[0], sizeof paths[0], "%s/../../configs/skiplist.json", test_data_dir());
+  snprintf(paths[1], sizeof paths[1], "%s/stress/skiplist-64-threads.json", test_data_dir());
   for (int i = 0; i < 2; i++) {
     prstm_config cfg;
     char err[512];
