@@ -10,6 +10,30 @@ typedef int (*prstm_dispatch_fn)(prstm_tx *tx, unsigned type);
 
 #define PRSTM_Q_STALLED_MASK 0xffffffffull
 
+/* An attempt that lost to a lock holder (a final lock, or a pre-lock of
+ * higher priority) waits for the holder's lock word to change before it
+ * tries again. Retrying at once only re-reads, steals and loses pre-locks in
+ * a storm of atomics on one line: under a hot spot on a full GPU (k-means'
+ * 16 clusters, vacation's room types) that cost hundreds of aborts per
+ * commit and slowed the holders themselves. Only lower priorities wait on
+ * higher ones or on committers, and the waiter holds no lock, so no cycle of
+ * waits can form; the bound covers a word that comes back to the value seen
+ * (the same holder pre-locking the same version again), after which the
+ * attempt simply retries. Other aborts (a version that moved: the new value
+ * is there to read) retry after the usual short pause. */
+#define PRSTM_CONFLICT_WAIT_ROUNDS 4096u
+PRSTM_INLINE void cmp_wait_conflict(const prstm_exec_ctx *ctx, const prstm_tx *tx, unsigned attempt) {
+  if (!tx->conflict_wait) {
+    prstm_pause(attempt);
+    return;
+  }
+  const uint64_t *lw = &ctx->locks[tx->conflict_lock];
+  for (unsigned round = 0; round < PRSTM_CONFLICT_WAIT_ROUNDS; round++) {
+    if (prstm_load_acquire(lw) != tx->conflict_word || PRSTM_STOPPED(ctx)) return;
+    prstm_pause(round < 8u ? round : 8u);
+  }
+}
+
 /* Executes row until it commits, fails, or is postponed by a semantic
  * conflict; concurrent conflicts are retried here, and the priority rule
  * guarantees that some committer always makes progress. Returns the final
@@ -61,7 +85,7 @@ PRSTM_INLINE unsigned cmp_attempt(prstm_tx *tx, const prstm_exec_ctx *ctx, uint6
     }
     st->aborts++;
     if (PRSTM_STOPPED(ctx)) return PRSTM_STATUS_STOPPED;
-    prstm_pause(attempt);
+    cmp_wait_conflict(ctx, tx, attempt);
   }
 }
 
@@ -177,13 +201,19 @@ PRSTM_INLINE void cmp_walk_postpone(prstm_tx *tx, const prstm_exec_ctx *ctx, uin
   /* A thread with an empty block is finished from the start, and must be
    * counted as such or the others would wait for it forever. */
   if (pending == 0) prstm_fetch_add(&ctx->quiesce[PRSTM_Q_DONE], 1);
+  /* Sweeps in a row that committed nothing although the epoch moved: the
+   * commits elsewhere did not fund this block yet. Each such sweep re-reads
+   * what its postponed transactions depend on, often the hottest words of
+   * the batch, so the next one waits longer, in proportion to what the last
+   * one cost (bounded, see prstm_backoff). */
+  unsigned futile = 0;
   while (pending > 0) {
     uint64_t epoch = prstm_load_acquire(&ctx->quiesce[PRSTM_Q_EPOCH_STALLED]) >> 32;
     /* The epoch may have been moved by a thread other than the committers it
      * stands for (cmp_bump_epoch); a full fence per sweep makes their commits
      * visible to this sweep under the PTX and C11 models, not only in practice. */
     prstm_fence_sc();
-    uint64_t commits = 0;
+    uint64_t commits = 0, sweep_start = prstm_clock_ns();
     st->sweeps++;
     for (int tag = 15; tag >= 0; tag--) {
       if (!((ctx->tag_mask >> tag) & 1u)) continue;
@@ -208,10 +238,17 @@ PRSTM_INLINE void cmp_walk_postpone(prstm_tx *tx, const prstm_exec_ctx *ctx, uin
       prstm_fetch_add(&ctx->quiesce[PRSTM_Q_DONE], 1);
       break;
     }
-    if (commits) continue;
+    if (commits) {
+      futile = 0;
+      continue;
+    }
+    uint64_t sweep_ns = prstm_clock_ns() - sweep_start;
     int quiet = cmp_wait_quiescent(ctx, epoch);
     if (quiet < 0) return; /* stopped */
-    if (!quiet) continue;
+    if (!quiet) {
+      prstm_backoff(futile++, sweep_ns);
+      continue;
+    }
     /* Quiescent: each postponed transaction, re-run on this final state,
      * would still meet its semantic conflict. */
     for (uint64_t row = rank; row < n; row += step)

@@ -64,6 +64,20 @@ PRSTM_INLINE uint64_t prstm_fetch_add(uint64_t *p, uint64_t v) {
   return old;
 }
 PRSTM_INLINE void prstm_pause(unsigned rounds) { __nanosleep(rounds < 64 ? 32u * rounds : 2048u); }
+/* Wait of a thread whose last sweep found nothing it could do: 128 ns
+ * doubling up to 16 us, and at least 8 times what that sweep took, so that a
+ * stalled thread spends at most a ninth of its time re-checking postponed
+ * transactions; bounded by 2 ms. */
+PRSTM_INLINE void prstm_backoff(unsigned level, uint64_t sweep_ns) {
+  uint64_t ns = 128ull << (level < 7u ? level : 7u);
+  if (sweep_ns > ns / 8u) ns = sweep_ns * 8u;
+  if (ns > 2000000ull) ns = 2000000ull;
+  while (ns > 0) {
+    unsigned part = ns > 1000000ull ? 1000000u : (unsigned)ns; /* __nanosleep's limit */
+    __nanosleep(part);
+    ns -= part;
+  }
+}
 /* Nanoseconds of the GPU's global timer (coarse, but shared by all SMs). */
 PRSTM_INLINE uint64_t prstm_clock_ns(void) {
   uint64_t t;
@@ -92,6 +106,10 @@ extern "C"
 void prstm_host_yield(void);
 PRSTM_INLINE void prstm_pause(unsigned rounds) {
   if (rounds > 2) prstm_host_yield();
+}
+PRSTM_INLINE void prstm_backoff(unsigned level, uint64_t sweep_ns) {
+  (void)sweep_ns; /* a few host threads cannot saturate a cache line: yielding is enough */
+  if (level > 0) prstm_host_yield();
 }
 #ifdef __cplusplus
 extern "C"

@@ -86,6 +86,12 @@ typedef struct prstm_tx {
   uint32_t nreads, nwrites, nlocks, cap;
   uint32_t state;
   uint32_t reason;
+  /* The lock word that made the last attempt abort, as it was seen, when the
+   * abort was caused by another transaction holding that lock (a final lock,
+   * or a pre-lock of higher priority). The retry waits until the word changes
+   * instead of racing the holder again; see cmp_wait_conflict. */
+  uint64_t conflict_lock, conflict_word;
+  uint32_t conflict_wait;
   prstm_read_entry *reads;
   prstm_write_entry *writes;
   prstm_lock_entry *locks;
@@ -119,6 +125,15 @@ PRSTM_INLINE void prstm_tx_doom(prstm_tx *tx, uint32_t state) {
   if (tx->state == PRSTM_TX_OK) tx->state = state;
 }
 
+/* Records that another transaction holds lock `l` (its word read as `w`), so
+ * that the retry waits for that holder to move on. */
+PRSTM_INLINE void prstm_tx_note_holder(prstm_tx *tx, uint64_t l, uint64_t w) {
+  if (!prstm_lock_is_locked(w) && !prstm_lock_is_prelocked(w)) return; /* nobody holds it now */
+  tx->conflict_lock = l;
+  tx->conflict_word = w;
+  tx->conflict_wait = 1;
+}
+
 /* Invisible read: the lock word with acquire order, then the value. The
  * published pseudocode reads the value first, which lets a value newer than
  * its recorded version pass validation; here the version is read before the
@@ -136,6 +151,7 @@ PRSTM_INLINE uint64_t prstm_read(prstm_tx *tx, uint64_t addr) {
   uint64_t l = addr / ctx->lock_coverage;
   uint64_t before = prstm_load_acquire(&ctx->locks[l]);
   if (prstm_lock_is_locked(before)) {
+    prstm_tx_note_holder(tx, l, before);
     prstm_tx_doom(tx, PRSTM_TX_CONFLICT);
     return 0;
   }
@@ -163,7 +179,14 @@ PRSTM_INLINE uint64_t prstm_read(prstm_tx *tx, uint64_t addr) {
  * edges, a table of constants): no lock check and no read-set entry, so
  * large static inputs cost no set capacity and no validation. Reading a word
  * that some transaction does write through this call breaks isolation; the
- * verification replay (--verify) catches such a misuse as a mismatch. */
+ * verification replay (--verify) catches such a misuse as a mismatch.
+ * One use of a written word is sound: a hint whose only effect is to
+ * postpone. A postponement commits nothing, and the value read is never
+ * older than the state at the start of the thread's sweep, so on the final
+ * quiescent state (where abandonment is decided) the hint is exact; k-means
+ * checks with it whether the previous iteration is complete before paying
+ * for validated reads. Anything the transaction writes or returns must come
+ * from prstm_read or from words no transaction writes. */
 PRSTM_INLINE uint64_t prstm_read_immutable(prstm_tx *tx, uint64_t addr) {
   if (tx->state != PRSTM_TX_OK) return 0;
   if (addr >= tx->ctx->nwords) {
@@ -213,6 +236,8 @@ PRSTM_INLINE void prstm_tx_begin(prstm_tx *tx, uint64_t row, uint64_t prio) {
   tx->nreads = tx->nwrites = tx->nlocks = 0;
   tx->state = PRSTM_TX_OK;
   tx->reason = 0;
+  tx->conflict_wait = 0;
+  tx->conflict_lock = tx->conflict_word = 0;
 }
 
 /* Gives back every lock this attempt holds, without changing versions: no
@@ -276,7 +301,10 @@ PRSTM_INLINE int prstm_tx_prelock(prstm_tx *tx, prstm_lock_entry *e) {
   for (;;) {
     uint64_t w = prstm_wait_unlocked(tx->ctx, lw, prstm_load_acquire(lw));
     if (prstm_lock_is_locked(w)) return 0;
-    if (prstm_lock_is_prelocked(w) && !prstm_may_steal(tx->prio, prstm_lock_owner(w))) return 0;
+    if (prstm_lock_is_prelocked(w) && !prstm_may_steal(tx->prio, prstm_lock_owner(w))) {
+      prstm_tx_note_holder(tx, e->lock, w);
+      return 0;
+    }
     uint64_t v = prstm_lock_version(w);
     if (prstm_cas(lw, w, prstm_lock_make(v, tx->prio, PRSTM_LOCK_PRELOCKED))) {
       e->version = v;
@@ -298,7 +326,10 @@ PRSTM_INLINE int prstm_tx_validate_read(prstm_tx *tx, const prstm_read_entry *r)
     uint64_t w = prstm_wait_unlocked(tx->ctx, lw, prstm_load_acquire(lw));
     if (prstm_lock_is_locked(w) || prstm_lock_version(w) != r->version) return 0;
     if (!prstm_lock_is_prelocked(w)) return 1;
-    if (!prstm_may_steal(tx->prio, prstm_lock_owner(w))) return 0;
+    if (!prstm_may_steal(tx->prio, prstm_lock_owner(w))) {
+      prstm_tx_note_holder(tx, r->lock, w);
+      return 0;
+    }
     if (prstm_cas(lw, w, prstm_lock_make(r->version, 0, 0))) return 1;
   }
 }
@@ -338,6 +369,7 @@ PRSTM_INLINE int prstm_tx_commit(prstm_tx *tx, uint64_t *sequence) {
     if (!prstm_cas_acquire(&ctx->locks[e->lock], prstm_lock_make(e->version, tx->prio, PRSTM_LOCK_PRELOCKED),
                            prstm_lock_make(e->version, tx->prio, PRSTM_LOCK_LOCKED))) {
       /* A higher priority stole or revoked this pre-lock. */
+      prstm_tx_note_holder(tx, e->lock, prstm_load_acquire(&ctx->locks[e->lock]));
       prstm_tx_release_all(tx);
       return 0;
     }

@@ -235,7 +235,7 @@ BOTH_BACKENDS(iteration_without_its_predecessor_is_abandoned, iteration_without_
 Test(kmeans_cpu, empty_cluster_keeps_its_previous_centroid) {
   km_run r;
   run_open(&r, PRSTM_BACKEND_CPU, 8, 1);
-  prstm_word w[KMEANS_HEADER + 3 * 2 * 3] = {2, 2, 2, 1000};
+  prstm_word w[KMEANS_STATE_WORDS(2, 2)] = {2, 2, 2, 1000};
   w[KMEANS_WORD(2, 0, 0, KMEANS_COUNT)] = 1; /* centroid (0, 0) */
   w[KMEANS_WORD(2, 0, 1, KMEANS_SUM_X)] = 130;
   w[KMEANS_WORD(2, 0, 1, KMEANS_COUNT)] = 1; /* centroid (130, 0) */
@@ -263,7 +263,7 @@ Test(kmeans_cpu, empty_cluster_keeps_its_previous_centroid) {
 Test(kmeans_cpu, ties_go_to_the_lowest_cluster) {
   km_run r;
   run_open(&r, PRSTM_BACKEND_CPU, 4, 1);
-  prstm_word w[KMEANS_HEADER + 2 * 2 * 3] = {3, 2, 1, 100};
+  prstm_word w[KMEANS_STATE_WORDS(2, 1)] = {3, 2, 1, 100};
   for (unsigned c = 0; c < 2; c++) {
     w[KMEANS_WORD(2, 0, c, KMEANS_SUM_X)] = 50;
     w[KMEANS_WORD(2, 0, c, KMEANS_COUNT)] = 1;

@@ -16,4 +16,10 @@ static inline const char *test_run_path(void) {
   return env && *env ? env : PRSTM_RUN_PATH;
 }
 
+/* The source tree (for the shipped configs/). */
+static inline const char *test_source_dir(void) {
+  const char *env = getenv("PRSTM_SOURCE_DIR");
+  return env && *env ? env : PRSTM_SOURCE_DIR;
+}
+
 #endif /* TEST_PATHS_H */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "prstm.h"
+#include "test_paths.h"
 #include "vacation_body.h"
 
 /* CPU runs use far more threads than the machine has cores, to shake out
@@ -439,7 +440,9 @@ Test(vacation, impossible_states_and_batches_are_refused) {
 Test(vacation, shipped_config_uses_the_papers_sizes) {
   prstm_config cfg;
   char err[512];
-  cr_assert_eq(prstm_config_load(PRSTM_SOURCE_DIR "/configs/vacation.json", &cfg, err, sizeof err), 0, "%s", err);
+  char path[4096];
+  snprintf(path, sizeof path, "%s/configs/vacation.json", test_source_dir());
+  cr_assert_eq(prstm_config_load(path, &cfg, err, sizeof err), 0, "%s", err);
   cr_assert_eq(cfg.workload, vac());
   cr_assert_eq(cfg.state.params[prstm_param_find(vac(), "customers")], 150000);
   cr_assert_eq(cfg.state.params[prstm_param_find(vac(), "room_types")], 1000);

@@ -8,7 +8,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-$root/gpu-check-out}
 mkdir -p "$out"
 export PRSTM_REQUIRE_GPU=1 PRSTM_TEST_DATA_DIR="$root/tests/data" PRSTM_RUN="$root/.device/bin/prstm-run"
-export PRSTM_TEST_BIN_DIR="$root/.device/bin"
+export PRSTM_TEST_BIN_DIR="$root/.device/bin" PRSTM_SOURCE_DIR="$root"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
 status=0
 for t in $(ls "$root/.device/bin" | grep '^test_'); do

@@ -91,7 +91,7 @@ static void kmeans_next_point(uint64_t *rng, uint64_t coord_max, uint64_t *x, ui
   *y = kmeans_below(rng, coord_max + 1);
 }
 
-static uint64_t kmeans_nwords(const kmeans_knobs *k) { return KMEANS_WORD(k->clusters, k->iterations + 1, 0, 0); }
+static uint64_t kmeans_nwords(const kmeans_knobs *k) { return KMEANS_STATE_WORDS(k->clusters, k->iterations); }
 
 /* Header and iteration 0 (the first `clusters` points as centroids) into w,
  * whose other words are zero. */
@@ -306,16 +306,16 @@ static int kmeans_check_invariant(const prstm_engine *engine, const prstm_batch 
   size_t at = len > 0 && (size_t)len < msglen ? (size_t)len : 0;
   if (differ == 0) {
     len = snprintf(msg + at, msglen - at, "all %llu sums and counts match",
-                   (unsigned long long)(nwords - KMEANS_HEADER));
-  } else if (first < KMEANS_HEADER) {
-    len = snprintf(msg + at, msglen - at, "%llu words differ, the first in the header (word %llu)",
+                   (unsigned long long)((k.iterations + 1) * k.clusters * 3u));
+  } else if (first < KMEANS_BASE || (first - KMEANS_BASE) % KMEANS_CELL_WORDS > KMEANS_COUNT) {
+    len = snprintf(msg + at, msglen - at, "%llu words differ, the first in the header or padding (word %llu)",
                    (unsigned long long)differ, (unsigned long long)first);
   } else {
-    uint64_t cell = (first - KMEANS_HEADER) / 3;
+    uint64_t cell = (first - KMEANS_BASE) / KMEANS_CELL_WORDS;
     len = snprintf(msg + at, msglen - at, "%llu words differ, the first iteration %llu cluster %llu %s: %llu, "
                    "sequential %llu",
                    (unsigned long long)differ, (unsigned long long)(cell / k.clusters),
-                   (unsigned long long)(cell % k.clusters), kmeans_field_names[(first - KMEANS_HEADER) % 3],
+                   (unsigned long long)(cell % k.clusters), kmeans_field_names[(first - KMEANS_BASE) % KMEANS_CELL_WORDS],
                    (unsigned long long)w[first], (unsigned long long)ref[first]);
   }
   at = len > 0 && at + (size_t)len < msglen ? at + (size_t)len : at;

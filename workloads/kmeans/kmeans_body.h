@@ -6,9 +6,14 @@
 
 /* State layout, all 64-bit words:
  *   [0] points, [1] clusters, [2] iterations, [3] coordinate_max  (the header,
- *       written by init_state and never by a transaction);
- *   then for each iteration k = 0..iterations and each cluster c the three
- *   words sum_x, sum_y, count at KMEANS_WORD(clusters, k, c, field).
+ *       written by init_state and never by a transaction), then padding up to
+ *       word KMEANS_BASE;
+ *   then for each iteration k = 0..iterations and each cluster c a cell of
+ *   KMEANS_CELL_WORDS words whose first three are sum_x, sum_y, count, at
+ *   KMEANS_WORD(clusters, k, c, field).
+ * A cell fills one 128-byte line of its own: the clusters of an iteration are
+ * the hottest words of the batch, and on a GPU accesses to one line serialise
+ * in one L2 slice, so three clusters sharing a line would share its queue.
  * Iteration 0 holds the initial centroids (count 1, sum = the point) and is
  * never written either; iteration k >= 1 is filled by the assign<k> type. */
 #define KMEANS_H_POINTS 0u
@@ -16,11 +21,15 @@
 #define KMEANS_H_ITERATIONS 2u
 #define KMEANS_H_COORD_MAX 3u
 #define KMEANS_HEADER 4u
+#define KMEANS_BASE 16u
+#define KMEANS_CELL_WORDS 16u
 #define KMEANS_SUM_X 0u
 #define KMEANS_SUM_Y 1u
 #define KMEANS_COUNT 2u
 #define KMEANS_WORD(clusters, k, c, field) \
-  (KMEANS_HEADER + ((uint64_t)(k) * (uint64_t)(clusters) + (uint64_t)(c)) * 3u + (uint64_t)(field))
+  (KMEANS_BASE + ((uint64_t)(k) * (uint64_t)(clusters) + (uint64_t)(c)) * KMEANS_CELL_WORDS + (uint64_t)(field))
+/* Words of a state with `iterations` iterations after the initial centroids. */
+#define KMEANS_STATE_WORDS(clusters, iterations) KMEANS_WORD(clusters, (iterations) + 1u, 0u, 0u)
 
 /* Semantic tags are per type, so each iteration is a type of its own:
  * assign<k> is type index k - 1 with tag 15 - k, and the earlier iteration,
