@@ -144,13 +144,24 @@ PRSTM_INLINE int cmp_wait_quiescent(const prstm_exec_ctx *ctx, uint64_t epoch) {
   }
 }
 
-/* Adds this thread's unpublished decisions to the global progress word, so
- * the host can see the run move (watchdog). */
+/* Adds this thread's unpublished commits, failures and abandonments to the
+ * global progress words, so the host can see the run move (watchdog) and
+ * report live counts (progress observer). Each count has a word of its own,
+ * so a typical publish (commits only) costs one atomic, and every word the
+ * host reads only ever grows. */
 PRSTM_INLINE void cmp_publish(const prstm_exec_ctx *ctx, prstm_thread_stats *st) {
-  uint64_t decided = st->committed + st->failed;
-  if (decided == st->published) return;
-  prstm_fetch_add(&ctx->quiesce[PRSTM_Q_PROGRESS], decided - st->published);
-  st->published = decided;
+  if (st->committed == st->published_committed && st->failed == st->published_failed &&
+      st->abandoned == st->published_abandoned)
+    return;
+  if (st->committed != st->published_committed)
+    prstm_fetch_add(&ctx->quiesce[PRSTM_Q_COMMITTED], st->committed - st->published_committed);
+  if (st->failed != st->published_failed)
+    prstm_fetch_add(&ctx->quiesce[PRSTM_Q_FAILED], st->failed - st->published_failed);
+  if (st->abandoned != st->published_abandoned)
+    prstm_fetch_add(&ctx->quiesce[PRSTM_Q_ABANDONED], st->abandoned - st->published_abandoned);
+  st->published_committed = st->committed;
+  st->published_failed = st->failed;
+  st->published_abandoned = st->abandoned;
   st->published_ns = prstm_clock_ns();
 }
 
@@ -160,7 +171,8 @@ PRSTM_INLINE void cmp_finish_row(const prstm_exec_ctx *ctx, uint64_t row, unsign
   if (status == 1u) st->committed++;
   else if (status == 2u) st->abandoned++;
   else st->failed++;
-  if (st->committed + st->failed - st->published >= PRSTM_PROGRESS_BATCH ||
+  if ((st->committed - st->published_committed) + (st->failed - st->published_failed) +
+          (st->abandoned - st->published_abandoned) >= PRSTM_PROGRESS_BATCH ||
       prstm_clock_ns() - st->published_ns > PRSTM_PROGRESS_NS)
     cmp_publish(ctx, st);
 }
@@ -262,7 +274,7 @@ PRSTM_INLINE void cmp_walk_postpone(prstm_tx *tx, const prstm_exec_ctx *ctx, uin
 PRSTM_INLINE void cmp_walk_block(prstm_tx *tx, const prstm_exec_ctx *ctx, uint32_t rank,
                                  prstm_dispatch_fn dispatch) {
   if (rank >= ctx->nthreads) return;
-  prstm_thread_stats st = {0, 0, 0, 0, 0, 0, 0, 0};
+  prstm_thread_stats st = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
   st.published_ns = prstm_clock_ns();
   if (ctx->semantic == 1u)
     cmp_walk_retry(tx, ctx, rank, dispatch, &st);

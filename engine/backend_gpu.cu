@@ -116,10 +116,14 @@ static void gpu_free(gpu_buffers *g) {
 
 /* Waits for the kernel while watching its published progress through a
  * non-blocking stream; after watchdog_s seconds without progress it sets the
- * stop word, which every thread polls, and reports the stall. */
-static int gpu_wait_watched(prstm_engine *e, gpu_buffers *g, int *stalled, char *err, size_t errlen) {
+ * stop word, which every thread polls, and reports the stall. The same copy
+ * of the progress words feeds the engine's progress observer. */
+static int gpu_wait_watched(prstm_engine *e, const prstm_batch *b, gpu_buffers *g, prstm_progress_clock *progress_clock,
+                            int *stalled, char *err, size_t errlen) {
   GPU_CHECK(cudaStreamCreateWithFlags(&g->monitor, cudaStreamNonBlocking));
-  GPU_CHECK(cudaMallocHost((void **)&g->host_words, 2 * sizeof(uint64_t)));
+  GPU_CHECK(cudaMallocHost((void **)&g->host_words, (PRSTM_Q_WORDS + 1) * sizeof(uint64_t)));
+  uint64_t *seen = g->host_words;                   /* the progress words, as last copied */
+  uint64_t *stop_flag = g->host_words + PRSTM_Q_WORDS; /* the source of the stop word */
   uint64_t last = 0;
   double last_t = prstm_now();
   *stalled = 0;
@@ -129,21 +133,107 @@ static int gpu_wait_watched(prstm_engine *e, gpu_buffers *g, int *stalled, char 
     if (q != cudaErrorNotReady) GPU_CHECK(q);
     struct timespec pause_ts = {0, 20 * 1000 * 1000};
     nanosleep(&pause_ts, NULL);
-    GPU_CHECK(cudaMemcpyAsync(&g->host_words[0], &g->quiesce[PRSTM_Q_PROGRESS], sizeof(uint64_t),
-                              cudaMemcpyDeviceToHost, g->monitor));
+    GPU_CHECK(cudaMemcpyAsync(seen, g->quiesce, PRSTM_Q_WORDS * sizeof(uint64_t), cudaMemcpyDeviceToHost, g->monitor));
     GPU_CHECK(cudaStreamSynchronize(g->monitor));
+    prstm_progress_report(e, b, seen, progress_clock, 0);
     double now = prstm_now();
-    if (g->host_words[0] != last) {
-      last = g->host_words[0];
+    uint64_t decided = seen[PRSTM_Q_COMMITTED] + seen[PRSTM_Q_FAILED];
+    if (decided != last) {
+      last = decided;
       last_t = now;
     } else if (e->opt.watchdog_s && !*stalled && now - last_t > e->opt.watchdog_s) {
       *stalled = 1;
-      g->host_words[1] = 1;
-      GPU_CHECK(cudaMemcpyAsync(&g->quiesce[PRSTM_Q_STOP], &g->host_words[1], sizeof(uint64_t),
-                                cudaMemcpyHostToDevice, g->monitor));
+      *stop_flag = 1;
+      GPU_CHECK(cudaMemcpyAsync(&g->quiesce[PRSTM_Q_STOP], stop_flag, sizeof(uint64_t), cudaMemcpyHostToDevice,
+                                g->monitor));
       GPU_CHECK(cudaStreamSynchronize(g->monitor));
     }
   }
+}
+
+/* Allocates the run's device buffers and uploads the state and the table;
+ * ctx then points into device memory. */
+static int gpu_upload(const prstm_engine *e, const prstm_batch *b, uint32_t threads, prstm_exec_ctx *ctx,
+                      gpu_buffers *g, char *err, size_t errlen) {
+  GPU_CHECK(cudaMalloc((void **)&g->words, 8 * e->nwords));
+  GPU_CHECK(cudaMalloc((void **)&g->locks, 8 * ctx->nlocks));
+  if (b->ncols) GPU_CHECK(cudaMalloc((void **)&g->args, 8 * (size_t)b->ncols * b->n));
+  if (b->has_read_only) GPU_CHECK(cudaMalloc((void **)&g->result, 8 * b->n));
+  if (b->seq) GPU_CHECK(cudaMalloc((void **)&g->seq, 8 * b->n));
+  GPU_CHECK(cudaMalloc((void **)&g->quiesce, 8 * PRSTM_Q_WORDS));
+  GPU_CHECK(cudaMalloc((void **)&g->type, b->n));
+  GPU_CHECK(cudaMalloc((void **)&g->status, b->n));
+  GPU_CHECK(cudaMalloc((void **)&g->stats, sizeof(prstm_thread_stats) * threads));
+  GPU_CHECK(cudaMemcpy(g->words, e->words, 8 * e->nwords, cudaMemcpyHostToDevice));
+  GPU_CHECK(cudaMemset(g->locks, 0, 8 * ctx->nlocks));
+  for (uint32_t c = 0; c < b->ncols; c++)
+    GPU_CHECK(cudaMemcpy(g->args + (size_t)c * b->n, b->args + (size_t)c * b->cap, 8 * b->n, cudaMemcpyHostToDevice));
+  if (g->result) GPU_CHECK(cudaMemset(g->result, 0, 8 * b->n));
+  if (g->seq) GPU_CHECK(cudaMemset(g->seq, 0xff, 8 * b->n));
+  GPU_CHECK(cudaMemset(g->quiesce, 0, 8 * PRSTM_Q_WORDS));
+  GPU_CHECK(cudaMemcpy(g->type, b->type, b->n, cudaMemcpyHostToDevice));
+  GPU_CHECK(cudaMemset(g->status, 0, b->n));
+  GPU_CHECK(cudaMemset(g->stats, 0, sizeof(prstm_thread_stats) * threads));
+  GPU_CHECK(cudaDeviceSynchronize());
+
+  ctx->words = g->words;
+  ctx->locks = g->locks;
+  ctx->table.type = g->type;
+  ctx->table.status = g->status;
+  ctx->table.args = g->args;
+  ctx->table.result = g->result;
+  ctx->table.seq = g->seq;
+  ctx->stats = g->stats;
+  ctx->quiesce = g->quiesce;
+  return 0;
+}
+
+/* Launches the persistent kernel and waits for it under the watchdog; on
+ * success the observer gets the finished report, from the progress words
+ * every thread published before it left. */
+static int gpu_execute(prstm_engine *e, const prstm_batch *b, const prstm_worker_variant *v, const prstm_exec_ctx *ctx,
+                       uint32_t threads, gpu_buffers *g, prstm_results *res, int *stalled, char *err, size_t errlen) {
+  GPU_CHECK(cudaEventCreate(&g->start));
+  GPU_CHECK(cudaEventCreate(&g->stop));
+  GPU_CHECK(cudaEventRecord(g->start));
+  double t0 = prstm_now();
+  prstm_progress_clock progress_clock = {t0, t0};
+  int rc = v->gpu_launch(ctx, threads, err, errlen);
+  if (rc) return rc;
+  GPU_CHECK(cudaEventRecord(g->stop));
+  rc = gpu_wait_watched(e, b, g, &progress_clock, stalled, err, errlen);
+  if (rc) return rc;
+  GPU_CHECK(cudaEventSynchronize(g->stop));
+  GPU_CHECK(cudaGetLastError());
+  float ms = 0;
+  GPU_CHECK(cudaEventElapsedTime(&ms, g->start, g->stop));
+  res->execute_s = ms / 1000.0;
+  if (*stalled) return 0;
+  GPU_CHECK(cudaMemcpy(g->host_words, g->quiesce, PRSTM_Q_WORDS * sizeof(uint64_t), cudaMemcpyDeviceToHost));
+  prstm_progress_report(e, b, g->host_words, &progress_clock, 1);
+  return 0;
+}
+
+/* Copies the final state, the table's outcomes and the threads' counters back. */
+static int gpu_readback(prstm_engine *e, prstm_batch *b, uint32_t threads, gpu_buffers *g, prstm_results *res,
+                        char *err, size_t errlen) {
+  GPU_CHECK(cudaMemcpy(e->words, g->words, 8 * e->nwords, cudaMemcpyDeviceToHost));
+  GPU_CHECK(cudaMemcpy(b->status, g->status, b->n, cudaMemcpyDeviceToHost));
+  if (g->result) GPU_CHECK(cudaMemcpy(b->result, g->result, 8 * b->n, cudaMemcpyDeviceToHost));
+  if (g->seq) GPU_CHECK(cudaMemcpy(b->seq, g->seq, 8 * b->n, cudaMemcpyDeviceToHost));
+  prstm_thread_stats *stats = (prstm_thread_stats *)calloc(threads, sizeof *stats);
+  if (!stats) {
+    snprintf(err, errlen, "cannot allocate %u thread counters", threads);
+    return PRSTM_ENOMEM;
+  }
+  cudaError_t crc = cudaMemcpy(stats, g->stats, sizeof *stats * threads, cudaMemcpyDeviceToHost);
+  if (crc != cudaSuccess) {
+    free(stats);
+    GPU_CHECK(crc);
+  }
+  for (uint32_t i = 0; i < threads; i++) prstm_results_add_stats(res, &stats[i]);
+  free(stats);
+  return 0;
 }
 
 static int gpu_run_checked(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *v, prstm_results *res,
@@ -153,6 +243,8 @@ static int gpu_run_checked(prstm_engine *e, prstm_batch *b, const prstm_worker_v
   rc = v->gpu_max_threads(&max_threads, err, errlen);
   if (rc) return rc;
   uint32_t threads = e->opt.threads ? e->opt.threads : max_threads;
+  if (e->opt.threads == 0 && e->wl->gpu_threads_max && e->wl->gpu_threads_max < threads)
+    threads = e->wl->gpu_threads_max;
   if (threads > max_threads) {
     snprintf(err, errlen, "engine.threads (--threads) %u exceeds the %u threads this GPU keeps resident for workload %s: "
              "use at most %u, or 0 for all of them", threads, max_threads, e->wl->name, max_threads);
@@ -184,73 +276,28 @@ static int gpu_run_checked(prstm_engine *e, prstm_batch *b, const prstm_worker_v
   }
   res->gpu_bytes = need;
 
+  /* Each phase is one NVTX range, closed on its error paths too. */
+  PRSTM_RANGE_PUSH("transfer");
   double t0 = prstm_now();
-  GPU_CHECK(cudaMalloc((void **)&g->words, 8 * e->nwords));
-  GPU_CHECK(cudaMalloc((void **)&g->locks, 8 * ctx.nlocks));
-  if (b->ncols) GPU_CHECK(cudaMalloc((void **)&g->args, 8 * (size_t)b->ncols * b->n));
-  if (b->has_read_only) GPU_CHECK(cudaMalloc((void **)&g->result, 8 * b->n));
-  if (b->seq) GPU_CHECK(cudaMalloc((void **)&g->seq, 8 * b->n));
-  GPU_CHECK(cudaMalloc((void **)&g->quiesce, 8 * PRSTM_Q_WORDS));
-  GPU_CHECK(cudaMalloc((void **)&g->type, b->n));
-  GPU_CHECK(cudaMalloc((void **)&g->status, b->n));
-  GPU_CHECK(cudaMalloc((void **)&g->stats, sizeof(prstm_thread_stats) * threads));
-  GPU_CHECK(cudaMemcpy(g->words, e->words, 8 * e->nwords, cudaMemcpyHostToDevice));
-  GPU_CHECK(cudaMemset(g->locks, 0, 8 * ctx.nlocks));
-  for (uint32_t c = 0; c < b->ncols; c++)
-    GPU_CHECK(cudaMemcpy(g->args + (size_t)c * b->n, b->args + (size_t)c * b->cap, 8 * b->n, cudaMemcpyHostToDevice));
-  if (g->result) GPU_CHECK(cudaMemset(g->result, 0, 8 * b->n));
-  if (g->seq) GPU_CHECK(cudaMemset(g->seq, 0xff, 8 * b->n));
-  GPU_CHECK(cudaMemset(g->quiesce, 0, 8 * PRSTM_Q_WORDS));
-  GPU_CHECK(cudaMemcpy(g->type, b->type, b->n, cudaMemcpyHostToDevice));
-  GPU_CHECK(cudaMemset(g->status, 0, b->n));
-  GPU_CHECK(cudaMemset(g->stats, 0, sizeof(prstm_thread_stats) * threads));
-  GPU_CHECK(cudaDeviceSynchronize());
+  rc = gpu_upload(e, b, threads, &ctx, g, err, errlen);
   double upload_s = prstm_now() - t0;
-
-  ctx.words = g->words;
-  ctx.locks = g->locks;
-  ctx.table.type = g->type;
-  ctx.table.status = g->status;
-  ctx.table.args = g->args;
-  ctx.table.result = g->result;
-  ctx.table.seq = g->seq;
-  ctx.stats = g->stats;
-  ctx.quiesce = g->quiesce;
-
-  GPU_CHECK(cudaEventCreate(&g->start));
-  GPU_CHECK(cudaEventCreate(&g->stop));
-  GPU_CHECK(cudaEventRecord(g->start));
-  rc = v->gpu_launch(&ctx, threads, err, errlen);
+  PRSTM_RANGE_POP();
   if (rc) return rc;
-  GPU_CHECK(cudaEventRecord(g->stop));
+
   int stalled = 0;
-  rc = gpu_wait_watched(e, g, &stalled, err, errlen);
+  PRSTM_RANGE_PUSH("execute");
+  rc = gpu_execute(e, b, v, &ctx, threads, g, res, &stalled, err, errlen);
+  PRSTM_RANGE_POP();
   if (rc) return rc;
-  GPU_CHECK(cudaEventSynchronize(g->stop));
-  GPU_CHECK(cudaGetLastError());
-  float ms = 0;
-  GPU_CHECK(cudaEventElapsedTime(&ms, g->start, g->stop));
-  res->execute_s = ms / 1000.0;
 
+  PRSTM_RANGE_PUSH("readback");
   t0 = prstm_now();
-  GPU_CHECK(cudaMemcpy(e->words, g->words, 8 * e->nwords, cudaMemcpyDeviceToHost));
-  GPU_CHECK(cudaMemcpy(b->status, g->status, b->n, cudaMemcpyDeviceToHost));
-  if (g->result) GPU_CHECK(cudaMemcpy(b->result, g->result, 8 * b->n, cudaMemcpyDeviceToHost));
-  if (g->seq) GPU_CHECK(cudaMemcpy(b->seq, g->seq, 8 * b->n, cudaMemcpyDeviceToHost));
-  prstm_thread_stats *stats = (prstm_thread_stats *)calloc(threads, sizeof *stats);
-  if (!stats) {
-    snprintf(err, errlen, "cannot allocate %u thread counters", threads);
-    return PRSTM_ENOMEM;
-  }
-  cudaError_t crc = cudaMemcpy(stats, g->stats, sizeof *stats * threads, cudaMemcpyDeviceToHost);
-  if (crc != cudaSuccess) {
-    free(stats);
-    GPU_CHECK(crc);
-  }
-  for (uint32_t i = 0; i < threads; i++) prstm_results_add_stats(res, &stats[i]);
-  free(stats);
+  rc = gpu_readback(e, b, threads, g, res, err, errlen);
+  double readback_s = prstm_now() - t0;
+  PRSTM_RANGE_POP();
+  if (rc) return rc;
   if (stalled) return prstm_watchdog_error(e, b);
-  res->transfer_s = upload_s + (prstm_now() - t0);
+  res->transfer_s = upload_s + readback_s;
   res->threads = threads;
   res->backend = PRSTM_BACKEND_GPU;
   snprintf(res->device, sizeof res->device, "%.80s (%d SMs, %u threads)", prop.name, prop.multiProcessorCount, threads);

@@ -311,9 +311,12 @@ static int cpu_run(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *
     }
   }
   pthread_attr_destroy(&attr);
+  PRSTM_RANGE_PUSH("execute");
   double t0 = prstm_now();
   cpu_gate_open(&gate, rc ? 2 : 1);
   int stalled = 0;
+  prstm_progress_clock progress_clock = {t0, t0};
+  uint64_t seen[PRSTM_Q_WORDS] = {0};
   if (!rc) {
     /* Watch the run: progress is published by the workers in batches; a
      * run that publishes none for watchdog_s seconds is told to stop. */
@@ -322,7 +325,11 @@ static int cpu_run(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *
     while (__atomic_load_n(&quiesce[PRSTM_Q_FINISHED], __ATOMIC_ACQUIRE) < threads) {
       struct timespec pause_ts = {0, 20 * 1000 * 1000};
       nanosleep(&pause_ts, NULL);
-      uint64_t now_progress = __atomic_load_n(&quiesce[PRSTM_Q_PROGRESS], __ATOMIC_RELAXED);
+      seen[PRSTM_Q_COMMITTED] = __atomic_load_n(&quiesce[PRSTM_Q_COMMITTED], __ATOMIC_RELAXED);
+      seen[PRSTM_Q_FAILED] = __atomic_load_n(&quiesce[PRSTM_Q_FAILED], __ATOMIC_RELAXED);
+      seen[PRSTM_Q_ABANDONED] = __atomic_load_n(&quiesce[PRSTM_Q_ABANDONED], __ATOMIC_RELAXED);
+      prstm_progress_report(e, b, seen, &progress_clock, 0);
+      uint64_t now_progress = seen[PRSTM_Q_COMMITTED] + seen[PRSTM_Q_FAILED];
       double now = prstm_now();
       if (now_progress != last) {
         last = now_progress;
@@ -335,12 +342,15 @@ static int cpu_run(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *
   }
   for (uint32_t i = 0; i < created; i++) pthread_join(tids[i], NULL);
   res->execute_s = prstm_now() - t0;
+  PRSTM_RANGE_POP();
   if (rc) goto out;
   for (uint32_t i = 0; i < threads; i++) prstm_results_add_stats(res, &ctx.stats[i]);
   if (stalled) {
     rc = prstm_watchdog_error(e, b);
     goto out;
   }
+  /* Every worker published its last counts before it finished. */
+  prstm_progress_report(e, b, quiesce, &progress_clock, 1);
   res->threads = threads;
   res->backend = PRSTM_BACKEND_CPU;
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -360,6 +370,34 @@ int prstm_watchdog_error(prstm_engine *e, const prstm_batch *b) {
                            "no transaction committed or failed for %u s, so the watchdog stopped the run "
                            "(%llu of %llu transactions were final; engine.watchdog_s sets the limit)",
                            e->opt.watchdog_s, (unsigned long long)final, (unsigned long long)b->n);
+}
+
+int prstm_engine_set_progress(prstm_engine *e, prstm_progress_fn fn, void *user) {
+  if (!e) return PRSTM_EINVAL;
+  e->progress_fn = fn;
+  e->progress_user = fn ? user : NULL;
+  return 0;
+}
+
+void prstm_progress_report(prstm_engine *e, const prstm_batch *b, const uint64_t *q, prstm_progress_clock *clock,
+                           int finished) {
+  if (!e->progress_fn) return;
+  double now = prstm_now();
+  if (!finished && now - clock->last < PRSTM_PROGRESS_INTERVAL_MS / 1000.0) return;
+  clock->last = now;
+  prstm_progress p;
+  memset(&p, 0, sizeof p);
+  p.transactions = b->n;
+  /* Each word only grows, so counts built from them never decrease from one
+   * report to the next, whatever order they were read in. */
+  p.committed = q[PRSTM_Q_COMMITTED];
+  p.decided = q[PRSTM_Q_COMMITTED] + q[PRSTM_Q_FAILED];
+  p.abandoned = q[PRSTM_Q_ABANDONED];
+  uint64_t final = p.decided + p.abandoned;
+  p.pending = final < b->n ? b->n - final : 0;
+  p.elapsed_s = now - clock->start;
+  p.finished = finished;
+  e->progress_fn(&p, e->progress_user);
 }
 
 void prstm_results_add_stats(prstm_results *res, const prstm_thread_stats *st) {

@@ -5,6 +5,18 @@
 #include "prstm.h"
 #include "txtable.h"
 
+/* NVTX ranges around the phases of a run (transfer, execute, readback), for
+ * Nsight Systems; without NVTX in the build they compile to nothing, and
+ * with it they cost nothing unless a profiler is attached. */
+#ifdef PRSTM_HAVE_NVTX
+#include <nvtx3/nvToolsExt.h>
+#define PRSTM_RANGE_PUSH(name) nvtxRangePushA(name)
+#define PRSTM_RANGE_POP() nvtxRangePop()
+#else
+#define PRSTM_RANGE_PUSH(name) ((void)0)
+#define PRSTM_RANGE_POP() ((void)0)
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -19,8 +31,26 @@ struct prstm_engine {
   /* Verification: the words before the last run, and the batch it ran. */
   prstm_word *initial;
   const prstm_batch *verify_batch;
+  /* The progress observer (prstm_engine_set_progress), or NULL. */
+  prstm_progress_fn progress_fn;
+  void *progress_user;
   char err[512];
 };
+
+/* When a run last reported progress, so that both backends report at the
+ * same pace from their own wait loops. */
+typedef struct prstm_progress_clock {
+  double start; /* when execution started, by prstm_now */
+  double last;  /* when the observer was last called */
+} prstm_progress_clock;
+
+/* Calls the engine's observer with the counts of the published progress
+ * words q (PRSTM_Q_WORDS, read by the caller from host or device memory),
+ * when PRSTM_PROGRESS_INTERVAL_MS passed since the last report or when
+ * finished is set. Does nothing without an observer. */
+void prstm_progress_report(prstm_engine *e, const prstm_batch *b, const uint64_t *q, prstm_progress_clock *clock,
+                           int finished);
+
 
 /* The first worker variant whose max_columns covers ncols, or NULL. */
 const prstm_worker_variant *prstm_pick_variant(const prstm_workload *wl, uint32_t ncols);

@@ -16,7 +16,7 @@ extern "C" {
 /* Raised whenever a structure a workload shares with the engine changes
  * (prstm_workload, the specs, prstm_exec_ctx, the table view): a plugin
  * built against another ABI is refused instead of misread. */
-#define PRSTM_ABI_VERSION 2
+#define PRSTM_ABI_VERSION 3
 
 /* One table generates the error codes, their names and their messages, so the
  * three can never drift apart. Every function returns 0 or one of these. */
@@ -186,6 +186,11 @@ typedef struct prstm_workload {
    * the run. NULL for single-batch workloads. */
   int (*next_round)(const struct prstm_engine *engine, const struct prstm_batch *done,
                     unsigned round, struct prstm_batch *next, char *err, size_t errlen);
+  /* The most GPU threads worth launching when the run asks for a full GPU
+   * (threads 0): a workload whose every transaction meets a few hot words
+   * (k-means' clusters) gains nothing from more threads than that, only
+   * contention. 0: no limit. An explicit thread count is never changed. */
+  uint32_t gpu_threads_max;
 } prstm_workload;
 
 /* config_keys bits. PRSTM_KEYS_BANK: state.accounts (required),
@@ -290,6 +295,35 @@ const prstm_word *prstm_engine_state(const prstm_engine *engine, uint64_t *nword
 const prstm_state_spec *prstm_engine_state_spec(const prstm_engine *engine);
 /* Runs every transaction of the batch until each is final. */
 int prstm_engine_run(prstm_engine *engine, struct prstm_batch *batch, prstm_results *res);
+
+/* Live counts of a running batch, read from what the executing threads (CPU
+ * threads or the GPU kernel) publish as they go, never estimated. Threads
+ * publish in batches (PRSTM_PROGRESS_BATCH decisions, or every
+ * PRSTM_PROGRESS_NS), so a report lags the run by at most that much. */
+typedef struct prstm_progress {
+  uint64_t transactions; /* rows of the batch being run */
+  uint64_t committed;
+  uint64_t decided;   /* committed plus failed */
+  uint64_t abandoned; /* so far; in postpone mode only at the end of the run */
+  uint64_t pending;   /* transactions - decided - abandoned */
+  double elapsed_s;   /* since execution started (after the transfer on the GPU) */
+  int finished;       /* 1 in the last report, whose counts equal the run's results */
+} prstm_progress;
+
+/* A progress observer. It runs on the thread that called prstm_engine_run,
+ * while that thread waits on the run, so it must return quickly and must not
+ * call into the same engine. */
+typedef void (*prstm_progress_fn)(const prstm_progress *progress, void *user);
+
+/* How often, at most, prstm_engine_run reports progress while it executes. */
+#define PRSTM_PROGRESS_INTERVAL_MS 100
+
+/* Sets the engine's progress observer (fn NULL removes it). Each later run
+ * calls fn about every PRSTM_PROGRESS_INTERVAL_MS during execution, on both
+ * backends; counts never decrease from one report to the next, and a run
+ * that completes ends with one report marked finished. A run that fails
+ * (the watchdog, a CUDA error) gets no finished report. */
+int prstm_engine_set_progress(prstm_engine *engine, prstm_progress_fn fn, void *user);
 /* The verification certificate of a run made with options.verify: the
  * committed and failed transactions replayed serially on the CPU, in the
  * recorded commit order, from the initial state. ok is 1 when the final

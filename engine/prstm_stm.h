@@ -12,8 +12,10 @@
 /* Counters each executing thread keeps privately and publishes once at the end. */
 typedef struct prstm_thread_stats {
   uint64_t committed, aborts, postponements, failed, abandoned, sweeps;
-  uint64_t published;    /* decisions already added to PRSTM_Q_PROGRESS */
-  uint64_t published_ns; /* when they were, by prstm_clock_ns */
+  uint64_t published_committed; /* commits already added to PRSTM_Q_COMMITTED */
+  uint64_t published_ns;        /* when they were, by prstm_clock_ns */
+  uint64_t published_failed;    /* failures already added to PRSTM_Q_FAILED */
+  uint64_t published_abandoned; /* abandonments already added to PRSTM_Q_ABANDONED */
 } prstm_thread_stats;
 
 /* Global words of the termination protocol (cmp_walk.h). */
@@ -22,15 +24,17 @@ enum {
   PRSTM_Q_DONE = 1,          /* threads whose block is entirely final */
   PRSTM_Q_SEQUENCE = 2,      /* commit sequence (verification) */
   PRSTM_Q_STOP = 3,          /* set by the host's watchdog: every thread leaves */
-  PRSTM_Q_PROGRESS = 4,      /* decisions (commits and failures) published so far */
+  PRSTM_Q_COMMITTED = 4,     /* commits published so far (watchdog, progress observer) */
   PRSTM_Q_FINISHED = 5,      /* threads that have left their walk */
+  PRSTM_Q_FAILED = 6,        /* failures published so far (watchdog, progress observer) */
+  PRSTM_Q_ABANDONED = 7,     /* abandonments published so far (progress observer) */
   PRSTM_Q_WORDS = 8
 };
 
-/* A thread publishes its decisions to PRSTM_Q_PROGRESS every this many, or
- * when this much time passed since it last did: often enough for a watchdog
- * or a progress bar even when each decision is slow (heavy contention, a
- * sanitizer), rarely enough to cost nothing. */
+/* A thread publishes its counts (PRSTM_Q_COMMITTED, _FAILED, _ABANDONED)
+ * every this many decisions, or when this much time passed since it last
+ * did: often enough for a watchdog or a progress bar even when each decision
+ * is slow (heavy contention, a sanitizer), rarely enough to cost nothing. */
 #define PRSTM_PROGRESS_BATCH 256u
 #define PRSTM_PROGRESS_NS 50000000ull
 

@@ -7,9 +7,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "prstm.h"
+
+/* NVTX ranges around the CLI's own phases (load, verify), for Nsight
+ * Systems; the engine marks transfer, execute and readback. Without NVTX in
+ * the build they compile to nothing. */
+#ifdef PRSTM_HAVE_NVTX
+#include <nvtx3/nvToolsExt.h>
+#define CLI_RANGE_PUSH(name) nvtxRangePushA(name)
+#define CLI_RANGE_POP() nvtxRangePop()
+#else
+#define CLI_RANGE_PUSH(name) ((void)0)
+#define CLI_RANGE_POP() ((void)0)
+#endif
 
 enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_INPUT = 2, EXIT_VERIFY = 3 };
 
@@ -32,7 +46,7 @@ static const char usage_text[] =
     "                           and check final state and every outcome (exit 3 if not)\n"
     "  --watchdog SECONDS       stop a run in which nothing commits or fails for this\n"
     "                           long (default 60; 0 turns the watchdog off)\n"
-    "  --quiet                  print nothing but errors\n"
+    "  --quiet                  print nothing but errors (and no progress bar)\n"
     "  --help                   show this help and exit\n"
     "  --version                show the version and exit\n"
     "\n"
@@ -41,7 +55,13 @@ static const char usage_text[] =
     "               a run stopped by the watchdog,\n"
     "               violated invariant, unwritable output),\n"
     "             2 bad usage or input (the message names the file and the problem),\n"
-    "             3 --verify found the run not equal to its serial replay.\n";
+    "             3 --verify found the run not equal to its serial replay.\n"
+    "\n"
+    "progress: when stderr is a terminal and the run has lasted more than a\n"
+    "second, one line on stderr shows the share of transactions final, the\n"
+    "committed and pending counts read live from the running threads or kernel,\n"
+    "and the commit rate; it is erased before the summary. Nothing is drawn\n"
+    "when stderr is not a terminal, or with --quiet.\n";
 
 static double now_s(void) {
   struct timespec ts;
@@ -290,6 +310,89 @@ static void print_summary(const prstm_config *cfg, const prstm_results *r, const
            r->transactions ? (double)r->gpu_bytes / (double)r->transactions : 0.0);
 }
 
+/* The progress bar: one line on stderr, redrawn in place with a carriage
+ * return while the engine runs, and erased before anything else is printed.
+ * Plain spaces erase it, not terminal escapes, so it works on any terminal. */
+#define PROGRESS_DELAY_S 1.0 /* shorter runs show no bar at all */
+#define PROGRESS_BAR_CELLS 20
+
+typedef struct progress_bar {
+  int enabled;    /* stderr is a terminal and --quiet was not given */
+  double start;   /* when the first round began (transfer and execution) */
+  unsigned round; /* the round being run, shown when there are several */
+  size_t drawn;   /* characters of the line now on the terminal, 0 when none */
+} progress_bar;
+
+/* Writes n with a comma between each group of three digits. */
+static void format_count(char *out, size_t outlen, uint64_t n) {
+  char digits[32];
+  int len = snprintf(digits, sizeof digits, "%llu", (unsigned long long)n);
+  size_t at = 0;
+  for (int i = 0; i < len && at + 2 < outlen; i++) {
+    if (i > 0 && (len - i) % 3 == 0) out[at++] = ',';
+    out[at++] = digits[i];
+  }
+  out[at] = 0;
+}
+
+/* Columns of the terminal on stderr; 80 when it does not say. */
+static size_t terminal_columns(void) {
+  struct winsize ws;
+  if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
+  return 80;
+}
+
+static void progress_clear(progress_bar *bar) {
+  if (!bar->drawn) return;
+  fprintf(stderr, "\r%*s\r", (int)bar->drawn, "");
+  fflush(stderr);
+  bar->drawn = 0;
+}
+
+/* The engine's progress observer (prstm_engine_set_progress). */
+static void progress_draw(const prstm_progress *p, void *user) {
+  progress_bar *bar = user;
+  if (p->finished || now_s() - bar->start <= PROGRESS_DELAY_S) return;
+  uint64_t final = p->transactions - p->pending;
+  double share = p->transactions ? (double)final / (double)p->transactions : 1.0;
+  char committed[32], pending[32], round[32] = "";
+  format_count(committed, sizeof committed, p->committed);
+  format_count(pending, sizeof pending, p->pending);
+  if (bar->round > 0) snprintf(round, sizeof round, "round %u ", bar->round + 1);
+  /* The commit rate of this run so far, in a unit that keeps it readable. */
+  double rate = p->elapsed_s > 0 ? (double)p->committed / p->elapsed_s : 0;
+  const char *unit = rate >= 1e9 ? "G " : rate >= 1e6 ? "M " : rate >= 1e3 ? "k " : "";
+  double scaled = rate >= 1e9 ? rate / 1e9 : rate >= 1e6 ? rate / 1e6 : rate >= 1e3 ? rate / 1e3 : rate;
+  char counts[160];
+  int counts_len = snprintf(counts, sizeof counts, " %3u%%  %s committed  %s pending  %.1f %stx/s",
+                            (unsigned)(100.0 * share), committed, pending, scaled, unit);
+  if (counts_len < 0) return;
+  /* A line as wide as the terminal would wrap, and the carriage return
+   * would then redraw only its last part: the bar gives up cells first (on
+   * 80 columns, large counts leave it fewer than PROGRESS_BAR_CELLS), and
+   * only a very narrow terminal cuts the counts. */
+  size_t columns = terminal_columns();
+  size_t fixed = strlen(round) + 2 + (size_t)counts_len;
+  size_t cells = columns - 1 > fixed ? columns - 1 - fixed : 0;
+  if (cells > PROGRESS_BAR_CELLS) cells = PROGRESS_BAR_CELLS;
+  char line[256];
+  size_t width = (size_t)snprintf(line, sizeof line, "%s", round);
+  if (cells > 0) {
+    size_t filled = (size_t)((double)cells * share);
+    line[width++] = '[';
+    for (size_t i = 0; i < cells; i++) line[width++] = i < filled ? '#' : ' ';
+    line[width++] = ']';
+  }
+  width += (size_t)snprintf(line + width, sizeof line - width, "%s", counts);
+  if (width > sizeof line - 1) width = sizeof line - 1;
+  if (width > columns - 1) width = columns - 1;
+  line[width] = 0;
+  fprintf(stderr, "\r%s", line);
+  if (bar->drawn > width) fprintf(stderr, "%*s", (int)(bar->drawn - width), "");
+  fflush(stderr);
+  if (width > bar->drawn) bar->drawn = width;
+}
+
 /* Adds one round's counts and times to the run's totals. */
 static void results_accumulate(prstm_results *total, const prstm_results *r) {
   total->transactions += r->transactions;
@@ -310,13 +413,16 @@ static void results_accumulate(prstm_results *total, const prstm_results *r) {
  * failing round ends the run. Returns 0 or an exit status; *b is the last
  * round's batch. */
 static int run_rounds(prstm_engine *e, const prstm_config *cfg, prstm_batch **b, prstm_results *total,
-                      run_report *rep, int quiet) {
+                      run_report *rep, int quiet, progress_bar *bar) {
   char err[1024] = "";
   int rc;
   memset(total, 0, sizeof *total);
+  bar->start = now_s();
   for (unsigned round = 0;; round++) {
     prstm_results r;
+    bar->round = round;
     rc = prstm_engine_run(e, *b, &r);
+    progress_clear(bar);
     if (rc) {
       fprintf(stderr, "prstm-run: %s\n", prstm_engine_error(e));
       return prstm_is_input_error(rc) ? EXIT_INPUT : EXIT_RUNTIME;
@@ -331,7 +437,9 @@ static int run_rounds(prstm_engine *e, const prstm_config *cfg, prstm_batch **b,
     rep->rounds = round + 1;
     if (cfg->options.verify) {
       prstm_verify_report v;
+      CLI_RANGE_PUSH("verify");
       rc = prstm_engine_verify(e, *b, &v);
+      CLI_RANGE_POP();
       if (rc) {
         fprintf(stderr, "prstm-run: verification could not run: %s\n", prstm_engine_error(e));
         return EXIT_RUNTIME;
@@ -382,8 +490,13 @@ int main(int argc, char **argv) {
   double t0 = now_s();
   char err[1024] = "";
   prstm_config cfg;
+  /* The load range spans the config, the initial state and the batch; it is
+   * closed where loading ends, or at done: when loading failed. */
+  CLI_RANGE_PUSH("load");
+  int load_range_open = 1;
   int rc = prstm_config_load(a.config, &cfg, err, sizeof err);
   if (rc) {
+    CLI_RANGE_POP();
     fprintf(stderr, "prstm-run: %s\n", err[0] ? err : prstm_strerror(rc));
     return rc == PRSTM_ENOMEM ? EXIT_RUNTIME : EXIT_INPUT;
   }
@@ -411,9 +524,18 @@ int main(int argc, char **argv) {
   run_report rep;
   memset(&rep, 0, sizeof rep);
   rep.load_s = now_s() - t0;
+  CLI_RANGE_POP();
+  load_range_open = 0;
+
+  /* The bar belongs to a person watching a terminal: a pipe or a file gets
+   * none, and --quiet means quiet. */
+  progress_bar bar;
+  memset(&bar, 0, sizeof bar);
+  bar.enabled = !a.quiet && isatty(STDERR_FILENO);
+  if (bar.enabled) prstm_engine_set_progress(e, progress_draw, &bar);
 
   prstm_results r;
-  rc = run_rounds(e, &cfg, &b, &r, &rep, a.quiet);
+  rc = run_rounds(e, &cfg, &b, &r, &rep, a.quiet, &bar);
   if (rc) {
     status = rc;
     goto done;
@@ -457,6 +579,7 @@ int main(int argc, char **argv) {
     }
   }
 done:
+  if (load_range_open) CLI_RANGE_POP();
   prstm_batch_destroy(b);
   prstm_engine_destroy(e);
   prstm_config_free(&cfg);

@@ -338,4 +338,9 @@ const prstm_workload prstm_workload_kmeans = {
     .config_keys = 0,
     .nparams = KP_COUNT,
     .params = kmeans_params,
+    /* Every assign meets one of a few clusters (16 by default), so commits
+     * serialise per cluster: on an H100, 512 to 4096 threads all ran at about
+     * 0.07 M tx/s, and a full GPU (152K threads) ran 5x slower than that
+     * (docs/workloads/kmeans.md). */
+    .gpu_threads_max = 4096,
 };
