@@ -343,6 +343,14 @@ typedef struct prstm_verify_report {
  * ran (report->ok gives the verdict), PRSTM_EINVAL when the run was not made
  * with verify. */
 int prstm_engine_verify(prstm_engine *engine, const struct prstm_batch *batch, prstm_verify_report *report);
+/* Runs the workload's invariant check (its check_invariant hook, as
+ * prstm-run does after each run) on the engine's current state and the
+ * outcomes of `batch`. Returns 0 when the check ran: *ok gives the verdict
+ * and msg a one-line account; PRSTM_EINVAL (msg says why, *ok is 0) for a
+ * batch of another workload, an engine without state or a workload without
+ * a check. */
+int prstm_engine_check_invariant(const prstm_engine *engine, const struct prstm_batch *batch, int *ok,
+                                 char *msg, size_t msglen);
 
 /* Whether this build has CUDA and a usable GPU; writes why not otherwise. */
 int prstm_gpu_available(const prstm_workload *wl, char *why, size_t whylen);
@@ -355,6 +363,14 @@ void prstm_batch_destroy(prstm_batch *batch);
 /* Appends one transaction of type index `type`; args hold the fixed arguments
  * in order, an address list being its count followed by its entries. */
 int prstm_batch_append(prstm_batch *batch, unsigned type, const prstm_word *args, unsigned nargs);
+/* Appends one transaction of the type named `type`, arguments laid out as
+ * for prstm_batch_append, and checks the number of words against the type's
+ * declared arguments. Returns PRSTM_EUNKNOWN for a type the workload lacks,
+ * PRSTM_EINVAL for a wrong number of words or an empty address list.
+ * Addresses are not checked against the state, which the batch does not
+ * know: a body that reads a word out of range fails with
+ * PRSTM_REASON_BAD_ADDRESS. */
+int prstm_batch_append_named(prstm_batch *batch, const char *type, const prstm_word *args, unsigned nargs);
 uint64_t prstm_batch_size(const prstm_batch *batch);
 const prstm_workload *prstm_batch_workload(const prstm_batch *batch);
 /* Reorders the table stably so that higher semantic tags come first. */
@@ -366,6 +382,8 @@ unsigned prstm_batch_type(const prstm_batch *batch, uint64_t i);
 prstm_word prstm_batch_arg(const prstm_batch *batch, uint64_t i, unsigned col);
 /* Describes a reason code of a type ("capacity", "insufficient funds"...). */
 const char *prstm_reason_string(const prstm_workload *wl, unsigned type, unsigned reason);
+/* Names a status: "pending", "committed", "abandoned" or "failed" ("unknown status" otherwise). */
+const char *prstm_status_name(prstm_status status);
 
 /* A parsed JSON config (loaders/). Paths are as written or resolved against
  * the config file's folder (batch.file). */

@@ -1,0 +1,264 @@
+/* test_embed_api.c: the embedding API: a bank batch built in memory by type name, run on CPU threads, and its outcomes, results, state and invariant read back. */
+#include <criterion/criterion.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "prstm.h"
+
+/* Many more threads than cores, to shake out interleavings on tiny states. */
+#define CPU_THREADS 16
+
+static prstm_engine *bank_engine(uint64_t accounts, uint64_t initial_balance) {
+  const prstm_workload *bank = prstm_workload_find("bank");
+  cr_assert_not_null(bank, "the library lists the built-in bank workload");
+  prstm_options opt;
+  prstm_options_init(&opt);
+  opt.backend = PRSTM_BACKEND_CPU;
+  opt.threads = CPU_THREADS;
+  opt.verify = 1;
+  prstm_engine *e = NULL;
+  cr_assert_eq(prstm_engine_create(&e, bank, &opt), 0);
+  prstm_state_spec spec;
+  prstm_state_spec_init(bank, &spec);
+  spec.accounts = accounts;
+  spec.initial_balance = initial_balance;
+  cr_assert_eq(prstm_engine_init_state(e, &spec), 0, "%s", prstm_engine_error(e));
+  return e;
+}
+
+static prstm_batch *bank_batch(void) {
+  prstm_batch *b = NULL;
+  cr_assert_eq(prstm_batch_create(&b, prstm_workload_find("bank")), 0);
+  return b;
+}
+
+/* Runs the batch and checks it against its serial replay, so that every
+ * readback below is of a run known to be serialisable. */
+static prstm_results run_verified(prstm_engine *e, prstm_batch *b) {
+  prstm_results res;
+  cr_assert_eq(prstm_engine_run(e, b, &res), 0, "%s", prstm_engine_error(e));
+  prstm_verify_report v;
+  cr_assert_eq(prstm_engine_verify(e, b, &v), 0);
+  cr_assert(v.ok, "%s", v.message);
+  return res;
+}
+
+static prstm_status outcome(const prstm_batch *b, uint64_t i, unsigned *reason, prstm_word *result) {
+  prstm_status st = PRSTM_PENDING;
+  cr_assert_eq(prstm_batch_outcome(b, i, &st, reason, result), 0);
+  return st;
+}
+
+static uint64_t total_money(const prstm_engine *e) {
+  uint64_t n = 0, total = 0;
+  const prstm_word *w = prstm_engine_state(e, &n);
+  for (uint64_t i = 0; i < n; i++) total += w[i];
+  return total;
+}
+
+Test(embed, batch_built_in_memory_preserves_total) {
+  prstm_engine *e = bank_engine(16, 100);
+  prstm_batch *b = bank_batch();
+  uint64_t seed = 7;
+  for (int i = 0; i < 5000; i++) {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    prstm_word t[3] = {(seed >> 33) % 16, (seed >> 45) % 16, 1 + (seed >> 20) % 60};
+    cr_assert_eq(prstm_batch_append_named(b, "transfer", t, 3), 0);
+  }
+  cr_assert_eq(prstm_batch_size(b), 5000);
+  prstm_results res = run_verified(e, b);
+
+  uint64_t count[4] = {0};
+  for (uint64_t i = 0; i < prstm_batch_size(b); i++) count[outcome(b, i, NULL, NULL)]++;
+  cr_assert_eq(count[PRSTM_PENDING], 0, "no transaction is left pending");
+  cr_assert_eq(count[PRSTM_COMMITTED], res.committed);
+  cr_assert_eq(count[PRSTM_ABANDONED], res.abandoned);
+  cr_assert_eq(count[PRSTM_FAILED], res.failed);
+  cr_assert_gt(res.committed, 0);
+  cr_assert_eq(total_money(e), 1600, "transfers move money and create none");
+  prstm_batch_destroy(b);
+  prstm_engine_destroy(e);
+}
+
+Test(embed, append_by_name_stores_type_and_arguments) {
+  prstm_batch *b = bank_batch();
+  const prstm_workload *bank = prstm_batch_workload(b);
+  prstm_word t[3] = {3, 4, 5}, d[2] = {9, 77};
+  cr_assert_eq(prstm_batch_append_named(b, "transfer", t, 3), 0);
+  cr_assert_eq(prstm_batch_append_named(b, "deposit", d, 2), 0);
+  cr_assert_eq(prstm_batch_size(b), 2);
+  cr_assert_eq(prstm_batch_type(b, 0), (unsigned)prstm_type_find(bank, "transfer"));
+  cr_assert_eq(prstm_batch_type(b, 1), (unsigned)prstm_type_find(bank, "deposit"));
+  for (unsigned c = 0; c < 3; c++) cr_assert_eq(prstm_batch_arg(b, 0, c), t[c]);
+  cr_assert_eq(prstm_batch_arg(b, 1, 0), 9);
+  cr_assert_eq(prstm_batch_arg(b, 1, 1), 77);
+  prstm_batch_destroy(b);
+}
+
+Test(embed, append_by_name_refuses_unknown_type) {
+  prstm_batch *b = bank_batch();
+  prstm_word args[2] = {1, 2};
+  cr_assert_eq(prstm_batch_append_named(b, "teleport", args, 2), PRSTM_EUNKNOWN);
+  cr_assert_eq(prstm_batch_append_named(b, "Deposit", args, 2), PRSTM_EUNKNOWN, "type names are exact");
+  cr_assert_eq(prstm_batch_size(b), 0, "a refused transaction is not appended");
+  prstm_batch_destroy(b);
+}
+
+Test(embed, append_by_name_refuses_wrong_argument_count) {
+  prstm_batch *b = bank_batch();
+  prstm_word args[4] = {1, 2, 3, 4};
+  cr_assert_eq(prstm_batch_append_named(b, "transfer", args, 2), PRSTM_EINVAL);
+  cr_assert_eq(prstm_batch_append_named(b, "transfer", args, 4), PRSTM_EINVAL);
+  cr_assert_eq(prstm_batch_append_named(b, "deposit", args, 3), PRSTM_EINVAL);
+  cr_assert_eq(prstm_batch_append_named(b, "balance", args, 0), PRSTM_EINVAL);
+  cr_assert_eq(prstm_batch_size(b), 0);
+  prstm_batch_destroy(b);
+}
+
+Test(embed, append_by_name_refuses_missing_pieces) {
+  prstm_batch *b = bank_batch();
+  prstm_word args[2] = {1, 2};
+  cr_assert_eq(prstm_batch_append_named(NULL, "deposit", args, 2), PRSTM_EINVAL);
+  cr_assert_eq(prstm_batch_append_named(b, NULL, args, 2), PRSTM_EINVAL);
+  cr_assert_eq(prstm_batch_append_named(b, "deposit", NULL, 2), PRSTM_EINVAL);
+  cr_assert_eq(prstm_batch_size(b), 0);
+  prstm_batch_destroy(b);
+}
+
+Test(embed, append_by_name_takes_an_address_list_as_count_then_entries) {
+  prstm_engine *e = bank_engine(8, 100);
+  prstm_batch *b = bank_batch();
+  /* transfer_multi: to, amount, then the sources as a count and entries. */
+  prstm_word ok[6] = {0, 5, 3, 1, 2, 3};
+  prstm_word short_list[6] = {0, 5, 2, 1, 2, 3};
+  prstm_word empty_list[3] = {0, 5, 0};
+  cr_assert_eq(prstm_batch_append_named(b, "transfer_multi", short_list, 6), PRSTM_EINVAL,
+               "the count must match the entries given");
+  cr_assert_eq(prstm_batch_append_named(b, "transfer_multi", empty_list, 3), PRSTM_EINVAL);
+  cr_assert_eq(prstm_batch_append_named(b, "transfer_multi", ok, 2), PRSTM_EINVAL, "the count is missing");
+  cr_assert_eq(prstm_batch_append_named(b, "transfer_multi", ok, 6), 0);
+  cr_assert_eq(prstm_batch_size(b), 1);
+  run_verified(e, b);
+  cr_assert_eq(outcome(b, 0, NULL, NULL), PRSTM_COMMITTED);
+  const prstm_word *w = prstm_engine_state(e, NULL);
+  cr_assert_eq(w[0], 115);
+  for (int a = 1; a <= 3; a++) cr_assert_eq(w[a], 95);
+  cr_assert_eq(w[4], 100);
+  prstm_batch_destroy(b);
+  prstm_engine_destroy(e);
+}
+
+Test(embed, read_only_results_and_final_state_are_read_back) {
+  prstm_engine *e = bank_engine(4, 0);
+  prstm_word initial[4] = {10, 20, 30, 40};
+  cr_assert_eq(prstm_engine_set_state(e, initial, 4), 0);
+  prstm_batch *b = bank_batch();
+  prstm_word query[1] = {2}, deposit[2] = {0, 5}, move[3] = {3, 1, 15};
+  cr_assert_eq(prstm_batch_append_named(b, "deposit", deposit, 2), 0);
+  cr_assert_eq(prstm_batch_append_named(b, "balance", query, 1), 0);
+  cr_assert_eq(prstm_batch_append_named(b, "transfer", move, 3), 0);
+  run_verified(e, b);
+  prstm_word result = 0;
+  cr_assert_eq(outcome(b, 1, NULL, &result), PRSTM_COMMITTED);
+  cr_assert_eq(result, 30, "nothing else touches account 2, so its balance is read back as it was");
+  uint64_t n = 0;
+  const prstm_word *w = prstm_engine_state(e, &n);
+  cr_assert_eq(n, 4);
+  cr_assert_eq(w[0], 15);
+  cr_assert_eq(w[1], 35);
+  cr_assert_eq(w[2], 30);
+  cr_assert_eq(w[3], 25);
+  prstm_batch_destroy(b);
+  prstm_engine_destroy(e);
+}
+
+Test(embed, unfundable_withdrawal_is_abandoned_with_its_reason) {
+  prstm_engine *e = bank_engine(4, 10);
+  prstm_batch *b = bank_batch();
+  prstm_word w[2] = {1, 41}; /* more than the whole bank holds */
+  cr_assert_eq(prstm_batch_append_named(b, "withdraw", w, 2), 0);
+  prstm_results res = run_verified(e, b);
+  unsigned reason = 0;
+  prstm_status st = outcome(b, 0, &reason, NULL);
+  cr_assert_eq(st, PRSTM_ABANDONED);
+  cr_assert_eq(reason, PRSTM_REASON_QUIESCENT);
+  cr_assert_str_eq(prstm_status_name(st), "abandoned");
+  cr_assert_str_eq(prstm_reason_string(prstm_batch_workload(b), prstm_batch_type(b, 0), reason),
+                   "still blocked when no further commit was possible");
+  cr_assert_eq(res.abandoned, 1);
+  cr_assert_eq(total_money(e), 40);
+  prstm_batch_destroy(b);
+  prstm_engine_destroy(e);
+}
+
+Test(embed, account_out_of_range_fails_with_bad_address) {
+  prstm_engine *e = bank_engine(4, 10);
+  prstm_batch *b = bank_batch();
+  prstm_word d[2] = {99, 5}; /* the batch cannot know the state has 4 accounts */
+  cr_assert_eq(prstm_batch_append_named(b, "deposit", d, 2), 0);
+  run_verified(e, b);
+  unsigned reason = 0;
+  cr_assert_eq(outcome(b, 0, &reason, NULL), PRSTM_FAILED);
+  cr_assert_eq(reason, PRSTM_REASON_BAD_ADDRESS);
+  cr_assert_eq(total_money(e), 40);
+  prstm_batch_destroy(b);
+  prstm_engine_destroy(e);
+}
+
+Test(embed, status_names_cover_every_status) {
+  cr_assert_str_eq(prstm_status_name(PRSTM_PENDING), "pending");
+  cr_assert_str_eq(prstm_status_name(PRSTM_COMMITTED), "committed");
+  cr_assert_str_eq(prstm_status_name(PRSTM_ABANDONED), "abandoned");
+  cr_assert_str_eq(prstm_status_name(PRSTM_FAILED), "failed");
+  cr_assert_str_eq(prstm_status_name((prstm_status)42), "unknown status");
+}
+
+Test(embed, invariant_check_gives_the_workloads_verdict) {
+  prstm_engine *e = bank_engine(4, 10);
+  prstm_batch *b = bank_batch();
+  prstm_word d[2] = {0, 7}, t[3] = {0, 1, 12};
+  cr_assert_eq(prstm_batch_append_named(b, "deposit", d, 2), 0);
+  cr_assert_eq(prstm_batch_append_named(b, "transfer", t, 3), 0);
+  run_verified(e, b);
+  int ok = 0;
+  char msg[256];
+  cr_assert_eq(prstm_engine_check_invariant(e, b, &ok, msg, sizeof msg), 0);
+  cr_assert(ok, "%s", msg);
+  cr_assert(strstr(msg, "total money 47 = initial 40 + deposits 7") != NULL, "%s", msg);
+
+  /* Money lost behind the engine's back must be caught: the state pointer
+   * is the engine's own copy, so writing through it models a broken run. */
+  prstm_word *words = (prstm_word *)prstm_engine_state(e, NULL);
+  words[3] -= 1;
+  cr_assert_eq(prstm_engine_check_invariant(e, b, &ok, msg, sizeof msg), 0);
+  cr_assert_not(ok, "%s", msg);
+  cr_assert(strstr(msg, "total money 46 != initial 40") != NULL, "%s", msg);
+  prstm_batch_destroy(b);
+  prstm_engine_destroy(e);
+}
+
+Test(embed, invariant_check_refuses_what_it_cannot_judge) {
+  prstm_engine *e = bank_engine(4, 10);
+  const prstm_workload *other = prstm_workload_find("vacation");
+  cr_assert_not_null(other, "the library lists the built-in vacation workload");
+  prstm_batch *foreign = NULL;
+  cr_assert_eq(prstm_batch_create(&foreign, other), 0);
+  int ok = 1;
+  char msg[256];
+  cr_assert_eq(prstm_engine_check_invariant(e, foreign, &ok, msg, sizeof msg), PRSTM_EINVAL);
+  cr_assert_not(ok);
+  cr_assert(strstr(msg, "vacation") != NULL, "%s", msg);
+
+  prstm_engine *stateless = NULL;
+  cr_assert_eq(prstm_engine_create(&stateless, prstm_workload_find("bank"), NULL), 0);
+  prstm_batch *b = bank_batch();
+  ok = 1;
+  cr_assert_eq(prstm_engine_check_invariant(stateless, b, &ok, msg, sizeof msg), PRSTM_EINVAL);
+  cr_assert_not(ok);
+  cr_assert(strstr(msg, "no state") != NULL, "%s", msg);
+  cr_assert_eq(prstm_engine_check_invariant(e, b, NULL, msg, sizeof msg), PRSTM_EINVAL);
+  prstm_batch_destroy(b);
+  prstm_batch_destroy(foreign);
+  prstm_engine_destroy(stateless);
+  prstm_engine_destroy(e);
+}
