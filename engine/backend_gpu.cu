@@ -1,5 +1,6 @@
 /* backend_gpu.cu: the GPU backend: device memory, upload, the checked cooperative launch of the persistent kernel, readback. */
 #include <cuda_runtime.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -310,4 +311,370 @@ extern "C" int prstm_gpu_run(prstm_engine *e, prstm_batch *b, const prstm_worker
   int rc = gpu_run_checked(e, b, v, res, &g, e->err, sizeof e->err);
   gpu_free(&g);
   return rc;
+}
+
+/* ---- streams (engine/stream.c): two slots, copies overlapping execution ---- */
+
+/* One device table with its pinned host staging and readback. A unit's
+ * rows are copied in on the copy stream, executed on the legacy default
+ * stream behind the previous unit, and read back on the readback stream, so
+ * that slot k + 1 is filled while slot k executes. */
+typedef struct gpu_slot {
+  uint8_t *type, *status;
+  uint64_t *args, *result, *quiesce;
+  prstm_thread_stats *stats;
+  uint8_t *h_type, *h_status; /* pinned */
+  uint64_t *h_args, *h_result, *h_q;
+  cudaEvent_t copy_start, copy_end, exec_start, exec_end, back;
+  int busy, results;
+  uint64_t n;
+} gpu_slot;
+
+struct prstm_gpu_stream {
+  const prstm_worker_variant *v;
+  uint32_t threads, ncols;
+  uint64_t rows; /* rows of one slot */
+  uint64_t *words, *locks;
+  unsigned long long *totals; /* device: aborts, postponements, sweeps of every unit */
+  uint64_t nwords, nlocks;
+  gpu_slot slot[2];
+  cudaStream_t copy, back, monitor;
+  uint64_t *h_watch; /* pinned: the progress words as the watchdog last saw them, then the stop word */
+  uint8_t *h_zeros;  /* pinned zeros: the source of each unit's cleared statuses, results and progress words */
+  prstm_exec_ctx base;
+};
+
+/* The per-thread counters of a unit summed into the stream's totals on the
+ * device, so that a unit reads back a few words instead of one record per
+ * thread. Committed, failed and abandoned come from the progress words. */
+__global__ void prstm_stream_stats_kernel(const prstm_thread_stats *st, uint32_t n, unsigned long long *totals) {
+  unsigned long long a = 0, p = 0, w = 0;
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    a += st[i].aborts;
+    p += st[i].postponements;
+    w += st[i].sweeps;
+  }
+  for (int off = 16; off > 0; off >>= 1) {
+    a += __shfl_down_sync(0xffffffffu, a, off);
+    p += __shfl_down_sync(0xffffffffu, p, off);
+    w += __shfl_down_sync(0xffffffffu, w, off);
+  }
+  if ((threadIdx.x & 31u) == 0) {
+    if (a) atomicAdd(&totals[0], a);
+    if (p) atomicAdd(&totals[1], p);
+    if (w) atomicAdd(&totals[2], w);
+  }
+}
+
+extern "C" void prstm_gpu_stream_free(prstm_gpu_stream *g) {
+  if (!g) return;
+  /* A unit still in flight is told to stop, through the monitor stream
+   * because the execution stream is busy with it, once its progress words
+   * were zeroed by its own copy; then the device is drained before freeing. */
+  for (int k = 0; k < 2; k++) {
+    gpu_slot *sl = &g->slot[k];
+    if (!sl->busy || !g->monitor || !g->h_watch) continue;
+    if (cudaEventSynchronize(sl->copy_end) != cudaSuccess) continue;
+    g->h_watch[PRSTM_Q_WORDS] = 1;
+    if (cudaMemcpyAsync(&sl->quiesce[PRSTM_Q_STOP], &g->h_watch[PRSTM_Q_WORDS], sizeof(uint64_t),
+                        cudaMemcpyHostToDevice, g->monitor) == cudaSuccess)
+      cudaStreamSynchronize(g->monitor);
+  }
+  cudaDeviceSynchronize();
+  cudaGetLastError();
+  for (int k = 0; k < 2; k++) {
+    gpu_slot *sl = &g->slot[k];
+    cudaFree(sl->type);
+    cudaFree(sl->status);
+    cudaFree(sl->args);
+    cudaFree(sl->result);
+    cudaFree(sl->quiesce);
+    cudaFree(sl->stats);
+    cudaFreeHost(sl->h_type);
+    cudaFreeHost(sl->h_status);
+    cudaFreeHost(sl->h_args);
+    cudaFreeHost(sl->h_result);
+    cudaFreeHost(sl->h_q);
+    cudaEvent_t *ev[] = {&sl->copy_start, &sl->copy_end, &sl->exec_start, &sl->exec_end, &sl->back};
+    for (unsigned i = 0; i < sizeof ev / sizeof ev[0]; i++)
+      if (*ev[i]) cudaEventDestroy(*ev[i]);
+  }
+  cudaFree(g->words);
+  cudaFree(g->locks);
+  cudaFree(g->totals);
+  if (g->copy) cudaStreamDestroy(g->copy);
+  if (g->back) cudaStreamDestroy(g->back);
+  if (g->monitor) cudaStreamDestroy(g->monitor);
+  cudaFreeHost(g->h_watch);
+  cudaFreeHost(g->h_zeros);
+  free(g);
+}
+
+static int gpu_stream_alloc_slot(prstm_gpu_stream *g, gpu_slot *sl, int results, char *err, size_t errlen) {
+  uint64_t r = g->rows;
+  GPU_CHECK(cudaMalloc((void **)&sl->type, r));
+  GPU_CHECK(cudaMalloc((void **)&sl->status, r));
+  if (g->ncols) GPU_CHECK(cudaMalloc((void **)&sl->args, 8 * (size_t)g->ncols * r));
+  if (results) GPU_CHECK(cudaMalloc((void **)&sl->result, 8 * r));
+  GPU_CHECK(cudaMalloc((void **)&sl->quiesce, 8 * PRSTM_Q_WORDS));
+  GPU_CHECK(cudaMalloc((void **)&sl->stats, sizeof(prstm_thread_stats) * g->threads));
+  GPU_CHECK(cudaHostAlloc((void **)&sl->h_type, r, cudaHostAllocDefault));
+  GPU_CHECK(cudaHostAlloc((void **)&sl->h_status, r, cudaHostAllocDefault));
+  if (g->ncols) GPU_CHECK(cudaHostAlloc((void **)&sl->h_args, 8 * (size_t)g->ncols * r, cudaHostAllocDefault));
+  if (results) GPU_CHECK(cudaHostAlloc((void **)&sl->h_result, 8 * r, cudaHostAllocDefault));
+  GPU_CHECK(cudaHostAlloc((void **)&sl->h_q, 8 * PRSTM_Q_WORDS, cudaHostAllocDefault));
+  GPU_CHECK(cudaEventCreate(&sl->copy_start));
+  GPU_CHECK(cudaEventCreate(&sl->copy_end));
+  GPU_CHECK(cudaEventCreate(&sl->exec_start));
+  GPU_CHECK(cudaEventCreate(&sl->exec_end));
+  GPU_CHECK(cudaEventCreateWithFlags(&sl->back, cudaEventDisableTiming));
+  return 0;
+}
+
+static int gpu_stream_open_checked(prstm_engine *e, prstm_gpu_stream *g, int results, uint64_t want_rows,
+                                   uint64_t *unit_rows, uint64_t *gpu_bytes, char *device, size_t device_len,
+                                   char *err, size_t errlen) {
+  uint32_t max_threads = 0;
+  int rc = g->v->gpu_max_threads(&max_threads, err, errlen);
+  if (rc) return rc;
+  uint32_t threads = e->opt.threads ? e->opt.threads : max_threads;
+  if (e->opt.threads == 0 && e->wl->gpu_threads_max && e->wl->gpu_threads_max < threads)
+    threads = e->wl->gpu_threads_max;
+  if (threads > max_threads) {
+    snprintf(err, errlen, "engine.threads (--threads) %u exceeds the %u threads this GPU keeps resident for workload %s: "
+             "use at most %u, or 0 for all of them", threads, max_threads, e->wl->name, max_threads);
+    return PRSTM_EINVAL;
+  }
+  g->threads = threads;
+  g->nwords = e->nwords;
+  g->nlocks = (e->nwords + e->opt.lock_coverage - 1) / e->opt.lock_coverage;
+
+  cudaDeviceProp prop;
+  GPU_CHECK(cudaGetDeviceProperties(&prop, 0));
+  size_t free_b = 0, total_b = 0;
+  GPU_CHECK(cudaMemGetInfo(&free_b, &total_b));
+  const char *limit = getenv("PRSTM_GPU_MEMORY_LIMIT");
+  if (limit && *limit) {
+    unsigned long long cap = strtoull(limit, NULL, 10);
+    if (cap < free_b) free_b = (size_t)cap;
+  }
+  /* The state and locks stay; each of the two slots takes a unit of new
+   * rows and as many carried rows, hence four rows of table per unit row. */
+  uint64_t fixed = 8 * (g->nwords + g->nlocks) + 2 * (sizeof(prstm_thread_stats) * threads + 8 * PRSTM_Q_WORDS) +
+                   3 * sizeof(unsigned long long);
+  uint64_t row_bytes = 2 + 8ull * g->ncols + (results ? 8 : 0);
+  uint64_t usable = free_b - free_b / 32; /* headroom for the allocator's rounding */
+  if (fixed + 4 * row_bytes > usable) {
+    snprintf(err, errlen,
+             "the state and locks need %.1f MiB of GPU memory, which leaves no room for a table on %s (%.1f MiB free "
+             "for prstm): use fewer accounts, a larger lock_coverage, or --backend cpu",
+             fixed / 1048576.0, prop.name, free_b / 1048576.0);
+    return PRSTM_ETOOBIG;
+  }
+  uint64_t fit = (usable - fixed) / (4 * row_bytes);
+  uint64_t rows = want_rows < fit ? want_rows : fit;
+  if (rows == 0) rows = 1;
+  g->rows = 2 * rows;
+  *unit_rows = rows;
+  *gpu_bytes = fixed + 4 * row_bytes * rows;
+
+  GPU_CHECK(cudaStreamCreateWithFlags(&g->copy, cudaStreamNonBlocking));
+  GPU_CHECK(cudaStreamCreateWithFlags(&g->back, cudaStreamNonBlocking));
+  GPU_CHECK(cudaStreamCreateWithFlags(&g->monitor, cudaStreamNonBlocking));
+  GPU_CHECK(cudaHostAlloc((void **)&g->h_watch, 8 * (PRSTM_Q_WORDS + 1), cudaHostAllocDefault));
+  size_t zeros = (size_t)(results ? 8 : 1) * g->rows;
+  if (zeros < 8 * PRSTM_Q_WORDS) zeros = 8 * PRSTM_Q_WORDS;
+  GPU_CHECK(cudaHostAlloc((void **)&g->h_zeros, zeros, cudaHostAllocDefault));
+  memset(g->h_zeros, 0, zeros);
+  GPU_CHECK(cudaMalloc((void **)&g->words, 8 * g->nwords));
+  GPU_CHECK(cudaMalloc((void **)&g->locks, 8 * g->nlocks));
+  GPU_CHECK(cudaMalloc((void **)&g->totals, 3 * sizeof(unsigned long long)));
+  for (int k = 0; k < 2; k++) {
+    rc = gpu_stream_alloc_slot(g, &g->slot[k], results, err, errlen);
+    if (rc) return rc;
+  }
+  GPU_CHECK(cudaMemcpy(g->words, e->words, 8 * g->nwords, cudaMemcpyHostToDevice));
+  GPU_CHECK(cudaMemset(g->totals, 0, 3 * sizeof(unsigned long long)));
+  GPU_CHECK(cudaDeviceSynchronize());
+
+  /* The parts of the context every unit shares; the table is set per unit. */
+  prstm_batch none;
+  memset(&none, 0, sizeof none);
+  prstm_ctx_fill_common(e, &none, threads, &g->base);
+  g->base.words = g->words;
+  g->base.locks = g->locks;
+  snprintf(device, device_len, "%.80s (%d SMs, %u threads)", prop.name, prop.multiProcessorCount, threads);
+  return 0;
+}
+
+extern "C" int prstm_gpu_stream_open(prstm_engine *e, const prstm_worker_variant *v, uint32_t ncols, int results,
+                                     uint64_t want_rows, prstm_gpu_stream **out, uint64_t *unit_rows,
+                                     uint32_t *threads, uint64_t *gpu_bytes, char *device, size_t device_len) {
+  prstm_gpu_stream *g = (prstm_gpu_stream *)calloc(1, sizeof *g);
+  if (!g) return prstm_engine_fail(e, PRSTM_ENOMEM, "cannot allocate a GPU stream");
+  g->v = v;
+  g->ncols = ncols;
+  int rc = gpu_stream_open_checked(e, g, results, want_rows, unit_rows, gpu_bytes, device, device_len, e->err,
+                                   sizeof e->err);
+  if (rc) {
+    prstm_gpu_stream_free(g);
+    return rc;
+  }
+  *threads = g->threads;
+  *out = g;
+  return 0;
+}
+
+extern "C" void prstm_gpu_stream_stage(prstm_gpu_stream *g, unsigned slot, uint64_t n, uint8_t **type,
+                                       uint64_t **args) {
+  (void)n;
+  *type = g->slot[slot].h_type;
+  *args = g->slot[slot].h_args;
+}
+
+static int gpu_stream_launch_checked(prstm_gpu_stream *g, unsigned slot, uint64_t n, uint32_t tag_mask, int results,
+                                     unsigned flags, char *err, size_t errlen) {
+  gpu_slot *sl = &g->slot[slot];
+  sl->n = n;
+  sl->results = results;
+  GPU_CHECK(cudaEventRecord(sl->copy_start, g->copy));
+  GPU_CHECK(cudaMemcpyAsync(sl->type, sl->h_type, n, cudaMemcpyHostToDevice, g->copy));
+  if (g->ncols)
+    GPU_CHECK(cudaMemcpyAsync(sl->args, sl->h_args, 8 * (size_t)g->ncols * n, cudaMemcpyHostToDevice, g->copy));
+  /* Cleared by copies from pinned zeros rather than memsets: a memset is a
+   * kernel, which would wait for the SMs the running persistent kernel
+   * holds, while a copy runs on a copy engine beside it. */
+  GPU_CHECK(cudaMemcpyAsync(sl->status, g->h_zeros, n, cudaMemcpyHostToDevice, g->copy));
+  if (results) GPU_CHECK(cudaMemcpyAsync(sl->result, g->h_zeros, 8 * n, cudaMemcpyHostToDevice, g->copy));
+  GPU_CHECK(cudaMemcpyAsync(sl->quiesce, g->h_zeros, 8 * PRSTM_Q_WORDS, cudaMemcpyHostToDevice, g->copy));
+  GPU_CHECK(cudaEventRecord(sl->copy_end, g->copy));
+
+  /* The execution stream is the legacy default stream, which the kernel
+   * launch uses; the copy and readback streams are non-blocking, so they
+   * run beside it, and events order what must be ordered. Locks are cleared
+   * before each unit: nothing holds one between units. */
+  GPU_CHECK(cudaStreamWaitEvent(0, sl->copy_end, 0));
+  GPU_CHECK(cudaMemsetAsync(g->locks, 0, 8 * g->nlocks, 0));
+  prstm_exec_ctx ctx = g->base;
+  ctx.table.n = n;
+  ctx.table.stride = n;
+  ctx.table.ncols = g->ncols;
+  ctx.table.has_results = (uint32_t)results;
+  ctx.table.type = sl->type;
+  ctx.table.status = sl->status;
+  ctx.table.args = sl->args;
+  ctx.table.result = results ? sl->result : NULL;
+  ctx.table.seq = NULL;
+  ctx.tag_mask = tag_mask;
+  ctx.stats = sl->stats;
+  ctx.quiesce = sl->quiesce;
+  if (flags & PRSTM_RUN_KEEP_POSTPONED) ctx.semantic |= PRSTM_SEMANTIC_KEEP_POSTPONED;
+  GPU_CHECK(cudaEventRecord(sl->exec_start, 0));
+  int rc = g->v->gpu_launch(&ctx, g->threads, err, errlen);
+  if (rc) return rc;
+  GPU_CHECK(cudaEventRecord(sl->exec_end, 0));
+  prstm_stream_stats_kernel<<<64, 256, 0, 0>>>(sl->stats, g->threads, g->totals);
+  GPU_CHECK(cudaGetLastError());
+
+  GPU_CHECK(cudaStreamWaitEvent(g->back, sl->exec_end, 0));
+  GPU_CHECK(cudaMemcpyAsync(sl->h_status, sl->status, n, cudaMemcpyDeviceToHost, g->back));
+  if (results) GPU_CHECK(cudaMemcpyAsync(sl->h_result, sl->result, 8 * n, cudaMemcpyDeviceToHost, g->back));
+  GPU_CHECK(cudaMemcpyAsync(sl->h_q, sl->quiesce, 8 * PRSTM_Q_WORDS, cudaMemcpyDeviceToHost, g->back));
+  GPU_CHECK(cudaEventRecord(sl->back, g->back));
+  sl->busy = 1;
+  return 0;
+}
+
+extern "C" int prstm_gpu_stream_launch(prstm_engine *e, prstm_gpu_stream *g, unsigned slot, uint64_t n,
+                                       uint32_t tag_mask, int results, unsigned flags) {
+  if (n > g->rows)
+    return prstm_engine_fail(e, PRSTM_EINVAL, "a unit of %llu rows exceeds the stream's slots of %llu",
+                             (unsigned long long)n, (unsigned long long)g->rows);
+  return gpu_stream_launch_checked(g, slot, n, tag_mask, results, flags, e->err, sizeof e->err);
+}
+
+/* Waits for a slot's readback. A unit takes about a millisecond, so the wait
+ * polls its event closely (a 20 ms sleep would idle the GPU between units);
+ * every 20 ms it also reads the unit's progress words for the watchdog. */
+static int gpu_stream_wait_checked(prstm_engine *e, prstm_gpu_stream *g, gpu_slot *sl, int *stalled, char *err,
+                                   size_t errlen) {
+  uint64_t *seen = g->h_watch, *stop_flag = g->h_watch + PRSTM_Q_WORDS;
+  double start = prstm_now(), last_t = start, next_look = start + 0.02;
+  uint64_t last = UINT64_MAX;
+  *stalled = 0;
+  for (unsigned spin = 0;; spin++) {
+    cudaError_t q = cudaEventQuery(sl->back);
+    if (q == cudaSuccess) break;
+    if (q != cudaErrorNotReady) GPU_CHECK(q);
+    double now = prstm_now();
+    if (now >= next_look) {
+      next_look = now + 0.02;
+      GPU_CHECK(cudaMemcpyAsync(seen, sl->quiesce, PRSTM_Q_WORDS * sizeof(uint64_t), cudaMemcpyDeviceToHost,
+                                g->monitor));
+      GPU_CHECK(cudaStreamSynchronize(g->monitor));
+      uint64_t decided = seen[PRSTM_Q_COMMITTED] + seen[PRSTM_Q_FAILED];
+      if (decided != last) {
+        last = decided;
+        last_t = now;
+      } else if (e->opt.watchdog_s && !*stalled && now - last_t > e->opt.watchdog_s) {
+        *stalled = 1;
+        *stop_flag = 1;
+        GPU_CHECK(cudaMemcpyAsync(&sl->quiesce[PRSTM_Q_STOP], stop_flag, sizeof(uint64_t), cudaMemcpyHostToDevice,
+                                  g->monitor));
+        GPU_CHECK(cudaStreamSynchronize(g->monitor));
+      }
+    }
+    if (spin < 2000) {
+      sched_yield();
+    } else {
+      struct timespec pause_ts = {0, 50 * 1000};
+      nanosleep(&pause_ts, NULL);
+    }
+  }
+  return 0;
+}
+
+extern "C" int prstm_gpu_stream_wait(prstm_engine *e, prstm_gpu_stream *g, unsigned slot, const uint8_t **status,
+                                     const uint64_t **result, uint64_t *q, double *copy_s, double *execute_s) {
+  gpu_slot *sl = &g->slot[slot];
+  char *err = e->err;
+  size_t errlen = sizeof e->err;
+  if (!sl->busy) return prstm_engine_fail(e, PRSTM_EINVAL, "no unit is in flight in slot %u", slot);
+  int stalled = 0;
+  int rc = gpu_stream_wait_checked(e, g, sl, &stalled, err, errlen);
+  if (rc) return rc;
+  sl->busy = 0;
+  GPU_CHECK(cudaGetLastError());
+  float copy_ms = 0, exec_ms = 0;
+  GPU_CHECK(cudaEventElapsedTime(&copy_ms, sl->copy_start, sl->copy_end));
+  GPU_CHECK(cudaEventElapsedTime(&exec_ms, sl->exec_start, sl->exec_end));
+  *copy_s += copy_ms / 1000.0;
+  *execute_s += exec_ms / 1000.0;
+  if (stalled) {
+    uint64_t final = 0;
+    for (uint64_t i = 0; i < sl->n; i++) final += sl->h_status[i] != 0;
+    return prstm_engine_fail(e, PRSTM_ESTALLED,
+                             "no transaction committed or failed for %u s, so the watchdog stopped the stream "
+                             "(%llu of the %llu transactions of the running unit were final; engine.watchdog_s sets "
+                             "the limit)",
+                             e->opt.watchdog_s, (unsigned long long)final, (unsigned long long)sl->n);
+  }
+  memcpy(q, sl->h_q, PRSTM_Q_WORDS * sizeof(uint64_t));
+  *status = sl->h_status;
+  *result = sl->results ? sl->h_result : NULL;
+  return 0;
+}
+
+extern "C" int prstm_gpu_stream_finish(prstm_engine *e, prstm_gpu_stream *g, uint64_t *aborts,
+                                       uint64_t *postponements, uint64_t *sweeps) {
+  char *err = e->err;
+  size_t errlen = sizeof e->err;
+  unsigned long long t[3] = {0, 0, 0};
+  GPU_CHECK(cudaDeviceSynchronize());
+  GPU_CHECK(cudaMemcpy(e->words, g->words, 8 * g->nwords, cudaMemcpyDeviceToHost));
+  GPU_CHECK(cudaMemcpy(t, g->totals, sizeof t, cudaMemcpyDeviceToHost));
+  *aborts += t[0];
+  *postponements += t[1];
+  *sweeps += t[2];
+  return 0;
 }

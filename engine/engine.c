@@ -168,6 +168,7 @@ const prstm_options *prstm_engine_options(const prstm_engine *e) { return e ? &e
 
 int prstm_engine_set_state(prstm_engine *e, const prstm_word *words, uint64_t nwords) {
   if (!e) return PRSTM_EINVAL;
+  if (e->stream) return prstm_engine_fail(e, PRSTM_EINVAL, "a stream is open on this engine: close it first");
   if (nwords == 0 || !words) return prstm_engine_fail(e, PRSTM_EINVAL, "state must hold at least one word");
   prstm_word *copy = malloc((size_t)nwords * sizeof *copy);
   if (!copy) return prstm_engine_fail(e, PRSTM_ENOMEM, "cannot allocate %llu state words", (unsigned long long)nwords);
@@ -183,6 +184,7 @@ int prstm_engine_set_state(prstm_engine *e, const prstm_word *words, uint64_t nw
 
 int prstm_engine_init_state(prstm_engine *e, const prstm_state_spec *spec) {
   if (!e || !spec) return PRSTM_EINVAL;
+  if (e->stream) return prstm_engine_fail(e, PRSTM_EINVAL, "a stream is open on this engine: close it first");
   if (!e->wl->init_state)
     return prstm_engine_fail(e, PRSTM_EINVAL, "workload %s has no state initialiser", e->wl->name);
   prstm_word *words = NULL;
@@ -269,7 +271,7 @@ static void cpu_gate_open(cpu_gate *g, int state) {
   pthread_mutex_unlock(&g->mu);
 }
 
-static int cpu_run(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *v, prstm_results *res) {
+int prstm_cpu_run(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *v, prstm_results *res, unsigned flags) {
   uint32_t threads = e->opt.threads;
   if (threads == 0) {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -277,6 +279,7 @@ static int cpu_run(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *
   }
   prstm_exec_ctx ctx;
   prstm_ctx_fill_common(e, b, threads, &ctx);
+  if (flags & PRSTM_RUN_KEEP_POSTPONED) ctx.semantic |= PRSTM_SEMANTIC_KEEP_POSTPONED;
   ctx.words = e->words;
   ctx.table.stride = b->cap;
   ctx.table.type = b->type;
@@ -322,13 +325,17 @@ static int cpu_run(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *
      * run that publishes none for watchdog_s seconds is told to stop. */
     uint64_t last = 0;
     double last_t = t0;
+    /* The pause grows from 50 us to 20 ms, so a short run (a stream's unit
+     * of a few rows) is not held up by a long first sleep. */
+    long pause_ns = 50 * 1000;
     while (__atomic_load_n(&quiesce[PRSTM_Q_FINISHED], __ATOMIC_ACQUIRE) < threads) {
-      struct timespec pause_ts = {0, 20 * 1000 * 1000};
+      struct timespec pause_ts = {0, pause_ns};
       nanosleep(&pause_ts, NULL);
+      if (pause_ns < 20 * 1000 * 1000) pause_ns = pause_ns * 2 < 20 * 1000 * 1000 ? pause_ns * 2 : 20 * 1000 * 1000;
       seen[PRSTM_Q_COMMITTED] = __atomic_load_n(&quiesce[PRSTM_Q_COMMITTED], __ATOMIC_RELAXED);
       seen[PRSTM_Q_FAILED] = __atomic_load_n(&quiesce[PRSTM_Q_FAILED], __ATOMIC_RELAXED);
       seen[PRSTM_Q_ABANDONED] = __atomic_load_n(&quiesce[PRSTM_Q_ABANDONED], __ATOMIC_RELAXED);
-      prstm_progress_report(e, b, seen, &progress_clock, 0);
+      if (!(flags & PRSTM_RUN_QUIET)) prstm_progress_report(e, b, seen, &progress_clock, 0);
       uint64_t now_progress = seen[PRSTM_Q_COMMITTED] + seen[PRSTM_Q_FAILED];
       double now = prstm_now();
       if (now_progress != last) {
@@ -350,7 +357,7 @@ static int cpu_run(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *
     goto out;
   }
   /* Every worker published its last counts before it finished. */
-  prstm_progress_report(e, b, quiesce, &progress_clock, 1);
+  if (!(flags & PRSTM_RUN_QUIET)) prstm_progress_report(e, b, quiesce, &progress_clock, 1);
   res->threads = threads;
   res->backend = PRSTM_BACKEND_CPU;
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -413,6 +420,7 @@ int prstm_engine_run(prstm_engine *e, prstm_batch *b, prstm_results *res) {
   if (!e || !b || !res) return PRSTM_EINVAL;
   e->err[0] = 0;
   memset(res, 0, sizeof *res);
+  if (e->stream) return prstm_engine_fail(e, PRSTM_EINVAL, "a stream is open on this engine: close it first");
   if (b->wl != e->wl)
     return prstm_engine_fail(e, PRSTM_EINVAL, "batch of workload %s given to an engine of workload %s",
                              b->wl->name, e->wl->name);
@@ -435,29 +443,58 @@ int prstm_engine_run(prstm_engine *e, prstm_batch *b, prstm_results *res) {
   res->transactions = b->n;
   res->lock_coverage = e->opt.lock_coverage;
 
-  prstm_backend backend = e->opt.backend;
-  if (backend != PRSTM_BACKEND_CPU) {
-    char why[256];
-    if (prstm_gpu_available(e->wl, why, sizeof why)) {
-      backend = PRSTM_BACKEND_GPU;
-    } else if (backend == PRSTM_BACKEND_GPU) {
-      return prstm_engine_fail(e, PRSTM_ENOGPU, "backend gpu requested but no GPU is usable: %s", why);
-    } else {
-      backend = PRSTM_BACKEND_CPU;
-      snprintf(res->fallback, sizeof res->fallback, "%s", why);
-    }
-  }
+  prstm_backend backend;
+  rc = prstm_choose_backend(e, &backend, res->fallback, sizeof res->fallback);
+  if (rc) return rc;
+  /* PRSTM_CHUNK_ROWS runs a larger batch in chunks on either backend, so the
+   * chunked path is tested without a GPU too. A verified run is never
+   * chunked: its commit order and replay cover one run. */
+  uint64_t chunk = prstm_chunk_rows_env();
+  if (chunk && b->n > chunk && !e->opt.verify)
+    return prstm_run_chunked(e, b, backend, res->fallback, chunk, res);
   if (backend == PRSTM_BACKEND_CPU) {
-    rc = cpu_run(e, b, v, res);
+    rc = prstm_cpu_run(e, b, v, res, 0);
   } else {
 #ifdef PRSTM_HAVE_CUDA
     rc = prstm_gpu_run(e, b, v, res);
+    /* A batch whose table does not fit the GPU's memory runs as a stream of
+     * chunks that do, instead of failing. */
+    if (rc == PRSTM_ETOOBIG && !e->opt.verify) {
+      char fallback[sizeof res->fallback];
+      memcpy(fallback, res->fallback, sizeof fallback);
+      e->err[0] = 0;
+      return prstm_run_chunked(e, b, backend, fallback, 0, res);
+    }
 #else
     rc = prstm_engine_fail(e, PRSTM_ENOGPU, "this build of prstm has no CUDA support");
 #endif
   }
   if (rc == 0 && e->opt.verify) e->verify_batch = b;
   return rc;
+}
+
+int prstm_choose_backend(prstm_engine *e, prstm_backend *backend, char *fallback, size_t fallback_len) {
+  *backend = e->opt.backend;
+  if (fallback_len) fallback[0] = 0;
+  if (*backend == PRSTM_BACKEND_CPU) return 0;
+  char why[256];
+  if (prstm_gpu_available(e->wl, why, sizeof why)) {
+    *backend = PRSTM_BACKEND_GPU;
+    return 0;
+  }
+  if (*backend == PRSTM_BACKEND_GPU)
+    return prstm_engine_fail(e, PRSTM_ENOGPU, "backend gpu requested but no GPU is usable: %s", why);
+  *backend = PRSTM_BACKEND_CPU;
+  snprintf(fallback, fallback_len, "%s", why);
+  return 0;
+}
+
+uint64_t prstm_chunk_rows_env(void) {
+  const char *v = getenv("PRSTM_CHUNK_ROWS");
+  if (!v || !*v) return 0;
+  char *end = NULL;
+  unsigned long long n = strtoull(v, &end, 10);
+  return end && *end == 0 ? (uint64_t)n : 0;
 }
 
 const prstm_worker_variant *prstm_pick_variant(const prstm_workload *wl, uint32_t ncols) {

@@ -34,6 +34,8 @@ struct prstm_engine {
   /* The progress observer (prstm_engine_set_progress), or NULL. */
   prstm_progress_fn progress_fn;
   void *progress_user;
+  /* The open stream (engine/stream.c), which owns the state until closed. */
+  struct prstm_stream *stream;
   char err[512];
 };
 
@@ -72,10 +74,61 @@ void prstm_results_add_stats(prstm_results *res, const prstm_thread_stats *st);
 /* Records the watchdog's message (how many rows were final) and returns PRSTM_ESTALLED. */
 int prstm_watchdog_error(prstm_engine *e, const prstm_batch *b);
 
+/* Flags of one run on either backend. KEEP_POSTPONED: rows still postponed
+ * at quiescence stay pending (a stream carries them over). QUIET: no
+ * progress reports, because the stream around the run makes its own. */
+#define PRSTM_RUN_KEEP_POSTPONED 1u
+#define PRSTM_RUN_QUIET 2u
+/* Runs a batch on the CPU backend; the counters are added to res. */
+int prstm_cpu_run(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *v, prstm_results *res, unsigned flags);
+/* The backend a run or stream of this engine uses: the GPU when one is
+ * usable and not refused by the options; fallback says why auto chose the
+ * CPU. Returns PRSTM_ENOGPU (message in the engine) when gpu was asked for
+ * and none is usable. */
+int prstm_choose_backend(prstm_engine *e, prstm_backend *backend, char *fallback, size_t fallback_len);
+/* The most rows one execution takes, from the PRSTM_CHUNK_ROWS environment
+ * variable (a test and measuring knob); 0 when it is not set. */
+uint64_t prstm_chunk_rows_env(void);
+/* Runs one batch as a stream of chunks of at most unit_rows rows (0: as
+ * many as the backend's memory allows), with carry-over between chunks and
+ * abandonment only at the end (engine/stream.c). */
+int prstm_run_chunked(prstm_engine *e, prstm_batch *b, prstm_backend backend, const char *fallback, uint64_t unit_rows,
+                      prstm_results *res);
+
 #ifdef PRSTM_HAVE_CUDA
 /* GPU backend (backend_gpu.cu). */
 int prstm_gpu_probe(char *why, size_t whylen);
 int prstm_gpu_run(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *v, prstm_results *res);
+
+/* The GPU side of a stream: the state and locks resident on the device, two
+ * device tables (slots) each with pinned host staging, a copy stream and the
+ * execution stream, so that a slot is filled while the other executes.
+ * Errors are recorded in the engine. */
+typedef struct prstm_gpu_stream prstm_gpu_stream;
+/* Uploads the state and allocates two slots of 2 * unit_rows rows of ncols
+ * argument words each (new rows plus carried rows), unit_rows being
+ * want_rows or less where the GPU's memory is short. */
+int prstm_gpu_stream_open(prstm_engine *e, const prstm_worker_variant *v, uint32_t ncols, int results,
+                          uint64_t want_rows, prstm_gpu_stream **out, uint64_t *unit_rows, uint32_t *threads,
+                          uint64_t *gpu_bytes, char *device, size_t device_len);
+/* The pinned staging of a slot for a unit of n rows: type[n] and args with
+ * column stride n. The slot must be free (waited for). */
+void prstm_gpu_stream_stage(prstm_gpu_stream *g, unsigned slot, uint64_t n, uint8_t **type, uint64_t **args);
+/* Queues the copy of the staged unit and, behind the previous unit on the
+ * execution stream, its kernel, then the readback of its outcomes. */
+int prstm_gpu_stream_launch(prstm_engine *e, prstm_gpu_stream *g, unsigned slot, uint64_t n, uint32_t tag_mask,
+                            int results, unsigned flags);
+/* Waits for a slot's unit under the watchdog; then status[n] (and result[n]
+ * when the unit has results) hold its outcomes in pinned memory, q its
+ * published counts, and the copy and execution times are added. */
+int prstm_gpu_stream_wait(prstm_engine *e, prstm_gpu_stream *g, unsigned slot, const uint8_t **status,
+                          const uint64_t **result, uint64_t *q, double *copy_s, double *execute_s);
+/* With no unit in flight: brings the final state back to the engine and
+ * gives the summed aborts, postponements and sweeps of every unit. */
+int prstm_gpu_stream_finish(prstm_engine *e, prstm_gpu_stream *g, uint64_t *aborts, uint64_t *postponements,
+                            uint64_t *sweeps);
+/* Stops and waits for whatever is in flight, then frees everything. */
+void prstm_gpu_stream_free(prstm_gpu_stream *g);
 #endif
 
 #ifdef __cplusplus

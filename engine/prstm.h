@@ -15,8 +15,9 @@ extern "C" {
 #define PRSTM_VERSION_STRING "0.1.0"
 /* Raised whenever a structure a workload shares with the engine changes
  * (prstm_workload, the specs, prstm_exec_ctx, the table view): a plugin
- * built against another ABI is refused instead of misread. */
-#define PRSTM_ABI_VERSION 3
+ * built against another ABI is refused instead of misread. 4: the
+ * semantic word of prstm_exec_ctx carries run flags (streams). */
+#define PRSTM_ABI_VERSION 4
 
 /* One table generates the error codes, their names and their messages, so the
  * three can never drift apart. Every function returns 0 or one of these. */
@@ -293,7 +294,10 @@ int prstm_engine_init_state(prstm_engine *engine, const prstm_state_spec *spec);
 const prstm_word *prstm_engine_state(const prstm_engine *engine, uint64_t *nwords);
 /* The state spec last given to prstm_engine_init_state, or NULL. */
 const prstm_state_spec *prstm_engine_state_spec(const prstm_engine *engine);
-/* Runs every transaction of the batch until each is final. */
+/* Runs every transaction of the batch until each is final. A batch whose
+ * table does not fit the GPU's memory (or longer than PRSTM_CHUNK_ROWS)
+ * runs in chunks, with postponed transactions carried from chunk to chunk
+ * (docs/STREAMS.md); a verified run is never chunked. */
 int prstm_engine_run(prstm_engine *engine, struct prstm_batch *batch, prstm_results *res);
 
 /* Live counts of a running batch, read from what the executing threads (CPU
@@ -384,6 +388,77 @@ prstm_word prstm_batch_arg(const prstm_batch *batch, uint64_t i, unsigned col);
 const char *prstm_reason_string(const prstm_workload *wl, unsigned type, unsigned reason);
 /* Names a status: "pending", "committed", "abandoned" or "failed" ("unknown status" otherwise). */
 const char *prstm_status_name(prstm_status status);
+
+/* Streams of batches (docs/STREAMS.md). Batches are submitted one after
+ * another and run in order on the engine's state. On the GPU the copy of
+ * the next batch to the device overlaps the execution of the current one
+ * (pinned staging, two device tables), and the state and locks stay on the
+ * device until the stream is closed. A transaction still postponed at the
+ * end of its batch is carried over to a later one, and is abandoned
+ * (PRSTM_REASON_QUIESCENT) only when the stream is closed and no remaining
+ * transaction can fund it. Not available with options.verify. */
+typedef struct prstm_stream prstm_stream;
+
+/* Totals of a stream, filled by prstm_stream_close. Times are in seconds:
+ * copy_s is the host-to-device copying (GPU) or the staging of rows into
+ * the working table (CPU), execute_s the execution, wall_s the stream's
+ * life from open to the end of close. */
+typedef struct prstm_stream_results {
+  uint64_t batches;      /* batches submitted */
+  uint64_t transactions; /* rows of every submitted batch */
+  uint64_t committed, abandoned, failed;
+  uint64_t carried;      /* transactions still pending at the end of the run they entered in */
+  uint64_t carry_runs;   /* runs of carried transactions, summed: one carried twice counts 2 */
+  uint64_t runs;         /* executions (kernel launches or CPU runs), chunks and the close included */
+  uint64_t aborts, postponements, sweeps;
+  double copy_s, execute_s, wall_s;
+  double setup_s;        /* part of wall_s: the GPU taking the state at the first batch and giving it back at close */
+  prstm_backend backend;
+  uint32_t threads;
+  uint64_t unit_rows;    /* most new rows one execution takes; a larger batch is split into chunks */
+  uint64_t gpu_bytes;    /* device memory the stream holds, 0 on the CPU */
+  char device[128];
+  char fallback[256];    /* why auto chose the CPU, empty otherwise */
+} prstm_stream_results;
+
+/* Called when every transaction of the batch submitted as number `index`
+ * (0 for the first) is final: its outcomes are in the batch
+ * (prstm_batch_outcome), and the stream will not touch it again, so the
+ * caller may read, reuse or destroy it. Called on the caller's thread from
+ * inside prstm_stream_submit or prstm_stream_close, in the order batches
+ * finish, which is not always the order they were submitted in (a carried
+ * transaction holds its batch back). It must not call into the stream. */
+typedef void (*prstm_stream_done_fn)(uint64_t index, prstm_batch *batch, void *user);
+
+/* Opens a stream on an engine that has its state. While it is open the
+ * engine runs nothing else (prstm_engine_run and prstm_engine_set_state
+ * return PRSTM_EINVAL) and its state is that of the stream, brought back by
+ * prstm_stream_close. The backend is chosen here as prstm_engine_run does. */
+int prstm_stream_open(prstm_engine *engine, prstm_stream **out);
+/* Sets the observer of finished batches (fn NULL removes it). */
+int prstm_stream_set_done(prstm_stream *stream, prstm_stream_done_fn fn, void *user);
+/* Queues a batch of the engine's workload and returns once it is queued.
+ * The batch is borrowed, not copied: the stream writes its outcomes into it,
+ * and the caller must leave it alone until the done observer reports it or
+ * the stream is closed. It may block while two batches are in flight. A
+ * stream's row width (argument words) is set by its first batch, at least
+ * that of the workload's widest fixed-argument type; a wider batch later is
+ * refused with PRSTM_EINVAL. Returns PRSTM_EINVAL after close, or the error
+ * that stopped the stream (a CUDA error, the watchdog), which is sticky. */
+int prstm_stream_submit(prstm_stream *stream, prstm_batch *batch);
+/* Runs everything that remains, carried transactions included, abandons
+ * only what nothing left can fund, brings the final state back to the
+ * engine, reports every unfinished batch done, and fills *out (may be
+ * NULL). The engine is free again afterwards. A second close returns
+ * PRSTM_EINVAL. */
+int prstm_stream_close(prstm_stream *stream, prstm_stream_results *out);
+/* Frees the stream and frees the engine. One that was not closed is
+ * discarded: runs already started finish and their state is brought back to
+ * the engine (unless a CUDA error stopped the stream), and every transaction
+ * not yet final stays pending. */
+void prstm_stream_destroy(prstm_stream *stream);
+/* The message of the stream's last error (the engine's), or "". */
+const char *prstm_stream_error(const prstm_stream *stream);
 
 /* A parsed JSON config (loaders/). Paths are as written or resolved against
  * the config file's folder (batch.file). */

@@ -1,0 +1,661 @@
+/* stream.c: streams of batches on either backend: units of new and carried-over rows, their pipelining, outcomes scattered back, and the close that abandons only what nothing can fund. */
+#define _GNU_SOURCE
+#include "engine_internal.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* A unit is one execution: up to unit_rows new rows of one submitted batch,
+ * then carried rows, each row remembered by its origin so that its outcome
+ * lands in the batch it came from. The GPU keeps two units in flight (one
+ * copying while the other executes), the CPU one; a unit's pending rows join
+ * the carry queue when it is retired, and a later unit takes them from the
+ * front of the queue. */
+
+/* The most new rows of one GPU unit: a larger batch is split into chunks of
+ * this many, so that the pinned staging stays a few hundred MiB. */
+#define STREAM_GPU_MAX_UNIT_ROWS (8ull << 20)
+/* Copies smaller than this are made by the calling thread alone. */
+#define STREAM_PARALLEL_BYTES (4ull << 20)
+#define STREAM_MAX_COPY_THREADS 8
+
+typedef struct stream_item {
+  prstm_batch *b;       /* NULL once reported done */
+  uint64_t next_row;    /* rows [0, next_row) were handed to units */
+  uint64_t outstanding; /* rows not yet final */
+} stream_item;
+
+typedef struct stream_origin {
+  uint64_t item, row;
+} stream_origin;
+
+typedef struct stream_unit {
+  int busy;
+  uint64_t item, off, n_new; /* new rows: item's rows [off, off + n_new) */
+  stream_origin *carry;      /* carried rows, after the new ones */
+  uint64_t n_carry, carry_alloc;
+  int results;
+  prstm_batch work; /* CPU: the working table the threads run on */
+} stream_unit;
+
+struct prstm_stream {
+  prstm_engine *e;
+  prstm_backend backend;
+  char fallback[256];
+  const prstm_worker_variant *v;
+  uint32_t ncols;       /* row width, fixed by the first batch; 0 before it */
+  uint32_t tag_mask;    /* tags of every batch so far */
+  int results;          /* the workload has a read-only type */
+  uint64_t unit_rows;   /* the most new rows of one unit */
+  uint64_t carry_cap;   /* the most carried rows alongside new ones */
+  uint64_t slot_rows;   /* the most rows of one unit */
+  uint64_t limit_rows;  /* PRSTM_CHUNK_ROWS or the chunked run's limit; 0: none */
+  unsigned nslots, next_slot;
+  stream_unit slots[2];
+  stream_item *items;
+  uint64_t nitems, items_alloc, first_open;
+  stream_origin *queue; /* carried rows waiting, FIFO from queue_head */
+  uint64_t queue_head, queue_len, queue_alloc;
+  prstm_stream_done_fn done_fn;
+  void *done_user;
+  prstm_stream_results res;
+  double opened_at;
+  int started; /* the first batch set the row width and the units */
+  int closed;
+  int error; /* sticky: the code that stopped the stream */
+  /* A chunked prstm_engine_run reports progress over its whole batch. */
+  prstm_batch *progress_batch;
+  prstm_progress_clock progress_clock;
+#ifdef PRSTM_HAVE_CUDA
+  prstm_gpu_stream *gpu;
+#endif
+};
+
+/* ---- copying rows, on several threads when there are many ---- */
+
+typedef struct copy_job {
+  void *dst;
+  const void *src; /* NULL: zero-fill */
+  size_t len;
+} copy_job;
+
+typedef struct copy_part {
+  const copy_job *jobs;
+  size_t njobs;
+  size_t from, to; /* byte range of the concatenated jobs */
+} copy_part;
+
+static void copy_range(const copy_job *jobs, size_t njobs, size_t from, size_t to) {
+  size_t at = 0;
+  for (size_t j = 0; j < njobs && at < to; j++) {
+    size_t a = at, z = at + jobs[j].len;
+    at = z;
+    if (z <= from) continue;
+    size_t lo = a > from ? a : from, hi = z < to ? z : to;
+    char *d = (char *)jobs[j].dst + (lo - a);
+    if (jobs[j].src)
+      memcpy(d, (const char *)jobs[j].src + (lo - a), hi - lo);
+    else
+      memset(d, 0, hi - lo);
+  }
+}
+
+static void *copy_thread(void *p) {
+  copy_part *part = p;
+  copy_range(part->jobs, part->njobs, part->from, part->to);
+  return NULL;
+}
+
+/* The staging of a GPU unit is a copy of tens of MiB from the caller's
+ * pageable batch into pinned memory; one core copies at a fraction of what
+ * the PCIe link takes, so large copies are shared out among threads. A
+ * thread that cannot be created leaves its part to the caller. */
+static void copy_jobs(const copy_job *jobs, size_t njobs) {
+  size_t total = 0;
+  for (size_t j = 0; j < njobs; j++) total += jobs[j].len;
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  size_t nthreads = cores > 1 ? (size_t)cores / 2 : 1;
+  if (nthreads > STREAM_MAX_COPY_THREADS) nthreads = STREAM_MAX_COPY_THREADS;
+  if (total < STREAM_PARALLEL_BYTES || nthreads < 2) {
+    copy_range(jobs, njobs, 0, total);
+    return;
+  }
+  pthread_t tid[STREAM_MAX_COPY_THREADS];
+  copy_part parts[STREAM_MAX_COPY_THREADS];
+  int started[STREAM_MAX_COPY_THREADS] = {0};
+  size_t per = (total + nthreads - 1) / nthreads;
+  for (size_t t = 0; t < nthreads; t++) {
+    size_t from = t * per, to = from + per < total ? from + per : total;
+    parts[t] = (copy_part){jobs, njobs, from, to};
+    if (t > 0 && from < to) started[t] = pthread_create(&tid[t], NULL, copy_thread, &parts[t]) == 0;
+  }
+  copy_range(jobs, njobs, parts[0].from, parts[0].to);
+  for (size_t t = 1; t < nthreads; t++) {
+    if (started[t])
+      pthread_join(tid[t], NULL);
+    else if (parts[t].from < parts[t].to)
+      copy_range(jobs, njobs, parts[t].from, parts[t].to);
+  }
+}
+
+/* ---- the carry queue ---- */
+
+static int queue_push(prstm_stream *s, uint64_t item, uint64_t row) {
+  if (s->queue_head + s->queue_len == s->queue_alloc) {
+    if (s->queue_head > 0) {
+      memmove(s->queue, s->queue + s->queue_head, (size_t)s->queue_len * sizeof *s->queue);
+      s->queue_head = 0;
+    }
+    if (s->queue_len == s->queue_alloc) {
+      uint64_t cap = s->queue_alloc ? 2 * s->queue_alloc : 1024;
+      stream_origin *q = realloc(s->queue, (size_t)cap * sizeof *q);
+      if (!q) return prstm_engine_fail(s->e, PRSTM_ENOMEM, "cannot keep %llu carried transactions",
+                                       (unsigned long long)cap);
+      s->queue = q;
+      s->queue_alloc = cap;
+    }
+  }
+  s->queue[s->queue_head + s->queue_len++] = (stream_origin){item, row};
+  return 0;
+}
+
+/* ---- retiring a unit: outcomes back to their batches ---- */
+
+static void stream_notify_done(prstm_stream *s) {
+  for (uint64_t i = s->first_open; i < s->nitems; i++) {
+    stream_item *it = &s->items[i];
+    if (!it->b) {
+      if (i == s->first_open) s->first_open++;
+      continue;
+    }
+    if (it->outstanding || it->next_row < it->b->n) continue;
+    prstm_batch *b = it->b;
+    it->b = NULL;
+    if (i == s->first_open) s->first_open++;
+    if (s->done_fn) s->done_fn(i, b, s->done_user);
+  }
+}
+
+static void stream_report_progress(prstm_stream *s, int finished) {
+  if (!s->progress_batch) return;
+  uint64_t q[PRSTM_Q_WORDS] = {0};
+  q[PRSTM_Q_COMMITTED] = s->res.committed;
+  q[PRSTM_Q_FAILED] = s->res.failed;
+  q[PRSTM_Q_ABANDONED] = s->res.abandoned;
+  prstm_progress_report(s->e, s->progress_batch, q, &s->progress_clock, finished);
+}
+
+/* Waits for the slot's unit, writes each final row's outcome into its batch,
+ * and queues the rows still pending. */
+static int stream_retire(prstm_stream *s, unsigned slot) {
+  stream_unit *u = &s->slots[slot];
+  if (!u->busy) return 0;
+  u->busy = 0;
+  /* A CPU unit ran to its end in stream_launch, which added its counters;
+   * a GPU unit's are the progress words its threads published last. */
+  const uint8_t *status = u->work.status;
+  const uint64_t *result = u->work.result;
+#ifdef PRSTM_HAVE_CUDA
+  if (s->backend == PRSTM_BACKEND_GPU) {
+    uint64_t q[PRSTM_Q_WORDS] = {0};
+    int rc = prstm_gpu_stream_wait(s->e, s->gpu, slot, &status, &result, q, &s->res.copy_s, &s->res.execute_s);
+    if (rc) return rc;
+    s->res.committed += q[PRSTM_Q_COMMITTED];
+    s->res.failed += q[PRSTM_Q_FAILED];
+    s->res.abandoned += q[PRSTM_Q_ABANDONED];
+  }
+#endif
+  if (u->n_new) {
+    stream_item *it = &s->items[u->item];
+    prstm_batch *b = it->b;
+    memcpy(b->status + u->off, status, (size_t)u->n_new);
+    if (b->result && result) memcpy(b->result + u->off, result, (size_t)u->n_new * sizeof *result);
+    uint64_t pending = 0;
+    const uint8_t *p = status, *end = status + u->n_new;
+    /* Pending is status 0 with reason 0: a zero byte. */
+    while ((p = memchr(p, 0, (size_t)(end - p))) != NULL) {
+      int rc = queue_push(s, u->item, u->off + (uint64_t)(p - status));
+      if (rc) return rc;
+      pending++;
+      p++;
+    }
+    it->outstanding -= u->n_new - pending;
+    s->res.carried += pending;
+  }
+  for (uint64_t k = 0; k < u->n_carry; k++) {
+    uint8_t st = status[u->n_new + k];
+    stream_origin o = u->carry[k];
+    if (st == 0) {
+      int rc = queue_push(s, o.item, o.row);
+      if (rc) return rc;
+      continue;
+    }
+    prstm_batch *b = s->items[o.item].b;
+    b->status[o.row] = st;
+    if (b->result && result) b->result[o.row] = result[u->n_new + k];
+    s->items[o.item].outstanding--;
+  }
+  stream_report_progress(s, 0);
+  stream_notify_done(s);
+  return 0;
+}
+
+/* Retires every unit in flight, oldest first. */
+static int stream_drain(prstm_stream *s) {
+  for (unsigned k = 0; k < s->nslots; k++) {
+    int rc = stream_retire(s, (s->next_slot + k) % s->nslots);
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+/* ---- launching a unit ---- */
+
+static int cpu_work_reserve(prstm_stream *s, prstm_batch *w, uint64_t n) {
+  if (w->cap >= n && w->ncols == s->ncols) return 0;
+  uint64_t cap = w->cap ? w->cap : 1024;
+  while (cap < n) cap *= 2;
+  free(w->type);
+  free(w->status);
+  free(w->args);
+  free(w->result);
+  w->type = malloc((size_t)cap);
+  w->status = malloc((size_t)cap);
+  w->args = s->ncols ? malloc((size_t)cap * s->ncols * sizeof *w->args) : NULL;
+  w->result = s->results ? malloc((size_t)cap * sizeof *w->result) : NULL;
+  w->cap = cap;
+  w->ncols = s->ncols;
+  if (!w->type || !w->status || (s->ncols && !w->args) || (s->results && !w->result)) {
+    w->cap = 0;
+    return prstm_engine_fail(s->e, PRSTM_ENOMEM, "cannot allocate a working table of %llu transactions",
+                             (unsigned long long)cap);
+  }
+  return 0;
+}
+
+/* Fills a unit's table: the new rows, then the carried ones, every column
+ * at stride `stride`, the columns a narrower batch lacks zeroed. */
+static int stream_fill(prstm_stream *s, const stream_unit *u, uint8_t *type, uint64_t *args, uint64_t stride) {
+  size_t maxjobs = 1 + s->ncols;
+  copy_job *jobs = malloc(maxjobs * sizeof *jobs);
+  if (!jobs) return prstm_engine_fail(s->e, PRSTM_ENOMEM, "cannot plan the copy of a unit");
+  size_t nj = 0;
+  if (u->n_new) {
+    const prstm_batch *b = s->items[u->item].b;
+    jobs[nj++] = (copy_job){type, b->type + u->off, (size_t)u->n_new};
+    for (uint32_t c = 0; c < s->ncols; c++)
+      jobs[nj++] = (copy_job){args + (uint64_t)c * stride,
+                              c < b->ncols ? (const void *)(b->args + (uint64_t)c * b->cap + u->off) : NULL,
+                              (size_t)u->n_new * sizeof *args};
+    copy_jobs(jobs, nj);
+  }
+  free(jobs);
+  for (uint64_t k = 0; k < u->n_carry; k++) {
+    const prstm_batch *b = s->items[u->carry[k].item].b;
+    uint64_t row = u->carry[k].row, at = u->n_new + k;
+    type[at] = b->type[row];
+    for (uint32_t c = 0; c < s->ncols; c++) args[(uint64_t)c * stride + at] = c < b->ncols ? b->args[(uint64_t)c * b->cap + row] : 0;
+  }
+  return 0;
+}
+
+/* Runs (CPU) or queues (GPU) one unit: n_new rows of `item` from its next
+ * row, and up to max_carry rows from the front of the carry queue. */
+static int stream_launch(prstm_stream *s, uint64_t item, uint64_t n_new, uint64_t max_carry, int final) {
+  unsigned slot = s->next_slot;
+  int rc = stream_retire(s, slot);
+  if (rc) return rc;
+  uint64_t n_carry = s->queue_len < max_carry ? s->queue_len : max_carry;
+  if (n_new + n_carry > s->slot_rows) n_carry = s->slot_rows - n_new;
+  uint64_t n = n_new + n_carry;
+  if (n == 0) return 0;
+  stream_unit *u = &s->slots[slot];
+  if (n_carry > u->carry_alloc) {
+    stream_origin *c = realloc(u->carry, (size_t)n_carry * sizeof *c);
+    if (!c) return prstm_engine_fail(s->e, PRSTM_ENOMEM, "cannot keep %llu carried transactions",
+                                     (unsigned long long)n_carry);
+    u->carry = c;
+    u->carry_alloc = n_carry;
+  }
+  if (n_carry) memcpy(u->carry, s->queue + s->queue_head, (size_t)n_carry * sizeof *u->carry);
+  s->queue_head += n_carry;
+  s->queue_len -= n_carry;
+  if (s->queue_len == 0) s->queue_head = 0;
+  u->item = item;
+  u->n_new = n_new;
+  u->off = n_new ? s->items[item].next_row : 0;
+  u->n_carry = n_carry;
+  if (n_new) s->items[item].next_row += n_new;
+  /* The results column travels only when a row of the unit is read-only:
+   * on the GPU it would otherwise cost a readback of 8 bytes a row. */
+  u->results = n_new && s->items[item].b->has_read_only;
+  for (uint64_t k = 0; s->results && !u->results && k < n_carry; k++)
+    u->results = s->e->wl->types[s->items[u->carry[k].item].b->type[u->carry[k].row]].read_only;
+  unsigned flags = PRSTM_RUN_QUIET | (final ? 0u : PRSTM_RUN_KEEP_POSTPONED);
+  s->res.runs++;
+  s->res.carry_runs += n_carry;
+  s->next_slot = (slot + 1) % s->nslots;
+  if (s->backend == PRSTM_BACKEND_CPU) {
+    prstm_batch *w = &u->work;
+    rc = cpu_work_reserve(s, w, n);
+    if (rc) return rc;
+    double t0 = prstm_now();
+    rc = stream_fill(s, u, w->type, w->args, w->cap);
+    if (rc) return rc;
+    memset(w->status, 0, (size_t)n);
+    if (w->result) memset(w->result, 0, (size_t)n * sizeof *w->result);
+    s->res.copy_s += prstm_now() - t0;
+    w->wl = s->e->wl;
+    w->n = n;
+    w->tag_mask = s->tag_mask;
+    w->has_read_only = s->results;
+    prstm_results ur;
+    memset(&ur, 0, sizeof ur);
+    rc = prstm_cpu_run(s->e, w, s->v, &ur, flags);
+    if (rc) return rc;
+    u->busy = 1;
+    s->res.execute_s += ur.execute_s;
+    s->res.committed += ur.committed;
+    s->res.failed += ur.failed;
+    s->res.abandoned += ur.abandoned;
+    s->res.aborts += ur.aborts;
+    s->res.postponements += ur.postponements;
+    s->res.sweeps += ur.sweeps;
+    s->res.threads = ur.threads;
+    snprintf(s->res.device, sizeof s->res.device, "%s", ur.device);
+    return 0;
+  }
+#ifdef PRSTM_HAVE_CUDA
+  uint8_t *type = NULL;
+  uint64_t *args = NULL;
+  prstm_gpu_stream_stage(s->gpu, slot, n, &type, &args);
+  rc = stream_fill(s, u, type, args, n);
+  if (rc) return rc;
+  rc = prstm_gpu_stream_launch(s->e, s->gpu, slot, n, s->tag_mask, u->results, flags);
+  if (rc) return rc;
+  u->busy = 1;
+  return 0;
+#else
+  return prstm_engine_fail(s->e, PRSTM_ENOGPU, "this build of prstm has no CUDA support");
+#endif
+}
+
+/* ---- the public calls ---- */
+
+static int stream_open_on(prstm_engine *e, prstm_backend backend, const char *fallback, uint64_t limit_rows,
+                          prstm_stream **out) {
+  prstm_stream *s = calloc(1, sizeof *s);
+  if (!s) return prstm_engine_fail(e, PRSTM_ENOMEM, "cannot allocate a stream");
+  s->e = e;
+  s->backend = backend;
+  snprintf(s->fallback, sizeof s->fallback, "%s", fallback ? fallback : "");
+  s->limit_rows = limit_rows;
+  s->nslots = backend == PRSTM_BACKEND_GPU ? 2 : 1;
+  s->opened_at = prstm_now();
+  for (unsigned t = 0; t < e->wl->ntypes; t++) {
+    if (e->wl->types[t].read_only) s->results = 1;
+  }
+  /* A stream's runs are not verified, so no earlier certificate may be
+   * checked against a state the stream changed. */
+  e->verify_batch = NULL;
+  free(e->initial);
+  e->initial = NULL;
+  e->stream = s;
+  *out = s;
+  return 0;
+}
+
+int prstm_stream_open(prstm_engine *e, prstm_stream **out) {
+  if (!e || !out) return PRSTM_EINVAL;
+  *out = NULL;
+  e->err[0] = 0;
+  if (e->stream) return prstm_engine_fail(e, PRSTM_EINVAL, "a stream is already open on this engine");
+  if (!e->words) return prstm_engine_fail(e, PRSTM_EINVAL, "the engine has no state: set or init it first");
+  if (e->opt.verify)
+    return prstm_engine_fail(e, PRSTM_EINVAL, "streams are not verified: open the stream on an engine without verify");
+  prstm_backend backend;
+  char fallback[256];
+  int rc = prstm_choose_backend(e, &backend, fallback, sizeof fallback);
+  if (rc) return rc;
+  return stream_open_on(e, backend, fallback, prstm_chunk_rows_env(), out);
+}
+
+int prstm_stream_set_done(prstm_stream *s, prstm_stream_done_fn fn, void *user) {
+  if (!s) return PRSTM_EINVAL;
+  s->done_fn = fn;
+  s->done_user = fn ? user : NULL;
+  return 0;
+}
+
+const char *prstm_stream_error(const prstm_stream *s) { return s ? s->e->err : "no stream"; }
+
+/* The widest row a stream must take: its first batch's, and at least that of
+ * every type with fixed arguments, so that any ordinary later batch fits. */
+static uint32_t stream_width(const prstm_workload *wl, const prstm_batch *first) {
+  uint32_t w = first->ncols;
+  for (unsigned t = 0; t < wl->ntypes; t++) {
+    const prstm_type_desc *d = &wl->types[t];
+    int list = d->nargs && d->args[d->nargs - 1].kind == PRSTM_ARG_ADDRESS_LIST;
+    if (!list && d->nargs > w) w = d->nargs;
+  }
+  return w;
+}
+
+/* Sets the row width and the unit sizes at the first batch; on the GPU this
+ * is where the device takes the state. */
+static int stream_start(prstm_stream *s, const prstm_batch *b) {
+  prstm_engine *e = s->e;
+  s->ncols = stream_width(e->wl, b);
+  s->v = prstm_pick_variant(e->wl, s->ncols);
+  if (!s->v)
+    return prstm_engine_fail(e, PRSTM_ECONFIG, "batch rows have %u argument words; workload %s takes at most %u",
+                             s->ncols, e->wl->name, e->wl->variants[e->wl->nvariants - 1].max_columns);
+  s->res.backend = s->backend;
+  snprintf(s->res.fallback, sizeof s->res.fallback, "%s", s->fallback);
+  if (s->backend == PRSTM_BACKEND_CPU) {
+    s->unit_rows = s->limit_rows ? s->limit_rows : UINT64_MAX;
+    s->carry_cap = s->unit_rows;
+    s->slot_rows = s->limit_rows ? 2 * s->limit_rows : UINT64_MAX;
+    s->res.unit_rows = s->unit_rows;
+    return 0;
+  }
+#ifdef PRSTM_HAVE_CUDA
+  uint64_t want = b->n ? b->n : 1;
+  if (s->limit_rows && s->limit_rows < want) want = s->limit_rows;
+  if (want > STREAM_GPU_MAX_UNIT_ROWS) want = STREAM_GPU_MAX_UNIT_ROWS;
+  uint64_t rows = 0;
+  double t0 = prstm_now();
+  int rc = prstm_gpu_stream_open(e, s->v, s->ncols, s->results, want, &s->gpu, &rows, &s->res.threads,
+                                 &s->res.gpu_bytes, s->res.device, sizeof s->res.device);
+  s->res.setup_s += prstm_now() - t0;
+  if (rc) return rc;
+  s->unit_rows = rows;
+  s->carry_cap = rows;
+  s->slot_rows = 2 * rows;
+  s->res.unit_rows = rows;
+  return 0;
+#else
+  return prstm_engine_fail(e, PRSTM_ENOGPU, "this build of prstm has no CUDA support");
+#endif
+}
+
+static int stream_failed(prstm_stream *s, int rc) {
+  if (rc && !s->error) s->error = rc;
+  return rc;
+}
+
+int prstm_stream_submit(prstm_stream *s, prstm_batch *b) {
+  if (!s) return PRSTM_EINVAL;
+  prstm_engine *e = s->e;
+  if (s->error) return s->error;
+  if (s->closed) return prstm_engine_fail(e, PRSTM_EINVAL, "the stream is closed: submit batches before closing it");
+  if (!b) return prstm_engine_fail(e, PRSTM_EINVAL, "no batch given");
+  if (b->wl != e->wl)
+    return prstm_engine_fail(e, PRSTM_EINVAL, "batch of workload %s given to a stream of workload %s", b->wl->name,
+                             e->wl->name);
+  for (uint64_t i = s->first_open; i < s->nitems; i++)
+    if (s->items[i].b == b)
+      return prstm_engine_fail(e, PRSTM_EINVAL, "batch %llu of this stream is still running: a batch can be "
+                               "submitted again only once it is done", (unsigned long long)i);
+  if (!s->started) {
+    int rc = stream_start(s, b);
+    if (rc) return stream_failed(s, rc);
+    s->started = 1;
+  } else if (b->ncols > s->ncols) {
+    return prstm_engine_fail(e, PRSTM_EINVAL, "batch rows have %u argument words; this stream's rows have %u, set by "
+                             "its first batch", b->ncols, s->ncols);
+  }
+  int rc = b->n ? txtable_prepare_run(b, 0) : 0;
+  if (rc) return prstm_engine_fail(e, rc, "cannot allocate the results column of a batch");
+  if (s->nitems == s->items_alloc) {
+    uint64_t cap = s->items_alloc ? 2 * s->items_alloc : 64;
+    stream_item *items = realloc(s->items, (size_t)cap * sizeof *items);
+    if (!items) return prstm_engine_fail(e, PRSTM_ENOMEM, "cannot keep %llu batches", (unsigned long long)cap);
+    s->items = items;
+    s->items_alloc = cap;
+  }
+  uint64_t idx = s->nitems++;
+  s->items[idx] = (stream_item){b, 0, b->n};
+  s->tag_mask |= b->tag_mask;
+  s->res.batches++;
+  s->res.transactions += b->n;
+  while (s->items[idx].next_row < b->n) {
+    uint64_t left = b->n - s->items[idx].next_row;
+    rc = stream_launch(s, idx, left < s->unit_rows ? left : s->unit_rows, s->carry_cap, 0);
+    if (rc) return stream_failed(s, rc);
+  }
+  stream_notify_done(s);
+  return 0;
+}
+
+/* Abandons every queued row: the caller established that none can commit. */
+static void stream_abandon_queue(prstm_stream *s) {
+  for (uint64_t k = 0; k < s->queue_len; k++) {
+    stream_origin o = s->queue[s->queue_head + k];
+    s->items[o.item].b->status[o.row] = txtable_pack_status(PRSTM_ABANDONED, PRSTM_REASON_QUIESCENT);
+    s->items[o.item].outstanding--;
+    s->res.abandoned++;
+  }
+  s->queue_head = s->queue_len = 0;
+}
+
+/* The close: the carried rows run until they are all final. When they fit
+ * in one unit, that unit runs to global quiescence as any batch does. When
+ * they do not, they run in rounds of units; a round in which nothing
+ * commits left the state unchanged from the start of the round, and each row
+ * still pending postponed on that very state, so they are abandoned. */
+static int stream_finish_rows(prstm_stream *s) {
+  int rc = stream_drain(s);
+  if (rc) return rc;
+  while (s->queue_len) {
+    if (s->queue_len <= s->slot_rows) {
+      rc = stream_launch(s, 0, 0, s->queue_len, 1);
+      if (rc) return rc;
+      rc = stream_drain(s);
+      if (rc) return rc;
+      if (s->queue_len) stream_abandon_queue(s); /* the final unit leaves none; kept for safety */
+      break;
+    }
+    uint64_t before = s->res.committed, left = s->queue_len;
+    while (left) {
+      uint64_t k = left < s->slot_rows ? left : s->slot_rows;
+      rc = stream_launch(s, 0, 0, k, 0);
+      if (rc) return rc;
+      left -= k;
+    }
+    rc = stream_drain(s);
+    if (rc) return rc;
+    if (s->res.committed == before) stream_abandon_queue(s);
+  }
+  stream_notify_done(s);
+  return 0;
+}
+
+int prstm_stream_close(prstm_stream *s, prstm_stream_results *out) {
+  if (!s) return PRSTM_EINVAL;
+  prstm_engine *e = s->e;
+  if (s->error) return s->error;
+  if (s->closed) return prstm_engine_fail(e, PRSTM_EINVAL, "the stream is already closed");
+  s->closed = 1;
+  int rc = stream_finish_rows(s);
+  if (rc) return stream_failed(s, rc);
+#ifdef PRSTM_HAVE_CUDA
+  if (s->gpu) {
+    double t0 = prstm_now();
+    rc = prstm_gpu_stream_finish(e, s->gpu, &s->res.aborts, &s->res.postponements, &s->res.sweeps);
+    if (rc) return stream_failed(s, rc);
+    prstm_gpu_stream_free(s->gpu);
+    s->gpu = NULL;
+    s->res.setup_s += prstm_now() - t0;
+  }
+#endif
+  s->res.wall_s = prstm_now() - s->opened_at;
+  if (s->backend == PRSTM_BACKEND_CPU && !s->res.device[0]) {
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    snprintf(s->res.device, sizeof s->res.device, "CPU, %ld cores", cores);
+  }
+  stream_report_progress(s, 1);
+  e->stream = NULL;
+  if (out) *out = s->res;
+  return 0;
+}
+
+void prstm_stream_destroy(prstm_stream *s) {
+  if (!s) return;
+#ifdef PRSTM_HAVE_CUDA
+  if (s->gpu) {
+    /* A stream given up: what already ran is kept, when the GPU can say. */
+    if (!s->error && stream_drain(s) == 0) {
+      uint64_t a, p, w;
+      prstm_gpu_stream_finish(s->e, s->gpu, &a, &p, &w);
+    }
+    prstm_gpu_stream_free(s->gpu);
+  }
+#endif
+  for (unsigned k = 0; k < 2; k++) {
+    free(s->slots[k].carry);
+    free(s->slots[k].work.type);
+    free(s->slots[k].work.status);
+    free(s->slots[k].work.args);
+    free(s->slots[k].work.result);
+  }
+  if (s->e->stream == s) s->e->stream = NULL;
+  free(s->items);
+  free(s->queue);
+  free(s);
+}
+
+int prstm_run_chunked(prstm_engine *e, prstm_batch *b, prstm_backend backend, const char *fallback, uint64_t unit_rows,
+                      prstm_results *res) {
+  prstm_stream *s = NULL;
+  int rc = stream_open_on(e, backend, fallback, unit_rows, &s);
+  if (rc) return rc;
+  s->progress_batch = b;
+  double t0 = prstm_now();
+  s->progress_clock = (prstm_progress_clock){t0, t0};
+  prstm_stream_results sr;
+  memset(&sr, 0, sizeof sr);
+  rc = prstm_stream_submit(s, b);
+  if (!rc) rc = prstm_stream_close(s, &sr);
+  prstm_stream_destroy(s);
+  if (rc) return rc;
+  res->transactions = b->n;
+  res->committed = sr.committed;
+  res->abandoned = sr.abandoned;
+  res->failed = sr.failed;
+  res->aborts = sr.aborts;
+  res->postponements = sr.postponements;
+  res->sweeps = sr.sweeps;
+  res->transfer_s = sr.copy_s;
+  res->execute_s = sr.execute_s;
+  res->backend = sr.backend;
+  res->threads = sr.threads;
+  res->lock_coverage = e->opt.lock_coverage;
+  res->gpu_bytes = sr.gpu_bytes;
+  snprintf(res->device, sizeof res->device, "%.90s, chunked: %llu runs", sr.device, (unsigned long long)sr.runs);
+  snprintf(res->fallback, sizeof res->fallback, "%s", sr.fallback);
+  return 0;
+}

@@ -1,0 +1,526 @@
+/* test_stream.c: streams of batches (carry-over, abandonment only at close, done reports) and chunked runs, on the CPU backend and, where a GPU is, on the GPU backend. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bank_body.h"
+#include "prstm.h"
+
+#define CPU_THREADS 16
+#define GPU_THREADS 4096
+
+/* A GPU test where no GPU is usable is skipped with the reason, except when
+ * PRSTM_REQUIRE_GPU=1 (as on the GPU machine), where it fails instead. */
+static void need_backend(prstm_backend backend) {
+  if (backend != PRSTM_BACKEND_GPU) return;
+  char why[256];
+  if (prstm_gpu_available(prstm_workload_find("bank"), why, sizeof why)) return;
+  const char *req = getenv("PRSTM_REQUIRE_GPU");
+  if (req && strcmp(req, "1") == 0) cr_assert_fail("PRSTM_REQUIRE_GPU=1 but no GPU is usable: %s", why);
+  cr_skip_test("no usable GPU: %s", why);
+}
+
+static const prstm_workload *bank(void) { return prstm_workload_find("bank"); }
+
+static prstm_engine *open_engine(prstm_backend backend, const prstm_word *words, uint64_t nwords) {
+  prstm_options opt;
+  prstm_options_init(&opt);
+  opt.backend = backend;
+  opt.threads = backend == PRSTM_BACKEND_GPU ? GPU_THREADS : CPU_THREADS;
+  opt.watchdog_s = 120;
+  prstm_engine *e = NULL;
+  cr_assert_eq(prstm_engine_create(&e, bank(), &opt), 0);
+  cr_assert_eq(prstm_engine_set_state(e, words, nwords), 0, "%s", prstm_engine_error(e));
+  return e;
+}
+
+static prstm_batch *new_batch(void) {
+  prstm_batch *b = NULL;
+  cr_assert_eq(prstm_batch_create(&b, bank()), 0);
+  return b;
+}
+
+static void add(prstm_batch *b, unsigned type, prstm_word a0, prstm_word a1, prstm_word a2) {
+  prstm_word args[3] = {a0, a1, a2};
+  cr_assert_eq(prstm_batch_append(b, type, args, bank()->types[type].nargs), 0);
+}
+
+static uint64_t total_money(const prstm_engine *e) {
+  uint64_t n = 0, total = 0;
+  const prstm_word *w = prstm_engine_state(e, &n);
+  for (uint64_t i = 0; i < n; i++) total += w[i];
+  return total;
+}
+
+static prstm_status status_of(const prstm_batch *b, uint64_t i, unsigned *reason) {
+  prstm_status st;
+  cr_assert_eq(prstm_batch_outcome(b, i, &st, reason, NULL), 0);
+  return st;
+}
+
+/* Records the done reports of a stream. */
+typedef struct done_log {
+  uint64_t count;
+  uint64_t index[256];
+  prstm_batch *batch[256];
+} done_log;
+
+static void on_done(uint64_t index, prstm_batch *batch, void *user) {
+  done_log *log = user;
+  cr_assert_lt(log->count, 256);
+  /* Every transaction of a batch reported done is final. */
+  for (uint64_t i = 0; i < prstm_batch_size(batch); i++) cr_assert_neq(status_of(batch, i, NULL), PRSTM_PENDING);
+  log->index[log->count] = index;
+  log->batch[log->count] = batch;
+  log->count++;
+}
+
+/* Random transfers over a small bank, many of them short at first: money is
+ * conserved across the stream, every transaction of every batch ends final,
+ * each batch is reported done exactly once, and every abandoned transfer is
+ * still unfundable on the final state. */
+static void stream_conserves_money(prstm_backend backend) {
+  need_backend(backend);
+  enum { ACCOUNTS = 32, BATCHES = 12, PER_BATCH = 3000 };
+  prstm_word words[ACCOUNTS];
+  for (int i = 0; i < ACCOUNTS; i++) words[i] = 40;
+  prstm_engine *e = open_engine(backend, words, ACCOUNTS);
+  prstm_stream *s = NULL;
+  cr_assert_eq(prstm_stream_open(e, &s), 0, "%s", prstm_engine_error(e));
+  done_log log = {0};
+  cr_assert_eq(prstm_stream_set_done(s, on_done, &log), 0);
+  prstm_batch *b[BATCHES];
+  uint64_t seed = 12345;
+  for (int k = 0; k < BATCHES; k++) {
+    b[k] = new_batch();
+    for (int i = 0; i < PER_BATCH; i++) {
+      seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+      uint64_t from = (seed >> 20) % ACCOUNTS, to = (seed >> 40) % ACCOUNTS, amount = 1 + (seed >> 8) % 60;
+      add(b[k], BANK_TRANSFER, from, to, amount);
+    }
+    cr_assert_eq(prstm_stream_submit(s, b[k]), 0, "%s", prstm_stream_error(s));
+  }
+  prstm_stream_results r;
+  cr_assert_eq(prstm_stream_close(s, &r), 0, "%s", prstm_stream_error(s));
+  cr_assert_eq(r.batches, BATCHES);
+  cr_assert_eq(r.transactions, (uint64_t)BATCHES * PER_BATCH);
+  cr_assert_eq(r.committed + r.abandoned + r.failed, r.transactions, "every transaction must end final");
+  cr_assert_eq(r.failed, 0);
+  cr_assert_gt(r.committed, 0);
+  cr_assert_eq(r.backend, backend);
+  cr_assert_eq(total_money(e), 40ull * ACCOUNTS, "transfers must conserve money");
+  cr_assert_eq(log.count, BATCHES, "each batch is reported done once");
+  int seen[BATCHES] = {0};
+  for (uint64_t k = 0; k < log.count; k++) {
+    cr_assert_lt(log.index[k], BATCHES);
+    cr_assert_eq(log.batch[log.index[k]], b[log.index[k]]);
+    cr_assert_eq(seen[log.index[k]]++, 0);
+  }
+  const prstm_word *w = prstm_engine_state(e, NULL);
+  uint64_t committed = 0, abandoned = 0;
+  for (int k = 0; k < BATCHES; k++) {
+    for (uint64_t i = 0; i < PER_BATCH; i++) {
+      unsigned reason = 0;
+      prstm_status st = status_of(b[k], i, &reason);
+      cr_assert(st == PRSTM_COMMITTED || st == PRSTM_ABANDONED);
+      if (st == PRSTM_COMMITTED) committed++;
+      if (st == PRSTM_ABANDONED) {
+        abandoned++;
+        cr_assert_eq(reason, PRSTM_REASON_QUIESCENT);
+        cr_assert_lt(w[prstm_batch_arg(b[k], i, 0)], prstm_batch_arg(b[k], i, 2),
+                     "an abandoned transfer must be unfundable on the final state");
+      }
+    }
+  }
+  cr_assert_eq(committed, r.committed);
+  cr_assert_eq(abandoned, r.abandoned);
+  for (int k = 0; k < BATCHES; k++) prstm_batch_destroy(b[k]);
+  prstm_stream_destroy(s);
+  prstm_engine_destroy(e);
+}
+
+Test(stream_cpu, conserves_money_and_finishes_every_batch) { stream_conserves_money(PRSTM_BACKEND_CPU); }
+Test(stream_gpu, conserves_money_and_finishes_every_batch) { stream_conserves_money(PRSTM_BACKEND_GPU); }
+
+/* A withdrawal in the first batch, on an empty account, is funded by a
+ * deposit in the second: it is carried over and commits. */
+static void withdrawal_funded_by_later_batch_commits(prstm_backend backend) {
+  need_backend(backend);
+  prstm_word words[8] = {0};
+  prstm_engine *e = open_engine(backend, words, 8);
+  prstm_stream *s = NULL;
+  cr_assert_eq(prstm_stream_open(e, &s), 0, "%s", prstm_engine_error(e));
+  prstm_batch *b1 = new_batch(), *b2 = new_batch();
+  add(b1, BANK_WITHDRAW, 3, 50, 0);
+  add(b2, BANK_DEPOSIT, 3, 50, 0);
+  cr_assert_eq(prstm_stream_submit(s, b1), 0, "%s", prstm_stream_error(s));
+  cr_assert_eq(prstm_stream_submit(s, b2), 0, "%s", prstm_stream_error(s));
+  prstm_stream_results r;
+  cr_assert_eq(prstm_stream_close(s, &r), 0, "%s", prstm_stream_error(s));
+  cr_assert_eq(status_of(b1, 0, NULL), PRSTM_COMMITTED, "the carried withdrawal must commit");
+  cr_assert_eq(status_of(b2, 0, NULL), PRSTM_COMMITTED);
+  cr_assert_eq(r.committed, 2);
+  cr_assert_eq(r.abandoned, 0);
+  cr_assert_geq(r.carried, 1, "the withdrawal was pending at the end of its batch");
+  cr_assert_eq(prstm_engine_state(e, NULL)[3], 0);
+  prstm_batch_destroy(b1);
+  prstm_batch_destroy(b2);
+  prstm_stream_destroy(s);
+  prstm_engine_destroy(e);
+}
+
+Test(stream_cpu, withdrawal_funded_by_a_later_batch_commits) { withdrawal_funded_by_later_batch_commits(PRSTM_BACKEND_CPU); }
+Test(stream_gpu, withdrawal_funded_by_a_later_batch_commits) { withdrawal_funded_by_later_batch_commits(PRSTM_BACKEND_GPU); }
+
+/* A withdrawal that no batch funds stays pending while the stream is open,
+ * holds its batch back from the done report, and is abandoned (quiescent)
+ * only at close; one that a later deposit only partly funds too. */
+static void unfunded_withdrawal_abandoned_only_at_close(prstm_backend backend) {
+  need_backend(backend);
+  prstm_word words[16] = {0};
+  prstm_engine *e = open_engine(backend, words, 16);
+  prstm_stream *s = NULL;
+  cr_assert_eq(prstm_stream_open(e, &s), 0, "%s", prstm_engine_error(e));
+  done_log log = {0};
+  cr_assert_eq(prstm_stream_set_done(s, on_done, &log), 0);
+  prstm_batch *first = new_batch();
+  add(first, BANK_WITHDRAW, 5, 100, 0); /* never funded */
+  add(first, BANK_WITHDRAW, 6, 100, 0); /* funded by 60 only */
+  add(first, BANK_DEPOSIT, 7, 10, 0);
+  cr_assert_eq(prstm_stream_submit(s, first), 0, "%s", prstm_stream_error(s));
+  prstm_batch *later[4];
+  for (int k = 0; k < 4; k++) {
+    later[k] = new_batch();
+    add(later[k], BANK_DEPOSIT, 8 + (unsigned)k, 5, 0);
+    add(later[k], BANK_DEPOSIT, 6, 15, 0);
+    cr_assert_eq(prstm_stream_submit(s, later[k]), 0, "%s", prstm_stream_error(s));
+  }
+  /* Three batches later the first is still open: its withdrawals are pending. */
+  cr_assert_eq(status_of(first, 0, NULL), PRSTM_PENDING);
+  cr_assert_eq(status_of(first, 1, NULL), PRSTM_PENDING);
+  for (uint64_t k = 0; k < log.count; k++) cr_assert_neq(log.batch[k], first, "the first batch is not done yet");
+  prstm_stream_results r;
+  cr_assert_eq(prstm_stream_close(s, &r), 0, "%s", prstm_stream_error(s));
+  unsigned reason = 0;
+  cr_assert_eq(status_of(first, 0, &reason), PRSTM_ABANDONED);
+  cr_assert_eq(reason, PRSTM_REASON_QUIESCENT);
+  cr_assert_eq(status_of(first, 1, &reason), PRSTM_ABANDONED);
+  cr_assert_eq(reason, PRSTM_REASON_QUIESCENT);
+  cr_assert_eq(status_of(first, 2, NULL), PRSTM_COMMITTED);
+  cr_assert_eq(r.abandoned, 2);
+  cr_assert_eq(r.committed, 9);
+  cr_assert_eq(log.count, 5);
+  cr_assert_eq(log.batch[4], first, "the first batch is the last one done");
+  const prstm_word *w = prstm_engine_state(e, NULL);
+  cr_assert_eq(w[5], 0);
+  cr_assert_eq(w[6], 60);
+  prstm_batch_destroy(first);
+  for (int k = 0; k < 4; k++) prstm_batch_destroy(later[k]);
+  prstm_stream_destroy(s);
+  prstm_engine_destroy(e);
+}
+
+Test(stream_cpu, unfunded_withdrawal_is_abandoned_only_at_close) {
+  unfunded_withdrawal_abandoned_only_at_close(PRSTM_BACKEND_CPU);
+}
+Test(stream_gpu, unfunded_withdrawal_is_abandoned_only_at_close) {
+  unfunded_withdrawal_abandoned_only_at_close(PRSTM_BACKEND_GPU);
+}
+
+/* A batch whose outcomes do not depend on the order of execution: transfers
+ * between rich accounts that can never run short, withdrawals from empty
+ * accounts each funded by a deposit placed later in the batch, and
+ * withdrawals that nothing funds. */
+#define DET_RICH 64
+#define DET_POOR 64
+static prstm_batch *deterministic_batch(uint64_t n, uint64_t *unfunded) {
+  prstm_batch *b = new_batch();
+  uint64_t seed = 99;
+  *unfunded = 0;
+  for (uint64_t i = 0; i < n; i++) {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    uint64_t r = seed >> 33;
+    if (i < n / 4 && r % 8 == 0) {
+      add(b, BANK_WITHDRAW, DET_RICH + r % DET_POOR, 10, 0); /* funded by the matching deposit below */
+    } else if (i < n / 2 && r % 50 == 1) {
+      add(b, BANK_WITHDRAW, DET_RICH + r % DET_POOR, 1000000000, 0);
+      (*unfunded)++;
+    } else {
+      add(b, BANK_TRANSFER, r % DET_RICH, (r >> 8) % DET_RICH, 1 + (r >> 16) % 100);
+    }
+  }
+  /* One deposit per funded withdrawal, all in the last quarter. */
+  uint64_t funded[DET_POOR] = {0};
+  for (uint64_t i = 0; i < n / 4; i++)
+    if (prstm_batch_type(b, i) == BANK_WITHDRAW && prstm_batch_arg(b, i, 1) == 10)
+      funded[prstm_batch_arg(b, i, 0) - DET_RICH]++;
+  for (uint64_t a = 0; a < DET_POOR; a++)
+    for (uint64_t k = 0; k < funded[a]; k++) add(b, BANK_DEPOSIT, DET_RICH + a, 10, 0);
+  return b;
+}
+
+static void deterministic_state(prstm_word *w) {
+  for (int i = 0; i < DET_RICH; i++) w[i] = 1000000;
+  for (int i = 0; i < DET_POOR; i++) w[DET_RICH + i] = 0;
+}
+
+typedef struct progress_log {
+  uint64_t reports, finished, last_committed, last_transactions;
+} progress_log;
+
+static void on_progress(const prstm_progress *p, void *user) {
+  progress_log *log = user;
+  cr_assert_geq(p->committed, log->last_committed, "progress never goes back");
+  log->reports++;
+  log->finished += p->finished;
+  log->last_committed = p->committed;
+  log->last_transactions = p->transactions;
+}
+
+/* PRSTM_CHUNK_ROWS splits a batch into chunks: the chunked run ends with the
+ * same outcomes, totals and final state as the whole run, satisfies the bank
+ * invariant, and reports progress over the whole batch. */
+static void chunked_run_matches_whole_run(prstm_backend backend, const char *chunk_rows) {
+  need_backend(backend);
+  prstm_word words[DET_RICH + DET_POOR];
+  deterministic_state(words);
+  uint64_t unfunded = 0;
+  prstm_batch *whole = deterministic_batch(20000, &unfunded);
+  prstm_batch *chunked = deterministic_batch(20000, &unfunded);
+  cr_assert_gt(unfunded, 0);
+
+  prstm_engine *e1 = open_engine(backend, words, DET_RICH + DET_POOR);
+  prstm_results r1;
+  cr_assert_eq(prstm_engine_run(e1, whole, &r1), 0, "%s", prstm_engine_error(e1));
+
+  cr_assert_eq(setenv("PRSTM_CHUNK_ROWS", chunk_rows, 1), 0);
+  prstm_engine *e2 = open_engine(backend, words, DET_RICH + DET_POOR);
+  progress_log plog = {0};
+  cr_assert_eq(prstm_engine_set_progress(e2, on_progress, &plog), 0);
+  prstm_results r2;
+  cr_assert_eq(prstm_engine_run(e2, chunked, &r2), 0, "%s", prstm_engine_error(e2));
+  unsetenv("PRSTM_CHUNK_ROWS");
+
+  cr_assert(strstr(r2.device, "chunked") != NULL, "the run was chunked: %s", r2.device);
+  cr_assert_eq(r2.transactions, r1.transactions);
+  cr_assert_eq(r2.committed, r1.committed);
+  cr_assert_eq(r2.abandoned, r1.abandoned);
+  cr_assert_eq(r2.abandoned, unfunded);
+  cr_assert_eq(r2.failed, 0);
+  uint64_t n1 = 0, n2 = 0;
+  const prstm_word *w1 = prstm_engine_state(e1, &n1), *w2 = prstm_engine_state(e2, &n2);
+  cr_assert_eq(n1, n2);
+  for (uint64_t i = 0; i < n1; i++) cr_assert_eq(w1[i], w2[i], "word %llu differs", (unsigned long long)i);
+  for (uint64_t i = 0; i < prstm_batch_size(whole); i++)
+    cr_assert_eq(status_of(whole, i, NULL), status_of(chunked, i, NULL), "row %llu differs", (unsigned long long)i);
+  int ok = 0;
+  char msg[512];
+  cr_assert_eq(prstm_engine_check_invariant(e2, chunked, &ok, msg, sizeof msg), 0);
+  cr_assert(ok, "bank invariant: %s", msg);
+  cr_assert_eq(plog.finished, 1, "one finished report");
+  cr_assert_eq(plog.last_committed, r2.committed);
+  cr_assert_eq(plog.last_transactions, prstm_batch_size(chunked), "progress covers the whole batch");
+  prstm_batch_destroy(whole);
+  prstm_batch_destroy(chunked);
+  prstm_engine_destroy(e1);
+  prstm_engine_destroy(e2);
+}
+
+Test(stream_cpu, chunked_run_matches_the_whole_run) { chunked_run_matches_whole_run(PRSTM_BACKEND_CPU, "1000"); }
+/* Chunks smaller than the unfunded rows, so the close runs them in rounds. */
+Test(stream_cpu, chunked_run_with_tiny_chunks_matches_the_whole_run) {
+  chunked_run_matches_whole_run(PRSTM_BACKEND_CPU, "37");
+}
+Test(stream_gpu, chunked_run_matches_the_whole_run) { chunked_run_matches_whole_run(PRSTM_BACKEND_GPU, "1000"); }
+Test(stream_gpu, chunked_run_with_tiny_chunks_matches_the_whole_run) {
+  chunked_run_matches_whole_run(PRSTM_BACKEND_GPU, "37");
+}
+
+/* A stream's carried rows exceed what one run takes: the close runs them in
+ * rounds, commits what later deposits fund, and abandons the rest. */
+Test(stream_cpu, close_in_rounds_commits_what_is_funded_and_abandons_the_rest) {
+  cr_assert_eq(setenv("PRSTM_CHUNK_ROWS", "4", 1), 0);
+  prstm_word words[64] = {0};
+  prstm_engine *e = open_engine(PRSTM_BACKEND_CPU, words, 64);
+  prstm_stream *s = NULL;
+  cr_assert_eq(prstm_stream_open(e, &s), 0, "%s", prstm_engine_error(e));
+  prstm_batch *a = new_batch(), *b = new_batch();
+  for (unsigned i = 0; i < 40; i++) add(a, BANK_WITHDRAW, i, 7, 0);
+  for (unsigned i = 0; i < 40; i += 2) add(b, BANK_DEPOSIT, i, 7, 0);
+  cr_assert_eq(prstm_stream_submit(s, a), 0, "%s", prstm_stream_error(s));
+  cr_assert_eq(prstm_stream_submit(s, b), 0, "%s", prstm_stream_error(s));
+  prstm_stream_results r;
+  cr_assert_eq(prstm_stream_close(s, &r), 0, "%s", prstm_stream_error(s));
+  cr_assert_eq(r.unit_rows, 4);
+  cr_assert_gt(r.runs, 15);
+  for (unsigned i = 0; i < 40; i++) {
+    unsigned reason = 0;
+    prstm_status st = status_of(a, i, &reason);
+    if (i % 2 == 0) {
+      cr_assert_eq(st, PRSTM_COMMITTED, "withdrawal %u was funded", i);
+    } else {
+      cr_assert_eq(st, PRSTM_ABANDONED, "withdrawal %u was never funded", i);
+      cr_assert_eq(reason, PRSTM_REASON_QUIESCENT);
+    }
+  }
+  cr_assert_eq(r.committed, 40);
+  cr_assert_eq(r.abandoned, 20);
+  cr_assert_eq(total_money(e), 0);
+  prstm_batch_destroy(a);
+  prstm_batch_destroy(b);
+  prstm_stream_destroy(s);
+  prstm_engine_destroy(e);
+  unsetenv("PRSTM_CHUNK_ROWS");
+}
+
+/* A batch reported done may be filled again and resubmitted; one still
+ * running may not. */
+Test(stream_cpu, a_done_batch_can_be_resubmitted_a_running_one_cannot) {
+  prstm_word words[4] = {0};
+  prstm_engine *e = open_engine(PRSTM_BACKEND_CPU, words, 4);
+  prstm_stream *s = NULL;
+  cr_assert_eq(prstm_stream_open(e, &s), 0);
+  done_log log = {0};
+  prstm_stream_set_done(s, on_done, &log);
+  prstm_batch *b = new_batch();
+  add(b, BANK_DEPOSIT, 1, 5, 0);
+  cr_assert_eq(prstm_stream_submit(s, b), 0);
+  prstm_batch *blocked = new_batch();
+  add(blocked, BANK_WITHDRAW, 2, 5, 0);
+  cr_assert_eq(prstm_stream_submit(s, blocked), 0);
+  cr_assert_eq(prstm_stream_submit(s, blocked), PRSTM_EINVAL, "a batch still running cannot be submitted again");
+  cr_assert(strstr(prstm_stream_error(s), "still running") != NULL, "%s", prstm_stream_error(s));
+  cr_assert_eq(log.count, 1, "the deposit's batch is done");
+  cr_assert_eq(log.batch[0], b);
+  cr_assert_eq(prstm_stream_submit(s, b), 0, "a done batch can run again");
+  prstm_stream_results r;
+  cr_assert_eq(prstm_stream_close(s, &r), 0);
+  cr_assert_eq(prstm_engine_state(e, NULL)[1], 10);
+  cr_assert_eq(r.batches, 3);
+  cr_assert_eq(r.committed, 2);
+  cr_assert_eq(r.abandoned, 1);
+  prstm_batch_destroy(b);
+  prstm_batch_destroy(blocked);
+  prstm_stream_destroy(s);
+  prstm_engine_destroy(e);
+}
+
+Test(stream_cpu, submit_after_close_is_an_error) {
+  prstm_word words[4] = {0};
+  prstm_engine *e = open_engine(PRSTM_BACKEND_CPU, words, 4);
+  prstm_stream *s = NULL;
+  cr_assert_eq(prstm_stream_open(e, &s), 0);
+  prstm_batch *b = new_batch();
+  add(b, BANK_DEPOSIT, 1, 5, 0);
+  cr_assert_eq(prstm_stream_submit(s, b), 0);
+  cr_assert_eq(prstm_stream_close(s, NULL), 0);
+  cr_assert_eq(prstm_stream_submit(s, b), PRSTM_EINVAL);
+  cr_assert(strstr(prstm_stream_error(s), "closed") != NULL, "%s", prstm_stream_error(s));
+  cr_assert_eq(prstm_stream_close(s, NULL), PRSTM_EINVAL, "a second close is an error");
+  /* The engine is free again after close. */
+  prstm_results r;
+  cr_assert_eq(prstm_engine_run(e, b, &r), 0, "%s", prstm_engine_error(e));
+  cr_assert_eq(prstm_engine_state(e, NULL)[1], 10);
+  prstm_batch_destroy(b);
+  prstm_stream_destroy(s);
+  prstm_engine_destroy(e);
+}
+
+Test(stream_cpu, bad_arguments_are_refused) {
+  prstm_word words[4] = {0};
+  prstm_engine *e = open_engine(PRSTM_BACKEND_CPU, words, 4);
+  prstm_stream *s = NULL;
+  cr_assert_eq(prstm_stream_open(NULL, &s), PRSTM_EINVAL);
+  cr_assert_eq(prstm_stream_open(e, NULL), PRSTM_EINVAL);
+  cr_assert_eq(prstm_stream_submit(NULL, NULL), PRSTM_EINVAL);
+  cr_assert_eq(prstm_stream_close(NULL, NULL), PRSTM_EINVAL);
+  cr_assert_eq(prstm_stream_set_done(NULL, on_done, NULL), PRSTM_EINVAL);
+  prstm_stream_destroy(NULL);
+
+  /* An engine without state, and one that verifies, cannot stream. */
+  prstm_engine *bare = NULL;
+  cr_assert_eq(prstm_engine_create(&bare, bank(), NULL), 0);
+  cr_assert_eq(prstm_stream_open(bare, &s), PRSTM_EINVAL);
+  prstm_engine_destroy(bare);
+  prstm_options opt;
+  prstm_options_init(&opt);
+  opt.backend = PRSTM_BACKEND_CPU;
+  opt.verify = 1;
+  prstm_engine *verifying = NULL;
+  cr_assert_eq(prstm_engine_create(&verifying, bank(), &opt), 0);
+  cr_assert_eq(prstm_engine_set_state(verifying, words, 4), 0);
+  cr_assert_eq(prstm_stream_open(verifying, &s), PRSTM_EINVAL);
+  cr_assert(strstr(prstm_engine_error(verifying), "verif") != NULL, "%s", prstm_engine_error(verifying));
+  prstm_engine_destroy(verifying);
+
+  cr_assert_eq(prstm_stream_open(e, &s), 0);
+  prstm_stream *second = NULL;
+  cr_assert_eq(prstm_stream_open(e, &second), PRSTM_EINVAL, "one stream per engine");
+  cr_assert_eq(prstm_stream_submit(s, NULL), PRSTM_EINVAL);
+  /* While the stream is open the engine runs nothing else. */
+  prstm_batch *b = new_batch();
+  add(b, BANK_DEPOSIT, 1, 5, 0);
+  prstm_results r;
+  cr_assert_eq(prstm_engine_run(e, b, &r), PRSTM_EINVAL);
+  cr_assert_eq(prstm_engine_set_state(e, words, 4), PRSTM_EINVAL);
+  /* A batch of another workload. */
+  prstm_batch *other = NULL;
+  cr_assert_eq(prstm_batch_create(&other, prstm_workload_find("kmeans")), 0);
+  cr_assert_eq(prstm_stream_submit(s, other), PRSTM_EINVAL);
+  prstm_batch_destroy(other);
+  /* The first batch sets the row width; a wider one later is refused. */
+  cr_assert_eq(prstm_stream_submit(s, b), 0);
+  prstm_batch *wide = new_batch();
+  prstm_word multi[6] = {0, 1, 4, 1, 2, 3}; /* to 0, amount 1, four sources */
+  cr_assert_eq(prstm_batch_append(wide, BANK_TRANSFER_MULTI, multi, 6), 0);
+  cr_assert_eq(prstm_stream_submit(s, wide), PRSTM_EINVAL);
+  cr_assert(strstr(prstm_stream_error(s), "argument words") != NULL, "%s", prstm_stream_error(s));
+  /* A refused batch does not stop the stream. */
+  cr_assert_eq(prstm_stream_close(s, NULL), 0, "%s", prstm_stream_error(s));
+  cr_assert_eq(prstm_engine_state(e, NULL)[1], 5);
+  prstm_batch_destroy(wide);
+  prstm_batch_destroy(b);
+  prstm_stream_destroy(s);
+  prstm_engine_destroy(e);
+}
+
+/* A stream given up without close keeps what already ran and frees the
+ * engine for other runs. */
+Test(stream_cpu, destroy_without_close_frees_the_engine) {
+  prstm_word words[4] = {0};
+  prstm_engine *e = open_engine(PRSTM_BACKEND_CPU, words, 4);
+  prstm_stream *s = NULL;
+  cr_assert_eq(prstm_stream_open(e, &s), 0);
+  prstm_batch *b = new_batch();
+  add(b, BANK_DEPOSIT, 2, 9, 0);
+  cr_assert_eq(prstm_stream_submit(s, b), 0);
+  prstm_stream_destroy(s);
+  cr_assert_eq(prstm_engine_state(e, NULL)[2], 9);
+  prstm_results r;
+  cr_assert_eq(prstm_engine_run(e, b, &r), 0, "%s", prstm_engine_error(e));
+  cr_assert_eq(prstm_engine_state(e, NULL)[2], 18);
+  prstm_batch_destroy(b);
+  prstm_engine_destroy(e);
+}
+
+/* An empty stream closes with zero totals, and an empty batch is done at once. */
+Test(stream_cpu, empty_stream_and_empty_batch) {
+  prstm_word words[4] = {0};
+  prstm_engine *e = open_engine(PRSTM_BACKEND_CPU, words, 4);
+  prstm_stream *s = NULL;
+  cr_assert_eq(prstm_stream_open(e, &s), 0);
+  done_log log = {0};
+  prstm_stream_set_done(s, on_done, &log);
+  prstm_batch *empty = new_batch();
+  cr_assert_eq(prstm_stream_submit(s, empty), 0);
+  cr_assert_eq(log.count, 1);
+  prstm_stream_results r;
+  cr_assert_eq(prstm_stream_close(s, &r), 0);
+  cr_assert_eq(r.batches, 1);
+  cr_assert_eq(r.transactions, 0);
+  cr_assert_eq(r.runs, 0);
+  prstm_batch_destroy(empty);
+  prstm_stream_destroy(s);
+  prstm_engine_destroy(e);
+}
