@@ -7,29 +7,14 @@
 #include <criterion/parameterized.h>
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/types.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
+#include "test_child.h"
 #include "test_paths.h"
-
-/* Without the build's paths every row would fail to find the program or its
- * data, so the build stops instead of the rows failing for the wrong reason. */
-#ifndef PRSTM_TEST_DATA_DIR
-#error "PRSTM_TEST_DATA_DIR must be defined as the absolute path of tests/data"
-#endif
-#ifndef PRSTM_RUN_PATH
-#error "PRSTM_RUN_PATH must be defined as the path of the prstm-run program"
-#endif
 
 /* The manifest, relative to the data folder, and the placeholder its rows use
  * for the data folder's absolute path. */
@@ -176,35 +161,6 @@ static char *expand(const char *text) {
 
 /* ---- running the program ---- */
 
-/* Removes one entry of a scratch folder, deepest first. */
-static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
-  (void)sb;
-  (void)flag;
-  (void)ftw;
-  return remove(path);
-}
-
-/* Reads a whole file, or returns NULL when it cannot be opened. */
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (f == NULL) return NULL;
-  size_t len = 0, cap = 4096;
-  char *text = malloc(cap);
-  cr_assert_not_null(text);
-  size_t got;
-  while ((got = fread(text + len, 1, cap - len - 1, f)) > 0) {
-    len += got;
-    if (cap - len - 1 == 0) {
-      cap *= 2;
-      text = realloc(text, cap);
-      cr_assert_not_null(text);
-    }
-  }
-  fclose(f);
-  text[len] = '\0';
-  return text;
-}
-
 /* Names the first entry of a folder, or returns 0 when it is empty. */
 static int first_entry(const char *dir, char *name, size_t namelen) {
   DIR *d = opendir(dir);
@@ -235,53 +191,23 @@ typedef struct run_result {
 static void run_program(char *const argv[], run_result *r) {
   memset(r, 0, sizeof *r);
   char root[PATH_MAX], work[PATH_MAX + 16], outp[PATH_MAX + 16], errp[PATH_MAX + 16];
-  const char *tmp = getenv("TMPDIR");
-  snprintf(root, sizeof root, "%s/prstm-bad-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-  cr_assert_not_null(mkdtemp(root), "cannot create a temporary folder: %s", strerror(errno));
+  test_make_scratch(root, sizeof root, "prstm-bad");
   snprintf(work, sizeof work, "%s/work", root);
   snprintf(outp, sizeof outp, "%s/stdout", root);
   snprintf(errp, sizeof errp, "%s/stderr", root);
   cr_assert_eq(mkdir(work, 0700), 0, "cannot create %s: %s", work, strerror(errno));
 
-  fflush(NULL);
-  pid_t pid = fork();
-  cr_assert_neq(pid, -1, "fork failed: %s", strerror(errno));
-  if (pid == 0) {
-    int in = open("/dev/null", O_RDONLY);
-    int out = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    int err = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    if (in < 0 || out < 0 || err < 0 || chdir(work) != 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 ||
-        dup2(err, 2) < 0)
-      _exit(126);
-    execv(argv[0], argv);
-    dprintf(2, "test_bad_inputs: cannot run %s: %s\n", argv[0], strerror(errno));
-    _exit(127);
-  }
-
-  struct timespec start, now;
-  clock_gettime(CLOCK_MONOTONIC, &start);
   int wstatus = 0;
-  for (;;) {
-    pid_t done = waitpid(pid, &wstatus, WNOHANG);
-    if (done == pid) break;
-    cr_assert_eq(done, 0, "waitpid failed: %s", strerror(errno));
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    double elapsed = (double)(now.tv_sec - start.tv_sec) + 1e-9 * (double)(now.tv_nsec - start.tv_nsec);
-    if (elapsed >= RUN_LIMIT_S) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &wstatus, 0);
-      nftw(root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-      cr_assert_fail("prstm-run ran longer than %d s and was killed", RUN_LIMIT_S);
-    }
-    struct timespec pause = {0, 5 * 1000 * 1000};
-    nanosleep(&pause, NULL);
+  if (test_run_child(argv, work, outp, errp, RUN_LIMIT_S, &wstatus) != 0) {
+    test_remove_tree(root);
+    cr_assert_fail("prstm-run ran longer than %d s and was killed", RUN_LIMIT_S);
   }
   r->exited = WIFEXITED(wstatus);
   r->status = r->exited ? WEXITSTATUS(wstatus) : WIFSIGNALED(wstatus) ? WTERMSIG(wstatus) : -1;
-  r->out = slurp(outp);
-  r->err = slurp(errp);
+  r->out = test_slurp(outp);
+  r->err = test_slurp(errp);
   if (!first_entry(work, r->stray, sizeof r->stray)) r->stray[0] = '\0';
-  nftw(root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+  test_remove_tree(root);
   cr_assert_not_null(r->out, "the program's stdout was not captured");
   cr_assert_not_null(r->err, "the program's stderr was not captured");
   cr_assert(!(r->exited && (r->status == 126 || r->status == 127)), "the program could not be run: %s", r->err);

@@ -6,28 +6,19 @@
 
 #include "bank_body.h"
 #include "prstm.h"
+#include "test_backend.h"
 #include "test_workload.h"
 #include "txtable.h"
 #include "engine_internal.h"
 
-/* CPU runs use far more threads than the machine has cores, to shake out
- * interleavings; GPU runs use a few thousand threads on the same tiny states. */
-#define CPU_THREADS 64
+/* GPU runs use a few thousand threads (CPU runs: TEST_CPU_THREADS). */
 #define GPU_THREADS 4096
 
-/* A GPU test where no GPU is usable is skipped with the reason, except when
- * PRSTM_REQUIRE_GPU=1 (as on the GPU machine), where it fails instead. */
-static void need_backend(prstm_backend backend) {
-  if (backend != PRSTM_BACKEND_GPU) return;
-  char why[256];
-  if (prstm_gpu_available(prstm_workload_find("bank"), why, sizeof why)) return;
-  const char *req = getenv("PRSTM_REQUIRE_GPU");
-  if (req && strcmp(req, "1") == 0) cr_assert_fail("PRSTM_REQUIRE_GPU=1 but no GPU is usable: %s", why);
-  cr_skip_test("no usable GPU: %s", why);
-}
+/* GPU tests need a GPU that can run the bank. */
+static void need_backend(prstm_backend backend) { test_need_backend(prstm_workload_find("bank"), backend); }
 
 static uint32_t threads_for(prstm_backend backend) {
-  return backend == PRSTM_BACKEND_GPU ? GPU_THREADS : CPU_THREADS;
+  return test_threads(backend, GPU_THREADS);
 }
 
 typedef struct bank_run {
@@ -41,16 +32,11 @@ static void run_open_threads(bank_run *r, const prstm_workload *wl, prstm_backen
                              prstm_semantic_mode semantic, uint32_t retry_limit, uint32_t threads) {
   memset(r, 0, sizeof *r);
   prstm_options opt;
-  prstm_options_init(&opt);
-  opt.backend = backend;
-  opt.threads = threads ? threads : threads_for(backend);
-  opt.lock_coverage = coverage;
+  test_options(&opt, backend, threads ? threads : threads_for(backend), coverage);
   opt.semantic = semantic;
   opt.retry_limit = retry_limit;
-  opt.verify = 1; /* every integration run is also checked against its serial replay */
   r->wl = wl;
-  cr_assert_eq(prstm_engine_create(&r->engine, wl, &opt), 0);
-  cr_assert_eq(prstm_batch_create(&r->batch, wl), 0);
+  test_open(wl, &opt, &r->engine, &r->batch);
 }
 
 static void run_open(bank_run *r, const prstm_workload *wl, prstm_backend backend, uint32_t coverage,
@@ -74,21 +60,9 @@ static void add(bank_run *r, const char *type, prstm_word a0, prstm_word a1, prs
   cr_assert_eq(prstm_batch_append(r->batch, (unsigned)t, args, r->wl->types[t].nargs), 0);
 }
 
-static void run_exec(bank_run *r) {
-  int rc = prstm_engine_run(r->engine, r->batch, &r->res);
-  cr_assert_eq(rc, 0, "run failed: %s", prstm_engine_error(r->engine));
-  cr_assert_eq(r->res.committed + r->res.abandoned + r->res.failed, r->res.transactions,
-               "every transaction must end final");
-  prstm_verify_report rep;
-  cr_assert_eq(prstm_engine_verify(r->engine, r->batch, &rep), 0, "%s", prstm_engine_error(r->engine));
-  cr_assert(rep.ok, "verification: %s", rep.message);
-  cr_assert_eq(rep.replayed, r->res.committed + r->res.failed);
-}
+static void run_exec(bank_run *r) { test_run_verified(r->engine, r->batch, &r->res, "run"); }
 
-static void run_close(bank_run *r) {
-  prstm_batch_destroy(r->batch);
-  prstm_engine_destroy(r->engine);
-}
+static void run_close(bank_run *r) { test_close(r->engine, r->batch); }
 
 static prstm_status status_of(bank_run *r, uint64_t i, unsigned *reason) {
   prstm_status st;
@@ -97,10 +71,8 @@ static prstm_status status_of(bank_run *r, uint64_t i, unsigned *reason) {
 }
 
 static void check_bank_invariant(bank_run *r) {
-  int ok = 0;
   char msg[512];
-  cr_assert_eq(r->wl->check_invariant(r->engine, r->batch, &ok, msg, sizeof msg), 0);
-  cr_assert(ok, "bank invariant: %s", msg);
+  cr_assert(test_invariant(r->wl, r->engine, r->batch, msg, sizeof msg), "bank invariant: %s", msg);
 }
 
 /* Random transfers, deposits and withdrawals on a tiny bank: money is

@@ -7,30 +7,15 @@
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/types.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "prstm.h"
+#include "test_child.h"
 #include "test_paths.h"
-
-/* Without the build's paths every test would fail to find the program or its
- * data, so the build stops instead of the tests failing for the wrong reason. */
-#ifndef PRSTM_TEST_DATA_DIR
-#error "PRSTM_TEST_DATA_DIR must be defined as the absolute path of tests/data"
-#endif
-#ifndef PRSTM_RUN_PATH
-#error "PRSTM_RUN_PATH must be defined as the path of the prstm-run program"
-#endif
 
 /* A run that takes longer than this is hung; it is killed and the test fails. */
 #define RUN_LIMIT_S 120
@@ -61,15 +46,8 @@ typedef struct run_result {
 static char workdir[PATH_MAX];
 static char program[PATH_MAX];
 static char datadir[PATH_MAX];
+static char clidir[PATH_MAX + 8];
 static run_result last;
-
-/* Removes one entry of the working folder, deepest first. */
-static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
-  (void)sb;
-  (void)flag;
-  (void)ftw;
-  return remove(path);
-}
 
 /* Resolves the program and the data folder to absolute paths, because the
  * child runs in the temporary folder where relative paths would break. */
@@ -78,58 +56,22 @@ static void setup(void) {
                      strerror(errno));
   cr_assert_not_null(realpath(test_data_dir(), datadir), "cannot find the test data at '%s': %s", test_data_dir(),
                      strerror(errno));
-  const char *tmp = getenv("TMPDIR");
-  snprintf(workdir, sizeof workdir, "%s/prstm-cli-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-  cr_assert_not_null(mkdtemp(workdir), "cannot create a temporary folder: %s", strerror(errno));
+  snprintf(clidir, sizeof clidir, "%s/cli", datadir);
+  test_make_scratch(workdir, sizeof workdir, "prstm-cli");
 }
 
 static void teardown(void) {
   free(last.out);
   free(last.err);
   last.out = last.err = NULL;
-  if (workdir[0] != '\0') nftw(workdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+  if (workdir[0] != '\0') test_remove_tree(workdir);
 }
 
 TestSuite(cli, .init = setup, .fini = teardown);
 
-/* Paths of files under tests/data/cli; a few rotating buffers let one call use several. */
-static const char *cli_data(const char *name) {
-  static char bufs[4][PATH_MAX + 64];
-  static unsigned k;
-  char *b = bufs[k++ % 4];
-  snprintf(b, sizeof bufs[0], "%s/cli/%s", datadir, name);
-  return b;
-}
-
-/* Paths of files in the child's working folder. */
-static const char *work_path(const char *name) {
-  static char bufs[4][PATH_MAX + 64];
-  static unsigned k;
-  char *b = bufs[k++ % 4];
-  snprintf(b, sizeof bufs[0], "%s/%s", workdir, name);
-  return b;
-}
-
-/* Reads a whole file, or returns NULL when it cannot be opened. */
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (f == NULL) return NULL;
-  size_t len = 0, cap = 4096;
-  char *text = malloc(cap);
-  cr_assert_not_null(text);
-  size_t got;
-  while ((got = fread(text + len, 1, cap - len - 1, f)) > 0) {
-    len += got;
-    if (cap - len - 1 == 0) {
-      cap *= 2;
-      text = realloc(text, cap);
-      cr_assert_not_null(text);
-    }
-  }
-  fclose(f);
-  text[len] = '\0';
-  return text;
-}
+/* Paths of files under tests/data/cli, and in the child's working folder. */
+static const char *cli_data(const char *name) { return test_path(clidir, name); }
+static const char *work_path(const char *name) { return test_path(workdir, name); }
 
 static int exists(const char *path) {
   struct stat st;
@@ -141,18 +83,6 @@ static void write_text(const char *path, const char *text) {
   cr_assert_not_null(f, "cannot write %s: %s", path, strerror(errno));
   cr_assert_geq(fputs(text, f), 0, "cannot write %s", path);
   cr_assert_eq(fclose(f), 0);
-}
-
-/* The child: runs in the working folder with stdin from /dev/null and its
- * output in files; nothing here may return into the test. */
-static void exec_child(char *const argv[]) {
-  int in = open("/dev/null", O_RDONLY);
-  int out = open(STDOUT_NAME, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  int err = open(STDERR_NAME, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (in < 0 || out < 0 || err < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0) _exit(126);
-  execv(argv[0], argv);
-  dprintf(2, "test_cli: cannot run %s: %s\n", argv[0], strerror(errno));
-  _exit(127);
 }
 
 /* Runs prstm-run with the NULL-terminated args in the working folder, waits
@@ -167,41 +97,19 @@ static const run_result *run_cli(const char *const *args) {
   }
   argv[n] = NULL;
 
-  fflush(NULL);
-  pid_t pid = fork();
-  cr_assert_neq(pid, -1, "fork failed: %s", strerror(errno));
-  if (pid == 0) {
-    if (chdir(workdir) != 0) _exit(125);
-    exec_child(argv);
-  }
-
-  struct timespec start, now;
-  clock_gettime(CLOCK_MONOTONIC, &start);
   int wstatus = 0;
-  for (;;) {
-    pid_t done = waitpid(pid, &wstatus, WNOHANG);
-    if (done == pid) break;
-    cr_assert_eq(done, 0, "waitpid failed: %s", strerror(errno));
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    double elapsed = (double)(now.tv_sec - start.tv_sec) + 1e-9 * (double)(now.tv_nsec - start.tv_nsec);
-    if (elapsed >= RUN_LIMIT_S) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &wstatus, 0);
-      cr_assert_fail("prstm-run ran longer than %d s and was killed", RUN_LIMIT_S);
-    }
-    struct timespec pause = {0, 10 * 1000 * 1000};
-    nanosleep(&pause, NULL);
-  }
+  if (test_run_child(argv, workdir, work_path(STDOUT_NAME), work_path(STDERR_NAME), RUN_LIMIT_S, &wstatus) != 0)
+    cr_assert_fail("prstm-run ran longer than %d s and was killed", RUN_LIMIT_S);
   cr_assert(WIFEXITED(wstatus), "prstm-run was ended by signal %d", WIFSIGNALED(wstatus) ? WTERMSIG(wstatus) : 0);
 
   free(last.out);
   free(last.err);
   last.status = WEXITSTATUS(wstatus);
-  last.out = slurp(work_path(STDOUT_NAME));
-  last.err = slurp(work_path(STDERR_NAME));
+  last.out = test_slurp(work_path(STDOUT_NAME));
+  last.err = test_slurp(work_path(STDERR_NAME));
   cr_assert_not_null(last.out, "the child's stdout was not captured");
   cr_assert_not_null(last.err, "the child's stderr was not captured");
-  cr_assert_neq(last.status, 127, "the program could not be run: %s", last.err);
+  cr_assert(last.status != 126 && last.status != 127, "the program could not be run: %s", last.err);
   return &last;
 }
 
@@ -276,7 +184,7 @@ static void expect_input_error(const char *config, const char *file, const char 
 
 /* Parses a JSON file the program wrote; the caller deletes the tree. */
 static cJSON *parse_json_file(const char *path) {
-  char *text = slurp(path);
+  char *text = test_slurp(path);
   cr_assert_not_null(text, "%s was not written", path);
   cJSON *root = cJSON_Parse(text);
   cr_assert_not_null(root, "%s is not valid JSON:\n%s", path, text);
@@ -483,12 +391,12 @@ Test(cli, bad_input_leaves_an_existing_results_file_intact) {
   /* A good run writes results.json; a later bad config naming the same file
    * must neither replace it nor leave a temporary file beside it. */
   assert_status(RUN(cli_data("good.json"), "--backend", "cpu", "--quiet"), 0);
-  char *before = slurp(work_path("results.json"));
+  char *before = test_slurp(work_path("results.json"));
   cr_assert_not_null(before, "the good run wrote no results.json");
   const run_result *r = RUN(cli_data("unknown_type.json"), "--backend", "cpu");
   assert_status(r, 2);
   assert_one_line_message(r->err);
-  char *after = slurp(work_path("results.json"));
+  char *after = test_slurp(work_path("results.json"));
   cr_assert_not_null(after, "results.json was removed");
   cr_assert_str_eq(after, before, "results.json changed");
   assert_workdir_holds_only((const char *const[]){"results.json", NULL});
@@ -501,7 +409,7 @@ Test(cli, bad_input_leaves_a_results_file_named_on_the_command_line_intact) {
   const run_result *r = RUN(cli_data("negative_amount.json"), "--backend", "cpu", "--results", "mine.json",
                             "--final-state", "state.json");
   assert_status(r, 2);
-  char *after = slurp(work_path("mine.json"));
+  char *after = test_slurp(work_path("mine.json"));
   cr_assert_not_null(after, "mine.json was removed");
   cr_assert_str_eq(after, "{\"kept\": true}\n", "mine.json changed");
   free(after);

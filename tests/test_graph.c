@@ -7,26 +7,17 @@
 
 #include "graph_body.h"
 #include "prstm.h"
+#include "test_backend.h"
 #include "test_paths.h"
 
-/* CPU runs use far more threads than the machine has cores, to shake out
- * interleavings; GPU runs use a few thousand threads on the same small graphs. */
-#define CPU_THREADS 64
+/* GPU runs use a few thousand threads (CPU runs: TEST_CPU_THREADS). */
 #define GPU_THREADS 4096
 /* A generated graph of a few thousand vertices settles in a handful of
  * rounds; far more means the frontier never empties. */
 #define MAX_ROUNDS 64
 
-/* A GPU test where no GPU is usable is skipped with the reason, except when
- * PRSTM_REQUIRE_GPU=1 (as on the GPU machine), where it fails instead. */
-static void need_backend(prstm_backend backend) {
-  if (backend != PRSTM_BACKEND_GPU) return;
-  char why[256];
-  if (prstm_gpu_available(prstm_workload_find("graph"), why, sizeof why)) return;
-  const char *req = getenv("PRSTM_REQUIRE_GPU");
-  if (req && strcmp(req, "1") == 0) cr_assert_fail("PRSTM_REQUIRE_GPU=1 but no GPU is usable: %s", why);
-  cr_skip_test("no usable GPU: %s", why);
-}
+/* GPU tests need a GPU that can run the graph. */
+static void need_backend(prstm_backend backend) { test_need_backend(prstm_workload_find("graph"), backend); }
 
 typedef struct graph_run {
   const prstm_workload *wl;
@@ -42,35 +33,21 @@ static void run_open(graph_run *r, prstm_backend backend, uint32_t threads, uint
   r->wl = prstm_workload_find("graph");
   cr_assert_not_null(r->wl, "graph is not a built-in workload");
   prstm_options opt;
-  prstm_options_init(&opt);
-  opt.backend = backend;
-  opt.threads = threads ? threads : backend == PRSTM_BACKEND_GPU ? GPU_THREADS : CPU_THREADS;
-  opt.lock_coverage = coverage;
-  opt.verify = 1; /* every run is also checked against its serial replay */
-  cr_assert_eq(prstm_engine_create(&r->engine, r->wl, &opt), 0);
-  cr_assert_eq(prstm_batch_create(&r->batch, r->wl), 0);
+  test_options(&opt, backend, threads ? threads : test_threads(backend, GPU_THREADS), coverage);
+  test_open(r->wl, &opt, &r->engine, &r->batch);
 }
 
-static void run_close(graph_run *r) {
-  prstm_batch_destroy(r->batch);
-  prstm_engine_destroy(r->engine);
-}
-
-static void set_param(const prstm_workload *wl, double *params, const char *name, double v) {
-  int i = prstm_param_find(wl, name);
-  cr_assert_geq(i, 0, "graph has no knob %s", name);
-  params[i] = v;
-}
+static void run_close(graph_run *r) { test_close(r->engine, r->batch); }
 
 static prstm_state_spec graph_spec(const prstm_workload *wl, double vertices, double edges, double max_degree,
                                    double max_value, double seed) {
   prstm_state_spec s;
   prstm_state_spec_init(wl, &s);
-  set_param(wl, s.params, "vertices", vertices);
-  set_param(wl, s.params, "edges", edges);
-  set_param(wl, s.params, "max_degree", max_degree);
-  set_param(wl, s.params, "max_value", max_value);
-  set_param(wl, s.params, "seed", seed);
+  test_set_knob(wl, s.params, "vertices", vertices);
+  test_set_knob(wl, s.params, "edges", edges);
+  test_set_knob(wl, s.params, "max_degree", max_degree);
+  test_set_knob(wl, s.params, "max_value", max_value);
+  test_set_knob(wl, s.params, "seed", seed);
   return s;
 }
 
@@ -104,14 +81,9 @@ static void add(graph_run *r, const char *type, prstm_word a0, prstm_word a1) {
 
 /* One round: every transaction ends final and the run equals its serial replay. */
 static void run_round(graph_run *r) {
-  int rc = prstm_engine_run(r->engine, r->batch, &r->res);
-  cr_assert_eq(rc, 0, "run failed: %s", prstm_engine_error(r->engine));
-  cr_assert_eq(r->res.committed + r->res.abandoned + r->res.failed, r->res.transactions,
-               "every transaction must end final");
-  prstm_verify_report rep;
-  cr_assert_eq(prstm_engine_verify(r->engine, r->batch, &rep), 0, "%s", prstm_engine_error(r->engine));
-  cr_assert(rep.ok, "round %u verification: %s", r->rounds, rep.message);
-  cr_assert_eq(rep.replayed, r->res.committed + r->res.failed);
+  char what[32];
+  snprintf(what, sizeof what, "round %u", r->rounds);
+  test_run_verified(r->engine, r->batch, &r->res, what);
   r->rounds++;
   r->committed += r->res.committed;
   r->failed += r->res.failed;
@@ -167,9 +139,7 @@ static void run_to_fixed_point(graph_run *r) {
 }
 
 static int invariant(graph_run *r, char *msg, size_t len) {
-  int ok = -1;
-  cr_assert_eq(r->wl->check_invariant(r->engine, r->batch, &ok, msg, len), 0, "%s", msg);
-  return ok;
+  return test_invariant(r->wl, r->engine, r->batch, msg, len);
 }
 
 static prstm_status status_of(graph_run *r, uint64_t i, unsigned *reason, prstm_word *result) {

@@ -11,22 +11,13 @@
 
 #include "kmeans_body.h"
 #include "prstm.h"
+#include "test_backend.h"
 
-/* CPU runs use far more threads than the machine has cores, to shake out
- * interleavings; GPU runs use a few thousand threads on the same small states. */
-#define CPU_THREADS 64
+/* GPU runs use a few thousand threads (CPU runs: TEST_CPU_THREADS). */
 #define GPU_THREADS 4096
 
-/* A GPU test where no GPU is usable is skipped with the reason, except when
- * PRSTM_REQUIRE_GPU=1 (as on the GPU machine), where it fails instead. */
-static void need_backend(prstm_backend backend) {
-  if (backend != PRSTM_BACKEND_GPU) return;
-  char why[256];
-  if (prstm_gpu_available(prstm_workload_find("kmeans"), why, sizeof why)) return;
-  const char *req = getenv("PRSTM_REQUIRE_GPU");
-  if (req && strcmp(req, "1") == 0) cr_assert_fail("PRSTM_REQUIRE_GPU=1 but no GPU is usable: %s", why);
-  cr_skip_test("no usable GPU: %s", why);
-}
+/* GPU tests need a GPU that can run kmeans. */
+static void need_backend(prstm_backend backend) { test_need_backend(prstm_workload_find("kmeans"), backend); }
 
 typedef struct km_run {
   const prstm_workload *wl;
@@ -42,23 +33,14 @@ static const prstm_workload *km(void) {
   return wl;
 }
 
-static void set_knob(prstm_state_spec *s, const char *name, double v) {
-  int i = prstm_param_find(km(), name);
-  cr_assert_geq(i, 0, "no knob %s", name);
-  s->params[i] = v;
-}
+static void set_knob(prstm_state_spec *s, const char *name, double v) { test_set_knob(km(), s->params, name, v); }
 
 static void run_open(km_run *r, prstm_backend backend, uint32_t threads, uint32_t coverage) {
   memset(r, 0, sizeof *r);
   r->wl = km();
   prstm_options opt;
-  prstm_options_init(&opt);
-  opt.backend = backend;
-  opt.threads = threads ? threads : backend == PRSTM_BACKEND_GPU ? GPU_THREADS : CPU_THREADS;
-  opt.lock_coverage = coverage;
-  opt.verify = 1; /* every run is also checked against its serial replay */
-  cr_assert_eq(prstm_engine_create(&r->engine, r->wl, &opt), 0);
-  cr_assert_eq(prstm_batch_create(&r->batch, r->wl), 0);
+  test_options(&opt, backend, threads ? threads : test_threads(backend, GPU_THREADS), coverage);
+  test_open(r->wl, &opt, &r->engine, &r->batch);
   prstm_state_spec_init(r->wl, &r->state);
 }
 
@@ -85,27 +67,13 @@ static void add(km_run *r, unsigned iteration, prstm_word x, prstm_word y) {
   cr_assert_eq(prstm_batch_append(r->batch, iteration - 1, args, 2), 0);
 }
 
-static void run_exec(km_run *r) {
-  int rc = prstm_engine_run(r->engine, r->batch, &r->res);
-  cr_assert_eq(rc, 0, "run failed: %s", prstm_engine_error(r->engine));
-  cr_assert_eq(r->res.committed + r->res.abandoned + r->res.failed, r->res.transactions,
-               "every transaction must end final");
-  prstm_verify_report rep;
-  cr_assert_eq(prstm_engine_verify(r->engine, r->batch, &rep), 0, "%s", prstm_engine_error(r->engine));
-  cr_assert(rep.ok, "verification: %s", rep.message);
-  cr_assert_eq(rep.replayed, r->res.committed + r->res.failed);
-}
+static void run_exec(km_run *r) { test_run_verified(r->engine, r->batch, &r->res, "run"); }
 
 static int invariant(km_run *r, char *msg, size_t len) {
-  int ok = -1;
-  cr_assert_eq(r->wl->check_invariant(r->engine, r->batch, &ok, msg, len), 0);
-  return ok;
+  return test_invariant(r->wl, r->engine, r->batch, msg, len);
 }
 
-static void run_close(km_run *r) {
-  prstm_batch_destroy(r->batch);
-  prstm_engine_destroy(r->engine);
-}
+static void run_close(km_run *r) { test_close(r->engine, r->batch); }
 
 static prstm_status status_of(km_run *r, uint64_t i, unsigned *reason) {
   prstm_status st;

@@ -4,6 +4,18 @@
 
 #include <stdlib.h>
 
+/* Without the build's paths every test would fail to find the program or its
+ * data, so the build stops instead of the tests failing for the wrong reason. */
+#ifndef PRSTM_TEST_DATA_DIR
+#error "PRSTM_TEST_DATA_DIR must be defined as the absolute path of tests/data"
+#endif
+#ifndef PRSTM_RUN_PATH
+#error "PRSTM_RUN_PATH must be defined as the path of the prstm-run program"
+#endif
+#ifndef PRSTM_SOURCE_DIR
+#error "PRSTM_SOURCE_DIR must be defined as the absolute path of the source tree"
+#endif
+
 /* The build writes absolute paths in; a copy of the tests run elsewhere (the
  * GPU machine) points them at its own tree with these variables. */
 static inline const char *test_data_dir(void) {

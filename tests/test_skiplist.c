@@ -7,22 +7,15 @@
 
 #include "engine_internal.h"
 #include "prstm.h"
+#include "test_backend.h"
 #include "test_paths.h"
 #include "skiplist_body.h"
 
-#define CPU_THREADS 64
+/* GPU runs use a few thousand threads (CPU runs: TEST_CPU_THREADS). */
 #define GPU_THREADS 2048
 
-/* A GPU test where no GPU is usable is skipped with the reason, except when
- * PRSTM_REQUIRE_GPU=1 (as on the GPU machine), where it fails instead. */
-static void need_backend(prstm_backend backend) {
-  if (backend != PRSTM_BACKEND_GPU) return;
-  char why[256];
-  if (prstm_gpu_available(prstm_workload_find("skiplist"), why, sizeof why)) return;
-  const char *req = getenv("PRSTM_REQUIRE_GPU");
-  if (req && strcmp(req, "1") == 0) cr_assert_fail("PRSTM_REQUIRE_GPU=1 but no GPU is usable: %s", why);
-  cr_skip_test("no usable GPU: %s", why);
-}
+/* GPU tests need a GPU that can run the skiplist. */
+static void need_backend(prstm_backend backend) { test_need_backend(prstm_workload_find("skiplist"), backend); }
 
 typedef struct sl_run {
   const prstm_workload *wl;
@@ -32,11 +25,7 @@ typedef struct sl_run {
   prstm_results res;
 } sl_run;
 
-static void set_knob(sl_run *r, const char *name, double v) {
-  int i = prstm_param_find(r->wl, name);
-  cr_assert_geq(i, 0, "no knob %s", name);
-  r->spec.params[i] = v;
-}
+static void set_knob(sl_run *r, const char *name, double v) { test_set_knob(r->wl, r->spec.params, name, v); }
 
 /* A small list: `initial` keys from 1 to key_range, room for `capacity` nodes. */
 static void run_open(sl_run *r, prstm_backend backend, uint32_t coverage, prstm_semantic_mode semantic,
@@ -45,15 +34,10 @@ static void run_open(sl_run *r, prstm_backend backend, uint32_t coverage, prstm_
   r->wl = prstm_workload_find("skiplist");
   cr_assert_not_null(r->wl, "the skiplist workload is not built in");
   prstm_options opt;
-  prstm_options_init(&opt);
-  opt.backend = backend;
-  opt.threads = backend == PRSTM_BACKEND_GPU ? GPU_THREADS : CPU_THREADS;
-  opt.lock_coverage = coverage;
+  test_options(&opt, backend, test_threads(backend, GPU_THREADS), coverage);
   opt.semantic = semantic;
   opt.retry_limit = 20;
-  opt.verify = 1; /* every run is also checked against its serial replay */
-  cr_assert_eq(prstm_engine_create(&r->engine, r->wl, &opt), 0);
-  cr_assert_eq(prstm_batch_create(&r->batch, r->wl), 0);
+  test_open(r->wl, &opt, &r->engine, &r->batch);
   prstm_state_spec_init(r->wl, &r->spec);
   set_knob(r, "initial_keys", (double)initial);
   set_knob(r, "capacity", (double)capacity);
@@ -81,27 +65,16 @@ static void generate(sl_run *r, uint64_t transactions, uint64_t seed, double rea
 }
 
 static void check_invariant(sl_run *r) {
-  int ok = 0;
   char msg[512];
-  cr_assert_eq(r->wl->check_invariant(r->engine, r->batch, &ok, msg, sizeof msg), 0);
-  cr_assert(ok, "skiplist invariant: %s", msg);
+  cr_assert(test_invariant(r->wl, r->engine, r->batch, msg, sizeof msg), "skiplist invariant: %s", msg);
 }
 
 static void run_exec(sl_run *r) {
-  int rc = prstm_engine_run(r->engine, r->batch, &r->res);
-  cr_assert_eq(rc, 0, "run failed: %s", prstm_engine_error(r->engine));
-  cr_assert_eq(r->res.committed + r->res.abandoned + r->res.failed, r->res.transactions,
-               "every transaction must end final");
-  prstm_verify_report rep;
-  cr_assert_eq(prstm_engine_verify(r->engine, r->batch, &rep), 0, "%s", prstm_engine_error(r->engine));
-  cr_assert(rep.ok, "verification: %s", rep.message);
+  test_run_verified(r->engine, r->batch, &r->res, "run");
   check_invariant(r);
 }
 
-static void run_close(sl_run *r) {
-  prstm_batch_destroy(r->batch);
-  prstm_engine_destroy(r->engine);
-}
+static void run_close(sl_run *r) { test_close(r->engine, r->batch); }
 
 static prstm_status outcome(sl_run *r, uint64_t i, unsigned *reason, prstm_word *result) {
   prstm_status st;
@@ -336,18 +309,15 @@ Test(skiplist_invariant, catches_a_lost_key_and_an_unsorted_level) {
       e->words[skiplist_addr(&m, 0, 2 + l)] = e->words[skiplist_addr(&m, first, 2 + l)];
   uint64_t saved = e->words[skiplist_addr(&m, 0, 2)];
   e->words[skiplist_addr(&m, 0, 2)] = e->words[skiplist_addr(&m, first, 2)];
-  int ok = 1;
   char msg[512];
-  cr_assert_eq(r.wl->check_invariant(e, r.batch, &ok, msg, sizeof msg), 0);
-  cr_assert(!ok, "a lost key passed: %s", msg);
+  cr_assert(!test_invariant(r.wl, e, r.batch, msg, sizeof msg), "a lost key passed: %s", msg);
   cr_assert(strstr(msg, "key set differs") != NULL, "%s", msg);
   /* Put it back, then swap the keys of the first two nodes. */
   e->words[skiplist_addr(&m, 0, 2)] = saved;
   uint64_t k1 = e->words[skiplist_addr(&m, first, 0)], k2 = e->words[skiplist_addr(&m, second, 0)];
   e->words[skiplist_addr(&m, first, 0)] = k2;
   e->words[skiplist_addr(&m, second, 0)] = k1;
-  cr_assert_eq(r.wl->check_invariant(e, r.batch, &ok, msg, sizeof msg), 0);
-  cr_assert(!ok, "swapped keys passed: %s", msg);
+  cr_assert(!test_invariant(r.wl, e, r.batch, msg, sizeof msg), "swapped keys passed: %s", msg);
   run_close(&r);
 }
 

@@ -5,12 +5,11 @@
 #include <string.h>
 
 #include "prstm.h"
+#include "test_backend.h"
 #include "test_paths.h"
 #include "vacation_body.h"
 
-/* CPU runs use far more threads than the machine has cores, to shake out
- * interleavings; GPU runs use a few thousand threads on the same tiny states. */
-#define CPU_THREADS 64
+/* GPU runs use a few thousand threads (CPU runs: TEST_CPU_THREADS). */
 #define GPU_THREADS 2048
 
 static const prstm_workload *vac(void) {
@@ -19,16 +18,8 @@ static const prstm_workload *vac(void) {
   return wl;
 }
 
-/* A GPU test where no GPU is usable is skipped with the reason, except when
- * PRSTM_REQUIRE_GPU=1 (as on the GPU machine), where it fails instead. */
-static void need_backend(prstm_backend backend) {
-  if (backend != PRSTM_BACKEND_GPU) return;
-  char why[256];
-  if (prstm_gpu_available(vac(), why, sizeof why)) return;
-  const char *req = getenv("PRSTM_REQUIRE_GPU");
-  if (req && strcmp(req, "1") == 0) cr_assert_fail("PRSTM_REQUIRE_GPU=1 but no GPU is usable: %s", why);
-  cr_skip_test("no usable GPU: %s", why);
-}
+/* GPU tests need a GPU that can run vacation. */
+static void need_backend(prstm_backend backend) { test_need_backend(vac(), backend); }
 
 typedef struct vac_run {
   prstm_engine *engine;
@@ -43,24 +34,17 @@ typedef struct vac_shape {
 } vac_shape;
 
 static void set_param(prstm_state_spec *spec, const char *name, double v) {
-  int i = prstm_param_find(vac(), name);
-  cr_assert_geq(i, 0, "no knob %s", name);
-  spec->params[i] = v;
+  test_set_knob(vac(), spec->params, name, v);
 }
 
 static void run_open(vac_run *r, prstm_backend backend, uint32_t coverage, prstm_semantic_mode semantic,
                      const vac_shape *shape) {
   memset(r, 0, sizeof *r);
   prstm_options opt;
-  prstm_options_init(&opt);
-  opt.backend = backend;
-  opt.threads = backend == PRSTM_BACKEND_GPU ? GPU_THREADS : CPU_THREADS;
-  opt.lock_coverage = coverage;
+  test_options(&opt, backend, test_threads(backend, GPU_THREADS), coverage);
   opt.semantic = semantic;
   opt.retry_limit = 20;
-  opt.verify = 1; /* every run is also checked against its serial replay */
-  cr_assert_eq(prstm_engine_create(&r->engine, vac(), &opt), 0);
-  cr_assert_eq(prstm_batch_create(&r->batch, vac()), 0);
+  test_open(vac(), &opt, &r->engine, &r->batch);
   prstm_state_spec_init(vac(), &r->spec);
   set_param(&r->spec, "customers", shape->customers);
   set_param(&r->spec, "room_types", shape->room_types);
@@ -71,10 +55,7 @@ static void run_open(vac_run *r, prstm_backend backend, uint32_t coverage, prstm
   cr_assert_eq(prstm_engine_init_state(r->engine, &r->spec), 0, "%s", prstm_engine_error(r->engine));
 }
 
-static void run_close(vac_run *r) {
-  prstm_batch_destroy(r->batch);
-  prstm_engine_destroy(r->engine);
-}
+static void run_close(vac_run *r) { test_close(r->engine, r->batch); }
 
 static void add(vac_run *r, unsigned type, uint64_t a0, uint64_t a1) {
   prstm_word args[2] = {a0, a1};
@@ -82,9 +63,8 @@ static void add(vac_run *r, unsigned type, uint64_t a0, uint64_t a1) {
 }
 
 static void check_invariant(vac_run *r, int expect_ok) {
-  int ok = -1;
   char msg[1024];
-  cr_assert_eq(vac()->check_invariant(r->engine, r->batch, &ok, msg, sizeof msg), 0);
+  int ok = test_invariant(vac(), r->engine, r->batch, msg, sizeof msg);
   if (expect_ok)
     cr_assert(ok, "vacation invariant: %s", msg);
   else
@@ -92,13 +72,7 @@ static void check_invariant(vac_run *r, int expect_ok) {
 }
 
 static void run_exec(vac_run *r) {
-  int rc = prstm_engine_run(r->engine, r->batch, &r->res);
-  cr_assert_eq(rc, 0, "run failed: %s", prstm_engine_error(r->engine));
-  cr_assert_eq(r->res.committed + r->res.abandoned + r->res.failed, r->res.transactions,
-               "every transaction must end final");
-  prstm_verify_report rep;
-  cr_assert_eq(prstm_engine_verify(r->engine, r->batch, &rep), 0, "%s", prstm_engine_error(r->engine));
-  cr_assert(rep.ok, "verification: %s", rep.message);
+  test_run_verified(r->engine, r->batch, &r->res, "run");
   check_invariant(r, 1);
 }
 
@@ -387,10 +361,8 @@ Test(vacation, invariant_catches_a_lost_update) {
   while (holds(&other, b, 5)) b++;
   add(&other, VACATION_BOOK, b, 5);
   run_exec(&other);
-  int ok = -1;
   char msg[1024];
-  cr_assert_eq(vac()->check_invariant(r.engine, other.batch, &ok, msg, sizeof msg), 0);
-  cr_assert(!ok, "a committed booking that left no trace passed: %s", msg);
+  cr_assert(!test_invariant(vac(), r.engine, other.batch, msg, sizeof msg), "a committed booking that left no trace passed: %s", msg);
   run_close(&other);
   /* The slot comes back, as if the cancel had only freed the room. */
   uint64_t n = 0;

@@ -3,20 +3,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../workload_util.h"
 #include "bank_body.h"
 
 PRSTM_CPU_WORKER(bank_small, bank_dispatch, BANK_SMALL_CAPACITY)
 PRSTM_CPU_WORKER(bank_wide, bank_dispatch, BANK_WIDE_CAPACITY)
-
-#ifdef PRSTM_HAVE_CUDA
-int bank_small_gpu_launch(const prstm_exec_ctx *ctx, uint32_t threads, char *err, size_t errlen);
-int bank_small_gpu_max_threads(uint32_t *max_threads, char *err, size_t errlen);
-int bank_wide_gpu_launch(const prstm_exec_ctx *ctx, uint32_t threads, char *err, size_t errlen);
-int bank_wide_gpu_max_threads(uint32_t *max_threads, char *err, size_t errlen);
-#define BANK_GPU(name) name##_gpu_launch, name##_gpu_max_threads
-#else
-#define BANK_GPU(name) NULL, NULL
-#endif
+WL_DECLARE_GPU_HOOKS(bank_small);
+WL_DECLARE_GPU_HOOKS(bank_wide);
 
 static const prstm_type_desc bank_types[] = {
     {"deposit", 1, 0, 2, {{"account", PRSTM_ARG_ADDRESS}, {"amount", PRSTM_ARG_UINT}}, {"balance would overflow"}},
@@ -47,40 +40,34 @@ static int bank_init_state(const prstm_state_spec *spec, prstm_word **words, uin
   return 0;
 }
 
-/* splitmix64: small, fast, and the same stream on every machine for a seed. */
-static uint64_t bank_rand(uint64_t *s) {
-  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-static uint64_t bank_below(uint64_t *s, uint64_t n) { return n ? bank_rand(s) % n : 0; }
-static double bank_unit(uint64_t *s) { return (double)(bank_rand(s) >> 11) * (1.0 / 9007199254740992.0); }
+#define BANK_NTYPES (BANK_TRANSFER_MULTI + 1)
+
+/* The weight a mix's type adds to: transfer_multi counts as transfer, since
+ * accounts_per_tx, not the mix, decides how wide a transfer is. */
+static const unsigned bank_mix_fold[BANK_NTYPES] = {BANK_DEPOSIT, BANK_WITHDRAW, BANK_TRANSFER, BANK_BALANCE, BANK_TRANSFER};
 
 typedef struct bank_gen {
   const prstm_generate_spec *spec;
   uint64_t accounts, initial;
   uint64_t rng;
-  double weight[5]; /* cumulative, by type index */
+  double weight[BANK_NTYPES]; /* cumulative, by type index; transfer_multi's is transfer's (see bank_mix_fold) */
   prstm_batch *batch;
 } bank_gen;
 
 static uint64_t bank_amount(bank_gen *g) {
-  return g->spec->amount_min + bank_below(&g->rng, g->spec->amount_max - g->spec->amount_min + 1);
+  return g->spec->amount_min + wl_below(&g->rng, g->spec->amount_max - g->spec->amount_min + 1);
 }
 
 static uint64_t bank_other_account(bank_gen *g, uint64_t a) {
   if (g->accounts < 2) return a;
-  uint64_t b = bank_below(&g->rng, g->accounts - 1);
+  uint64_t b = wl_below(&g->rng, g->accounts - 1);
   return b >= a ? b + 1 : b;
 }
 
 /* One transaction drawn from the mix, touching random accounts. */
 static int bank_emit_random(bank_gen *g) {
-  double u = bank_unit(&g->rng) * g->weight[4];
-  unsigned type = 0;
-  while (type < 4 && u >= g->weight[type]) type++;
-  uint64_t a = bank_below(&g->rng, g->accounts);
+  unsigned type = wl_pick(&g->rng, g->weight, BANK_NTYPES);
+  uint64_t a = wl_below(&g->rng, g->accounts);
   prstm_word args[PRSTM_MAX_COLUMNS];
   unsigned k = g->spec->accounts_per_tx;
   switch (type) {
@@ -163,35 +150,12 @@ static int bank_generate(const prstm_generate_spec *spec, const prstm_state_spec
   g.rng = spec->seed;
   g.batch = batch;
   /* Default mix: mostly transfers, some deposits and withdrawals. */
-  double w[5] = {0.1, 0.1, 0.8, 0.0, 0.0};
-  if (spec->nmix) {
-    memset(w, 0, sizeof w);
-    for (unsigned i = 0; i < spec->nmix; i++) {
-      int t = prstm_type_find(prstm_batch_workload(batch), spec->mix_names[i]);
-      if (t < 0) {
-        snprintf(err, errlen, "mix: unknown transaction type '%s'", spec->mix_names[i]);
-        return PRSTM_EUNKNOWN;
-      }
-      if (t == BANK_TRANSFER_MULTI) t = BANK_TRANSFER; /* accounts_per_tx decides the width */
-      w[t] += spec->mix_weights[i];
-    }
-  }
-  if (spec->read_only >= 0) {
-    double rest = w[0] + w[1] + w[2];
-    if (rest <= 0 && spec->read_only < 1) {
-      snprintf(err, errlen, "read_only %g leaves no update type: give deposit, withdraw or transfer a weight in mix", spec->read_only);
-      return PRSTM_ECONFIG;
-    }
-    for (int t = 0; t < 3; t++) w[t] = rest > 0 ? w[t] / rest * (1 - spec->read_only) : 0;
-    w[BANK_BALANCE] = spec->read_only;
-  }
-  double total = w[0] + w[1] + w[2] + w[3];
-  if (total <= 0) {
-    snprintf(err, errlen, "mix: all weights are zero");
-    return PRSTM_ECONFIG;
-  }
-  for (int t = 0; t < 4; t++) g.weight[t] = (t ? g.weight[t - 1] : 0) + w[t];
-  g.weight[4] = g.weight[3];
+  double w[BANK_NTYPES] = {0.1, 0.1, 0.8, 0.0, 0.0};
+  int rc;
+  if ((rc = wl_mix_weights(spec, batch, w, BANK_NTYPES, bank_mix_fold, err, errlen)) != 0 ||
+      (rc = wl_read_only_share(spec, w, 3, "deposit, withdraw or transfer", err, errlen)) != 0 ||
+      (rc = wl_cumulate(w, g.weight, BANK_NTYPES, err, errlen)) != 0)
+    return rc;
 
   uint64_t n = spec->transactions;
   uint64_t npairs = (uint64_t)(spec->semantic_ratio * (double)n / 2.0);
@@ -204,57 +168,29 @@ static int bank_generate(const prstm_generate_spec *spec, const prstm_state_spec
   /* Each pair takes two random rows; pairing the rows at random and putting
    * the dependent member first places the semantic conflicts unsorted, at
    * every distance. */
-  uint64_t *slot = NULL, *chosen = NULL;
-  if (npairs) {
-    slot = malloc((size_t)n * sizeof *slot);
-    chosen = malloc((size_t)(2 * npairs) * sizeof *chosen);
-    if (!slot || !chosen) {
-      free(slot);
-      free(chosen);
-      snprintf(err, errlen, "cannot allocate the generator's pairing tables");
-      return PRSTM_ENOMEM;
-    }
-    uint64_t need = 2 * npairs, m = 0;
-    for (uint64_t i = 0; i < n; i++) {
-      slot[i] = UINT64_MAX;
-      if (bank_below(&g.rng, n - i) < need - m) chosen[m++] = i;
-    }
-    for (uint64_t i = m - 1; i > 0; i--) {
-      uint64_t j = bank_below(&g.rng, i + 1), t = chosen[i];
-      chosen[i] = chosen[j];
-      chosen[j] = t;
-    }
-    for (uint64_t p = 0; p < npairs; p++) {
-      uint64_t x = chosen[2 * p], y = chosen[2 * p + 1];
-      slot[x < y ? x : y] = p << 1;
-      slot[x < y ? y : x] = (p << 1) | 1;
-    }
+  uint64_t *slot = NULL;
+  if (npairs && (slot = wl_pair_rows(&g.rng, n, npairs)) == NULL) {
+    snprintf(err, errlen, "cannot allocate the generator's pairing tables");
+    return PRSTM_ENOMEM;
   }
   /* Pair p's account, amount and shape come from its own stream, so both
    * members agree without storing them. */
-  int rc = 0;
   for (uint64_t i = 0; i < n && rc == 0; i++) {
-    if (!slot || slot[i] == UINT64_MAX) {
+    if (!slot || slot[i] == WL_RANDOM_ROW) {
       rc = bank_emit_random(&g);
       continue;
     }
     uint64_t p = slot[i] >> 1;
     uint64_t ps = spec->seed ^ (0xa5a5a5a5a5a5a5a5ull + p * 0x9e3779b97f4a7c15ull);
-    uint64_t account = reserved ? g.accounts + p % reserved : bank_below(&ps, g.accounts);
-    uint64_t amount = spec->amount_min + bank_below(&ps, spec->amount_max - spec->amount_min + 1);
-    int as_transfer = w[BANK_TRANSFER] > 0 && spec->accounts_per_tx <= 2 && (bank_rand(&ps) & 1);
-    uint64_t to = g.accounts < 2 ? account : (account + 1 + bank_below(&ps, g.accounts - 1)) % g.accounts;
+    uint64_t account = reserved ? g.accounts + p % reserved : wl_below(&ps, g.accounts);
+    uint64_t amount = spec->amount_min + wl_below(&ps, spec->amount_max - spec->amount_min + 1);
+    int as_transfer = w[BANK_TRANSFER] > 0 && spec->accounts_per_tx <= 2 && (wl_rand(&ps) & 1);
+    uint64_t to = g.accounts < 2 ? account : (account + 1 + wl_below(&ps, g.accounts - 1)) % g.accounts;
     uint64_t extra = !reserved || p < reserved ? g.initial : 0;
     rc = bank_emit_pair_member(&g, account, amount, extra, (int)(slot[i] & 1), as_transfer, to);
   }
   free(slot);
-  free(chosen);
-  if (rc) {
-    snprintf(err, errlen, "cannot append generated transaction: %s", prstm_strerror(rc));
-    return rc;
-  }
-  if (spec->presorted) return prstm_batch_presort(batch);
-  return 0;
+  return wl_generated(batch, rc, spec->presorted, err, errlen);
 }
 
 /* Total money equals the initial total plus committed deposits minus
@@ -278,8 +214,7 @@ static int bank_check_invariant(const prstm_engine *engine, const prstm_batch *b
     if (st == PRSTM_COMMITTED) {
       if (t == BANK_DEPOSIT) deposits += prstm_batch_arg(b, i, 1);
       if (t == BANK_WITHDRAW) withdrawals += prstm_batch_arg(b, i, 1);
-    } else if (st == PRSTM_ABANDONED && reason == PRSTM_REASON_QUIESCENT) {
-      /* Retry mode gives up on a schedule, so only quiescence claims this. */
+    } else if (wl_abandoned_at_quiescence(st, reason)) {
       if (t == BANK_WITHDRAW && w[prstm_batch_arg(b, i, 0)] >= prstm_batch_arg(b, i, 1)) still_blocked_bad++;
       if (t == BANK_TRANSFER && w[prstm_batch_arg(b, i, 0)] >= prstm_batch_arg(b, i, 2)) still_blocked_bad++;
     }
@@ -302,8 +237,8 @@ const prstm_workload prstm_workload_bank = {
     .ntypes = sizeof bank_types / sizeof bank_types[0],
     .types = bank_types,
     .nvariants = 2,
-    .variants = {{BANK_SMALL_COLUMNS, BANK_SMALL_CAPACITY, bank_small_cpu_worker, BANK_GPU(bank_small)},
-                 {PRSTM_MAX_COLUMNS, BANK_WIDE_CAPACITY, bank_wide_cpu_worker, BANK_GPU(bank_wide)}},
+    .variants = {{BANK_SMALL_COLUMNS, BANK_SMALL_CAPACITY, bank_small_cpu_worker, WL_GPU_HOOKS(bank_small)},
+                 {PRSTM_MAX_COLUMNS, BANK_WIDE_CAPACITY, bank_wide_cpu_worker, WL_GPU_HOOKS(bank_wide)}},
     .init_state = bank_init_state,
     .generate = bank_generate,
     .check_invariant = bank_check_invariant,

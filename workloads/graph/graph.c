@@ -4,17 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../workload_util.h"
 #include "graph_body.h"
 
 PRSTM_CPU_WORKER(graph, graph_dispatch, GRAPH_CAPACITY)
-
-#ifdef PRSTM_HAVE_CUDA
-int graph_gpu_launch(const prstm_exec_ctx *ctx, uint32_t threads, char *err, size_t errlen);
-int graph_gpu_max_threads(uint32_t *max_threads, char *err, size_t errlen);
-#define GRAPH_GPU graph_gpu_launch, graph_gpu_max_threads
-#else
-#define GRAPH_GPU NULL, NULL
-#endif
+WL_DECLARE_GPU_HOOKS(graph);
 
 static const prstm_type_desc graph_types[] = {
     {"push", 1, 0, 2, {{"vertex", PRSTM_ARG_UINT}, {"round", PRSTM_ARG_UINT}},
@@ -36,16 +30,10 @@ static const prstm_param_desc graph_params[GRAPH_NPARAMS] = {
     {"seed", PRSTM_PARAM_STATE, 1, 0, 9007199254740992.0, 1, "seed of the graph's edges and initial values"},
 };
 
-/* splitmix64: small, fast, and the same stream on every machine for a seed. */
-static uint64_t graph_rand(uint64_t *s) {
-  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-/* Uniform below n by a multiply instead of a division (n >= 1). */
+/* Uniform below n by a multiply instead of a division (n >= 1): the graph's
+ * draws, unlike the other workloads' wl_below, which its seeds' graphs keep. */
 static uint64_t graph_below(uint64_t *s, uint64_t n) {
-  return (uint64_t)(((unsigned __int128)graph_rand(s) * n) >> 64);
+  return (uint64_t)(((unsigned __int128)wl_rand(s) * n) >> 64);
 }
 /* Vertex i's initial value depends on (seed, i) alone, so the invariant
  * regenerates it without replaying any other stream. */
@@ -176,20 +164,21 @@ static int graph_generate(const prstm_generate_spec *spec, const prstm_state_spe
       rc = prstm_batch_append(batch, GRAPH_PUSH, args, 2);
     }
   }
-  if (rc) {
-    snprintf(err, errlen, "cannot append generated transaction: %s", prstm_strerror(rc));
-    return rc;
-  }
-  if (spec->presorted) return prstm_batch_presort(batch);
-  return 0;
+  return wl_generated(batch, rc, spec->presorted, err, errlen);
 }
 
-/* Reads the header of a state and checks that the layout fits it exactly. */
-static int graph_header(const prstm_word *w, uint64_t nwords, uint64_t *nv, uint64_t *ne) {
-  if (!w || nwords < 3) return 0;
-  *nv = w[0];
-  *ne = w[1];
-  return graph_layout_ok(nwords, *nv, *ne);
+/* Reads the header of a state and checks that the layout fits it exactly;
+ * when it does not, says so in why and returns 0. */
+static int graph_header(const prstm_word *w, uint64_t nwords, uint64_t *nv, uint64_t *ne, char *why,
+                        size_t whylen) {
+  if (w && nwords >= 3) {
+    *nv = w[0];
+    *ne = w[1];
+    if (graph_layout_ok(nwords, *nv, *ne)) return 1;
+  }
+  snprintf(why, whylen, "the state is not a graph: its header does not match its %llu words",
+           (unsigned long long)nwords);
+  return 0;
 }
 
 /* After round r, the frontier is every vertex some push of round r lowered
@@ -200,11 +189,7 @@ static int graph_next_round(const prstm_engine *engine, const prstm_batch *done,
   (void)done;
   uint64_t nwords = 0, nv, ne;
   const prstm_word *w = prstm_engine_state(engine, &nwords);
-  if (!graph_header(w, nwords, &nv, &ne)) {
-    snprintf(err, errlen, "the state is not a graph: its header does not match its %llu words",
-             (unsigned long long)nwords);
-    return PRSTM_EINVAL;
-  }
+  if (!graph_header(w, nwords, &nv, &ne, err, errlen)) return PRSTM_EINVAL;
   const prstm_word *changed = w + graph_changed_at(nv, ne);
   prstm_word args[2] = {0, (prstm_word)round + 1};
   for (uint64_t v = 0; v < nv; v++) {
@@ -311,11 +296,7 @@ static int graph_check_invariant(const prstm_engine *engine, const prstm_batch *
   uint64_t nwords = 0, nv, ne;
   const prstm_word *w = prstm_engine_state(engine, &nwords);
   *ok = 0;
-  if (!graph_header(w, nwords, &nv, &ne)) {
-    snprintf(msg, msglen, "the state is not a graph: its header does not match its %llu words",
-             (unsigned long long)nwords);
-    return 0;
-  }
+  if (!graph_header(w, nwords, &nv, &ne, msg, msglen)) return 0;
   const prstm_state_spec *spec = prstm_engine_state_spec(engine);
   if (!spec) return graph_check_fixed_point(w, nv, ne, ok, msg, msglen);
   prstm_word *init = NULL;
@@ -373,7 +354,7 @@ const prstm_workload prstm_workload_graph = {
     .ntypes = sizeof graph_types / sizeof graph_types[0],
     .types = graph_types,
     .nvariants = 1,
-    .variants = {{PRSTM_MAX_COLUMNS, GRAPH_CAPACITY, graph_cpu_worker, GRAPH_GPU}},
+    .variants = {{PRSTM_MAX_COLUMNS, GRAPH_CAPACITY, graph_cpu_worker, WL_GPU_HOOKS(graph)}},
     .init_state = graph_init_state,
     .generate = graph_generate,
     .check_invariant = graph_check_invariant,

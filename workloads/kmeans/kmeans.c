@@ -3,17 +3,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../workload_util.h"
 #include "kmeans_body.h"
 
 PRSTM_CPU_WORKER(kmeans, kmeans_dispatch, KMEANS_CAPACITY)
-
-#ifdef PRSTM_HAVE_CUDA
-int kmeans_gpu_launch(const prstm_exec_ctx *ctx, uint32_t threads, char *err, size_t errlen);
-int kmeans_gpu_max_threads(uint32_t *max_threads, char *err, size_t errlen);
-#define KMEANS_GPU kmeans_gpu_launch, kmeans_gpu_max_threads
-#else
-#define KMEANS_GPU NULL, NULL
-#endif
+WL_DECLARE_GPU_HOOKS(kmeans);
 
 #define KMEANS_TYPE(k)                                                                         \
   {"assign" #k, 15 - (k), 0, 2, {{"x", PRSTM_ARG_UINT}, {"y", PRSTM_ARG_UINT}},                 \
@@ -76,19 +70,10 @@ static int kmeans_read_knobs(const prstm_state_spec *spec, kmeans_knobs *k, char
   return 0;
 }
 
-/* splitmix64, as in the bank: the same stream on every machine for a seed. */
-static uint64_t kmeans_rand(uint64_t *s) {
-  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-static uint64_t kmeans_below(uint64_t *s, uint64_t n) { return n ? kmeans_rand(s) % n : 0; }
-
 /* Point i is the i-th pair drawn from the seed's stream. */
 static void kmeans_next_point(uint64_t *rng, uint64_t coord_max, uint64_t *x, uint64_t *y) {
-  *x = kmeans_below(rng, coord_max + 1);
-  *y = kmeans_below(rng, coord_max + 1);
+  *x = wl_below(rng, coord_max + 1);
+  *y = wl_below(rng, coord_max + 1);
 }
 
 static uint64_t kmeans_nwords(const kmeans_knobs *k) { return KMEANS_STATE_WORDS(k->clusters, k->iterations); }
@@ -180,7 +165,7 @@ static int kmeans_generate(const prstm_generate_spec *spec, const prstm_state_sp
     for (uint64_t r = 0; r < n; r++) order[r] = (uint32_t)r;
     uint64_t s = spec->seed;
     for (uint64_t r = n - 1; r > 0; r--) {
-      uint64_t j = kmeans_below(&s, r + 1);
+      uint64_t j = wl_below(&s, r + 1);
       uint32_t t = order[r];
       order[r] = order[j];
       order[j] = t;
@@ -195,11 +180,8 @@ static int kmeans_generate(const prstm_generate_spec *spec, const prstm_state_sp
   free(px);
   free(py);
   free(order);
-  if (rc != 0) {
-    snprintf(err, errlen, "cannot append generated transaction: %s", prstm_strerror(rc));
-    return rc;
-  }
-  return 0;
+  /* Presorted is already the emitted order, iteration after iteration. */
+  return wl_generated(batch, rc, 0, err, errlen);
 }
 
 /* Centroids of iteration j of a complete table w (state layout), the empty
@@ -331,7 +313,7 @@ const prstm_workload prstm_workload_kmeans = {
     .ntypes = KMEANS_MAX_ITERATIONS,
     .types = kmeans_types,
     .nvariants = 1,
-    .variants = {{PRSTM_MAX_COLUMNS, KMEANS_CAPACITY, kmeans_cpu_worker, KMEANS_GPU}},
+    .variants = {{PRSTM_MAX_COLUMNS, KMEANS_CAPACITY, kmeans_cpu_worker, WL_GPU_HOOKS(kmeans)}},
     .init_state = kmeans_init_state,
     .generate = kmeans_generate,
     .check_invariant = kmeans_check_invariant,

@@ -3,17 +3,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../workload_util.h"
 #include "skiplist_body.h"
 
 PRSTM_CPU_WORKER(skiplist, skiplist_dispatch, SKIPLIST_CAPACITY)
-
-#ifdef PRSTM_HAVE_CUDA
-int skiplist_gpu_launch(const prstm_exec_ctx *ctx, uint32_t threads, char *err, size_t errlen);
-int skiplist_gpu_max_threads(uint32_t *max_threads, char *err, size_t errlen);
-#define SKIPLIST_GPU skiplist_gpu_launch, skiplist_gpu_max_threads
-#else
-#define SKIPLIST_GPU NULL, NULL
-#endif
+WL_DECLARE_GPU_HOOKS(skiplist);
 
 static const prstm_type_desc skiplist_types[] = {
     /* An insert may be the one a postponed delete waits for, so it goes first. */
@@ -41,20 +35,10 @@ static const prstm_param_desc skiplist_params[] = {
     {"seed", PRSTM_PARAM_STATE, 1, 0, 9007199254740992.0, 1, "seed of the initial keys and heights"},
 };
 
-/* splitmix64: small, fast, and the same stream on every machine for a seed. */
-static uint64_t sl_rand(uint64_t *s) {
-  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-static uint64_t sl_below(uint64_t *s, uint64_t n) { return n ? sl_rand(s) % n : 0; }
-static double sl_unit(uint64_t *s) { return (double)(sl_rand(s) >> 11) * (1.0 / 9007199254740992.0); }
-
 /* Geometric height: each further level with probability 1/branching. */
 static uint64_t sl_height(uint64_t *s, uint64_t levels, uint64_t branching) {
   uint64_t h = 1;
-  while (h < levels && sl_below(s, branching) == 0) h++;
+  while (h < levels && wl_below(s, branching) == 0) h++;
   return h;
 }
 
@@ -101,11 +85,11 @@ static int sl_initial_keys(const sl_knobs *k, uint64_t **out) {
   if (k->key_range <= 4 * n || k->key_range <= (1u << 24)) {
     uint64_t have = 0;
     for (uint64_t key = 1; key <= k->key_range && have < n; key++)
-      if (sl_below(&rng, k->key_range - key + 1) < n - have) keys[have++] = key;
+      if (wl_below(&rng, k->key_range - key + 1) < n - have) keys[have++] = key;
   } else {
     uint64_t have = 0;
     while (have < n) {
-      for (uint64_t i = have; i < n; i++) keys[i] = 1 + sl_below(&rng, k->key_range);
+      for (uint64_t i = have; i < n; i++) keys[i] = 1 + wl_below(&rng, k->key_range);
       qsort(keys, (size_t)n, sizeof *keys, sl_cmp_u64);
       have = 0;
       for (uint64_t i = 0; i < n; i++)
@@ -187,8 +171,8 @@ static void sl_use(sl_gen *g, uint64_t key) { g->used[key >> 3] |= (uint8_t)(1u 
 /* A key never used before. A few random draws find one while the range is
  * sparse; then a scan from a random point (the caller made sure one exists). */
 static uint64_t sl_fresh_key(sl_gen *g) {
-  uint64_t key = 1 + sl_below(&g->rng, g->k.key_range);
-  for (int tries = 0; tries < 64 && sl_used(g, key); tries++) key = 1 + sl_below(&g->rng, g->k.key_range);
+  uint64_t key = 1 + wl_below(&g->rng, g->k.key_range);
+  for (int tries = 0; tries < 64 && sl_used(g, key); tries++) key = 1 + wl_below(&g->rng, g->k.key_range);
   while (sl_used(g, key)) key = key == g->k.key_range ? 1 : key + 1;
   sl_use(g, key);
   return key;
@@ -206,21 +190,32 @@ static int sl_emit_insert(sl_gen *g) {
 }
 
 static int sl_emit_random(sl_gen *g, const double *cum) {
-  double u = sl_unit(&g->rng) * cum[2];
-  if (u < cum[0]) return sl_emit_insert(g);
-  if (u < cum[1]) {
+  unsigned type = wl_pick(&g->rng, cum, 3);
+  if (type == SKIPLIST_INSERT) return sl_emit_insert(g);
+  if (type == SKIPLIST_DELETE) {
     /* A key of the list at this point; with none left, an insert keeps the
      * batch free of deletes that nothing could serve. */
     if (g->nlive == 0) return sl_emit_insert(g);
-    uint64_t i = sl_below(&g->rng, g->nlive), key = g->live[i];
+    uint64_t i = wl_below(&g->rng, g->nlive), key = g->live[i];
     g->live[i] = g->live[--g->nlive];
     return sl_emit(g, SKIPLIST_DELETE, key, 0);
   }
   /* Half the searches look for a key of the list, half for any key of the
    * range (mostly misses on a sparse range). */
-  uint64_t key = g->nlive && (sl_rand(&g->rng) & 1) ? g->live[sl_below(&g->rng, g->nlive)]
-                                                     : 1 + sl_below(&g->rng, g->k.key_range);
+  uint64_t key = g->nlive && (wl_rand(&g->rng) & 1) ? g->live[wl_below(&g->rng, g->nlive)]
+                                                     : 1 + wl_below(&g->rng, g->k.key_range);
   return sl_emit(g, SKIPLIST_SEARCH, key, 0);
+}
+
+/* Refuses a batch of n rows that may each need one of what the knob `limit`
+ * (state.<knob>) provides beyond the initial keys; need says what a row takes. */
+static int sl_room_for_batch(const sl_knobs *k, uint64_t n, uint64_t limit, const char *need, const char *knob,
+                             char *err, size_t errlen) {
+  if (n <= limit - k->initial_keys) return 0;
+  snprintf(err, errlen, "a batch of %llu transactions %s, but state.%s %llu leaves %llu beyond the %llu initial keys",
+           (unsigned long long)n, need, knob, (unsigned long long)limit, (unsigned long long)(limit - k->initial_keys),
+           (unsigned long long)k->initial_keys);
+  return PRSTM_ECONFIG;
 }
 
 static int skiplist_generate(const prstm_generate_spec *spec, const prstm_state_spec *state, prstm_batch *batch,
@@ -230,60 +225,22 @@ static int skiplist_generate(const prstm_generate_spec *spec, const prstm_state_
   int rc = sl_knobs_read(state, &g.k, err, errlen);
   if (rc) return rc;
   uint64_t n = spec->transactions ? spec->transactions : 100000;
-  /* Each row owns the node slot first_free + row, used only if it inserts. */
-  if (n > g.k.capacity - g.k.initial_keys) {
-    snprintf(err, errlen, "a batch of %llu transactions needs as many free node slots, but state.capacity %llu "
-                          "leaves %llu beyond the %llu initial keys",
-             (unsigned long long)n, (unsigned long long)g.k.capacity,
-             (unsigned long long)(g.k.capacity - g.k.initial_keys), (unsigned long long)g.k.initial_keys);
-    return PRSTM_ECONFIG;
-  }
-  /* Each row may take a fresh key. */
-  if (n > g.k.key_range - g.k.initial_keys) {
-    snprintf(err, errlen, "a batch of %llu transactions may need as many fresh keys, but state.key_range %llu "
-                          "leaves %llu beyond the %llu initial keys",
-             (unsigned long long)n, (unsigned long long)g.k.key_range,
-             (unsigned long long)(g.k.key_range - g.k.initial_keys), (unsigned long long)g.k.initial_keys);
-    return PRSTM_ECONFIG;
-  }
-  double w[3] = {0.4, 0.4, 0.2}; /* insert, delete, search */
-  if (spec->nmix) {
-    memset(w, 0, sizeof w);
-    for (unsigned i = 0; i < spec->nmix; i++) {
-      int t = prstm_type_find(prstm_batch_workload(batch), spec->mix_names[i]);
-      if (t < 0 || t > 2) {
-        snprintf(err, errlen, "mix: unknown transaction type '%s'", spec->mix_names[i]);
-        return PRSTM_EUNKNOWN;
-      }
-      w[t] += spec->mix_weights[i];
-    }
-  }
-  if (spec->read_only >= 0) {
-    double rest = w[0] + w[1];
-    if (rest <= 0 && spec->read_only < 1) {
-      snprintf(err, errlen, "read_only %g leaves no update type: give insert or delete a weight in mix",
-               spec->read_only);
-      return PRSTM_ECONFIG;
-    }
-    w[0] = rest > 0 ? w[0] / rest * (1 - spec->read_only) : 0;
-    w[1] = rest > 0 ? w[1] / rest * (1 - spec->read_only) : 0;
-    w[2] = spec->read_only;
-  }
-  double cum[3] = {w[0], w[0] + w[1], w[0] + w[1] + w[2]};
-  if (!(cum[2] > 0)) {
-    snprintf(err, errlen, "mix: all weights are zero");
-    return PRSTM_ECONFIG;
-  }
+  /* Each row owns the node slot first_free + row, used only if it inserts,
+   * and may take a fresh key. */
+  if ((rc = sl_room_for_batch(&g.k, n, g.k.capacity, "needs as many free node slots", "capacity", err, errlen)) ||
+      (rc = sl_room_for_batch(&g.k, n, g.k.key_range, "may need as many fresh keys", "key_range", err, errlen)))
+    return rc;
+  double w[3] = {0.4, 0.4, 0.2}, cum[3]; /* insert, delete, search */
+  if ((rc = wl_mix_weights(spec, batch, w, 3, NULL, err, errlen)) != 0 ||
+      (rc = wl_read_only_share(spec, w, 2, "insert or delete", err, errlen)) != 0 ||
+      (rc = wl_cumulate(w, cum, 3, err, errlen)) != 0)
+    return rc;
   uint64_t npairs = (uint64_t)(spec->semantic_ratio * (double)n / 2.0);
-  uint64_t *keys = NULL, *slot = NULL, *chosen = NULL;
+  uint64_t *keys = NULL, *slot = NULL;
   g.used = calloc((size_t)(g.k.key_range / 8 + 1), 1);
   g.live = malloc((size_t)(g.k.initial_keys + n + 1) * sizeof *g.live);
-  if (npairs) {
-    g.pair_key = malloc((size_t)npairs * sizeof *g.pair_key);
-    slot = malloc((size_t)n * sizeof *slot);
-    chosen = malloc((size_t)(2 * npairs) * sizeof *chosen);
-  }
-  if (!g.used || !g.live || (npairs && (!g.pair_key || !slot || !chosen)) || sl_initial_keys(&g.k, &keys) != 0) {
+  if (npairs) g.pair_key = malloc((size_t)npairs * sizeof *g.pair_key);
+  if (!g.used || !g.live || (npairs && !g.pair_key) || sl_initial_keys(&g.k, &keys) != 0) {
     snprintf(err, errlen, "cannot allocate the generator's tables for %llu keys", (unsigned long long)g.k.key_range);
     rc = PRSTM_ENOMEM;
     goto out;
@@ -294,27 +251,15 @@ static int skiplist_generate(const prstm_generate_spec *spec, const prstm_state_
   }
   g.rng = spec->seed;
   g.batch = batch;
-  if (npairs) {
-    /* Each pair takes two random rows, the delete the earlier one, so that
-     * the semantic conflicts lie at every distance (as in the bank). */
-    uint64_t need = 2 * npairs, m = 0;
-    for (uint64_t i = 0; i < n; i++) {
-      slot[i] = UINT64_MAX;
-      if (sl_below(&g.rng, n - i) < need - m) chosen[m++] = i;
-    }
-    for (uint64_t i = m - 1; i > 0; i--) {
-      uint64_t j = sl_below(&g.rng, i + 1), t = chosen[i];
-      chosen[i] = chosen[j];
-      chosen[j] = t;
-    }
-    for (uint64_t p = 0; p < npairs; p++) {
-      uint64_t x = chosen[2 * p], y = chosen[2 * p + 1];
-      slot[x < y ? x : y] = p << 1;
-      slot[x < y ? y : x] = (p << 1) | 1;
-    }
+  /* Each pair takes two random rows, the delete the earlier one, so that
+   * the semantic conflicts lie at every distance (as in the bank). */
+  if (npairs && (slot = wl_pair_rows(&g.rng, n, npairs)) == NULL) {
+    snprintf(err, errlen, "cannot allocate the generator's pairing tables");
+    rc = PRSTM_ENOMEM;
+    goto out;
   }
   for (uint64_t i = 0; i < n && rc == 0; i++) {
-    if (!slot || slot[i] == UINT64_MAX) {
+    if (!slot || slot[i] == WL_RANDOM_ROW) {
       rc = sl_emit_random(&g, cum);
       continue;
     }
@@ -326,12 +271,10 @@ static int skiplist_generate(const prstm_generate_spec *spec, const prstm_state_
     else
       rc = sl_emit(&g, SKIPLIST_DELETE, g.pair_key[p] = sl_fresh_key(&g), 0);
   }
-  if (rc) snprintf(err, errlen, "cannot append generated transaction: %s", prstm_strerror(rc));
-  else if (spec->presorted) rc = prstm_batch_presort(batch);
+  rc = wl_generated(batch, rc, spec->presorted, err, errlen);
 out:
   free(keys);
   free(slot);
-  free(chosen);
   free(g.pair_key);
   free(g.live);
   free(g.used);
@@ -494,8 +437,7 @@ static int skiplist_check_invariant(const prstm_engine *engine, const prstm_batc
       deletes++;
     } else if (st == PRSTM_COMMITTED && t == SKIPLIST_SEARCH) {
       bad_results += result > 1;
-    } else if (st == PRSTM_ABANDONED && reason == PRSTM_REASON_QUIESCENT && t == SKIPLIST_DELETE) {
-      /* Retry mode gives up on a schedule, so only quiescence claims the key is absent. */
+    } else if (wl_abandoned_at_quiescence(st, reason) && t == SKIPLIST_DELETE) {
       bad_abandoned += sl_find_key(keys, nkeys, key);
     }
   }
@@ -550,7 +492,7 @@ const prstm_workload prstm_workload_skiplist = {
     .ntypes = sizeof skiplist_types / sizeof skiplist_types[0],
     .types = skiplist_types,
     .nvariants = 1,
-    .variants = {{PRSTM_MAX_COLUMNS, SKIPLIST_CAPACITY, skiplist_cpu_worker, SKIPLIST_GPU}},
+    .variants = {{PRSTM_MAX_COLUMNS, SKIPLIST_CAPACITY, skiplist_cpu_worker, WL_GPU_HOOKS(skiplist)}},
     .init_state = skiplist_init_state,
     .generate = skiplist_generate,
     .check_invariant = skiplist_check_invariant,

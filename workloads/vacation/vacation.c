@@ -4,17 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../workload_util.h"
 #include "vacation_body.h"
 
 PRSTM_CPU_WORKER(vacation, vacation_dispatch, VACATION_CAPACITY)
-
-#ifdef PRSTM_HAVE_CUDA
-int vacation_gpu_launch(const prstm_exec_ctx *ctx, uint32_t threads, char *err, size_t errlen);
-int vacation_gpu_max_threads(uint32_t *max_threads, char *err, size_t errlen);
-#define VACATION_GPU vacation_gpu_launch, vacation_gpu_max_threads
-#else
-#define VACATION_GPU NULL, NULL
-#endif
+WL_DECLARE_GPU_HOOKS(vacation);
 
 static const prstm_type_desc vacation_types[] = {
     {"book", 0, 0, 2, {{"customer", PRSTM_ARG_UINT}, {"type", PRSTM_ARG_UINT}},
@@ -51,16 +45,6 @@ static const prstm_param_desc vacation_params[VP_COUNT] = {
 
 /* When a config's batch.generate gives no transactions. */
 #define VACATION_DEFAULT_TRANSACTIONS 1000000ull
-
-/* splitmix64: small, fast, and the same stream on every machine for a seed. */
-static uint64_t vacation_rand(uint64_t *s) {
-  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-static uint64_t vacation_below(uint64_t *s, uint64_t n) { return n ? vacation_rand(s) % n : 0; }
-static double vacation_unit(uint64_t *s) { return (double)(vacation_rand(s) >> 11) * (1.0 / 9007199254740992.0); }
 
 /* The sizes a state spec asks for. Sold-out types are the last ones, so
  * that the open types are 0 .. open - 1 in any state of the same shape. */
@@ -151,7 +135,7 @@ static int vacation_build(const vacation_shape *s, prstm_word **out, char *err, 
     w[s->types_base + t * s->spacing + 1] = s->rooms;
     for (uint64_t r = 0; r < booked; r++) {
       int given = 0;
-      for (int tries = 0; tries < 32 && !given; tries++) given = vacation_give(w, s, vacation_below(&rng, s->customers), t);
+      for (int tries = 0; tries < 32 && !given; tries++) given = vacation_give(w, s, wl_below(&rng, s->customers), t);
       for (uint64_t k = 0; k < s->customers && !given; k++) {
         given = vacation_give(w, s, cursor, t);
         cursor = (cursor + 1) % s->customers;
@@ -250,10 +234,10 @@ static int vacation_can_book(const vacation_gen *g, uint64_t c, uint64_t t) {
 
 static uint64_t vacation_pick_customer(vacation_gen *g, uint64_t t) {
   for (int tries = 0; tries < 64; tries++) {
-    uint64_t c = vacation_below(&g->rng, g->s.customers);
+    uint64_t c = wl_below(&g->rng, g->s.customers);
     if (vacation_can_book(g, c, t)) return c;
   }
-  uint64_t start = vacation_below(&g->rng, g->s.customers);
+  uint64_t start = wl_below(&g->rng, g->s.customers);
   for (uint64_t k = 0; k < g->s.customers; k++) {
     uint64_t c = (start + k) % g->s.customers;
     if (vacation_can_book(g, c, t)) return c;
@@ -277,7 +261,7 @@ static int vacation_random_book(vacation_gen *g, int *none) {
   *none = 1;
   if (g->s.open_types == 0) return 0;
   for (int tries = 0; tries < 64; tries++) {
-    uint64_t t = vacation_below(&g->rng, g->s.open_types);
+    uint64_t t = wl_below(&g->rng, g->s.open_types);
     if (g->free_rooms[t] == 0) continue;
     uint64_t c = vacation_pick_customer(g, t);
     if (c == UINT64_MAX) continue;
@@ -292,7 +276,7 @@ static int vacation_random_book(vacation_gen *g, int *none) {
 static int vacation_random_cancel(vacation_gen *g, int *none) {
   *none = g->nopen == 0;
   if (*none) return 0;
-  uint64_t i = vacation_below(&g->rng, g->nopen);
+  uint64_t i = wl_below(&g->rng, g->nopen);
   vacation_booking b = g->open[i];
   g->open[i] = g->open[--g->nopen];
   g->free_rooms[b.type]++;
@@ -303,9 +287,7 @@ static int vacation_random_cancel(vacation_gen *g, int *none) {
 /* One transaction drawn from the mix; a book or cancel that the model cannot
  * place becomes the other, and a query when neither can be placed. */
 static int vacation_emit_random(vacation_gen *g) {
-  double u = vacation_unit(&g->rng) * g->weight[2];
-  unsigned type = 0;
-  while (type < 2 && u >= g->weight[type]) type++;
+  unsigned type = wl_pick(&g->rng, g->weight, 3);
   int none = 0, rc = 0;
   if (type == VACATION_BOOK) {
     if ((rc = vacation_random_book(g, &none)) != 0 || !none) return rc;
@@ -314,7 +296,7 @@ static int vacation_emit_random(vacation_gen *g) {
     if ((rc = vacation_random_cancel(g, &none)) != 0 || !none) return rc;
     if ((rc = vacation_random_book(g, &none)) != 0 || !none) return rc;
   }
-  return vacation_append(g, VACATION_FREE_ROOMS, vacation_below(&g->rng, g->s.types), 0);
+  return vacation_append(g, VACATION_FREE_ROOMS, wl_below(&g->rng, g->s.types), 0);
 }
 
 /* The customer pair p books, chosen when first needed (its book row, or the
@@ -322,7 +304,7 @@ static int vacation_emit_random(vacation_gen *g) {
 static uint64_t vacation_pair_booker(vacation_gen *g, uint64_t p) {
   if (g->pair_booker[p] == UINT64_MAX) {
     uint64_t c = vacation_pick_customer(g, g->pair_type[p]);
-    if (c == UINT64_MAX) c = vacation_below(&g->rng, g->s.customers); /* it will fail; the run still ends */
+    if (c == UINT64_MAX) c = wl_below(&g->rng, g->s.customers); /* it will fail; the run still ends */
     g->pair_booker[p] = c;
     g->used[c]++;
     vacation_mark(g, c, g->pair_type[p]);
@@ -384,7 +366,7 @@ static int vacation_gen_model(vacation_gen *g, const prstm_word *w, char *err, s
     }
   }
   for (uint64_t i = g->nholders; i > 1; i--) {
-    uint64_t j = vacation_below(&g->rng, i);
+    uint64_t j = wl_below(&g->rng, i);
     vacation_booking x = g->holders[i - 1];
     g->holders[i - 1] = g->holders[j];
     g->holders[j] = x;
@@ -402,32 +384,10 @@ static int vacation_generate(const prstm_generate_spec *spec, const prstm_state_
   /* Default mix: bookings and cancellations in balance, so that the open
    * types stay about as full as they start, and a few queries. */
   double w[3] = {0.45, 0.45, 0.1};
-  if (spec->nmix) {
-    memset(w, 0, sizeof w);
-    for (unsigned i = 0; i < spec->nmix; i++) {
-      int t = prstm_type_find(prstm_batch_workload(batch), spec->mix_names[i]);
-      if (t < 0) {
-        snprintf(err, errlen, "mix: unknown transaction type '%s'", spec->mix_names[i]);
-        return PRSTM_EUNKNOWN;
-      }
-      w[t] += spec->mix_weights[i];
-    }
-  }
-  if (spec->read_only >= 0) {
-    double rest = w[VACATION_BOOK] + w[VACATION_CANCEL];
-    if (rest <= 0 && spec->read_only < 1) {
-      snprintf(err, errlen, "read_only %g leaves no update type: give book or cancel a weight in mix",
-               spec->read_only);
-      return PRSTM_ECONFIG;
-    }
-    for (int t = 0; t < 2; t++) w[t] = rest > 0 ? w[t] / rest * (1 - spec->read_only) : 0;
-    w[VACATION_FREE_ROOMS] = spec->read_only;
-  }
-  if (w[0] + w[1] + w[2] <= 0) {
-    snprintf(err, errlen, "mix: all weights are zero");
-    return PRSTM_ECONFIG;
-  }
-  for (int t = 0; t < 3; t++) g.weight[t] = (t ? g.weight[t - 1] : 0) + w[t];
+  if ((rc = wl_mix_weights(spec, batch, w, 3, NULL, err, errlen)) != 0 ||
+      (rc = wl_read_only_share(spec, w, 2, "book or cancel", err, errlen)) != 0 ||
+      (rc = wl_cumulate(w, g.weight, 3, err, errlen)) != 0)
+    return rc;
   uint64_t npairs = (uint64_t)(spec->semantic_ratio * (double)n / 2.0);
   if (npairs && g.s.sold_out_types == 0) {
     snprintf(err, errlen, "semantic_ratio %g needs sold-out room types: set state.sold_out above 0",
@@ -447,33 +407,18 @@ static int vacation_generate(const prstm_generate_spec *spec, const prstm_state_
 
   /* Pairs take two random rows each; the book gets the earlier one, so every
    * dependency is placed the wrong way round, at every distance. */
-  uint64_t *slot = NULL, *chosen = NULL;
+  uint64_t *slot = NULL;
   if (npairs) {
-    slot = malloc((size_t)n * sizeof *slot);
-    chosen = malloc((size_t)(2 * npairs) * sizeof *chosen);
+    slot = wl_pair_rows(&g.rng, n, npairs);
     g.pair_booker = malloc((size_t)npairs * sizeof *g.pair_booker);
     g.pair_type = malloc((size_t)npairs * sizeof *g.pair_type);
-    if (!slot || !chosen || !g.pair_booker || !g.pair_type) {
+    if (!slot || !g.pair_booker || !g.pair_type) {
       free(slot);
-      free(chosen);
       vacation_gen_free(&g);
       snprintf(err, errlen, "cannot allocate the generator's pairing tables");
       return PRSTM_ENOMEM;
     }
-    uint64_t need = 2 * npairs, m = 0;
-    for (uint64_t i = 0; i < n; i++) {
-      slot[i] = UINT64_MAX;
-      if (vacation_below(&g.rng, n - i) < need - m) chosen[m++] = i;
-    }
-    for (uint64_t i = m - 1; i > 0; i--) {
-      uint64_t j = vacation_below(&g.rng, i + 1), t = chosen[i];
-      chosen[i] = chosen[j];
-      chosen[j] = t;
-    }
     for (uint64_t p = 0; p < npairs; p++) {
-      uint64_t x = chosen[2 * p], y = chosen[2 * p + 1];
-      slot[x < y ? x : y] = p << 1;
-      slot[x < y ? y : x] = (p << 1) | 1;
       g.pair_booker[p] = UINT64_MAX;
       /* Pair p frees the room of holder p mod holders: the initial holder,
        * or the customer booked by the pair before it in that chain. */
@@ -481,20 +426,14 @@ static int vacation_generate(const prstm_generate_spec *spec, const prstm_state_
     }
   }
   for (uint64_t i = 0; i < n && rc == 0; i++) {
-    if (!slot || slot[i] == UINT64_MAX)
+    if (!slot || slot[i] == WL_RANDOM_ROW)
       rc = vacation_emit_random(&g);
     else
       rc = vacation_emit_pair_member(&g, slot[i] >> 1, (int)(slot[i] & 1));
   }
   free(slot);
-  free(chosen);
   vacation_gen_free(&g);
-  if (rc) {
-    snprintf(err, errlen, "cannot append generated transaction: %s", prstm_strerror(rc));
-    return rc;
-  }
-  if (spec->presorted) return prstm_batch_presort(batch);
-  return 0;
+  return wl_generated(batch, rc, spec->presorted, err, errlen);
 }
 
 /* ---- The invariant ---- */
@@ -611,8 +550,7 @@ static int vacation_check_invariant(const prstm_engine *engine, const prstm_batc
       if (known) delta[ndelta++] = (vacation_delta){c * s.types + t, d};
     } else if (st == PRSTM_COMMITTED) {
       bad_types++; /* a body must fail an unknown customer or type */
-    } else if (st == PRSTM_ABANDONED && reason == PRSTM_REASON_QUIESCENT) {
-      /* Retry mode gives up on a schedule, so only quiescence claims this. */
+    } else if (wl_abandoned_at_quiescence(st, reason)) {
       abandoned++;
       if (!valid) {
         blocked_bad++;
@@ -676,7 +614,7 @@ const prstm_workload prstm_workload_vacation = {
     .ntypes = sizeof vacation_types / sizeof vacation_types[0],
     .types = vacation_types,
     .nvariants = 1,
-    .variants = {{PRSTM_MAX_COLUMNS, VACATION_CAPACITY, vacation_cpu_worker, VACATION_GPU}},
+    .variants = {{PRSTM_MAX_COLUMNS, VACATION_CAPACITY, vacation_cpu_worker, WL_GPU_HOOKS(vacation)}},
     .init_state = vacation_init_state,
     .generate = vacation_generate,
     .check_invariant = vacation_check_invariant,

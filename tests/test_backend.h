@@ -1,0 +1,91 @@
+/* test_backend.h: what the engine and workload tests share: GPU tests that skip (or fail under PRSTM_REQUIRE_GPU=1) where no GPU is usable, an engine opened for an integration run, a run checked against its serial replay, and a workload's knobs and invariant. */
+#ifndef TEST_BACKEND_H
+#define TEST_BACKEND_H
+
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "prstm.h"
+
+/* CPU runs use far more threads than the machine has cores, to shake out
+ * interleavings; GPU runs use a few thousand threads (each test says how
+ * many) on the same small states. */
+#define TEST_CPU_THREADS 64
+
+static inline uint32_t test_threads(prstm_backend backend, uint32_t gpu_threads) {
+  return backend == PRSTM_BACKEND_GPU ? gpu_threads : TEST_CPU_THREADS;
+}
+
+/* A GPU test where no GPU is usable for wl is skipped with the reason, except
+ * when PRSTM_REQUIRE_GPU=1 (as on the GPU machine), where it fails instead,
+ * so that a GPU machine can never pass by skipping. Other backends run. */
+static inline void test_need_backend(const prstm_workload *wl, prstm_backend backend) {
+  if (backend != PRSTM_BACKEND_GPU) return;
+  char why[256];
+  if (prstm_gpu_available(wl, why, sizeof why)) return;
+  const char *req = getenv("PRSTM_REQUIRE_GPU");
+  if (req && strcmp(req, "1") == 0) cr_assert_fail("PRSTM_REQUIRE_GPU=1 but no GPU is usable: %s", why);
+  cr_skip_test("no usable GPU: %s", why);
+}
+
+/* The options of an integration run on backend with threads and lock
+ * coverage; verify is on, so that every run can be checked against its
+ * serial replay. The caller may change the rest before opening. */
+static inline void test_options(prstm_options *opt, prstm_backend backend, uint32_t threads, uint32_t coverage) {
+  prstm_options_init(opt);
+  opt->backend = backend;
+  opt->threads = threads;
+  opt->lock_coverage = coverage;
+  opt->verify = 1;
+}
+
+/* An engine for wl with opt, and an empty batch of wl's types. */
+static inline void test_open(const prstm_workload *wl, const prstm_options *opt, prstm_engine **engine,
+                             prstm_batch **batch) {
+  cr_assert_eq(prstm_engine_create(engine, wl, opt), 0);
+  cr_assert_eq(prstm_batch_create(batch, wl), 0);
+}
+
+static inline void test_close(prstm_engine *engine, prstm_batch *batch) {
+  prstm_batch_destroy(batch);
+  prstm_engine_destroy(engine);
+}
+
+/* Runs the batch and checks what every integration run must show: the run
+ * succeeded, every transaction ended final, and the serial replay of the
+ * committed and failed transactions equals the run. `what` names the run in
+ * the messages ("run", "round 3"). */
+static inline void test_run_verified(prstm_engine *engine, prstm_batch *batch, prstm_results *res,
+                                     const char *what) {
+  int rc = prstm_engine_run(engine, batch, res);
+  cr_assert_eq(rc, 0, "%s failed: %s", what, prstm_engine_error(engine));
+  cr_assert_eq(res->committed + res->abandoned + res->failed, res->transactions,
+               "%s: every transaction must end final", what);
+  prstm_verify_report rep;
+  cr_assert_eq(prstm_engine_verify(engine, batch, &rep), 0, "%s", prstm_engine_error(engine));
+  cr_assert(rep.ok, "%s verification: %s", what, rep.message);
+  cr_assert_eq(rep.replayed, res->committed + res->failed, "%s: the replay must cover every committed and failed "
+                                                           "transaction", what);
+}
+
+/* Sets wl's knob `name` in params (a state or generate spec's), which wl must have. */
+static inline void test_set_knob(const prstm_workload *wl, double *params, const char *name, double value) {
+  int i = prstm_param_find(wl, name);
+  cr_assert_geq(i, 0, "%s has no knob %s", wl->name, name);
+  params[i] = value;
+}
+
+/* wl's invariant on the engine's final state: returns its verdict (1 holds,
+ * 0 violated), with its one-line message in msg. */
+static inline int test_invariant(const prstm_workload *wl, const prstm_engine *engine, const prstm_batch *batch,
+                                 char *msg, size_t msglen) {
+  int ok = -1;
+  msg[0] = '\0';
+  cr_assert_eq(wl->check_invariant(engine, batch, &ok, msg, msglen), 0, "%s invariant could not be checked: %s",
+               wl->name, msg);
+  cr_assert(ok == 0 || ok == 1, "%s invariant gave no verdict: %s", wl->name, msg);
+  return ok;
+}
+
+#endif /* TEST_BACKEND_H */

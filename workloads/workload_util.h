@@ -1,0 +1,167 @@
+/* workload_util.h: what the built-in workloads' host sides share: the GPU hooks of a variant, the seeded random stream, the generators' mix and semantic pairs, and the end of a generator. */
+#ifndef PRSTM_WORKLOAD_UTIL_H
+#define PRSTM_WORKLOAD_UTIL_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "prstm.h"
+
+/* ---- GPU hooks ----
+ *
+ * PRSTM_GPU_WORKER(NAME, ...) in a workload's .cu file defines NAME's GPU
+ * launcher and thread limit. The host file declares them always (a
+ * declaration that nothing uses costs nothing), and names them in its
+ * variants only where prstm has its GPU backend; elsewhere the variant has
+ * NULL hooks and runs on the CPU alone. */
+#define WL_DECLARE_GPU_HOOKS(NAME)                                                                      \
+  int NAME##_gpu_launch(const struct prstm_exec_ctx *ctx, uint32_t threads, char *err, size_t errlen); \
+  int NAME##_gpu_max_threads(uint32_t *max_threads, char *err, size_t errlen)
+#ifdef PRSTM_HAVE_CUDA
+#define WL_GPU_HOOKS(NAME) NAME##_gpu_launch, NAME##_gpu_max_threads
+#else
+#define WL_GPU_HOOKS(NAME) NULL, NULL
+#endif
+
+/* ---- The random stream ----
+ *
+ * splitmix64: small, fast, and the same stream on every machine for a seed,
+ * so that a config's seed gives the same batch and state everywhere. Every
+ * draw below must stay exactly as it is: a change of one bit changes every
+ * batch that a seed is known to give. */
+static inline uint64_t wl_rand(uint64_t *state) {
+  uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+/* A draw from 0 to n - 1 by remainder (0 when n is 0). */
+static inline uint64_t wl_below(uint64_t *state, uint64_t n) { return n ? wl_rand(state) % n : 0; }
+
+/* A draw from [0, 1), from the top 53 bits of a draw. */
+static inline double wl_unit(uint64_t *state) { return (double)(wl_rand(state) >> 11) * (1.0 / 9007199254740992.0); }
+
+/* ---- The mix of a generator ---- */
+
+/* Reads batch.generate.mix, when the config gives one, into weight[0 ..
+ * ntypes), which then replaces the workload's default mix: each type of the
+ * mix adds its weight to weight[fold[t]] (to weight[t] when fold is NULL),
+ * which lets a workload count one type as another. A type the workload lacks,
+ * or one at ntypes or beyond, is refused. */
+static inline int wl_mix_weights(const prstm_generate_spec *spec, const prstm_batch *batch, double *weight,
+                                 unsigned ntypes, const unsigned *fold, char *err, size_t errlen) {
+  if (spec->nmix == 0) return 0;
+  memset(weight, 0, ntypes * sizeof *weight);
+  for (unsigned i = 0; i < spec->nmix; i++) {
+    int t = prstm_type_find(prstm_batch_workload(batch), spec->mix_names[i]);
+    if (t < 0 || (unsigned)t >= ntypes) {
+      snprintf(err, errlen, "mix: unknown transaction type '%s'", spec->mix_names[i]);
+      return PRSTM_EUNKNOWN;
+    }
+    weight[fold ? fold[t] : (unsigned)t] += spec->mix_weights[i];
+  }
+  return 0;
+}
+
+/* Applies batch.generate.read_only when the config gives it (a share from 0
+ * to 1): the update types weight[0 .. nupdate) keep their proportions within
+ * the rest, and the read-only type, weight[nupdate], gets the share.
+ * update_names lists the update types for the message when none has weight. */
+static inline int wl_read_only_share(const prstm_generate_spec *spec, double *weight, unsigned nupdate,
+                                     const char *update_names, char *err, size_t errlen) {
+  if (!(spec->read_only >= 0)) return 0;
+  double rest = weight[0];
+  for (unsigned t = 1; t < nupdate; t++) rest += weight[t];
+  if (rest <= 0 && spec->read_only < 1) {
+    snprintf(err, errlen, "read_only %g leaves no update type: give %s a weight in mix", spec->read_only,
+             update_names);
+    return PRSTM_ECONFIG;
+  }
+  for (unsigned t = 0; t < nupdate; t++) weight[t] = rest > 0 ? weight[t] / rest * (1 - spec->read_only) : 0;
+  weight[nupdate] = spec->read_only;
+  return 0;
+}
+
+/* Turns weight[0 .. n) into the running sums wl_pick draws against, and
+ * refuses a mix whose weights are all zero. */
+static inline int wl_cumulate(const double *weight, double *cumulative, unsigned n, char *err, size_t errlen) {
+  for (unsigned t = 0; t < n; t++) cumulative[t] = (t ? cumulative[t - 1] : 0) + weight[t];
+  if (!(cumulative[n - 1] > 0)) {
+    snprintf(err, errlen, "mix: all weights are zero");
+    return PRSTM_ECONFIG;
+  }
+  return 0;
+}
+
+/* Draws index t of the running sums cumulative[0 .. n) with probability
+ * weight t / total. */
+static inline unsigned wl_pick(uint64_t *rng, const double *cumulative, unsigned n) {
+  double u = wl_unit(rng) * cumulative[n - 1];
+  unsigned t = 0;
+  while (t < n - 1 && u >= cumulative[t]) t++;
+  return t;
+}
+
+/* ---- Semantic pairs ---- */
+
+/* What a row of wl_pair_rows' table holds when it is not part of a pair. */
+#define WL_RANDOM_ROW UINT64_MAX
+
+/* Places npairs semantic pairs (npairs >= 1, 2 npairs <= n) on random rows
+ * of a batch of n: selection sampling picks 2 npairs rows, a shuffle pairs
+ * them at random, and row r of the table returned holds p << 1 when it is
+ * the earlier row of pair p, (p << 1) | 1 when it is the later, and
+ * WL_RANDOM_ROW otherwise. Pairing rows at random places the dependencies
+ * unsorted, at every distance. The caller frees the table; NULL when out of
+ * memory. */
+static inline uint64_t *wl_pair_rows(uint64_t *rng, uint64_t n, uint64_t npairs) {
+  uint64_t *slot = malloc((size_t)n * sizeof *slot);
+  uint64_t *chosen = malloc((size_t)(2 * npairs) * sizeof *chosen);
+  if (!slot || !chosen) {
+    free(slot);
+    free(chosen);
+    return NULL;
+  }
+  uint64_t need = 2 * npairs, m = 0;
+  for (uint64_t i = 0; i < n; i++) {
+    slot[i] = WL_RANDOM_ROW;
+    if (wl_below(rng, n - i) < need - m) chosen[m++] = i;
+  }
+  for (uint64_t i = m - 1; i > 0; i--) {
+    uint64_t j = wl_below(rng, i + 1), t = chosen[i];
+    chosen[i] = chosen[j];
+    chosen[j] = t;
+  }
+  for (uint64_t p = 0; p < npairs; p++) {
+    uint64_t x = chosen[2 * p], y = chosen[2 * p + 1];
+    slot[x < y ? x : y] = p << 1;
+    slot[x < y ? y : x] = (p << 1) | 1;
+  }
+  free(chosen);
+  return slot;
+}
+
+/* ---- The end of a generator ---- */
+
+/* Names a failed append (rc), or presorts the batch when the config asks:
+ * what every generator does last. */
+static inline int wl_generated(prstm_batch *batch, int rc, int presort, char *err, size_t errlen) {
+  if (rc) {
+    snprintf(err, errlen, "cannot append generated transaction: %s", prstm_strerror(rc));
+    return rc;
+  }
+  return presort ? prstm_batch_presort(batch) : 0;
+}
+
+/* Whether a transaction was abandoned at global quiescence, where the
+ * engine claims that no commit could have unblocked it: only then may an
+ * invariant expect it still blocked on the final state. Retry mode gives up
+ * on a schedule instead, which claims nothing. */
+static inline int wl_abandoned_at_quiescence(prstm_status status, unsigned reason) {
+  return status == PRSTM_ABANDONED && reason == PRSTM_REASON_QUIESCENT;
+}
+
+#endif /* PRSTM_WORKLOAD_UTIL_H */
