@@ -32,7 +32,9 @@ static const char usage_text[] =
     "options:\n"
     "  --batches N       batches in the stream (default 100)\n"
     "  --batch-size N    transfers per batch (default 1000000)\n"
-    "  --accounts N      accounts (default 2500000), 1000 each at the start\n"
+    "  --accounts N      accounts (default 2500000)\n"
+    "  --initial-balance N  each account's money at the start (default 1000: some\n"
+    "                    transfers then wait for money, and some never get it)\n"
     "  --single N        single mode with N transfers (e.g. 200000000)\n"
     "  --chunk-rows N    sets PRSTM_CHUNK_ROWS: the most rows of one run\n"
     "  --backend B       auto|gpu|cpu (default auto)\n"
@@ -75,13 +77,14 @@ static int make_batch(const prstm_workload *bank, unsigned transfer, uint64_t n,
   return 0;
 }
 
-static int make_engine(const prstm_workload *bank, const prstm_options *opt, uint64_t accounts, prstm_engine **out) {
+static int make_engine(const prstm_workload *bank, const prstm_options *opt, uint64_t accounts, uint64_t balance,
+                       prstm_engine **out) {
   int rc = prstm_engine_create(out, bank, opt);
   if (rc) return rc;
   prstm_state_spec spec;
   prstm_state_spec_init(bank, &spec);
   spec.accounts = accounts;
-  spec.initial_balance = 1000;
+  spec.initial_balance = balance;
   return prstm_engine_init_state(*out, &spec);
 }
 
@@ -154,7 +157,7 @@ static void on_done(uint64_t index, prstm_batch *batch, void *user) {
 }
 
 static int stream_mode(const prstm_workload *bank, const prstm_options *opt, uint64_t batches, uint64_t size,
-                       uint64_t accounts, uint64_t seed, int skip_kernel) {
+                       uint64_t accounts, uint64_t balance, uint64_t seed, int skip_kernel) {
   int transfer = prstm_type_find(bank, "transfer");
   prstm_batch **b = calloc(batches, sizeof *b);
   if (!b) return fail("allocate", PRSTM_ENOMEM, NULL);
@@ -173,7 +176,7 @@ static int stream_mode(const prstm_workload *bank, const prstm_options *opt, uin
   double kernel_s = 0;
   if (!skip_kernel) {
     prstm_engine *e = NULL;
-    int rc = make_engine(bank, opt, accounts, &e);
+    int rc = make_engine(bank, opt, accounts, balance, &e);
     if (rc) return fail("engine", rc, e);
     unsigned __int128 before = total_money(e);
     for (uint64_t k = 0; k < batches; k++) {
@@ -194,7 +197,7 @@ static int stream_mode(const prstm_workload *bank, const prstm_options *opt, uin
 
   /* The stream. */
   prstm_engine *e = NULL;
-  int rc = make_engine(bank, opt, accounts, &e);
+  int rc = make_engine(bank, opt, accounts, balance, &e);
   if (rc) return fail("engine", rc, e);
   unsigned __int128 before = total_money(e);
   prstm_stream *s = NULL;
@@ -264,7 +267,7 @@ static int stream_mode(const prstm_workload *bank, const prstm_options *opt, uin
   return ok ? 0 : 1;
 }
 
-static int single_mode(const prstm_workload *bank, const prstm_options *opt, uint64_t n, uint64_t accounts,
+static int single_mode(const prstm_workload *bank, const prstm_options *opt, uint64_t n, uint64_t accounts, uint64_t balance,
                        uint64_t seed) {
   int transfer = prstm_type_find(bank, "transfer");
   prstm_batch *b = NULL;
@@ -274,7 +277,7 @@ static int single_mode(const prstm_workload *bank, const prstm_options *opt, uin
   printf("generated one batch of %llu transfers over %llu accounts in %.2f s\n", (unsigned long long)n,
          (unsigned long long)accounts, now_s() - t0);
   prstm_engine *e = NULL;
-  rc = make_engine(bank, opt, accounts, &e);
+  rc = make_engine(bank, opt, accounts, balance, &e);
   if (rc) return fail("engine", rc, e);
   unsigned __int128 before = total_money(e);
   prstm_results r;
@@ -302,13 +305,14 @@ static int single_mode(const prstm_workload *bank, const prstm_options *opt, uin
 }
 
 int main(int argc, char **argv) {
-  uint64_t batches = 100, size = 1000000, accounts = 2500000, single = 0, seed = 1;
+  uint64_t batches = 100, size = 1000000, accounts = 2500000, single = 0, seed = 1, balance = 1000;
   int skip_kernel = 0;
   prstm_options opt;
   prstm_options_init(&opt);
   static const struct option longopts[] = {{"batches", required_argument, 0, 'b'},
                                            {"batch-size", required_argument, 0, 'n'},
                                            {"accounts", required_argument, 0, 'a'},
+                                           {"initial-balance", required_argument, 0, 'i'},
                                            {"single", required_argument, 0, 's'},
                                            {"chunk-rows", required_argument, 0, 'c'},
                                            {"backend", required_argument, 0, 'k'},
@@ -329,6 +333,7 @@ int main(int argc, char **argv) {
       case 'b': batches = v; break;
       case 'n': size = v; break;
       case 'a': accounts = v; break;
+      case 'i': balance = v; break;
       case 's': single = v; break;
       case 'c': setenv("PRSTM_CHUNK_ROWS", optarg, 1); break;
       case 't': opt.threads = (uint32_t)v; break;
@@ -353,6 +358,6 @@ int main(int argc, char **argv) {
   }
   const prstm_workload *bank = prstm_workload_find("bank");
   if (!bank) return fail("bank workload", PRSTM_EUNKNOWN, NULL);
-  if (single) return single_mode(bank, &opt, single, accounts, seed);
-  return stream_mode(bank, &opt, batches, size, accounts, seed, skip_kernel);
+  if (single) return single_mode(bank, &opt, single, accounts, balance, seed);
+  return stream_mode(bank, &opt, batches, size, accounts, balance, seed, skip_kernel);
 }
