@@ -388,7 +388,7 @@ Test(loaders, missing_jsonl_file_cannot_be_read) {
 
 Test(loaders, folder_given_as_jsonl_cannot_be_read) {
   prstm_batch *b = new_batch();
-  int rc = prstm_load_jsonl(PRSTM_TEST_DATA_DIR, bank(), 8, b, err, sizeof err);
+  int rc = prstm_load_jsonl(test_data_dir(), bank(), 8, b, err, sizeof err);
   cr_assert_eq(rc, PRSTM_EIO, "got %d: %s", rc, err);
   assert_message(test_data_dir(), ": cannot read: Is a directory");
   prstm_batch_destroy(b);
