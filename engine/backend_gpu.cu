@@ -237,20 +237,45 @@ static int gpu_readback(prstm_engine *e, prstm_batch *b, uint32_t threads, gpu_b
   return 0;
 }
 
+/* The thread count of a launch. An explicit count is kept (it must fit the
+ * GPU at once). The default (threads 0) is PRSTM_GPU_DEFAULT_THREADS_PER_SM
+ * per SM, not every resident thread: on an H200 (2026-11-23) 256 threads per
+ * SM beat a full GPU (1,280 per SM) on every workload config, by 1.1x (bank)
+ * to 2.2x (skiplist), because more threads in flight mostly add concurrent
+ * conflicts (docs/PERFORMANCE.md). A workload's gpu_threads_max lowers it
+ * further. */
+#define PRSTM_GPU_DEFAULT_THREADS_PER_SM 256u
+static int gpu_pick_threads(const prstm_engine *e, uint32_t max_threads, uint32_t *threads, char *err,
+                            size_t errlen) {
+  if (e->opt.threads) {
+    if (e->opt.threads > max_threads) {
+      snprintf(err, errlen,
+               "engine.threads (--threads) %u exceeds the %u threads this GPU keeps resident for workload %s: "
+               "use at most %u, or 0 for the default",
+               e->opt.threads, max_threads, e->wl->name, max_threads);
+      return PRSTM_EINVAL;
+    }
+    *threads = e->opt.threads;
+    return 0;
+  }
+  int sms = 0;
+  GPU_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  uint32_t t = (uint32_t)sms * PRSTM_GPU_DEFAULT_THREADS_PER_SM;
+  if (t == 0 || t > max_threads) t = max_threads;
+  if (e->wl->gpu_threads_max && e->wl->gpu_threads_max < t) t = e->wl->gpu_threads_max;
+  *threads = t;
+  return 0;
+}
+
 static int gpu_run_checked(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *v, prstm_results *res,
                            gpu_buffers *g, char *err, size_t errlen) {
   int rc;
   uint32_t max_threads = 0;
   rc = v->gpu_max_threads(&max_threads, err, errlen);
   if (rc) return rc;
-  uint32_t threads = e->opt.threads ? e->opt.threads : max_threads;
-  if (e->opt.threads == 0 && e->wl->gpu_threads_max && e->wl->gpu_threads_max < threads)
-    threads = e->wl->gpu_threads_max;
-  if (threads > max_threads) {
-    snprintf(err, errlen, "engine.threads (--threads) %u exceeds the %u threads this GPU keeps resident for workload %s: "
-             "use at most %u, or 0 for all of them", threads, max_threads, e->wl->name, max_threads);
-    return PRSTM_EINVAL;
-  }
+  uint32_t threads = 0;
+  rc = gpu_pick_threads(e, max_threads, &threads, err, errlen);
+  if (rc) return rc;
   prstm_exec_ctx ctx;
   prstm_ctx_fill_common(e, b, threads, &ctx);
   ctx.table.stride = b->n;
@@ -437,14 +462,9 @@ static int gpu_stream_open_checked(prstm_engine *e, prstm_gpu_stream *g, int res
   uint32_t max_threads = 0;
   int rc = g->v->gpu_max_threads(&max_threads, err, errlen);
   if (rc) return rc;
-  uint32_t threads = e->opt.threads ? e->opt.threads : max_threads;
-  if (e->opt.threads == 0 && e->wl->gpu_threads_max && e->wl->gpu_threads_max < threads)
-    threads = e->wl->gpu_threads_max;
-  if (threads > max_threads) {
-    snprintf(err, errlen, "engine.threads (--threads) %u exceeds the %u threads this GPU keeps resident for workload %s: "
-             "use at most %u, or 0 for all of them", threads, max_threads, e->wl->name, max_threads);
-    return PRSTM_EINVAL;
-  }
+  uint32_t threads = 0;
+  rc = gpu_pick_threads(e, max_threads, &threads, err, errlen);
+  if (rc) return rc;
   g->threads = threads;
   g->nwords = e->nwords;
   g->nlocks = (e->nwords + e->opt.lock_coverage - 1) / e->opt.lock_coverage;

@@ -187,8 +187,8 @@ typedef struct prstm_workload {
    * the run. NULL for single-batch workloads. */
   int (*next_round)(const struct prstm_engine *engine, const struct prstm_batch *done,
                     unsigned round, struct prstm_batch *next, char *err, size_t errlen);
-  /* The most GPU threads worth launching when the run asks for a full GPU
-   * (threads 0): a workload whose every transaction meets a few hot words
+  /* The most GPU threads worth launching when the run leaves the count to
+   * the engine (threads 0): a workload whose every transaction meets a few hot words
    * (k-means' clusters) gains nothing from more threads than that, only
    * contention. 0: no limit. An explicit thread count is never changed. */
   uint32_t gpu_threads_max;
@@ -247,7 +247,7 @@ typedef enum prstm_semantic_mode {
 
 typedef struct prstm_options {
   prstm_backend backend;
-  uint32_t threads;       /* 0: every host core (CPU) or a full GPU */
+  uint32_t threads;       /* 0: every host core (CPU), or 256 threads per SM (GPU) */
   uint32_t lock_coverage; /* consecutive words per lock, >= 1 */
   prstm_semantic_mode semantic;
   uint32_t retry_limit;

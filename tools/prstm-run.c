@@ -36,7 +36,7 @@ static const char usage_text[] =
     "options:\n"
     "  --backend auto|gpu|cpu   where to run (default: the config's, else auto:\n"
     "                           the GPU when one is usable, else the CPU)\n"
-    "  --threads N              executing threads (0: every core, or a full GPU)\n"
+    "  --threads N              executing threads (0: every core, or 256 per SM of a GPU)\n"
     "  --lock-coverage N        consecutive words per lock (>= 1)\n"
     "  --results FILE           write the results JSON here (overrides output.results)\n"
     "  --final-state FILE       write the final shared words here (overrides output.final_state)\n"
