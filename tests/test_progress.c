@@ -1,5 +1,5 @@
 /* test_progress.c: the progress observer of the engine, and prstm-run's progress bar as seen through a pseudo-terminal. */
-/* posix_openpt, grantpt, ptsname, mkdtemp, nftw and kill are POSIX; ask for them explicitly under -std=c11. */
+/* posix_openpt, grantpt, ptsname and kill are POSIX; ask for them explicitly under -std=c11. */
 #ifndef _XOPEN_SOURCE
 #define _XOPEN_SOURCE 700
 #endif
@@ -7,7 +7,6 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -23,12 +22,9 @@
 #include <unistd.h>
 
 #include "prstm.h"
+#include "test_child.h"
 #include "test_paths.h"
 #include "test_workload.h"
-
-#ifndef PRSTM_RUN_PATH
-#error "PRSTM_RUN_PATH must be defined as the path of the prstm-run program"
-#endif
 
 /* A reverse chain of transfers: transfer k moves the money from account k to
  * account k+1, the rows hold them last link first, and one deposit funds
@@ -48,35 +44,20 @@
 static char workdir[PATH_MAX];
 static char program[PATH_MAX];
 
-static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
-  (void)sb;
-  (void)flag;
-  (void)ftw;
-  return remove(path);
-}
-
 /* The child runs in the temporary folder, so the program needs an absolute path. */
 static void setup(void) {
   cr_assert_not_null(realpath(test_run_path(), program), "cannot find prstm-run at '%s': %s", test_run_path(),
                      strerror(errno));
-  const char *tmp = getenv("TMPDIR");
-  snprintf(workdir, sizeof workdir, "%s/prstm-progress-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-  cr_assert_not_null(mkdtemp(workdir), "cannot create a temporary folder: %s", strerror(errno));
+  test_make_scratch(workdir, sizeof workdir, "prstm-progress");
 }
 
 static void teardown(void) {
-  if (workdir[0] != '\0') nftw(workdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+  if (workdir[0] != '\0') test_remove_tree(workdir);
 }
 
 TestSuite(progress, .init = setup, .fini = teardown);
 
-static const char *work_path(const char *name) {
-  static char bufs[4][PATH_MAX + 64];
-  static unsigned k;
-  char *b = bufs[k++ % 4];
-  snprintf(b, sizeof bufs[0], "%s/%s", workdir, name);
-  return b;
-}
+static const char *work_path(const char *name) { return test_path(workdir, name); }
 
 /* Writes chain.json and its JSON Lines batch chain.jsonl into the working
  * folder: links transfers in reverse order, funded by one deposit. */
