@@ -298,15 +298,7 @@ static int engine_run_once(const bench_ctx *c, const bench_point *p, prstm_backe
       out->sum = r;
       row->table_bytes_per_tx = table_bytes_per_tx(&r, nwords, p->lock_coverage);
     } else {
-      out->sum.transactions += r.transactions;
-      out->sum.committed += r.committed;
-      out->sum.abandoned += r.abandoned;
-      out->sum.failed += r.failed;
-      out->sum.aborts += r.aborts;
-      out->sum.postponements += r.postponements;
-      out->sum.sweeps += r.sweeps;
-      out->sum.transfer_s += r.transfer_s;
-      if (r.gpu_bytes > out->sum.gpu_bytes) out->sum.gpu_bytes = r.gpu_bytes;
+      prstm_results_add(&out->sum, &r);
     }
     out->kernel_s += r.execute_s;
     out->e2e_s += wall;

@@ -407,6 +407,19 @@ void prstm_progress_report(prstm_engine *e, const prstm_batch *b, const uint64_t
   e->progress_fn(&p, e->progress_user);
 }
 
+void prstm_results_add(prstm_results *total, const prstm_results *run) {
+  total->transactions += run->transactions;
+  total->committed += run->committed;
+  total->abandoned += run->abandoned;
+  total->failed += run->failed;
+  total->aborts += run->aborts;
+  total->postponements += run->postponements;
+  total->sweeps += run->sweeps;
+  total->transfer_s += run->transfer_s;
+  total->execute_s += run->execute_s;
+  if (run->gpu_bytes > total->gpu_bytes) total->gpu_bytes = run->gpu_bytes;
+}
+
 void prstm_results_add_stats(prstm_results *res, const prstm_thread_stats *st) {
   res->committed += st->committed;
   res->aborts += st->aborts;

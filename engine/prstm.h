@@ -299,6 +299,11 @@ const prstm_state_spec *prstm_engine_state_spec(const prstm_engine *engine);
  * runs in chunks, with postponed transactions carried from chunk to chunk
  * (docs/STREAMS.md); a verified run is never chunked. */
 int prstm_engine_run(prstm_engine *engine, struct prstm_batch *batch, prstm_results *res);
+/* Adds one run's counts and times to `total` (rounds of a multi-round
+ * workload, repeated runs): counts and transfer and execute times add up,
+ * gpu_bytes keeps the largest; the backend, device, thread count and
+ * fallback stay those of `total`, so start it as a copy of the first run. */
+void prstm_results_add(prstm_results *total, const prstm_results *run);
 
 /* Live counts of a running batch, read from what the executing threads (CPU
  * threads or the GPU kernel) publish as they go, never estimated. Threads

@@ -1,6 +1,7 @@
 /* test_embed_api.c: the embedding API: a bank batch built in memory by type name, run on CPU threads, and its outcomes, results, state and invariant read back. */
 #include <criterion/criterion.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "prstm.h"
@@ -261,4 +262,33 @@ Test(embed, invariant_check_refuses_what_it_cannot_judge) {
   prstm_batch_destroy(foreign);
   prstm_engine_destroy(stateless);
   prstm_engine_destroy(e);
+}
+
+/* Two runs summed: counts and times add up, the largest GPU footprint stays,
+ * and what names the first run (backend, threads, device) is kept. */
+Test(embed, results_of_two_runs_add_up) {
+  prstm_results total, second;
+  memset(&total, 0, sizeof total);
+  memset(&second, 0, sizeof second);
+  total.transactions = 10, total.committed = 7, total.abandoned = 2, total.failed = 1;
+  total.aborts = 5, total.postponements = 3, total.sweeps = 4;
+  total.transfer_s = 0.5, total.execute_s = 1.0, total.gpu_bytes = 100, total.threads = 64;
+  snprintf(total.device, sizeof total.device, "first");
+  second.transactions = 20, second.committed = 20;
+  second.aborts = 1, second.postponements = 2, second.sweeps = 6;
+  second.transfer_s = 0.25, second.execute_s = 2.0, second.gpu_bytes = 50, second.threads = 8;
+  snprintf(second.device, sizeof second.device, "second");
+  prstm_results_add(&total, &second);
+  cr_assert_eq(total.transactions, 30);
+  cr_assert_eq(total.committed, 27);
+  cr_assert_eq(total.abandoned, 2);
+  cr_assert_eq(total.failed, 1);
+  cr_assert_eq(total.aborts, 6);
+  cr_assert_eq(total.postponements, 5);
+  cr_assert_eq(total.sweeps, 10);
+  cr_assert_float_eq(total.transfer_s, 0.75, 1e-12);
+  cr_assert_float_eq(total.execute_s, 3.0, 1e-12);
+  cr_assert_eq(total.gpu_bytes, 100);
+  cr_assert_eq(total.threads, 64);
+  cr_assert_str_eq(total.device, "first");
 }

@@ -393,20 +393,6 @@ static void progress_draw(const prstm_progress *p, void *user) {
   if (width > bar->drawn) bar->drawn = width;
 }
 
-/* Adds one round's counts and times to the run's totals. */
-static void results_accumulate(prstm_results *total, const prstm_results *r) {
-  total->transactions += r->transactions;
-  total->committed += r->committed;
-  total->abandoned += r->abandoned;
-  total->failed += r->failed;
-  total->aborts += r->aborts;
-  total->postponements += r->postponements;
-  total->sweeps += r->sweeps;
-  total->transfer_s += r->transfer_s;
-  total->execute_s += r->execute_s;
-  if (r->gpu_bytes > total->gpu_bytes) total->gpu_bytes = r->gpu_bytes;
-}
-
 /* Runs the configured batch, then, for a multi-round workload, each round the
  * workload asks for until it asks for none. With verify, every round is
  * replayed before the next one replaces the engine's initial state; the first
@@ -432,7 +418,7 @@ static int run_rounds(prstm_engine *e, const prstm_config *cfg, prstm_batch **b,
       if (r.fallback[0] && !quiet)
         fprintf(stderr, "prstm-run: no usable GPU (%s); running on the CPU backend\n", r.fallback);
     } else {
-      results_accumulate(total, &r);
+      prstm_results_add(total, &r);
     }
     rep->rounds = round + 1;
     if (cfg->options.verify) {
