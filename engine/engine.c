@@ -127,6 +127,16 @@ const char *prstm_reason_string(const prstm_workload *wl, unsigned type, unsigne
   return "unknown reason";
 }
 
+/* PRSTM_CHUNK_ROWS, the default of options.chunk_rows: a whole number of
+ * rows, else 0. */
+static uint64_t prstm_chunk_rows_env(void) {
+  const char *v = getenv("PRSTM_CHUNK_ROWS");
+  if (!v || !*v) return 0;
+  char *end = NULL;
+  unsigned long long n = strtoull(v, &end, 10);
+  return end && *end == 0 ? (uint64_t)n : 0;
+}
+
 void prstm_options_init(prstm_options *opt) {
   memset(opt, 0, sizeof *opt);
   opt->backend = PRSTM_BACKEND_AUTO;
@@ -135,6 +145,7 @@ void prstm_options_init(prstm_options *opt) {
   opt->semantic = PRSTM_SEMANTIC_POSTPONE;
   opt->retry_limit = 100;
   opt->watchdog_s = 60;
+  opt->chunk_rows = prstm_chunk_rows_env();
 }
 
 int prstm_engine_create(prstm_engine **out, const prstm_workload *wl, const prstm_options *opt) {
@@ -459,10 +470,10 @@ int prstm_engine_run(prstm_engine *e, prstm_batch *b, prstm_results *res) {
   prstm_backend backend;
   rc = prstm_choose_backend(e, &backend, res->fallback, sizeof res->fallback);
   if (rc) return rc;
-  /* PRSTM_CHUNK_ROWS runs a larger batch in chunks on either backend, so the
+  /* chunk_rows runs a larger batch in chunks on either backend, so the
    * chunked path is tested without a GPU too. A verified run is never
    * chunked: its commit order and replay cover one run. */
-  uint64_t chunk = prstm_chunk_rows_env();
+  uint64_t chunk = e->opt.chunk_rows;
   if (chunk && b->n > chunk && !e->opt.verify)
     return prstm_run_chunked(e, b, backend, res->fallback, chunk, res);
   if (backend == PRSTM_BACKEND_CPU) {
@@ -500,14 +511,6 @@ int prstm_choose_backend(prstm_engine *e, prstm_backend *backend, char *fallback
   *backend = PRSTM_BACKEND_CPU;
   snprintf(fallback, fallback_len, "%s", why);
   return 0;
-}
-
-uint64_t prstm_chunk_rows_env(void) {
-  const char *v = getenv("PRSTM_CHUNK_ROWS");
-  if (!v || !*v) return 0;
-  char *end = NULL;
-  unsigned long long n = strtoull(v, &end, 10);
-  return end && *end == 0 ? (uint64_t)n : 0;
 }
 
 const prstm_worker_variant *prstm_pick_variant(const prstm_workload *wl, uint32_t ncols) {

@@ -86,9 +86,6 @@ int prstm_cpu_run(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *v
  * CPU. Returns PRSTM_ENOGPU (message in the engine) when gpu was asked for
  * and none is usable. */
 int prstm_choose_backend(prstm_engine *e, prstm_backend *backend, char *fallback, size_t fallback_len);
-/* The most rows one execution takes, from the PRSTM_CHUNK_ROWS environment
- * variable (a test and measuring knob); 0 when it is not set. */
-uint64_t prstm_chunk_rows_env(void);
 /* Runs one batch as a stream of chunks of at most unit_rows rows (0: as
  * many as the backend's memory allows), with carry-over between chunks and
  * abandonment only at the end (engine/stream.c). */

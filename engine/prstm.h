@@ -255,10 +255,18 @@ typedef struct prstm_options {
   /* Seconds a run may go without any transaction committing or failing
    * before it is stopped with PRSTM_ESTALLED; 0 turns the watchdog off. */
   uint32_t watchdog_s;
+  /* The most rows one execution takes: a longer batch runs in chunks of
+   * this many, and a stream's units are no longer, with postponed rows
+   * carried from chunk to chunk (docs/STREAMS.md). 0: chunks only when a
+   * batch's table does not fit the GPU's memory. A verified run is never
+   * chunked. */
+  uint64_t chunk_rows;
 } prstm_options;
 
 /* Sets the defaults: auto backend, automatic threads, lock_coverage 1,
- * postpone, retry_limit 100, no verification, watchdog 60 s. */
+ * postpone, retry_limit 100, no verification, watchdog 60 s, and
+ * chunk_rows from the environment variable PRSTM_CHUNK_ROWS when it holds a
+ * whole number (else 0), so that any program can be made to run chunked. */
 void prstm_options_init(prstm_options *opt);
 
 /* Counts and times of one run. Times are in seconds. */
@@ -295,7 +303,7 @@ const prstm_word *prstm_engine_state(const prstm_engine *engine, uint64_t *nword
 /* The state spec last given to prstm_engine_init_state, or NULL. */
 const prstm_state_spec *prstm_engine_state_spec(const prstm_engine *engine);
 /* Runs every transaction of the batch until each is final. A batch whose
- * table does not fit the GPU's memory (or longer than PRSTM_CHUNK_ROWS)
+ * table does not fit the GPU's memory (or longer than options.chunk_rows)
  * runs in chunks, with postponed transactions carried from chunk to chunk
  * (docs/STREAMS.md); a verified run is never chunked. */
 int prstm_engine_run(prstm_engine *engine, struct prstm_batch *batch, prstm_results *res);

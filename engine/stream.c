@@ -52,7 +52,7 @@ struct prstm_stream {
   uint64_t unit_rows;   /* the most new rows of one unit */
   uint64_t carry_cap;   /* the most carried rows alongside new ones */
   uint64_t slot_rows;   /* the most rows of one unit */
-  uint64_t limit_rows;  /* PRSTM_CHUNK_ROWS or the chunked run's limit; 0: none */
+  uint64_t limit_rows;  /* options.chunk_rows or the chunked run's limit; 0: none */
   unsigned nslots, next_slot;
   stream_unit slots[2];
   stream_item *items;
@@ -420,7 +420,7 @@ int prstm_stream_open(prstm_engine *e, prstm_stream **out) {
   char fallback[256];
   int rc = prstm_choose_backend(e, &backend, fallback, sizeof fallback);
   if (rc) return rc;
-  return stream_open_on(e, backend, fallback, prstm_chunk_rows_env(), out);
+  return stream_open_on(e, backend, fallback, e->opt.chunk_rows, out);
 }
 
 int prstm_stream_set_done(prstm_stream *s, prstm_stream_done_fn fn, void *user) {

@@ -269,8 +269,9 @@ Test(cli, help_exits_0_and_prints_usage_naming_every_option) {
   assert_status(r, 0);
   cr_assert_str_empty(r->err, "stderr should be empty, got:\n%s", r->err);
   cr_assert_eq(strncmp(r->out, "usage: prstm-run CONFIG", 23), 0, "help does not open with the usage:\n%s", r->out);
-  static const char *const options[] = {"--backend",     "--threads", "--lock-coverage", "--results",
-                                        "--final-state", "--quiet",   "--help",          "--version"};
+  static const char *const options[] = {"--backend",  "--threads", "--lock-coverage", "--results", "--final-state",
+                                        "--verify",   "--watchdog", "--chunk-rows",   "--quiet",   "--help",
+                                        "--version"};
   for (size_t i = 0; i < sizeof options / sizeof options[0]; i++) assert_contains(r->out, options[i], "help");
   assert_contains(r->out, "exit status", "help");
   assert_workdir_holds_only(NULL);
@@ -313,6 +314,15 @@ Test(cli, negative_threads_exit_2) {
 
 Test(cli, zero_lock_coverage_exits_2) {
   assert_usage_error(RUN(cli_data("good.json"), "--lock-coverage", "0"), "--lock-coverage");
+}
+
+Test(cli, zero_chunk_rows_exits_2_naming_the_value) {
+  assert_usage_error(RUN(cli_data("good.json"), "--chunk-rows", "0"), "--chunk-rows");
+  assert_contains(last.err, "'0'", "stderr");
+}
+
+Test(cli, chunk_rows_with_verify_exits_2) {
+  assert_usage_error(RUN(cli_data("good.json"), "--chunk-rows", "2", "--verify"), "--verify");
 }
 
 Test(cli, unknown_backend_exits_2_naming_it) {
@@ -454,6 +464,18 @@ Test(cli, final_state_option_writes_balances_summing_to_the_expected_total) {
   assert_contains(r->out, "final state        state.json", "the summary");
   assert_good_final_state(work_path("state.json"));
   assert_workdir_holds_only((const char *const[]){"results.json", "state.json", NULL});
+}
+
+/* Chunks of two rows split the withdrawal from the deposit that funds it:
+ * it is carried to a later chunk and commits there, the unfundable one is
+ * abandoned only at the end, and every outcome and balance is as unchunked. */
+Test(cli, chunk_rows_option_runs_in_chunks_with_the_same_outcomes_and_state) {
+  const run_result *r =
+      RUN(cli_data("good.json"), "--backend", "cpu", "--chunk-rows", "2", "--final-state", "state.json");
+  assert_status(r, 0);
+  assert_contains(r->out, "chunked: ", "the summary");
+  assert_good_results(work_path("results.json"), "cpu");
+  assert_good_final_state(work_path("state.json"));
 }
 
 Test(cli, results_option_overrides_the_configs_results_path) {

@@ -23,9 +23,12 @@ static void need_backend(prstm_backend backend) {
 
 static const prstm_workload *bank(void) { return prstm_workload_find("bank"); }
 
-static prstm_engine *open_engine(prstm_backend backend, const prstm_word *words, uint64_t nwords) {
+/* chunk_rows 0 keeps the default (PRSTM_CHUNK_ROWS when set). */
+static prstm_engine *open_engine_chunked(prstm_backend backend, const prstm_word *words, uint64_t nwords,
+                                         uint64_t chunk_rows) {
   prstm_options opt;
   prstm_options_init(&opt);
+  if (chunk_rows) opt.chunk_rows = chunk_rows;
   opt.backend = backend;
   opt.threads = backend == PRSTM_BACKEND_GPU ? GPU_THREADS : CPU_THREADS;
   opt.watchdog_s = 120;
@@ -33,6 +36,10 @@ static prstm_engine *open_engine(prstm_backend backend, const prstm_word *words,
   cr_assert_eq(prstm_engine_create(&e, bank(), &opt), 0);
   cr_assert_eq(prstm_engine_set_state(e, words, nwords), 0, "%s", prstm_engine_error(e));
   return e;
+}
+
+static prstm_engine *open_engine(prstm_backend backend, const prstm_word *words, uint64_t nwords) {
+  return open_engine_chunked(backend, words, nwords, 0);
 }
 
 static prstm_batch *new_batch(void) {
@@ -278,10 +285,12 @@ static void on_progress(const prstm_progress *p, void *user) {
   log->last_transactions = p->transactions;
 }
 
-/* PRSTM_CHUNK_ROWS splits a batch into chunks: the chunked run ends with the
+/* options.chunk_rows, or the PRSTM_CHUNK_ROWS environment variable that sets
+ * its default, splits a batch into chunks: the chunked run ends with the
  * same outcomes, totals and final state as the whole run, satisfies the bank
  * invariant, and reports progress over the whole batch. */
-static void chunked_run_matches_whole_run(prstm_backend backend, const char *chunk_rows) {
+typedef enum { CHUNKS_BY_OPTION, CHUNKS_BY_ENVIRONMENT } chunk_route;
+static void chunked_run_matches_whole_run(prstm_backend backend, const char *chunk_rows, chunk_route route) {
   need_backend(backend);
   prstm_word words[DET_RICH + DET_POOR];
   deterministic_state(words);
@@ -294,8 +303,14 @@ static void chunked_run_matches_whole_run(prstm_backend backend, const char *chu
   prstm_results r1;
   cr_assert_eq(prstm_engine_run(e1, whole, &r1), 0, "%s", prstm_engine_error(e1));
 
-  cr_assert_eq(setenv("PRSTM_CHUNK_ROWS", chunk_rows, 1), 0);
-  prstm_engine *e2 = open_engine(backend, words, DET_RICH + DET_POOR);
+  prstm_engine *e2 = NULL;
+  if (route == CHUNKS_BY_ENVIRONMENT) {
+    cr_assert_eq(setenv("PRSTM_CHUNK_ROWS", chunk_rows, 1), 0);
+    e2 = open_engine(backend, words, DET_RICH + DET_POOR);
+  } else {
+    e2 = open_engine_chunked(backend, words, DET_RICH + DET_POOR, strtoull(chunk_rows, NULL, 10));
+  }
+  cr_assert_eq(prstm_engine_options(e2)->chunk_rows, strtoull(chunk_rows, NULL, 10));
   progress_log plog = {0};
   cr_assert_eq(prstm_engine_set_progress(e2, on_progress, &plog), 0);
   prstm_results r2;
@@ -327,14 +342,18 @@ static void chunked_run_matches_whole_run(prstm_backend backend, const char *chu
   prstm_engine_destroy(e2);
 }
 
-Test(stream_cpu, chunked_run_matches_the_whole_run) { chunked_run_matches_whole_run(PRSTM_BACKEND_CPU, "1000"); }
+Test(stream_cpu, chunked_run_matches_the_whole_run) {
+  chunked_run_matches_whole_run(PRSTM_BACKEND_CPU, "1000", CHUNKS_BY_OPTION);
+}
 /* Chunks smaller than the unfunded rows, so the close runs them in rounds. */
 Test(stream_cpu, chunked_run_with_tiny_chunks_matches_the_whole_run) {
-  chunked_run_matches_whole_run(PRSTM_BACKEND_CPU, "37");
+  chunked_run_matches_whole_run(PRSTM_BACKEND_CPU, "37", CHUNKS_BY_ENVIRONMENT);
 }
-Test(stream_gpu, chunked_run_matches_the_whole_run) { chunked_run_matches_whole_run(PRSTM_BACKEND_GPU, "1000"); }
+Test(stream_gpu, chunked_run_matches_the_whole_run) {
+  chunked_run_matches_whole_run(PRSTM_BACKEND_GPU, "1000", CHUNKS_BY_OPTION);
+}
 Test(stream_gpu, chunked_run_with_tiny_chunks_matches_the_whole_run) {
-  chunked_run_matches_whole_run(PRSTM_BACKEND_GPU, "37");
+  chunked_run_matches_whole_run(PRSTM_BACKEND_GPU, "37", CHUNKS_BY_ENVIRONMENT);
 }
 
 /* A stream's carried rows exceed what one run takes: the close runs them in

@@ -46,6 +46,10 @@ static const char usage_text[] =
     "                           and check final state and every outcome (exit 3 if not)\n"
     "  --watchdog SECONDS       stop a run in which nothing commits or fails for this\n"
     "                           long (default 60; 0 turns the watchdog off)\n"
+    "  --chunk-rows N           run the batch in chunks of at most N rows, carrying\n"
+    "                           postponed transactions from chunk to chunk (default:\n"
+    "                           PRSTM_CHUNK_ROWS, else chunks only when the batch does\n"
+    "                           not fit the GPU's memory; not with --verify)\n"
     "  --quiet                  print nothing but errors (and no progress bar)\n"
     "  --help                   show this help and exit\n"
     "  --version                show the version and exit\n"
@@ -79,6 +83,16 @@ static int parse_uint(const char *s, uint32_t *out) {
   return 0;
 }
 
+static int parse_u64(const char *s, uint64_t *out) {
+  if (!s || !*s) return -1;
+  errno = 0;
+  char *end = NULL;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno || *end || s[0] == '-') return -1;
+  *out = (uint64_t)v;
+  return 0;
+}
+
 static const char *backend_name(prstm_backend b) {
   return b == PRSTM_BACKEND_GPU ? "gpu" : b == PRSTM_BACKEND_CPU ? "cpu" : "auto";
 }
@@ -89,6 +103,7 @@ typedef struct cli_args {
   const char *threads;
   const char *lock_coverage;
   const char *watchdog;
+  const char *chunk_rows;
   const char *results;
   const char *final_state;
   int quiet;
@@ -119,6 +134,16 @@ static int apply_overrides(const cli_args *a, prstm_config *cfg) {
     fprintf(stderr, "prstm-run: --watchdog: expected a whole number of seconds, got '%s'\n", a->watchdog);
     return -1;
   }
+  if (a->chunk_rows && (parse_u64(a->chunk_rows, &cfg->options.chunk_rows) || cfg->options.chunk_rows == 0)) {
+    fprintf(stderr, "prstm-run: --chunk-rows: expected a positive number of rows, got '%s'\n", a->chunk_rows);
+    return -1;
+  }
+  /* A verified run is one execution, so the two cannot be combined; said
+   * here rather than left to run unchunked. */
+  if (a->chunk_rows && a->verify) {
+    fprintf(stderr, "prstm-run: --chunk-rows cannot be combined with --verify (a verified run is never chunked)\n");
+    return -1;
+  }
   if (a->verify) cfg->options.verify = 1;
   if (a->threads && cfg->options.threads > PRSTM_MAX_THREADS) {
     fprintf(stderr, "prstm-run: --threads: at most %u, got '%s'\n", PRSTM_MAX_THREADS, a->threads);
@@ -142,6 +167,7 @@ static int parse_args(int argc, char **argv, cli_args *a) {
       {"lock-coverage", required_argument, NULL, 'l'}, {"results", required_argument, NULL, 'r'},
       {"final-state", required_argument, NULL, 'f'}, {"quiet", no_argument, NULL, 'q'},
       {"verify", no_argument, NULL, 'v'}, {"watchdog", required_argument, NULL, 'w'},
+      {"chunk-rows", required_argument, NULL, 'c'},
       {"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, 'V'}, {NULL, 0, NULL, 0}};
   memset(a, 0, sizeof *a);
   opterr = 0;
@@ -156,6 +182,7 @@ static int parse_args(int argc, char **argv, cli_args *a) {
       case 'q': a->quiet = 1; break;
       case 'v': a->verify = 1; break;
       case 'w': a->watchdog = optarg; break;
+      case 'c': a->chunk_rows = optarg; break;
       case 'h': fputs(usage_text, stdout); return EXIT_OK;
       case 'V': printf("prstm-run %s\n", PRSTM_VERSION_STRING); return EXIT_OK;
       case ':':
