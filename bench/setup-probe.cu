@@ -1,0 +1,114 @@
+/* setup-probe.cu: times what a GPU stream's set-up is made of (context, pinned and device allocations, state upload), to say where its set-up time goes. */
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+/* Every CUDA call is checked; the probe stops at the first failure, naming it. */
+#define PROBE_CHECK(call)                                                               \
+  do {                                                                                  \
+    cudaError_t probe_err_ = (call);                                                    \
+    if (probe_err_ != cudaSuccess) {                                                    \
+      fprintf(stderr, "setup-probe: %s failed: %s\n", #call, cudaGetErrorString(probe_err_)); \
+      exit(1);                                                                          \
+    }                                                                                   \
+  } while (0)
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* Three ways to get `bytes` of pinned host memory, each timed with its first
+ * touch (pages are only really there once written). */
+static void probe_pinned(size_t bytes) {
+  double mib = (double)bytes / 1048576.0;
+  void *p = NULL;
+  double t = now_s();
+  PROBE_CHECK(cudaHostAlloc(&p, bytes, cudaHostAllocDefault));
+  double alloc = now_s() - t;
+  t = now_s();
+  memset(p, 1, bytes);
+  double touch = now_s() - t;
+  t = now_s();
+  PROBE_CHECK(cudaFreeHost(p));
+  printf("%8.0f MiB  cudaHostAlloc %.4f s, first touch %.4f s, cudaFreeHost %.4f s\n", mib, alloc, touch,
+         now_s() - t);
+
+  void *q = NULL;
+  if (posix_memalign(&q, 4096, bytes) != 0) {
+    fprintf(stderr, "setup-probe: cannot allocate %.0f MiB\n", mib);
+    exit(1);
+  }
+  t = now_s();
+  memset(q, 1, bytes);
+  double touch4k = now_s() - t;
+  t = now_s();
+  PROBE_CHECK(cudaHostRegister(q, bytes, cudaHostRegisterDefault));
+  double reg4k = now_s() - t;
+  PROBE_CHECK(cudaHostUnregister(q));
+  free(q);
+  printf("%8.0f MiB  malloc + touch %.4f s, cudaHostRegister %.4f s\n", mib, touch4k, reg4k);
+
+  /* Transparent huge pages: 512 times fewer pages for the driver to pin. */
+  void *h = NULL;
+  if (posix_memalign(&h, 2u << 20, bytes) != 0) {
+    fprintf(stderr, "setup-probe: cannot allocate %.0f MiB\n", mib);
+    exit(1);
+  }
+  int advised = madvise(h, bytes, MADV_HUGEPAGE) == 0;
+  t = now_s();
+  memset(h, 1, bytes);
+  double touch2m = now_s() - t;
+  t = now_s();
+  PROBE_CHECK(cudaHostRegister(h, bytes, cudaHostRegisterDefault));
+  double reg2m = now_s() - t;
+  PROBE_CHECK(cudaHostUnregister(h));
+  free(h);
+  printf("%8.0f MiB  huge-page malloc%s + touch %.4f s, cudaHostRegister %.4f s\n", mib,
+         advised ? "" : " (madvise refused)", touch2m, reg2m);
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1) {
+    printf("usage: setup-probe\n\nTimes, on this machine's GPU: the CUDA context, pinned host memory of 16, 64\n"
+           "and 160 MiB got three ways, a 160 MiB device allocation and upload, stream and\n"
+           "event creation. No options.\n");
+    return strcmp(argv[1], "--help") == 0 ? 0 : 2;
+  }
+  double t = now_s();
+  PROBE_CHECK(cudaFree(0));
+  printf("CUDA context              %.4f s\n", now_s() - t);
+  cudaDeviceProp prop;
+  t = now_s();
+  PROBE_CHECK(cudaGetDeviceProperties(&prop, 0));
+  printf("cudaGetDeviceProperties   %.4f s (%s)\n", now_s() - t, prop.name);
+  size_t sizes[] = {16u << 20, 64u << 20, 160u << 20};
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) probe_pinned(sizes[i]);
+
+  size_t bytes = 160u << 20;
+  void *d = NULL;
+  t = now_s();
+  PROBE_CHECK(cudaMalloc(&d, bytes));
+  printf("cudaMalloc 160 MiB        %.4f s\n", now_s() - t);
+  void *src = malloc(bytes);
+  if (!src) return 1;
+  memset(src, 2, bytes);
+  t = now_s();
+  PROBE_CHECK(cudaMemcpy(d, src, bytes, cudaMemcpyHostToDevice));
+  printf("pageable upload 160 MiB   %.4f s\n", now_s() - t);
+  free(src);
+  PROBE_CHECK(cudaFree(d));
+  cudaStream_t s;
+  cudaEvent_t ev;
+  t = now_s();
+  PROBE_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  PROBE_CHECK(cudaEventCreate(&ev));
+  printf("stream + event creation   %.4f s\n", now_s() - t);
+  PROBE_CHECK(cudaEventDestroy(ev));
+  PROBE_CHECK(cudaStreamDestroy(s));
+  return 0;
+}
