@@ -36,9 +36,10 @@ static const char usage_text[] =
     "  --initial-balance N  each account's money at the start (default 1000: some\n"
     "                    transfers then wait for money, and some never get it)\n"
     "  --single N        single mode with N transfers (e.g. 200000000)\n"
-    "  --chunk-rows N    sets PRSTM_CHUNK_ROWS: the most rows of one run\n"
+    "  --chunk-rows N    the most rows of one run (options.chunk_rows; default:\n"
+    "                    PRSTM_CHUNK_ROWS, else what fits the GPU)\n"
     "  --backend B       auto|gpu|cpu (default auto)\n"
-    "  --threads N       executing threads (0: a full GPU or every core)\n"
+    "  --threads N       executing threads (0: 256 per SM of a GPU, or every core)\n"
     "  --skip-kernel     leave out the kernel-alone measure\n"
     "  --seed N          generator seed (default 1)\n"
     "  --help\n";
@@ -335,7 +336,7 @@ int main(int argc, char **argv) {
       case 'a': accounts = v; break;
       case 'i': balance = v; break;
       case 's': single = v; break;
-      case 'c': setenv("PRSTM_CHUNK_ROWS", optarg, 1); break;
+      case 'c': opt.chunk_rows = v; break;
       case 't': opt.threads = (uint32_t)v; break;
       case 'K': skip_kernel = 1; break;
       case 'r': seed = v; break;
