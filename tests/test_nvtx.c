@@ -1,0 +1,147 @@
+/* test_nvtx.c: prstm-run's NVTX ranges (load, transfer, execute, readback, verify), seen through an NVTX injection library that records them, without Nsight Systems. */
+#ifndef _XOPEN_SOURCE
+#define _XOPEN_SOURCE 700
+#endif
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "prstm.h"
+#include "test_backend.h"
+#include "test_child.h"
+#include "test_paths.h"
+
+#define RUN_LIMIT_S 120
+#define MAX_RANGES 64
+
+/* The recorder library; on the GPU machine it travels flattened into the
+ * folder named by PRSTM_TEST_BIN_DIR, like the test plugins. */
+static const char *recorder_path(void) {
+  static char buf[PATH_MAX];
+  const char *dir = getenv("PRSTM_TEST_BIN_DIR");
+  if (dir == NULL || *dir == '\0') return PRSTM_NVTX_RECORDER;
+  snprintf(buf, sizeof buf, "%s/libprstm_test_nvtx_recorder.so", dir);
+  return buf;
+}
+
+static char workdir[PATH_MAX];
+static char program[PATH_MAX];
+static char config[PATH_MAX + 16];
+
+static void setup(void) {
+  cr_assert_not_null(realpath(test_run_path(), program), "cannot find prstm-run at '%s': %s", test_run_path(),
+                     strerror(errno));
+  char data[PATH_MAX];
+  cr_assert_not_null(realpath(test_data_dir(), data), "cannot find the test data at '%s'", test_data_dir());
+  snprintf(config, sizeof config, "%s/cli/good.json", data);
+  test_make_scratch(workdir, sizeof workdir, "prstm-nvtx");
+}
+
+static void teardown(void) {
+  if (workdir[0] != '\0') test_remove_tree(workdir);
+}
+
+TestSuite(nvtx, .init = setup, .fini = teardown);
+
+/* What one recorded run pushed, in order, and whether every push was popped
+ * with the depth never going below zero. */
+typedef struct range_log {
+  char names[MAX_RANGES][128];
+  unsigned pushes, pops;
+  int balanced;
+} range_log;
+
+/* Runs prstm-run on the good config with the extra args, the recorder
+ * injected (or not), and returns its exit status; *log gets the ranges. */
+static int run_recorded(const char *const *extra, int inject, range_log *log) {
+  const char *log_path = test_path(workdir, "nvtx.log");
+  char log_copy[PATH_MAX];
+  snprintf(log_copy, sizeof log_copy, "%s", log_path);
+  remove(log_copy);
+  if (inject) {
+    cr_assert_eq(setenv("NVTX_INJECTION64_PATH", recorder_path(), 1), 0);
+    cr_assert_eq(setenv("PRSTM_NVTX_LOG", log_copy, 1), 0);
+  } else {
+    unsetenv("NVTX_INJECTION64_PATH");
+    cr_assert_eq(setenv("PRSTM_NVTX_LOG", log_copy, 1), 0);
+  }
+  char *argv[16];
+  unsigned n = 0;
+  argv[n++] = program;
+  argv[n++] = config;
+  argv[n++] = "--quiet";
+  for (const char *const *a = extra; *a; a++) argv[n++] = (char *)*a;
+  argv[n] = NULL;
+  char out[PATH_MAX], err[PATH_MAX];
+  snprintf(out, sizeof out, "%s", test_path(workdir, "child.stdout"));
+  snprintf(err, sizeof err, "%s", test_path(workdir, "child.stderr"));
+  int wstatus = 0;
+  if (test_run_child(argv, workdir, out, err, RUN_LIMIT_S, &wstatus) != 0)
+    cr_assert_fail("prstm-run ran longer than %d s and was killed", RUN_LIMIT_S);
+  cr_assert(WIFEXITED(wstatus), "prstm-run was ended by a signal");
+
+  memset(log, 0, sizeof *log);
+  log->balanced = 1;
+  FILE *f = fopen(log_copy, "r");
+  if (f) {
+    char line[128];
+    int depth = 0;
+    while (fgets(line, sizeof line, f)) {
+      line[strcspn(line, "\n")] = 0;
+      if (strncmp(line, "push ", 5) == 0) {
+        if (log->pushes < MAX_RANGES) snprintf(log->names[log->pushes], sizeof log->names[0], "%s", line + 5);
+        log->pushes++;
+        depth++;
+      } else if (strcmp(line, "pop") == 0) {
+        log->pops++;
+        if (--depth < 0) log->balanced = 0;
+      }
+    }
+    fclose(f);
+    if (depth != 0) log->balanced = 0;
+  }
+  return WEXITSTATUS(wstatus);
+}
+
+static int pushed(const range_log *log, const char *name) {
+  for (unsigned i = 0; i < log->pushes && i < MAX_RANGES; i++)
+    if (strcmp(log->names[i], name) == 0) return 1;
+  return 0;
+}
+
+static void assert_ranges(const range_log *log, const char *const *want) {
+  cr_assert_gt(log->pushes, 0, "no NVTX range was recorded: is the recorder loaded?");
+  cr_assert(log->balanced, "the ranges do not nest: %u pushes, %u pops", log->pushes, log->pops);
+  for (const char *const *w = want; *w; w++) cr_assert(pushed(log, *w), "no '%s' range was pushed", *w);
+}
+
+Test(nvtx, cpu_run_marks_load_and_execute) {
+  range_log log;
+  cr_assert_eq(run_recorded((const char *const[]){"--backend", "cpu", NULL}, 1, &log), 0);
+  assert_ranges(&log, (const char *const[]){"load", "execute", NULL});
+  cr_assert(!pushed(&log, "transfer"), "a CPU run has no host-to-device transfer");
+}
+
+Test(nvtx, verified_run_also_marks_verify) {
+  range_log log;
+  cr_assert_eq(run_recorded((const char *const[]){"--backend", "cpu", "--verify", NULL}, 1, &log), 0);
+  assert_ranges(&log, (const char *const[]){"load", "execute", "verify", NULL});
+}
+
+Test(nvtx, gpu_run_marks_transfer_execute_and_readback) {
+  test_need_backend(prstm_workload_find("bank"), PRSTM_BACKEND_GPU);
+  range_log log;
+  cr_assert_eq(run_recorded((const char *const[]){"--backend", "gpu", NULL}, 1, &log), 0);
+  assert_ranges(&log, (const char *const[]){"load", "transfer", "execute", "readback", NULL});
+}
+
+/* Without an injection library the ranges are no-ops: nothing is recorded. */
+Test(nvtx, nothing_is_recorded_without_an_injection_library) {
+  range_log log;
+  cr_assert_eq(run_recorded((const char *const[]){"--backend", "cpu", NULL}, 0, &log), 0);
+  cr_assert_eq(log.pushes, 0, "%u ranges were recorded with no injection library", log.pushes);
+}
