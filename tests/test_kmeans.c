@@ -91,8 +91,11 @@ static prstm_word *final_words(km_run *r, uint64_t *n) {
 }
 
 /* Generated points in shuffled order: every assign commits, later iterations
- * wait for earlier ones (postponements), and the result is a sequential
- * k-means on the same points. */
+ * wait for earlier ones, and the result is a sequential k-means on the same
+ * points. Whether an assign meets an unfinished iteration (a postponement)
+ * depends on the schedule: a serial order, or one thread with the whole
+ * table, sweeps iteration 1 to the end before iteration 2 and never
+ * postpones, so the count is not asserted. */
 static void result_equals_sequential_kmeans(prstm_backend backend) {
   need_backend(backend);
   km_run r;
@@ -102,7 +105,6 @@ static void result_equals_sequential_kmeans(prstm_backend backend) {
   char msg[512];
   cr_assert_eq(invariant(&r, msg, sizeof msg), 1, "invariant: %s", msg);
   cr_assert_eq(r.res.committed, r.res.transactions, "%s", msg);
-  cr_assert_gt(r.res.postponements, 0, "a later iteration never had to wait");
   /* Every iteration holds every point. */
   uint64_t n = 0;
   const prstm_word *w = prstm_engine_state(r.engine, &n);
