@@ -22,6 +22,29 @@ static double now_s(void) {
   return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
+/* Ordinary memory made pinned by cudaHostRegister, after its first touch:
+ * with `huge`, aligned to and advised for transparent huge pages, which
+ * give the driver 512 times fewer pages to pin. */
+static void probe_register(size_t bytes, int huge) {
+  double mib = (double)bytes / 1048576.0;
+  void *p = NULL;
+  if (posix_memalign(&p, huge ? (2u << 20) : 4096u, bytes) != 0) {
+    fprintf(stderr, "setup-probe: cannot allocate %.0f MiB\n", mib);
+    exit(1);
+  }
+  int advised = huge && madvise(p, bytes, MADV_HUGEPAGE) == 0;
+  double t = now_s();
+  memset(p, 1, bytes);
+  double touch = now_s() - t;
+  t = now_s();
+  PROBE_CHECK(cudaHostRegister(p, bytes, cudaHostRegisterDefault));
+  double reg = now_s() - t;
+  PROBE_CHECK(cudaHostUnregister(p));
+  free(p);
+  printf("%8.0f MiB  %s + touch %.4f s, cudaHostRegister %.4f s\n", mib,
+         !huge ? "malloc" : advised ? "huge-page malloc" : "huge-page malloc (madvise refused)", touch, reg);
+}
+
 /* Three ways to get `bytes` of pinned host memory, each timed with its first
  * touch (pages are only really there once written). */
 static void probe_pinned(size_t bytes) {
@@ -37,39 +60,8 @@ static void probe_pinned(size_t bytes) {
   PROBE_CHECK(cudaFreeHost(p));
   printf("%8.0f MiB  cudaHostAlloc %.4f s, first touch %.4f s, cudaFreeHost %.4f s\n", mib, alloc, touch,
          now_s() - t);
-
-  void *q = NULL;
-  if (posix_memalign(&q, 4096, bytes) != 0) {
-    fprintf(stderr, "setup-probe: cannot allocate %.0f MiB\n", mib);
-    exit(1);
-  }
-  t = now_s();
-  memset(q, 1, bytes);
-  double touch4k = now_s() - t;
-  t = now_s();
-  PROBE_CHECK(cudaHostRegister(q, bytes, cudaHostRegisterDefault));
-  double reg4k = now_s() - t;
-  PROBE_CHECK(cudaHostUnregister(q));
-  free(q);
-  printf("%8.0f MiB  malloc + touch %.4f s, cudaHostRegister %.4f s\n", mib, touch4k, reg4k);
-
-  /* Transparent huge pages: 512 times fewer pages for the driver to pin. */
-  void *h = NULL;
-  if (posix_memalign(&h, 2u << 20, bytes) != 0) {
-    fprintf(stderr, "setup-probe: cannot allocate %.0f MiB\n", mib);
-    exit(1);
-  }
-  int advised = madvise(h, bytes, MADV_HUGEPAGE) == 0;
-  t = now_s();
-  memset(h, 1, bytes);
-  double touch2m = now_s() - t;
-  t = now_s();
-  PROBE_CHECK(cudaHostRegister(h, bytes, cudaHostRegisterDefault));
-  double reg2m = now_s() - t;
-  PROBE_CHECK(cudaHostUnregister(h));
-  free(h);
-  printf("%8.0f MiB  huge-page malloc%s + touch %.4f s, cudaHostRegister %.4f s\n", mib,
-         advised ? "" : " (madvise refused)", touch2m, reg2m);
+  probe_register(bytes, 0);
+  probe_register(bytes, 1);
 }
 
 int main(int argc, char **argv) {
