@@ -60,7 +60,8 @@ static const char usage_text[] =
     "  --help                  show this help and exit\n"
     "\n"
     "exit status: 0 every run that ran passed its checks; 1 a run failed, violated its\n"
-    "invariant or was cut by the per-point timeout (the CSVs say which); 2 bad usage;\n"
+    "invariant or was cut by the per-point timeout (the CSVs say which), or --backend gpu\n"
+    "and no usable GPU; 2 bad usage;\n"
     "3 --max-time left points unrun.\n"
     "docs/BENCHMARKS.md describes every CSV column.\n";
 

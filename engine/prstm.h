@@ -465,7 +465,8 @@ int prstm_stream_submit(prstm_stream *stream, prstm_batch *batch);
  * NULL). The engine is free again afterwards. A second close returns
  * PRSTM_EINVAL. */
 int prstm_stream_close(prstm_stream *stream, prstm_stream_results *out);
-/* Frees the stream and frees the engine. One that was not closed is
+/* Frees the stream; the engine stays (destroy it separately) and may open
+ * another. A stream that was not closed is
  * discarded: runs already started finish and their state is brought back to
  * the engine (unless a CUDA error stopped the stream), and every transaction
  * not yet final stays pending. */

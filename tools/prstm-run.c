@@ -56,6 +56,7 @@ static const char usage_text[] =
     "\n"
     "exit status: 0 the run completed (abandoned transactions are results),\n"
     "             1 runtime failure (no usable GPU for --backend gpu, CUDA error,\n"
+    "               a verified batch or a state too large for the GPU's memory,\n"
     "               a run stopped by the watchdog,\n"
     "               violated invariant, unwritable output),\n"
     "             2 bad usage or input (the message names the file and the problem),\n"
