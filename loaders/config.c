@@ -141,8 +141,8 @@ static int copy_path(const cfg_ctx *c, const char *where, char *dst, size_t dstl
 }
 
 static int parse_engine(const cfg_ctx *c, const cJSON *root, prstm_options *opt) {
-  static const char *const keys[] = {"backend", "threads",    "lock_coverage", "semantic",
-                                     "retry_limit", "verify", "watchdog_s",  NULL};
+  static const char *const keys[] = {"backend",     "threads", "lock_coverage", "semantic",
+                                     "retry_limit", "verify",  "watchdog_s",    "chunk_rows", NULL};
   const cJSON *eng;
   int rc = get_object(c, root, "engine", "engine", 0, &eng);
   if (rc != 0 || eng == NULL) return rc;
@@ -185,7 +185,18 @@ static int parse_engine(const cfg_ctx *c, const cJSON *root, prstm_options *opt)
   }
   if ((rc = get_u32(c, eng, "retry_limit", "engine.retry_limit", 0, &opt->retry_limit)) != 0) return rc;
   if ((rc = get_bool(c, eng, "verify", "engine.verify", &opt->verify)) != 0) return rc;
-  return get_u32(c, eng, "watchdog_s", "engine.watchdog_s", 0, &opt->watchdog_s);
+  if ((rc = get_u32(c, eng, "watchdog_s", "engine.watchdog_s", 0, &opt->watchdog_s)) != 0) return rc;
+  /* 0 keeps the default: chunks only when the table does not fit the GPU. */
+  const cJSON *chunk = cJSON_GetObjectItemCaseSensitive(eng, "chunk_rows");
+  if ((rc = get_uint(c, eng, "chunk_rows", "engine.chunk_rows", 0, 0, UINT64_MAX, &opt->chunk_rows)) != 0) return rc;
+  /* A verified run is one execution; asking for both in one config is a
+   * contradiction, said here rather than left to run unchunked. */
+  if (chunk && opt->chunk_rows && opt->verify) {
+    prstm_errf(c->err, c->errlen, "%s: engine.chunk_rows: cannot be combined with engine.verify (a verified run is never chunked)",
+               c->file);
+    return PRSTM_ECONFIG;
+  }
+  return 0;
 }
 
 /* Builds the allowed keys of a section: its common keys, the bank-style

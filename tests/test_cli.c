@@ -478,6 +478,19 @@ Test(cli, chunk_rows_option_runs_in_chunks_with_the_same_outcomes_and_state) {
   assert_good_final_state(work_path("state.json"));
 }
 
+/* The same through the config's engine.chunk_rows. */
+Test(cli, config_chunk_rows_runs_in_chunks_with_the_same_outcomes_and_state) {
+  const run_result *r = RUN(cli_data("good_chunked.json"), "--backend", "cpu", "--final-state", "state.json");
+  assert_status(r, 0);
+  assert_contains(r->out, "chunked: ", "the summary");
+  assert_good_results(work_path("results.json"), "cpu");
+  assert_good_final_state(work_path("state.json"));
+}
+
+Test(cli, chunk_rows_option_with_a_verified_config_exits_2) {
+  assert_usage_error(RUN(cli_data("good_verified.json"), "--chunk-rows", "2"), "engine.verify");
+}
+
 Test(cli, results_option_overrides_the_configs_results_path) {
   const run_result *r = RUN(cli_data("good.json"), "--backend", "cpu", "--results", "elsewhere.json");
   assert_status(r, 0);

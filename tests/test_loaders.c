@@ -172,6 +172,8 @@ Test(loaders, inline_config_fills_every_section) {
   cr_assert_eq(cfg.options.lock_coverage, 2);
   cr_assert_eq(cfg.options.semantic, PRSTM_SEMANTIC_RETRY);
   cr_assert_eq(cfg.options.retry_limit, 7);
+  cr_assert_eq(cfg.options.watchdog_s, 9);
+  cr_assert_eq(cfg.options.chunk_rows, 3);
   cr_assert_eq(cfg.state.accounts, 8);
   cr_assert_eq(cfg.state.initial_balance, 100);
   cr_assert_eq(cfg.batch_kind, PRSTM_BATCH_INLINE);
@@ -193,6 +195,8 @@ Test(loaders, minimal_config_takes_documented_defaults) {
   cr_assert_eq(cfg.options.lock_coverage, def.lock_coverage);
   cr_assert_eq(cfg.options.semantic, def.semantic);
   cr_assert_eq(cfg.options.retry_limit, def.retry_limit);
+  cr_assert_eq(cfg.options.watchdog_s, def.watchdog_s);
+  cr_assert_eq(cfg.options.chunk_rows, def.chunk_rows);
   cr_assert_eq(cfg.state.accounts, 1);
   cr_assert_eq(cfg.state.initial_balance, 0);
   cr_assert_str_eq(cfg.results_path, "");
@@ -455,6 +459,15 @@ Test(loaders, unknown_backend_is_rejected) {
 Test(loaders, unknown_semantic_mode_is_rejected) {
   expect_config_error("bad_semantic.json", PRSTM_ECONFIG,
                       ": engine.semantic: expected 'postpone' or 'retry'");
+}
+
+Test(loaders, chunk_rows_with_verify_is_rejected) {
+  expect_config_error("chunk_rows_with_verify.json", PRSTM_ECONFIG,
+                      ": engine.chunk_rows: cannot be combined with engine.verify (a verified run is never chunked)");
+}
+
+Test(loaders, string_chunk_rows_is_rejected) {
+  expect_config_error("string_chunk_rows.json", PRSTM_ECONFIG, ": engine.chunk_rows: expected a non-negative integer");
 }
 
 Test(loaders, engine_section_must_be_an_object) {

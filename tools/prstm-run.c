@@ -48,8 +48,9 @@ static const char usage_text[] =
     "                           long (default 60; 0 turns the watchdog off)\n"
     "  --chunk-rows N           run the batch in chunks of at most N rows, carrying\n"
     "                           postponed transactions from chunk to chunk (default:\n"
-    "                           PRSTM_CHUNK_ROWS, else chunks only when the batch does\n"
-    "                           not fit the GPU's memory; not with --verify)\n"
+    "                           engine.chunk_rows, else PRSTM_CHUNK_ROWS, else chunks\n"
+    "                           only when the batch does not fit the GPU's memory;\n"
+    "                           not with --verify or engine.verify)\n"
     "  --quiet                  print nothing but errors (and no progress bar)\n"
     "  --help                   show this help and exit\n"
     "  --version                show the version and exit\n"
@@ -140,9 +141,11 @@ static int apply_overrides(const cli_args *a, prstm_config *cfg) {
     return -1;
   }
   /* A verified run is one execution, so the two cannot be combined; said
-   * here rather than left to run unchunked. */
-  if (a->chunk_rows && a->verify) {
-    fprintf(stderr, "prstm-run: --chunk-rows cannot be combined with --verify (a verified run is never chunked)\n");
+   * here rather than left to run unchunked. --verify itself overrides a
+   * config's engine.chunk_rows, as every option overrides its key. */
+  if (a->chunk_rows && (a->verify || cfg->options.verify)) {
+    fprintf(stderr, "prstm-run: --chunk-rows cannot be combined with --verify or engine.verify (a verified run is "
+                    "never chunked)\n");
     return -1;
   }
   if (a->verify) cfg->options.verify = 1;
