@@ -817,17 +817,30 @@ static int set_param(const prstm_workload *wl, double *params, const char *name,
   return 0;
 }
 
+/* A point of workload wl with what every experiment's points share: the
+ * workload's own state and generator defaults, the run's seed and CPU
+ * threads, lock coverage 1, every runner. */
+static void point_init(const bench_ctx *c, bench_point *p, const prstm_workload *wl, const char *experiment,
+                       const char *series) {
+  memset(p, 0, sizeof *p);
+  p->experiment = experiment;
+  p->series = series;
+  p->wl = wl;
+  prstm_state_spec_init(wl, &p->state);
+  prstm_generate_spec_init(wl, &p->gen);
+  p->gen.seed = c->o.seed;
+  p->cpu_threads = c->o.cpu_threads;
+  p->lock_coverage = 1;
+  p->runners = RUNNERS_ALL;
+}
+
 /* A bank point of 2-account transfers (or accounts_per_tx-wide ones) on the
  * configured accounts, no semantic pairs unless asked. */
 static bench_point bank_point(const bench_ctx *c, const char *experiment, const char *series, uint64_t transactions,
                               double read_only) {
   const sizes s = sizes_of(&c->o);
   bench_point p;
-  memset(&p, 0, sizeof p);
-  p.experiment = experiment;
-  p.series = series;
-  p.wl = &prstm_workload_bank;
-  prstm_state_spec_init(p.wl, &p.state);
+  point_init(c, &p, &prstm_workload_bank, experiment, series);
   p.state.accounts = s.bank_accounts;
   /* Balances no transfer of the batch can exhaust: the issue's bank points
    * have no semantic conflicts unless semantic pairs are asked for (those
@@ -835,9 +848,7 @@ static bench_point bank_point(const bench_ctx *c, const char *experiment, const 
    * 89M-transfer target batch left 1.2M transfers underfunded, and postpone
    * mode spent most of its time waiting for money that never came. */
   p.state.initial_balance = 1000000000;
-  prstm_generate_spec_init(p.wl, &p.gen);
   p.gen.transactions = transactions;
-  p.gen.seed = c->o.seed;
   p.gen.nmix = 1;
   p.gen.mix_names[0] = "transfer";
   p.gen.mix_weights[0] = 1.0;
@@ -845,10 +856,6 @@ static bench_point bank_point(const bench_ctx *c, const char *experiment, const 
   p.gen.amount_min = 1;
   p.gen.amount_max = 100;
   p.gen.read_only = read_only;
-  p.gpu_threads = 0;
-  p.cpu_threads = c->o.cpu_threads;
-  p.lock_coverage = 1;
-  p.runners = RUNNERS_ALL;
   return p;
 }
 
@@ -974,24 +981,15 @@ static bench_point vacation_point(const bench_ctx *c, const char *experiment, co
                                   int presorted) {
   const sizes s = sizes_of(&c->o);
   bench_point p;
-  memset(&p, 0, sizeof p);
-  p.experiment = experiment;
-  p.series = series;
-  p.wl = prstm_workload_find("vacation");
-  prstm_state_spec_init(p.wl, &p.state);
+  point_init(c, &p, prstm_workload_find("vacation"), experiment, series);
   if (c->o.quick) {
     set_param(p.wl, p.state.params, "customers", 2000);
     set_param(p.wl, p.state.params, "room_types", 50);
     set_param(p.wl, p.state.params, "rooms", 20);
   }
-  prstm_generate_spec_init(p.wl, &p.gen);
   p.gen.transactions = s.vacation_transactions;
-  p.gen.seed = c->o.seed;
   p.gen.semantic_ratio = ratio;
   p.gen.presorted = presorted;
-  p.cpu_threads = c->o.cpu_threads;
-  p.lock_coverage = 1;
-  p.runners = RUNNERS_ALL;
   p.x_name = "semantic_ratio";
   p.x = ratio;
   return p;
@@ -1034,19 +1032,13 @@ static int exp_semantic(bench_ctx *c, int vacation) {
  * an error, not a silent default. */
 static int workload_point(const bench_ctx *c, const char *wl_name, bench_point *p) {
   const sizes s = sizes_of(&c->o);
-  memset(p, 0, sizeof *p);
-  p->wl = prstm_workload_find(wl_name);
-  if (!p->wl) {
+  const prstm_workload *wl = prstm_workload_find(wl_name);
+  if (!wl) {
+    memset(p, 0, sizeof *p);
     fprintf(stderr, "prstm-bench: this build has no %s workload\n", wl_name);
     return PRSTM_EUNKNOWN;
   }
-  prstm_state_spec_init(p->wl, &p->state);
-  prstm_generate_spec_init(p->wl, &p->gen);
-  p->gen.seed = c->o.seed;
-  p->cpu_threads = c->o.cpu_threads;
-  p->lock_coverage = 1;
-  p->runners = RUNNERS_ALL;
-  p->series = wl_name;
+  point_init(c, p, wl, NULL, wl_name);
   int rc = 0;
   double *sp = p->state.params;
   if (strcmp(wl_name, "skiplist") == 0) {

@@ -42,6 +42,26 @@ static prstm_engine *open_engine(prstm_backend backend, const prstm_word *words,
   return open_engine_chunked(backend, words, nwords, 0);
 }
 
+/* A stream on e, which must open. */
+static prstm_stream *open_stream(prstm_engine *e) {
+  prstm_stream *s = NULL;
+  cr_assert_eq(prstm_stream_open(e, &s), 0, "%s", prstm_engine_error(e));
+  return s;
+}
+
+static void submit_ok(prstm_stream *s, prstm_batch *b) {
+  cr_assert_eq(prstm_stream_submit(s, b), 0, "%s", prstm_stream_error(s));
+}
+
+static void close_ok(prstm_stream *s, prstm_stream_results *r) {
+  cr_assert_eq(prstm_stream_close(s, r), 0, "%s", prstm_stream_error(s));
+}
+
+static void destroy_stream_and_engine(prstm_stream *s, prstm_engine *e) {
+  prstm_stream_destroy(s);
+  prstm_engine_destroy(e);
+}
+
 static prstm_batch *new_batch(void) {
   prstm_batch *b = NULL;
   cr_assert_eq(prstm_batch_create(&b, bank()), 0);
@@ -93,8 +113,7 @@ static void stream_conserves_money(prstm_backend backend) {
   prstm_word words[ACCOUNTS];
   for (int i = 0; i < ACCOUNTS; i++) words[i] = 40;
   prstm_engine *e = open_engine(backend, words, ACCOUNTS);
-  prstm_stream *s = NULL;
-  cr_assert_eq(prstm_stream_open(e, &s), 0, "%s", prstm_engine_error(e));
+  prstm_stream *s = open_stream(e);
   done_log log = {0};
   cr_assert_eq(prstm_stream_set_done(s, on_done, &log), 0);
   prstm_batch *b[BATCHES];
@@ -106,10 +125,10 @@ static void stream_conserves_money(prstm_backend backend) {
       uint64_t from = (seed >> 20) % ACCOUNTS, to = (seed >> 40) % ACCOUNTS, amount = 1 + (seed >> 8) % 60;
       add(b[k], BANK_TRANSFER, from, to, amount);
     }
-    cr_assert_eq(prstm_stream_submit(s, b[k]), 0, "%s", prstm_stream_error(s));
+    submit_ok(s, b[k]);
   }
   prstm_stream_results r;
-  cr_assert_eq(prstm_stream_close(s, &r), 0, "%s", prstm_stream_error(s));
+  close_ok(s, &r);
   cr_assert_eq(r.batches, BATCHES);
   cr_assert_eq(r.transactions, (uint64_t)BATCHES * PER_BATCH);
   cr_assert_eq(r.committed + r.abandoned + r.failed, r.transactions, "every transaction must end final");
@@ -143,8 +162,7 @@ static void stream_conserves_money(prstm_backend backend) {
   cr_assert_eq(committed, r.committed);
   cr_assert_eq(abandoned, r.abandoned);
   for (int k = 0; k < BATCHES; k++) prstm_batch_destroy(b[k]);
-  prstm_stream_destroy(s);
-  prstm_engine_destroy(e);
+  destroy_stream_and_engine(s, e);
 }
 
 Test(stream_cpu, conserves_money_and_finishes_every_batch) { stream_conserves_money(PRSTM_BACKEND_CPU); }
@@ -156,15 +174,14 @@ static void withdrawal_funded_by_later_batch_commits(prstm_backend backend) {
   need_backend(backend);
   prstm_word words[8] = {0};
   prstm_engine *e = open_engine(backend, words, 8);
-  prstm_stream *s = NULL;
-  cr_assert_eq(prstm_stream_open(e, &s), 0, "%s", prstm_engine_error(e));
+  prstm_stream *s = open_stream(e);
   prstm_batch *b1 = new_batch(), *b2 = new_batch();
   add(b1, BANK_WITHDRAW, 3, 50, 0);
   add(b2, BANK_DEPOSIT, 3, 50, 0);
-  cr_assert_eq(prstm_stream_submit(s, b1), 0, "%s", prstm_stream_error(s));
-  cr_assert_eq(prstm_stream_submit(s, b2), 0, "%s", prstm_stream_error(s));
+  submit_ok(s, b1);
+  submit_ok(s, b2);
   prstm_stream_results r;
-  cr_assert_eq(prstm_stream_close(s, &r), 0, "%s", prstm_stream_error(s));
+  close_ok(s, &r);
   cr_assert_eq(status_of(b1, 0, NULL), PRSTM_COMMITTED, "the carried withdrawal must commit");
   cr_assert_eq(status_of(b2, 0, NULL), PRSTM_COMMITTED);
   cr_assert_eq(r.committed, 2);
@@ -173,8 +190,7 @@ static void withdrawal_funded_by_later_batch_commits(prstm_backend backend) {
   cr_assert_eq(prstm_engine_state(e, NULL)[3], 0);
   prstm_batch_destroy(b1);
   prstm_batch_destroy(b2);
-  prstm_stream_destroy(s);
-  prstm_engine_destroy(e);
+  destroy_stream_and_engine(s, e);
 }
 
 Test(stream_cpu, withdrawal_funded_by_a_later_batch_commits) { withdrawal_funded_by_later_batch_commits(PRSTM_BACKEND_CPU); }
@@ -187,28 +203,27 @@ static void unfunded_withdrawal_abandoned_only_at_close(prstm_backend backend) {
   need_backend(backend);
   prstm_word words[16] = {0};
   prstm_engine *e = open_engine(backend, words, 16);
-  prstm_stream *s = NULL;
-  cr_assert_eq(prstm_stream_open(e, &s), 0, "%s", prstm_engine_error(e));
+  prstm_stream *s = open_stream(e);
   done_log log = {0};
   cr_assert_eq(prstm_stream_set_done(s, on_done, &log), 0);
   prstm_batch *first = new_batch();
   add(first, BANK_WITHDRAW, 5, 100, 0); /* never funded */
   add(first, BANK_WITHDRAW, 6, 100, 0); /* funded by 60 only */
   add(first, BANK_DEPOSIT, 7, 10, 0);
-  cr_assert_eq(prstm_stream_submit(s, first), 0, "%s", prstm_stream_error(s));
+  submit_ok(s, first);
   prstm_batch *later[4];
   for (int k = 0; k < 4; k++) {
     later[k] = new_batch();
     add(later[k], BANK_DEPOSIT, 8 + (unsigned)k, 5, 0);
     add(later[k], BANK_DEPOSIT, 6, 15, 0);
-    cr_assert_eq(prstm_stream_submit(s, later[k]), 0, "%s", prstm_stream_error(s));
+    submit_ok(s, later[k]);
   }
   /* Three batches later the first is still open: its withdrawals are pending. */
   cr_assert_eq(status_of(first, 0, NULL), PRSTM_PENDING);
   cr_assert_eq(status_of(first, 1, NULL), PRSTM_PENDING);
   for (uint64_t k = 0; k < log.count; k++) cr_assert_neq(log.batch[k], first, "the first batch is not done yet");
   prstm_stream_results r;
-  cr_assert_eq(prstm_stream_close(s, &r), 0, "%s", prstm_stream_error(s));
+  close_ok(s, &r);
   unsigned reason = 0;
   cr_assert_eq(status_of(first, 0, &reason), PRSTM_ABANDONED);
   cr_assert_eq(reason, PRSTM_REASON_QUIESCENT);
@@ -224,8 +239,7 @@ static void unfunded_withdrawal_abandoned_only_at_close(prstm_backend backend) {
   cr_assert_eq(w[6], 60);
   prstm_batch_destroy(first);
   for (int k = 0; k < 4; k++) prstm_batch_destroy(later[k]);
-  prstm_stream_destroy(s);
-  prstm_engine_destroy(e);
+  destroy_stream_and_engine(s, e);
 }
 
 Test(stream_cpu, unfunded_withdrawal_is_abandoned_only_at_close) {
@@ -362,15 +376,14 @@ Test(stream_cpu, close_in_rounds_commits_what_is_funded_and_abandons_the_rest) {
   cr_assert_eq(setenv("PRSTM_CHUNK_ROWS", "4", 1), 0);
   prstm_word words[64] = {0};
   prstm_engine *e = open_engine(PRSTM_BACKEND_CPU, words, 64);
-  prstm_stream *s = NULL;
-  cr_assert_eq(prstm_stream_open(e, &s), 0, "%s", prstm_engine_error(e));
+  prstm_stream *s = open_stream(e);
   prstm_batch *a = new_batch(), *b = new_batch();
   for (unsigned i = 0; i < 40; i++) add(a, BANK_WITHDRAW, i, 7, 0);
   for (unsigned i = 0; i < 40; i += 2) add(b, BANK_DEPOSIT, i, 7, 0);
-  cr_assert_eq(prstm_stream_submit(s, a), 0, "%s", prstm_stream_error(s));
-  cr_assert_eq(prstm_stream_submit(s, b), 0, "%s", prstm_stream_error(s));
+  submit_ok(s, a);
+  submit_ok(s, b);
   prstm_stream_results r;
-  cr_assert_eq(prstm_stream_close(s, &r), 0, "%s", prstm_stream_error(s));
+  close_ok(s, &r);
   cr_assert_eq(r.unit_rows, 4);
   cr_assert_gt(r.runs, 15);
   for (unsigned i = 0; i < 40; i++) {
@@ -388,8 +401,7 @@ Test(stream_cpu, close_in_rounds_commits_what_is_funded_and_abandons_the_rest) {
   cr_assert_eq(total_money(e), 0);
   prstm_batch_destroy(a);
   prstm_batch_destroy(b);
-  prstm_stream_destroy(s);
-  prstm_engine_destroy(e);
+  destroy_stream_and_engine(s, e);
   unsetenv("PRSTM_CHUNK_ROWS");
 }
 
@@ -398,41 +410,38 @@ Test(stream_cpu, close_in_rounds_commits_what_is_funded_and_abandons_the_rest) {
 Test(stream_cpu, a_done_batch_can_be_resubmitted_a_running_one_cannot) {
   prstm_word words[4] = {0};
   prstm_engine *e = open_engine(PRSTM_BACKEND_CPU, words, 4);
-  prstm_stream *s = NULL;
-  cr_assert_eq(prstm_stream_open(e, &s), 0);
+  prstm_stream *s = open_stream(e);
   done_log log = {0};
   prstm_stream_set_done(s, on_done, &log);
   prstm_batch *b = new_batch();
   add(b, BANK_DEPOSIT, 1, 5, 0);
-  cr_assert_eq(prstm_stream_submit(s, b), 0);
+  submit_ok(s, b);
   prstm_batch *blocked = new_batch();
   add(blocked, BANK_WITHDRAW, 2, 5, 0);
-  cr_assert_eq(prstm_stream_submit(s, blocked), 0);
+  submit_ok(s, blocked);
   cr_assert_eq(prstm_stream_submit(s, blocked), PRSTM_EINVAL, "a batch still running cannot be submitted again");
   cr_assert(strstr(prstm_stream_error(s), "still running") != NULL, "%s", prstm_stream_error(s));
   cr_assert_eq(log.count, 1, "the deposit's batch is done");
   cr_assert_eq(log.batch[0], b);
   cr_assert_eq(prstm_stream_submit(s, b), 0, "a done batch can run again");
   prstm_stream_results r;
-  cr_assert_eq(prstm_stream_close(s, &r), 0);
+  close_ok(s, &r);
   cr_assert_eq(prstm_engine_state(e, NULL)[1], 10);
   cr_assert_eq(r.batches, 3);
   cr_assert_eq(r.committed, 2);
   cr_assert_eq(r.abandoned, 1);
   prstm_batch_destroy(b);
   prstm_batch_destroy(blocked);
-  prstm_stream_destroy(s);
-  prstm_engine_destroy(e);
+  destroy_stream_and_engine(s, e);
 }
 
 Test(stream_cpu, submit_after_close_is_an_error) {
   prstm_word words[4] = {0};
   prstm_engine *e = open_engine(PRSTM_BACKEND_CPU, words, 4);
-  prstm_stream *s = NULL;
-  cr_assert_eq(prstm_stream_open(e, &s), 0);
+  prstm_stream *s = open_stream(e);
   prstm_batch *b = new_batch();
   add(b, BANK_DEPOSIT, 1, 5, 0);
-  cr_assert_eq(prstm_stream_submit(s, b), 0);
+  submit_ok(s, b);
   cr_assert_eq(prstm_stream_close(s, NULL), 0);
   cr_assert_eq(prstm_stream_submit(s, b), PRSTM_EINVAL);
   cr_assert(strstr(prstm_stream_error(s), "closed") != NULL, "%s", prstm_stream_error(s));
@@ -442,8 +451,7 @@ Test(stream_cpu, submit_after_close_is_an_error) {
   cr_assert_eq(prstm_engine_run(e, b, &r), 0, "%s", prstm_engine_error(e));
   cr_assert_eq(prstm_engine_state(e, NULL)[1], 10);
   prstm_batch_destroy(b);
-  prstm_stream_destroy(s);
-  prstm_engine_destroy(e);
+  destroy_stream_and_engine(s, e);
 }
 
 Test(stream_cpu, bad_arguments_are_refused) {
@@ -489,7 +497,7 @@ Test(stream_cpu, bad_arguments_are_refused) {
   cr_assert_eq(prstm_stream_submit(s, other), PRSTM_EINVAL);
   prstm_batch_destroy(other);
   /* The first batch sets the row width; a wider one later is refused. */
-  cr_assert_eq(prstm_stream_submit(s, b), 0);
+  submit_ok(s, b);
   prstm_batch *wide = new_batch();
   prstm_word multi[6] = {0, 1, 4, 1, 2, 3}; /* to 0, amount 1, four sources */
   cr_assert_eq(prstm_batch_append(wide, BANK_TRANSFER_MULTI, multi, 6), 0);
@@ -500,8 +508,7 @@ Test(stream_cpu, bad_arguments_are_refused) {
   cr_assert_eq(prstm_engine_state(e, NULL)[1], 5);
   prstm_batch_destroy(wide);
   prstm_batch_destroy(b);
-  prstm_stream_destroy(s);
-  prstm_engine_destroy(e);
+  destroy_stream_and_engine(s, e);
 }
 
 /* A stream given up without close keeps what already ran and frees the
@@ -509,11 +516,10 @@ Test(stream_cpu, bad_arguments_are_refused) {
 Test(stream_cpu, destroy_without_close_frees_the_engine) {
   prstm_word words[4] = {0};
   prstm_engine *e = open_engine(PRSTM_BACKEND_CPU, words, 4);
-  prstm_stream *s = NULL;
-  cr_assert_eq(prstm_stream_open(e, &s), 0);
+  prstm_stream *s = open_stream(e);
   prstm_batch *b = new_batch();
   add(b, BANK_DEPOSIT, 2, 9, 0);
-  cr_assert_eq(prstm_stream_submit(s, b), 0);
+  submit_ok(s, b);
   prstm_stream_destroy(s);
   cr_assert_eq(prstm_engine_state(e, NULL)[2], 9);
   prstm_results r;
@@ -527,19 +533,17 @@ Test(stream_cpu, destroy_without_close_frees_the_engine) {
 Test(stream_cpu, empty_stream_and_empty_batch) {
   prstm_word words[4] = {0};
   prstm_engine *e = open_engine(PRSTM_BACKEND_CPU, words, 4);
-  prstm_stream *s = NULL;
-  cr_assert_eq(prstm_stream_open(e, &s), 0);
+  prstm_stream *s = open_stream(e);
   done_log log = {0};
   prstm_stream_set_done(s, on_done, &log);
   prstm_batch *empty = new_batch();
-  cr_assert_eq(prstm_stream_submit(s, empty), 0);
+  submit_ok(s, empty);
   cr_assert_eq(log.count, 1);
   prstm_stream_results r;
-  cr_assert_eq(prstm_stream_close(s, &r), 0);
+  close_ok(s, &r);
   cr_assert_eq(r.batches, 1);
   cr_assert_eq(r.transactions, 0);
   cr_assert_eq(r.runs, 0);
   prstm_batch_destroy(empty);
-  prstm_stream_destroy(s);
-  prstm_engine_destroy(e);
+  destroy_stream_and_engine(s, e);
 }
