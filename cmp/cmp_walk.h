@@ -8,7 +8,23 @@
  * returns PRSTM_COMMIT, PRSTM_POSTPONE or PRSTM_FAIL. */
 typedef int (*prstm_dispatch_fn)(prstm_tx *tx, unsigned type);
 
-#define PRSTM_Q_STALLED_MASK 0xffffffffull
+/* The word PRSTM_Q_EPOCH_STALLED: epoch tag (the epoch's low 22 bits) |
+ * registrations not yet confirmed (21) | threads stalled in the epoch (21).
+ * Thread counts fit in 21 bits (PRSTM_MAX_THREADS). A registration adds to
+ * both low fields in one fetch-and-add, then confirms (or undoes) itself;
+ * quiescence is judged only on a word with nothing unconfirmed. The epoch in
+ * full is PRSTM_Q_EPOCH, which a bump advances after the tag: a tag can come
+ * round again, the full epoch cannot. See cmp_wait_quiescent. */
+#define PRSTM_Q_COUNT_BITS 21
+#define PRSTM_Q_COUNT_MASK ((1ull << PRSTM_Q_COUNT_BITS) - 1)
+#define PRSTM_Q_UNCONFIRMED_ONE (1ull << PRSTM_Q_COUNT_BITS)
+#define PRSTM_Q_UNCONFIRMED_MASK (PRSTM_Q_COUNT_MASK << PRSTM_Q_COUNT_BITS)
+#define PRSTM_Q_EPOCH_SHIFT (2 * PRSTM_Q_COUNT_BITS)
+#define PRSTM_Q_TAG_MASK ((1ull << (64 - PRSTM_Q_EPOCH_SHIFT)) - 1)
+PRSTM_INLINE uint64_t prstm_q_epoch(uint64_t s) { return s >> PRSTM_Q_EPOCH_SHIFT; }
+PRSTM_INLINE uint64_t prstm_q_tag(uint64_t epoch) { return epoch & PRSTM_Q_TAG_MASK; }
+PRSTM_INLINE uint64_t prstm_q_stalled(uint64_t s) { return s & PRSTM_Q_COUNT_MASK; }
+PRSTM_INLINE uint64_t prstm_q_unconfirmed(uint64_t s) { return (s & PRSTM_Q_UNCONFIRMED_MASK) >> PRSTM_Q_COUNT_BITS; }
 
 /* prstm_exec_ctx.semantic holds the semantic mode in its low byte and run
  * flags above it. KEEP_POSTPONED: at global quiescence the postponed rows
@@ -104,15 +120,23 @@ PRSTM_INLINE unsigned cmp_attempt(prstm_tx *tx, const prstm_exec_ctx *ctx, uint6
  * thread: if the CAS fails because the epoch already moved after the load
  * below, that change serves. So a crowd of threads ending their sweeps
  * together costs one CAS each, not a retry loop on one word (which made the
- * end of a full-GPU sweep quadratic in the thread count). */
+ * end of a full-GPU sweep quadratic in the thread count). The new epoch
+ * starts with no stalled thread, but keeps the unconfirmed registrations:
+ * each of those is taken back by its own thread (cmp_wait_quiescent). */
 PRSTM_INLINE void cmp_bump_epoch(const prstm_exec_ctx *ctx) {
   uint64_t *q = &ctx->quiesce[PRSTM_Q_EPOCH_STALLED];
   prstm_fence_sc(); /* commits of the sweep happen before the loads below */
   uint64_t s = prstm_load_acquire(q);
   for (unsigned round = 0;; round++) {
-    if (prstm_cas(q, s, ((s >> 32) + 1) << 32)) return;
+    uint64_t next = (prstm_q_tag(prstm_q_epoch(s) + 1) << PRSTM_Q_EPOCH_SHIFT) | (s & PRSTM_Q_UNCONFIRMED_MASK);
+    if (prstm_cas(q, s, next)) {
+      /* The full epoch follows the tag; a sweep that reads it has seen the
+       * commits behind every bump it counts. */
+      prstm_fetch_add(&ctx->quiesce[PRSTM_Q_EPOCH], 1);
+      return;
+    }
     uint64_t now = prstm_load_acquire(q);
-    if ((now >> 32) != (s >> 32)) return;
+    if (prstm_q_epoch(now) != prstm_q_epoch(s)) return;
     s = now; /* only a stalled thread registered: the epoch must still move */
     prstm_pause(round);
   }
@@ -127,28 +151,64 @@ PRSTM_INLINE int cmp_woken(unsigned round) {
   return 0;
 }
 
+/* A registration whose add landed in a later epoch than the one its sweep
+ * saw: it must not count there. If that epoch is still current, its stall is
+ * taken back with it; if the epoch moved again, the bump already dropped the
+ * stall, and only the unconfirmed mark is left to take back. Rare (the
+ * epoch moved within a few instructions), so a CAS loop serves. */
+PRSTM_INLINE void cmp_unregister_stale(uint64_t *q, uint64_t landed_epoch) {
+  for (unsigned round = 0;; round++) {
+    uint64_t s = prstm_load_acquire(q);
+    if (prstm_q_epoch(s) != landed_epoch) {
+      prstm_fetch_add(q, (uint64_t)0 - PRSTM_Q_UNCONFIRMED_ONE);
+      return;
+    }
+    if (prstm_cas(q, s, s - PRSTM_Q_UNCONFIRMED_ONE - 1)) return;
+    prstm_pause(round);
+  }
+}
+
 /* Called after a full sweep in `epoch` that committed nothing. Returns 0 when
  * the epoch moved (something committed: sweep again) and 1 at global
  * quiescence: every other thread is finished or stalled in this same epoch, so
  * no commit can happen anywhere and the state can never change again.
- * Returns -1 when the host stopped the run. */
+ * Returns -1 when the host stopped the run.
+ *
+ * Registering used to be a CAS of the epoch word from (epoch, k) to (epoch,
+ * k + 1), retried while other threads registered: with thousands of threads
+ * stalled at once (the unfundable rows at the end of a run) each epoch cost a
+ * queue of CAS round trips, one success per round trip. Now a registration
+ * is one fetch-and-add, which never retries: it adds a stall and an
+ * unconfirmed mark together, then looks at the epoch the add landed in. The
+ * same epoch: the stall is real, and a second add removes the mark. A later
+ * one (a bump came between the sweep and the add): the stall is false, and
+ * cmp_unregister_stale removes it with the mark. A false stall is therefore
+ * only ever counted together with a mark, and quiescence is judged on a word
+ * without marks, where every stall counted is a real one of this epoch.
+ *
+ * `epoch` is the full epoch (PRSTM_Q_EPOCH) read at the start of the sweep.
+ * A tag equal to its low bits could come from an epoch 2^22 bumps later; the
+ * full epoch read again after the add rules that out (it lags the tag by at
+ * most the bumps in flight, fewer than 2^21), and any other change of it
+ * since the sweep began also sends this thread back to sweep, which is
+ * always safe. */
 PRSTM_INLINE int cmp_wait_quiescent(const prstm_exec_ctx *ctx, uint64_t epoch) {
   uint64_t *q = ctx->quiesce;
-  for (unsigned round = 0;; round++) {
-    uint64_t s = prstm_load_acquire(&q[PRSTM_Q_EPOCH_STALLED]);
-    if ((s >> 32) != epoch) return cmp_woken(round);
-    if (prstm_cas(&q[PRSTM_Q_EPOCH_STALLED], s, s + 1)) break;
-    prstm_pause(round);
+  uint64_t before = prstm_fetch_add(&q[PRSTM_Q_EPOCH_STALLED], PRSTM_Q_UNCONFIRMED_ONE + 1);
+  if (prstm_q_epoch(before) != prstm_q_tag(epoch) || prstm_load_acquire(&q[PRSTM_Q_EPOCH]) != epoch) {
+    cmp_unregister_stale(&q[PRSTM_Q_EPOCH_STALLED], prstm_q_epoch(before));
+    return cmp_woken(0);
   }
+  prstm_fetch_add(&q[PRSTM_Q_EPOCH_STALLED], (uint64_t)0 - PRSTM_Q_UNCONFIRMED_ONE);
   for (unsigned round = 0;; round++) {
     if (PRSTM_STOPPED(ctx)) return -1;
     uint64_t s1 = prstm_load_acquire(&q[PRSTM_Q_EPOCH_STALLED]);
-    if ((s1 >> 32) != epoch) return cmp_woken(round);
+    if (prstm_q_epoch(s1) != prstm_q_tag(epoch)) return cmp_woken(round);
     uint64_t done = prstm_load_acquire(&q[PRSTM_Q_DONE]);
     /* The epoch word read again unchanged proves no commit-and-finish slipped
      * in between the two reads. */
     uint64_t s2 = prstm_load_acquire(&q[PRSTM_Q_EPOCH_STALLED]);
-    if (s1 == s2 && (s1 & PRSTM_Q_STALLED_MASK) + done >= ctx->nthreads) return 1;
+    if (s1 == s2 && prstm_q_unconfirmed(s1) == 0 && prstm_q_stalled(s1) + done >= ctx->nthreads) return 1;
     prstm_pause(round + 3);
   }
 }
@@ -233,7 +293,7 @@ PRSTM_INLINE void cmp_walk_postpone(prstm_tx *tx, const prstm_exec_ctx *ctx, uin
    * one cost (bounded, see prstm_backoff). */
   unsigned futile = 0;
   while (pending > 0) {
-    uint64_t epoch = prstm_load_acquire(&ctx->quiesce[PRSTM_Q_EPOCH_STALLED]) >> 32;
+    uint64_t epoch = prstm_load_acquire(&ctx->quiesce[PRSTM_Q_EPOCH]);
     /* The epoch may have been moved by a thread other than the committers it
      * stands for (cmp_bump_epoch); a full fence per sweep makes their commits
      * visible to this sweep under the PTX and C11 models, not only in practice. */

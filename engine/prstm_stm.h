@@ -20,7 +20,7 @@ typedef struct prstm_thread_stats {
 
 /* Global words of the termination protocol (cmp_walk.h). */
 enum {
-  PRSTM_Q_EPOCH_STALLED = 0, /* epoch << 32 | threads stalled in that epoch */
+  PRSTM_Q_EPOCH_STALLED = 0, /* epoch | unconfirmed | threads stalled in that epoch (cmp_walk.h) */
   PRSTM_Q_DONE = 1,          /* threads whose block is entirely final */
   PRSTM_Q_SEQUENCE = 2,      /* commit sequence (verification) */
   PRSTM_Q_STOP = 3,          /* set by the host's watchdog: every thread leaves */
@@ -28,7 +28,8 @@ enum {
   PRSTM_Q_FINISHED = 5,      /* threads that have left their walk */
   PRSTM_Q_FAILED = 6,        /* failures published so far (watchdog, progress observer) */
   PRSTM_Q_ABANDONED = 7,     /* abandonments published so far (progress observer) */
-  PRSTM_Q_WORDS = 8
+  PRSTM_Q_EPOCH = 8,         /* the epoch in full; PRSTM_Q_EPOCH_STALLED holds its low bits */
+  PRSTM_Q_WORDS = 9
 };
 
 /* A thread publishes its counts (PRSTM_Q_COMMITTED, _FAILED, _ABANDONED)
