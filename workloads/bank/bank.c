@@ -6,8 +6,10 @@
 #include "../workload_util.h"
 #include "bank_body.h"
 
+PRSTM_CPU_WORKER(bank_pair, bank_dispatch, BANK_PAIR_CAPACITY)
 PRSTM_CPU_WORKER(bank_small, bank_dispatch, BANK_SMALL_CAPACITY)
 PRSTM_CPU_WORKER(bank_wide, bank_dispatch, BANK_WIDE_CAPACITY)
+WL_DECLARE_GPU_HOOKS(bank_pair);
 WL_DECLARE_GPU_HOOKS(bank_small);
 WL_DECLARE_GPU_HOOKS(bank_wide);
 
@@ -236,8 +238,9 @@ const prstm_workload prstm_workload_bank = {
     .name = "bank",
     .ntypes = sizeof bank_types / sizeof bank_types[0],
     .types = bank_types,
-    .nvariants = 2,
-    .variants = {{BANK_SMALL_COLUMNS, BANK_SMALL_CAPACITY, bank_small_cpu_worker, WL_GPU_HOOKS(bank_small)},
+    .nvariants = 3,
+    .variants = {{BANK_PAIR_COLUMNS, BANK_PAIR_CAPACITY, bank_pair_cpu_worker, WL_GPU_HOOKS(bank_pair)},
+                 {BANK_SMALL_COLUMNS, BANK_SMALL_CAPACITY, bank_small_cpu_worker, WL_GPU_HOOKS(bank_small)},
                  {PRSTM_MAX_COLUMNS, BANK_WIDE_CAPACITY, bank_wide_cpu_worker, WL_GPU_HOOKS(bank_wide)}},
     .init_state = bank_init_state,
     .generate = bank_generate,

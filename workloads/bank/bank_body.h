@@ -75,8 +75,15 @@ PRSTM_INLINE int bank_dispatch(prstm_tx *tx, unsigned type) {
   }
 }
 
-/* Set capacities of the two instantiations: transfers of up to 127 sources
+/* Set capacities of the three instantiations. Rows of at most three
+ * argument words (deposit, withdraw, transfer, balance) touch at most two
+ * accounts, so the pair variant's sets hold two entries: 112 bytes of
+ * thread-local memory instead of the small variant's 448, which on the GPU
+ * keeps the sets of several times more threads in an SM's L1
+ * (docs/PERFORMANCE.md, the resource report). Transfers of up to 127 sources
  * plus the target fit the wide one. */
+#define BANK_PAIR_CAPACITY 2
+#define BANK_PAIR_COLUMNS 3
 #define BANK_SMALL_CAPACITY 8
 #define BANK_SMALL_COLUMNS 4
 #define BANK_WIDE_CAPACITY 136

@@ -1,5 +1,6 @@
 /* bank_gpu.cu: the bank's persistent GPU kernels, instantiated from the shared bodies. */
 #include "bank_body.h"
 
+PRSTM_GPU_WORKER(bank_pair, bank_dispatch, BANK_PAIR_CAPACITY)
 PRSTM_GPU_WORKER(bank_small, bank_dispatch, BANK_SMALL_CAPACITY)
 PRSTM_GPU_WORKER(bank_wide, bank_dispatch, BANK_WIDE_CAPACITY)
