@@ -393,9 +393,18 @@ int prstm_gpu_kernel_max_threads(const void *kernel, uint32_t *max_threads, char
 }
 #endif
 #define PRSTM_GPU_BLOCK_THREADS 128
+/* At least this many blocks of PRSTM_GPU_BLOCK_THREADS per SM (512
+ * threads, twice the default of 256 per SM), which leaves ptxas up to 128
+ * registers a thread. With the block size alone as the bound, ptxas aimed at
+ * 16 blocks an SM and capped the walk at 40-72 registers, spilling 0.6-1.2
+ * KB of code's worth in every engine kernel (tools/resource-report.sh); with
+ * this bound none spills. A full GPU then holds fewer threads than before,
+ * which the engine never ran best at (docs/PERFORMANCE.md). */
+#define PRSTM_GPU_MIN_BLOCKS_PER_SM 4
 #define PRSTM_GPU_WORKER(NAME, DISPATCH, CAP)                                              \
   PRSTM_DEFINE_WORKER(NAME, DISPATCH, CAP)                                                 \
-  __global__ void __launch_bounds__(PRSTM_GPU_BLOCK_THREADS) NAME##_kernel(prstm_exec_ctx ctx) { \
+  __global__ void __launch_bounds__(PRSTM_GPU_BLOCK_THREADS, PRSTM_GPU_MIN_BLOCKS_PER_SM)   \
+      NAME##_kernel(prstm_exec_ctx ctx) {                                                  \
     NAME##_worker(&ctx, (uint32_t)(blockIdx.x * blockDim.x + threadIdx.x));                \
   }                                                                                        \
   extern "C" int NAME##_gpu_launch(const prstm_exec_ctx *ctx, uint32_t threads, char *err, \
