@@ -154,8 +154,9 @@ PRSTM_INLINE int cmp_woken(unsigned round) {
 /* A registration whose add landed in a later epoch than the one its sweep
  * saw: it must not count there. If that epoch is still current, its stall is
  * taken back with it; if the epoch moved again, the bump already dropped the
- * stall, and only the unconfirmed mark is left to take back. Rare (the
- * epoch moved within a few instructions), so a CAS loop serves. */
+ * stall, and only the unconfirmed mark is left to take back. Rare: the
+ * caller checked the full epoch just before its add, so a bump had to land
+ * within those few instructions. A CAS loop serves. */
 PRSTM_INLINE void cmp_unregister_stale(uint64_t *q, uint64_t landed_epoch) {
   for (unsigned round = 0;; round++) {
     uint64_t s = prstm_load_acquire(q);
@@ -194,6 +195,10 @@ PRSTM_INLINE void cmp_unregister_stale(uint64_t *q, uint64_t landed_epoch) {
  * always safe. */
 PRSTM_INLINE int cmp_wait_quiescent(const prstm_exec_ctx *ctx, uint64_t epoch) {
   uint64_t *q = ctx->quiesce;
+  /* Most sweeps that end in a stale epoch are seen here, with a load, and
+   * never touch the shared word (a thread that stalls in the tail of a run
+   * often does, while others still commit). */
+  if (prstm_load_acquire(&q[PRSTM_Q_EPOCH]) != epoch) return cmp_woken(0);
   uint64_t before = prstm_fetch_add(&q[PRSTM_Q_EPOCH_STALLED], PRSTM_Q_UNCONFIRMED_ONE + 1);
   if (prstm_q_epoch(before) != prstm_q_tag(epoch) || prstm_load_acquire(&q[PRSTM_Q_EPOCH]) != epoch) {
     cmp_unregister_stale(&q[PRSTM_Q_EPOCH_STALLED], prstm_q_epoch(before));
@@ -203,7 +208,9 @@ PRSTM_INLINE int cmp_wait_quiescent(const prstm_exec_ctx *ctx, uint64_t epoch) {
   for (unsigned round = 0;; round++) {
     if (PRSTM_STOPPED(ctx)) return -1;
     uint64_t s1 = prstm_load_acquire(&q[PRSTM_Q_EPOCH_STALLED]);
-    if (prstm_q_epoch(s1) != prstm_q_tag(epoch)) return cmp_woken(round);
+    /* The full epoch too: a tag can come round again after 2^22 bumps. */
+    if (prstm_q_epoch(s1) != prstm_q_tag(epoch) || prstm_load_acquire(&q[PRSTM_Q_EPOCH]) != epoch)
+      return cmp_woken(round);
     uint64_t done = prstm_load_acquire(&q[PRSTM_Q_DONE]);
     /* The epoch word read again unchanged proves no commit-and-finish slipped
      * in between the two reads. */
