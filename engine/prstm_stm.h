@@ -383,7 +383,8 @@ PRSTM_INLINE int prstm_tx_commit(prstm_tx *tx, uint64_t *sequence) {
       if (got == 2) own_at_read_version++;
     }
   }
-  if (tx->nlocks && own_at_read_version == tx->nreads && !sequence) {
+  const int all_reads_owned = tx->nlocks && own_at_read_version == tx->nreads;
+  if (all_reads_owned) {
     /* Every lock read is pre-locked by this attempt at the version read (a
      * bank transfer: read two accounts, write both). Nothing is left to
      * validate: the pre-locks themselves prove that no commit came between
@@ -391,8 +392,8 @@ PRSTM_INLINE int prstm_tx_commit(prstm_tx *tx, uint64_t *sequence) {
      * before the writes. No other transaction's lock is loaded, so the
      * store-load fence that keeps two crossed committers from missing each
      * other (below) has nothing to order: the same words' CASes are ordered
-     * by coherence alone. A verified run keeps the full path, whose fence
-     * also orders the commit sequence. */
+     * by coherence alone. Its place in the commit order is taken below,
+     * once it holds every final lock. */
   } else {
     /* Pre-lock stores must be visible before the validation loads below: two
      * crossed committers then cannot both miss each other's pre-lock. */
@@ -422,6 +423,12 @@ PRSTM_INLINE int prstm_tx_commit(prstm_tx *tx, uint64_t *sequence) {
     }
     e->held = 2;
   }
+  /* With every final lock held, no conflicting transaction can take a place
+   * between this one's and its writes: a writer of these words waits for the
+   * release, and a reader that validated them did so before the lock, with
+   * its place taken before its validation. So a verified run checks this
+   * path against the serial replay too. */
+  if (all_reads_owned && sequence) *sequence = prstm_fetch_add(&ctx->quiesce[PRSTM_Q_SEQUENCE], 1);
   /* An acquire CAS orders later accesses after its read, not after its
    * write; the fence puts the final locks before every new value, so a reader
    * that sees a new value then sees the lock or the new version. */
