@@ -157,6 +157,46 @@ Test(commit, fails_when_a_read_version_moved_and_leaves_locks_free) {
   cr_assert_eq(f.locks[1], prstm_lock_make(0, 0, 0), "the pre-lock must be given back unchanged");
 }
 
+/* The fast path (every lock read is also written): a commit on a word it
+ * read, between the read and the pre-lock, must still abort the attempt;
+ * the first CAS, expecting the version read, fails, and the slower pre-lock
+ * then takes the new version, which validation refuses. */
+Test(commit, read_and_written_word_that_moved_before_the_prelock_aborts) {
+  fixture f;
+  fixture_init(&f, 8, 1);
+  f.words[2] = 10;
+  prstm_tx_begin(&f.tx, 0, prstm_priority(0, 0));
+  uint64_t v = prstm_read(&f.tx, 2);
+  prstm_write(&f.tx, 2, v + 1);
+  f.words[2] = 20;
+  f.locks[2] = prstm_lock_make(1, 0, 0); /* someone committed word 2 meanwhile */
+  cr_assert_not(prstm_tx_commit(&f.tx, NULL));
+  cr_assert_eq(f.words[2], 20, "the stale value must not be written");
+  cr_assert_eq(f.locks[2], prstm_lock_make(1, 0, 0), "the pre-lock must be given back unchanged");
+}
+
+/* A transfer-shaped commit (two words read and written) under verification
+ * takes a place in the commit order too, on the fast path. */
+Test(commit, fast_path_takes_a_sequence_when_asked) {
+  fixture f;
+  fixture_init(&f, 8, 1);
+  f.words[0] = 7;
+  f.quiesce[PRSTM_Q_SEQUENCE] = 41;
+  uint64_t seq = 0;
+  prstm_tx_begin(&f.tx, 0, prstm_priority(0, 0));
+  uint64_t a = prstm_read(&f.tx, 0);
+  prstm_write(&f.tx, 0, a - 2);
+  uint64_t b = prstm_read(&f.tx, 1);
+  prstm_write(&f.tx, 1, b + 2);
+  cr_assert(prstm_tx_commit(&f.tx, &seq));
+  cr_assert_eq(seq, 41);
+  cr_assert_eq(f.quiesce[PRSTM_Q_SEQUENCE], 42);
+  cr_assert_eq(f.words[0], 5);
+  cr_assert_eq(f.words[1], 2);
+  cr_assert_eq(f.locks[0], prstm_lock_make(1, 0, 0));
+  cr_assert_eq(f.locks[1], prstm_lock_make(1, 0, 0));
+}
+
 Test(commit, higher_priority_steals_a_lower_prelock) {
   fixture f;
   fixture_init(&f, 8, 1);
