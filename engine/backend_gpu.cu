@@ -240,10 +240,12 @@ static int gpu_readback(prstm_engine *e, prstm_batch *b, uint32_t threads, gpu_b
 /* The thread count of a launch. An explicit count is kept (it must fit the
  * GPU at once). The default (threads 0) is PRSTM_GPU_DEFAULT_THREADS_PER_SM
  * per SM, not every resident thread: on an H200 (2026-11-23) 256 threads per
- * SM beat a full GPU (1,280 per SM) on every workload config, by 1.1x (bank)
- * to 2.2x (skiplist), because more threads in flight mostly add concurrent
- * conflicts (docs/PERFORMANCE.md). A workload's gpu_threads_max lowers it
- * further. */
+ * SM beat a full GPU (then 1,280 per SM) on every workload config, by 1.1x
+ * (bank) to 2.2x (skiplist), because more threads in flight mostly add
+ * concurrent conflicts. With 4 blocks of 128 an SM resident now, a full GPU
+ * is 512 per SM: on an H100 (2026-11-23) that gained bank transfers 7% but
+ * cost vacation 8%, graph 17% and skiplist 45% (docs/PERFORMANCE.md). A
+ * workload's gpu_threads_max lowers it further. */
 #define PRSTM_GPU_DEFAULT_THREADS_PER_SM 256u
 static int gpu_pick_threads(const prstm_engine *e, uint32_t max_threads, uint32_t *threads, char *err,
                             size_t errlen) {
