@@ -428,7 +428,8 @@ typedef struct prstm_stream_results {
   double setup_s;        /* part of wall_s: the GPU taking the state at the first batch and giving it back at close */
   prstm_backend backend;
   uint32_t threads;
-  uint64_t unit_rows;    /* most new rows one execution takes; a larger batch is split into chunks */
+  uint64_t unit_rows;    /* most new rows one execution takes; a larger batch is split into chunks;
+                           UINT64_MAX: no limit (the CPU backend without options.chunk_rows) */
   uint64_t gpu_bytes;    /* device memory the stream holds, 0 on the CPU */
   char device[128];
   char fallback[256];    /* why auto chose the CPU, empty otherwise */

@@ -225,8 +225,9 @@ static int stream_mode(const prstm_workload *bank, const prstm_options *opt, uin
     }
   int conserved = total_money(e) == before;
   ok = ok && conserved && done.batches == batches && committed == sr.committed && abandoned == sr.abandoned;
-  printf("stream: %s; unit rows %llu; runs %llu\n", sr.device, (unsigned long long)sr.unit_rows,
-         (unsigned long long)sr.runs);
+  char unit[32] = "no limit";
+  if (sr.unit_rows != UINT64_MAX) snprintf(unit, sizeof unit, "%llu", (unsigned long long)sr.unit_rows);
+  printf("stream: %s; unit rows %s; runs %llu\n", sr.device, unit, (unsigned long long)sr.runs);
   printf("stream: %llu committed, %llu abandoned, %llu failed, %llu carried (%llu carried runs); money %s; "
          "%llu batches reported done\n",
          (unsigned long long)sr.committed, (unsigned long long)sr.abandoned, (unsigned long long)sr.failed,
