@@ -243,8 +243,9 @@ static int gpu_readback(prstm_engine *e, prstm_batch *b, uint32_t threads, gpu_b
  * SM beat a full GPU (then 1,280 per SM) on every workload config, by 1.1x
  * (bank) to 2.2x (skiplist), because more threads in flight mostly add
  * concurrent conflicts. With 4 blocks of 128 an SM resident now, a full GPU
- * is 512 per SM: on an H100 (2026-11-23) that gained bank transfers 7% but
- * cost vacation 8%, graph 17% and skiplist 45% (docs/PERFORMANCE.md). A
+ * is 512 per SM: on an H100 (2026-11-23) bank transfers ran 11% faster at
+ * 61,440 threads than at 30,720, but at 67,584 against 33,792 vacation ran
+ * 8% slower, graph 17% and skiplist 45% (docs/PERFORMANCE.md). A
  * workload's gpu_threads_max lowers it further. */
 #define PRSTM_GPU_DEFAULT_THREADS_PER_SM 256u
 static int gpu_pick_threads(const prstm_engine *e, uint32_t max_threads, uint32_t *threads, char *err,
