@@ -75,16 +75,6 @@ static double now_s(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static int parse_uint(const char *s, uint32_t *out) {
-  if (!s || !*s) return -1;
-  errno = 0;
-  char *end = NULL;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (errno || *end || s[0] == '-' || v > UINT32_MAX) return -1;
-  *out = (uint32_t)v;
-  return 0;
-}
-
 static int parse_u64(const char *s, uint64_t *out) {
   if (!s || !*s) return -1;
   errno = 0;
@@ -92,6 +82,13 @@ static int parse_u64(const char *s, uint64_t *out) {
   unsigned long long v = strtoull(s, &end, 10);
   if (errno || *end || s[0] == '-') return -1;
   *out = (uint64_t)v;
+  return 0;
+}
+
+static int parse_uint(const char *s, uint32_t *out) {
+  uint64_t v = 0;
+  if (parse_u64(s, &v) || v > UINT32_MAX) return -1;
+  *out = (uint32_t)v;
   return 0;
 }
 

@@ -77,11 +77,10 @@ PRSTM_INLINE int bank_dispatch(prstm_tx *tx, unsigned type) {
 
 /* Set capacities of the three instantiations. Rows of at most three
  * argument words (deposit, withdraw, transfer, balance) touch at most two
- * accounts, so the pair variant's sets hold two entries: 112 bytes of
- * thread-local memory instead of the small variant's 448, which on the GPU
- * keeps the sets of several times more threads in an SM's L1
- * (docs/PERFORMANCE.md, the resource report). Transfers of up to 127 sources
- * plus the target fit the wide one. */
+ * accounts, so the pair variant's sets hold two entries: 112 bytes a thread
+ * instead of the small variant's 448, small enough for the GPU kernel to keep
+ * them in shared memory (PRSTM_GPU_SHARED_SET_MAX, docs/PERFORMANCE.md).
+ * Transfers of up to 127 sources plus the target fit the wide one. */
 #define BANK_PAIR_CAPACITY 2
 #define BANK_PAIR_COLUMNS 3
 #define BANK_SMALL_CAPACITY 8
