@@ -341,6 +341,25 @@ extern "C" int prstm_gpu_run(prstm_engine *e, prstm_batch *b, const prstm_worker
   return rc;
 }
 
+/* ---- pinned host memory for batches (txtable/txtable.c) ---- */
+
+/* Page-locked host memory, or NULL (with the CUDA error cleared) where no
+ * GPU is usable: the caller then falls back to ordinary memory. */
+extern "C" void *prstm_gpu_host_alloc(size_t bytes) {
+  void *p = NULL;
+  if (cudaHostAlloc(&p, bytes, cudaHostAllocDefault) != cudaSuccess) {
+    cudaGetLastError();
+    return NULL;
+  }
+  return p;
+}
+
+/* A destroy cannot report a failure, and the memory is lost either way;
+ * the error is cleared so that it does not surface in an unrelated call. */
+extern "C" void prstm_gpu_host_free(void *p) {
+  if (p && cudaFreeHost(p) != cudaSuccess) cudaGetLastError();
+}
+
 /* ---- streams (engine/stream.c): two slots, copies overlapping execution ---- */
 
 /* One device table with its pinned host staging and readback. A unit's
@@ -556,14 +575,30 @@ extern "C" void prstm_gpu_stream_stage(prstm_gpu_stream *g, unsigned slot, uint6
 }
 
 static int gpu_stream_launch_checked(prstm_gpu_stream *g, unsigned slot, uint64_t n, uint32_t tag_mask, int results,
-                                     unsigned flags, char *err, size_t errlen) {
+                                     unsigned flags, const prstm_gpu_direct_rows *direct, char *err, size_t errlen) {
   gpu_slot *sl = &g->slot[slot];
   sl->n = n;
   sl->results = results;
   GPU_CHECK(cudaEventRecord(sl->copy_start, g->copy));
-  GPU_CHECK(cudaMemcpyAsync(sl->type, sl->h_type, n, cudaMemcpyHostToDevice, g->copy));
-  if (g->ncols)
-    GPU_CHECK(cudaMemcpyAsync(sl->args, sl->h_args, 8 * (size_t)g->ncols * n, cudaMemcpyHostToDevice, g->copy));
+  const uint64_t d = direct ? direct->n : 0;
+  if (d == 0) {
+    GPU_CHECK(cudaMemcpyAsync(sl->type, sl->h_type, n, cudaMemcpyHostToDevice, g->copy));
+    if (g->ncols)
+      GPU_CHECK(cudaMemcpyAsync(sl->args, sl->h_args, 8 * (size_t)g->ncols * n, cudaMemcpyHostToDevice, g->copy));
+  } else {
+    /* The batch's rows go from its pinned columns to the device as they
+     * are, one copy per column; the carried rows after them come from the
+     * staging, where the host put them at the same positions. */
+    GPU_CHECK(cudaMemcpyAsync(sl->type, direct->type, d, cudaMemcpyHostToDevice, g->copy));
+    if (n > d) GPU_CHECK(cudaMemcpyAsync(sl->type + d, sl->h_type + d, n - d, cudaMemcpyHostToDevice, g->copy));
+    for (uint32_t c = 0; c < g->ncols; c++) {
+      GPU_CHECK(cudaMemcpyAsync(sl->args + (size_t)c * n, direct->args + (size_t)c * direct->stride, 8 * d,
+                                cudaMemcpyHostToDevice, g->copy));
+      if (n > d)
+        GPU_CHECK(cudaMemcpyAsync(sl->args + (size_t)c * n + d, sl->h_args + (size_t)c * n + d, 8 * (n - d),
+                                  cudaMemcpyHostToDevice, g->copy));
+    }
+  }
   /* Cleared by copies from pinned zeros rather than memsets: a memset is a
    * kernel, which would wait for the SMs the running persistent kernel
    * holds, while a copy runs on a copy engine beside it. */
@@ -609,11 +644,15 @@ static int gpu_stream_launch_checked(prstm_gpu_stream *g, unsigned slot, uint64_
 }
 
 extern "C" int prstm_gpu_stream_launch(prstm_engine *e, prstm_gpu_stream *g, unsigned slot, uint64_t n,
-                                       uint32_t tag_mask, int results, unsigned flags) {
+                                       uint32_t tag_mask, int results, unsigned flags,
+                                       const prstm_gpu_direct_rows *direct) {
   if (n > g->rows)
     return prstm_engine_fail(e, PRSTM_EINVAL, "a unit of %llu rows exceeds the stream's slots of %llu",
                              (unsigned long long)n, (unsigned long long)g->rows);
-  return gpu_stream_launch_checked(g, slot, n, tag_mask, results, flags, e->err, sizeof e->err);
+  if (direct && direct->n > n)
+    return prstm_engine_fail(e, PRSTM_EINVAL, "a unit of %llu rows cannot take %llu rows from its batch",
+                             (unsigned long long)n, (unsigned long long)direct->n);
+  return gpu_stream_launch_checked(g, slot, n, tag_mask, results, flags, direct, e->err, sizeof e->err);
 }
 
 /* Waits for a slot's readback. A unit takes about a millisecond, so the wait

@@ -111,10 +111,20 @@ int prstm_gpu_stream_open(prstm_engine *e, const prstm_worker_variant *v, uint32
 /* The pinned staging of a slot for a unit of n rows: type[n] and args with
  * column stride n. The slot must be free (waited for). */
 void prstm_gpu_stream_stage(prstm_gpu_stream *g, unsigned slot, uint64_t n, uint8_t **type, uint64_t **args);
-/* Queues the copy of the staged unit and, behind the previous unit on the
- * execution stream, its kernel, then the readback of its outcomes. */
+/* Rows of a unit that are copied to the device straight from a pinned
+ * batch instead of through the staging: the first n rows of the unit, from
+ * type[0..n) and args[c * stride + 0..n) for each column c. */
+typedef struct prstm_gpu_direct_rows {
+  const uint8_t *type;
+  const uint64_t *args;
+  uint64_t stride, n;
+} prstm_gpu_direct_rows;
+/* Queues the copy of the unit (its first direct->n rows from the pinned
+ * batch when direct is not NULL, the rest from the staging at the same row
+ * positions) and, behind the previous unit on the execution stream, its
+ * kernel, then the readback of its outcomes. */
 int prstm_gpu_stream_launch(prstm_engine *e, prstm_gpu_stream *g, unsigned slot, uint64_t n, uint32_t tag_mask,
-                            int results, unsigned flags);
+                            int results, unsigned flags, const prstm_gpu_direct_rows *direct);
 /* Waits for a slot's unit under the watchdog; then status[n] (and result[n]
  * when the unit has results) hold its outcomes in pinned memory, q its
  * published counts, and the copy and execution times are added. */

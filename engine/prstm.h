@@ -376,6 +376,18 @@ int prstm_gpu_available(const prstm_workload *wl, char *why, size_t whylen);
 typedef struct prstm_batch prstm_batch;
 
 int prstm_batch_create(prstm_batch **out, const prstm_workload *wl);
+/* A batch whose columns live in page-locked (pinned) host memory where this
+ * build has CUDA and a GPU is usable; elsewhere an ordinary batch. The GPU
+ * backend and streams then copy its rows straight to the device at the
+ * link's full rate, where an ordinary batch goes through a staging copy on
+ * the host (docs/STREAMS.md). Pinned memory is slow to allocate: reserve the
+ * batch's size up front, and reuse the batch. */
+int prstm_batch_create_pinned(prstm_batch **out, const prstm_workload *wl);
+/* 1 when the batch's columns are in pinned memory now, else 0. */
+int prstm_batch_pinned(const prstm_batch *batch);
+/* Makes room for `rows` transactions of up to `ncols` argument words, so
+ * that appends up to that size do not reallocate. */
+int prstm_batch_reserve(prstm_batch *batch, uint64_t rows, unsigned ncols);
 void prstm_batch_destroy(prstm_batch *batch);
 /* Appends one transaction of type index `type`; args hold the fixed arguments
  * in order, an address list being its count followed by its entries. */

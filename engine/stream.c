@@ -276,14 +276,16 @@ static int cpu_work_reserve(prstm_stream *s, prstm_batch *w, uint64_t n) {
   return 0;
 }
 
-/* Fills a unit's table: the new rows, then the carried ones, every column
+/* Fills a unit's table: the new rows (unless with_new is 0: the GPU copies
+ * them straight from a pinned batch), then the carried ones, every column
  * at stride `stride`, the columns a narrower batch lacks zeroed. */
-static int stream_fill(prstm_stream *s, const stream_unit *u, uint8_t *type, uint64_t *args, uint64_t stride) {
+static int stream_fill(prstm_stream *s, const stream_unit *u, uint8_t *type, uint64_t *args, uint64_t stride,
+                       int with_new) {
   size_t maxjobs = 1 + s->ncols;
   copy_job *jobs = malloc(maxjobs * sizeof *jobs);
   if (!jobs) return prstm_engine_fail(s->e, PRSTM_ENOMEM, "cannot plan the copy of a unit");
   size_t nj = 0;
-  if (u->n_new) {
+  if (u->n_new && with_new) {
     const prstm_batch *b = s->items[u->item].b;
     jobs[nj++] = (copy_job){type, b->type + u->off, (size_t)u->n_new};
     for (uint32_t c = 0; c < s->ncols; c++)
@@ -343,7 +345,7 @@ static int stream_launch(prstm_stream *s, uint64_t item, uint64_t n_new, uint64_
     rc = cpu_work_reserve(s, w, n);
     if (rc) return rc;
     double t0 = prstm_now();
-    rc = stream_fill(s, u, w->type, w->args, w->cap);
+    rc = stream_fill(s, u, w->type, w->args, w->cap, 1);
     if (rc) return rc;
     memset(w->status, 0, (size_t)n);
     if (w->result) memset(w->result, 0, (size_t)n * sizeof *w->result);
@@ -372,9 +374,17 @@ static int stream_launch(prstm_stream *s, uint64_t item, uint64_t n_new, uint64_
   uint8_t *type = NULL;
   uint64_t *args = NULL;
   prstm_gpu_stream_stage(s->gpu, slot, n, &type, &args);
-  rc = stream_fill(s, u, type, args, n);
+  /* A pinned batch with every column the unit needs is copied to the
+   * device straight from its own memory: no staging copy on the host. */
+  prstm_gpu_direct_rows direct = {NULL, NULL, 0, 0};
+  if (u->n_new) {
+    const prstm_batch *b = s->items[item].b;
+    if (prstm_batch_pinned(b) && b->ncols == s->ncols)
+      direct = (prstm_gpu_direct_rows){b->type + u->off, b->args ? b->args + u->off : NULL, b->cap, u->n_new};
+  }
+  rc = stream_fill(s, u, type, args, n, direct.n == 0);
   if (rc) return rc;
-  rc = prstm_gpu_stream_launch(s->e, s->gpu, slot, n, s->tag_mask, u->results, flags);
+  rc = prstm_gpu_stream_launch(s->e, s->gpu, slot, n, s->tag_mask, u->results, flags, direct.n ? &direct : NULL);
   if (rc) return rc;
   u->busy = 1;
   return 0;

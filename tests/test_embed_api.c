@@ -292,3 +292,56 @@ Test(embed, results_of_two_runs_add_up) {
   cr_assert_eq(total.threads, 64);
   cr_assert_str_eq(total.device, "first");
 }
+
+/* Reserving keeps every row and argument, widens the columns with zeros,
+ * and refuses what no batch can hold. */
+Test(embed, reserve_keeps_rows_and_adds_zeroed_columns) {
+  prstm_batch *b = bank_batch();
+  prstm_word d[2] = {5, 70};
+  for (int i = 0; i < 3000; i++) {
+    d[0] = (prstm_word)i;
+    cr_assert_eq(prstm_batch_append_named(b, "deposit", d, 2), 0);
+  }
+  cr_assert_eq(prstm_batch_reserve(b, 10000, 3), 0);
+  cr_assert_eq(prstm_batch_size(b), 3000, "reserving adds no rows");
+  for (uint64_t i = 0; i < 3000; i++) {
+    cr_assert_eq(prstm_batch_arg(b, i, 0), i);
+    cr_assert_eq(prstm_batch_arg(b, i, 1), 70);
+    cr_assert_eq(prstm_batch_arg(b, i, 2), 0, "a column added by reserve reads as zero");
+  }
+  cr_assert_eq(prstm_batch_reserve(b, 10, 1), 0, "a smaller reservation keeps what is there");
+  cr_assert_eq(prstm_batch_arg(b, 2999, 0), 2999);
+  cr_assert_eq(prstm_batch_reserve(NULL, 10, 1), PRSTM_EINVAL);
+  cr_assert_eq(prstm_batch_reserve(b, 10, PRSTM_MAX_COLUMNS + 1), PRSTM_EINVAL);
+  prstm_batch_destroy(b);
+}
+
+/* A pinned batch holds the same rows as an ordinary one, grows the same way,
+ * and runs the same; its memory is pinned exactly where a GPU is usable. */
+Test(embed, pinned_batch_behaves_as_an_ordinary_one) {
+  const prstm_workload *bank = prstm_workload_find("bank");
+  prstm_batch *p = NULL;
+  cr_assert_eq(prstm_batch_create_pinned(&p, bank), 0);
+  cr_assert_eq(prstm_batch_pinned(p), 0, "an empty batch holds no memory yet");
+  prstm_engine *e = bank_engine(16, 100);
+  uint64_t seed = 11;
+  for (int i = 0; i < 5000; i++) { /* past the first capacity of 1024 rows, so it grows */
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    prstm_word t[3] = {(seed >> 33) % 16, (seed >> 45) % 16, 1 + (seed >> 20) % 60};
+    cr_assert_eq(prstm_batch_append_named(p, "transfer", t, 3), 0);
+  }
+  char why[256];
+  int gpu = prstm_gpu_available(bank, why, sizeof why);
+  cr_assert_eq(prstm_batch_pinned(p), gpu, "pinned exactly where a GPU is usable (%s)", gpu ? "usable" : why);
+  seed = 11;
+  for (uint64_t i = 0; i < 5000; i++) {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    cr_assert_eq(prstm_batch_arg(p, i, 0), (seed >> 33) % 16);
+    cr_assert_eq(prstm_batch_arg(p, i, 2), 1 + (seed >> 20) % 60);
+  }
+  prstm_results res = run_verified(e, p);
+  cr_assert_eq(res.committed + res.abandoned + res.failed, 5000);
+  cr_assert_eq(total_money(e), 1600);
+  prstm_batch_destroy(p);
+  prstm_engine_destroy(e);
+}

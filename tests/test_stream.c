@@ -68,6 +68,21 @@ static prstm_batch *new_batch(void) {
   return b;
 }
 
+/* A batch asked for in pinned memory, which it gets exactly where a GPU is
+ * usable (checked once it has rows). */
+static prstm_batch *new_pinned_batch(void) {
+  prstm_batch *b = NULL;
+  cr_assert_eq(prstm_batch_create_pinned(&b, bank()), 0);
+  return b;
+}
+
+static void assert_pinned_where_a_gpu_is(const prstm_batch *b) {
+  char why[256];
+  int gpu = prstm_gpu_available(bank(), why, sizeof why);
+  cr_assert_eq(prstm_batch_pinned(b), gpu, "a pinned batch must be pinned exactly where a GPU is usable (%s)",
+               gpu ? "usable" : why);
+}
+
 static void add(prstm_batch *b, unsigned type, prstm_word a0, prstm_word a1, prstm_word a2) {
   prstm_word args[3] = {a0, a1, a2};
   cr_assert_eq(prstm_batch_append(b, type, args, bank()->types[type].nargs), 0);
@@ -107,7 +122,7 @@ static void on_done(uint64_t index, prstm_batch *batch, void *user) {
  * conserved across the stream, every transaction of every batch ends final,
  * each batch is reported done exactly once, and every abandoned transfer is
  * still unfundable on the final state. */
-static void stream_conserves_money(prstm_backend backend) {
+static void stream_conserves_money(prstm_backend backend, int pinned) {
   need_backend(backend);
   enum { ACCOUNTS = 32, BATCHES = 12, PER_BATCH = 3000 };
   prstm_word words[ACCOUNTS];
@@ -119,12 +134,13 @@ static void stream_conserves_money(prstm_backend backend) {
   prstm_batch *b[BATCHES];
   uint64_t seed = 12345;
   for (int k = 0; k < BATCHES; k++) {
-    b[k] = new_batch();
+    b[k] = pinned ? new_pinned_batch() : new_batch();
     for (int i = 0; i < PER_BATCH; i++) {
       seed = seed * 6364136223846793005ull + 1442695040888963407ull;
       uint64_t from = (seed >> 20) % ACCOUNTS, to = (seed >> 40) % ACCOUNTS, amount = 1 + (seed >> 8) % 60;
       add(b[k], BANK_TRANSFER, from, to, amount);
     }
+    if (pinned) assert_pinned_where_a_gpu_is(b[k]);
     submit_ok(s, b[k]);
   }
   prstm_stream_results r;
@@ -165,17 +181,22 @@ static void stream_conserves_money(prstm_backend backend) {
   destroy_stream_and_engine(s, e);
 }
 
-Test(stream_cpu, conserves_money_and_finishes_every_batch) { stream_conserves_money(PRSTM_BACKEND_CPU); }
-Test(stream_gpu, conserves_money_and_finishes_every_batch) { stream_conserves_money(PRSTM_BACKEND_GPU); }
+Test(stream_cpu, conserves_money_and_finishes_every_batch) { stream_conserves_money(PRSTM_BACKEND_CPU, 0); }
+Test(stream_gpu, conserves_money_and_finishes_every_batch) { stream_conserves_money(PRSTM_BACKEND_GPU, 0); }
+/* On the GPU, a pinned batch's rows go to the device straight from the
+ * batch, and the rows carried over from earlier batches from the staging,
+ * into the same unit. */
+Test(stream_cpu, pinned_batches_conserve_money_and_finish) { stream_conserves_money(PRSTM_BACKEND_CPU, 1); }
+Test(stream_gpu, pinned_batches_conserve_money_and_finish) { stream_conserves_money(PRSTM_BACKEND_GPU, 1); }
 
 /* A withdrawal in the first batch, on an empty account, is funded by a
  * deposit in the second: it is carried over and commits. */
-static void withdrawal_funded_by_later_batch_commits(prstm_backend backend) {
+static void withdrawal_funded_by_later_batch_commits(prstm_backend backend, int pinned) {
   need_backend(backend);
   prstm_word words[8] = {0};
   prstm_engine *e = open_engine(backend, words, 8);
   prstm_stream *s = open_stream(e);
-  prstm_batch *b1 = new_batch(), *b2 = new_batch();
+  prstm_batch *b1 = pinned ? new_pinned_batch() : new_batch(), *b2 = pinned ? new_pinned_batch() : new_batch();
   add(b1, BANK_WITHDRAW, 3, 50, 0);
   add(b2, BANK_DEPOSIT, 3, 50, 0);
   submit_ok(s, b1);
@@ -193,8 +214,11 @@ static void withdrawal_funded_by_later_batch_commits(prstm_backend backend) {
   destroy_stream_and_engine(s, e);
 }
 
-Test(stream_cpu, withdrawal_funded_by_a_later_batch_commits) { withdrawal_funded_by_later_batch_commits(PRSTM_BACKEND_CPU); }
-Test(stream_gpu, withdrawal_funded_by_a_later_batch_commits) { withdrawal_funded_by_later_batch_commits(PRSTM_BACKEND_GPU); }
+Test(stream_cpu, withdrawal_funded_by_a_later_batch_commits) { withdrawal_funded_by_later_batch_commits(PRSTM_BACKEND_CPU, 0); }
+Test(stream_gpu, withdrawal_funded_by_a_later_batch_commits) { withdrawal_funded_by_later_batch_commits(PRSTM_BACKEND_GPU, 0); }
+Test(stream_gpu, withdrawal_in_a_pinned_batch_funded_by_a_later_one_commits) {
+  withdrawal_funded_by_later_batch_commits(PRSTM_BACKEND_GPU, 1);
+}
 
 /* A withdrawal that no batch funds stays pending while the stream is open,
  * holds its batch back from the done report, and is abandoned (quiescent)

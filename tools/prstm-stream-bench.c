@@ -41,6 +41,8 @@ static const char usage_text[] =
     "  --backend B       auto|gpu|cpu (default auto)\n"
     "  --threads N       executing threads (0: 256 per SM of a GPU, or every core)\n"
     "  --skip-kernel     leave out the kernel-alone measure\n"
+    "  --pinned          build the batches in pinned memory (prstm_batch_create_pinned),\n"
+    "                    which the GPU copies from directly, without a staging copy\n"
     "  --seed N          generator seed (default 1)\n"
     "  --help\n";
 
@@ -65,8 +67,10 @@ static uint64_t rng_next(uint64_t *s) {
 
 /* Random transfers of 1 to 100 between two distinct accounts. */
 static int make_batch(const prstm_workload *bank, unsigned transfer, uint64_t n, uint64_t accounts, uint64_t *seed,
-                      prstm_batch **out) {
-  int rc = prstm_batch_create(out, bank);
+                      int pinned, prstm_batch **out) {
+  int rc = pinned ? prstm_batch_create_pinned(out, bank) : prstm_batch_create(out, bank);
+  if (rc) return rc;
+  rc = prstm_batch_reserve(*out, n, 3);
   if (rc) return rc;
   for (uint64_t i = 0; i < n; i++) {
     uint64_t r = rng_next(seed), from = r % accounts, to = (r >> 32) % accounts;
@@ -158,17 +162,18 @@ static void on_done(uint64_t index, prstm_batch *batch, void *user) {
 }
 
 static int stream_mode(const prstm_workload *bank, const prstm_options *opt, uint64_t batches, uint64_t size,
-                       uint64_t accounts, uint64_t balance, uint64_t seed, int skip_kernel) {
+                       uint64_t accounts, uint64_t balance, uint64_t seed, int skip_kernel, int pinned) {
   int transfer = prstm_type_find(bank, "transfer");
   prstm_batch **b = calloc(batches, sizeof *b);
   if (!b) return fail("allocate", PRSTM_ENOMEM, NULL);
   double t0 = now_s();
   for (uint64_t k = 0; k < batches; k++) {
-    int rc = make_batch(bank, (unsigned)transfer, size, accounts, &seed, &b[k]);
+    int rc = make_batch(bank, (unsigned)transfer, size, accounts, &seed, pinned, &b[k]);
     if (rc) return fail("make batches", rc, NULL);
   }
-  printf("generated %llu batches of %llu transfers over %llu accounts in %.2f s\n", (unsigned long long)batches,
-         (unsigned long long)size, (unsigned long long)accounts, now_s() - t0);
+  printf("generated %llu batches of %llu transfers over %llu accounts in %.2f s (%s memory)\n",
+         (unsigned long long)batches, (unsigned long long)size, (unsigned long long)accounts, now_s() - t0,
+         prstm_batch_pinned(b[0]) ? "pinned" : "ordinary");
   uint64_t total = batches * size;
   int ok = 1;
 
@@ -270,14 +275,14 @@ static int stream_mode(const prstm_workload *bank, const prstm_options *opt, uin
 }
 
 static int single_mode(const prstm_workload *bank, const prstm_options *opt, uint64_t n, uint64_t accounts, uint64_t balance,
-                       uint64_t seed) {
+                       uint64_t seed, int pinned) {
   int transfer = prstm_type_find(bank, "transfer");
   prstm_batch *b = NULL;
   double t0 = now_s();
-  int rc = make_batch(bank, (unsigned)transfer, n, accounts, &seed, &b);
+  int rc = make_batch(bank, (unsigned)transfer, n, accounts, &seed, pinned, &b);
   if (rc) return fail("make batch", rc, NULL);
-  printf("generated one batch of %llu transfers over %llu accounts in %.2f s\n", (unsigned long long)n,
-         (unsigned long long)accounts, now_s() - t0);
+  printf("generated one batch of %llu transfers over %llu accounts in %.2f s (%s memory)\n", (unsigned long long)n,
+         (unsigned long long)accounts, now_s() - t0, prstm_batch_pinned(b) ? "pinned" : "ordinary");
   prstm_engine *e = NULL;
   rc = make_engine(bank, opt, accounts, balance, &e);
   if (rc) return fail("engine", rc, e);
@@ -308,7 +313,7 @@ static int single_mode(const prstm_workload *bank, const prstm_options *opt, uin
 
 int main(int argc, char **argv) {
   uint64_t batches = 100, size = 1000000, accounts = 2500000, single = 0, seed = 1, balance = 1000;
-  int skip_kernel = 0;
+  int skip_kernel = 0, pinned = 0;
   prstm_options opt;
   prstm_options_init(&opt);
   static const struct option longopts[] = {{"batches", required_argument, 0, 'b'},
@@ -320,6 +325,7 @@ int main(int argc, char **argv) {
                                            {"backend", required_argument, 0, 'k'},
                                            {"threads", required_argument, 0, 't'},
                                            {"skip-kernel", no_argument, 0, 'K'},
+                                           {"pinned", no_argument, 0, 'P'},
                                            {"seed", required_argument, 0, 'r'},
                                            {"help", no_argument, 0, 'h'},
                                            {0, 0, 0, 0}};
@@ -340,6 +346,7 @@ int main(int argc, char **argv) {
       case 'c': opt.chunk_rows = v; break;
       case 't': opt.threads = (uint32_t)v; break;
       case 'K': skip_kernel = 1; break;
+      case 'P': pinned = 1; break;
       case 'r': seed = v; break;
       case 'k':
         if (strcmp(optarg, "auto") == 0) opt.backend = PRSTM_BACKEND_AUTO;
@@ -360,6 +367,6 @@ int main(int argc, char **argv) {
   }
   const prstm_workload *bank = prstm_workload_find("bank");
   if (!bank) return fail("bank workload", PRSTM_EUNKNOWN, NULL);
-  if (single) return single_mode(bank, &opt, single, accounts, balance, seed);
-  return stream_mode(bank, &opt, batches, size, accounts, balance, seed, skip_kernel);
+  if (single) return single_mode(bank, &opt, single, accounts, balance, seed, pinned);
+  return stream_mode(bank, &opt, batches, size, accounts, balance, seed, skip_kernel, pinned);
 }

@@ -4,20 +4,65 @@
 #include <stdlib.h>
 #include <string.h>
 
-int prstm_batch_create(prstm_batch **out, const prstm_workload *wl) {
+#ifdef PRSTM_HAVE_CUDA
+/* In engine/backend_gpu.cu: cudaHostAlloc, or NULL without a usable GPU. */
+void *prstm_gpu_host_alloc(size_t bytes);
+void prstm_gpu_host_free(void *p);
+#endif
+
+void *txtable_alloc_columns(size_t bytes, int want_pinned, int *pinned) {
+  *pinned = 0;
+  if (bytes == 0) bytes = 1;
+#ifdef PRSTM_HAVE_CUDA
+  if (want_pinned) {
+    void *p = prstm_gpu_host_alloc(bytes);
+    if (p) {
+      *pinned = 1;
+      return p;
+    }
+  }
+#else
+  (void)want_pinned;
+#endif
+  return malloc(bytes);
+}
+
+void txtable_free_columns(void *p, int pinned) {
+  if (!p) return;
+#ifdef PRSTM_HAVE_CUDA
+  if (pinned) {
+    prstm_gpu_host_free(p);
+    return;
+  }
+#else
+  (void)pinned;
+#endif
+  free(p);
+}
+
+static int batch_create(prstm_batch **out, const prstm_workload *wl, int pinned) {
   if (!out || !wl) return PRSTM_EINVAL;
   prstm_batch *b = calloc(1, sizeof *b);
   if (!b) return PRSTM_ENOMEM;
   b->wl = wl;
+  b->pinned = pinned;
   *out = b;
   return 0;
 }
 
+int prstm_batch_create(prstm_batch **out, const prstm_workload *wl) { return batch_create(out, wl, 0); }
+
+/* The request is kept in b->pinned until the first allocation, which then
+ * records what it got: where no GPU is, the batch is an ordinary one. */
+int prstm_batch_create_pinned(prstm_batch **out, const prstm_workload *wl) { return batch_create(out, wl, 1); }
+
+int prstm_batch_pinned(const prstm_batch *b) { return b && b->pinned && b->cap > 0; }
+
 void prstm_batch_destroy(prstm_batch *b) {
   if (!b) return;
-  free(b->type);
-  free(b->status);
-  free(b->args);
+  txtable_free_columns(b->type, b->pinned);
+  txtable_free_columns(b->status, b->pinned);
+  txtable_free_columns(b->args, b->pinned);
   free(b->result);
   free(b->seq);
   free(b);
@@ -26,27 +71,51 @@ void prstm_batch_destroy(prstm_batch *b) {
 uint64_t prstm_batch_size(const prstm_batch *b) { return b ? b->n : 0; }
 const prstm_workload *prstm_batch_workload(const prstm_batch *b) { return b ? b->wl : NULL; }
 
-/* Re-strides the column buffer for a new capacity or column count; columns
- * are moved one by one because their stride changes with the capacity. */
+/* Re-strides the columns for a new capacity or column count; columns are
+ * moved one by one because their stride changes with the capacity. The new
+ * buffers come from the same kind of memory as the batch asked for; a
+ * pinned batch whose first allocation found no GPU becomes an ordinary one. */
 static int txtable_reshape(prstm_batch *b, uint64_t cap, uint32_t ncols) {
   if (ncols && cap > UINT64_MAX / 8 / ncols) return PRSTM_ENOMEM;
-  uint64_t *args = ncols ? calloc((size_t)cap * ncols, sizeof *args) : NULL;
-  if (ncols && !args) return PRSTM_ENOMEM;
+  const int want = b->pinned;
+  int got_args = 0, got_type = 0, got_status = 0;
+  uint64_t *args = NULL;
+  uint8_t *type = NULL, *status = NULL;
+  if (ncols) args = txtable_alloc_columns((size_t)cap * ncols * sizeof *args, want, &got_args);
+  type = txtable_alloc_columns((size_t)cap, want, &got_type);
+  status = txtable_alloc_columns((size_t)cap, want, &got_status);
+  if ((ncols && !args) || !type || !status || (ncols && got_args != got_type) || got_type != got_status) {
+    /* Mixed kinds (pinned memory ran out halfway) are given back: every
+     * column of a batch is of one kind. */
+    txtable_free_columns(args, got_args);
+    txtable_free_columns(type, got_type);
+    txtable_free_columns(status, got_status);
+    return PRSTM_ENOMEM;
+  }
+  if (ncols) memset(args, 0, (size_t)cap * ncols * sizeof *args);
   for (uint32_t c = 0; c < b->ncols; c++)
     memcpy(args + (uint64_t)c * cap, b->args + (uint64_t)c * b->cap, (size_t)b->n * sizeof *args);
-  free(b->args);
-  b->args = args;
-  b->ncols = ncols;
-  if (cap != b->cap) {
-    uint8_t *type = realloc(b->type, (size_t)cap);
-    if (!type) return PRSTM_ENOMEM;
-    b->type = type;
-    uint8_t *status = realloc(b->status, (size_t)cap);
-    if (!status) return PRSTM_ENOMEM;
-    b->status = status;
-    b->cap = cap;
+  if (b->n) {
+    memcpy(type, b->type, (size_t)b->n);
+    memcpy(status, b->status, (size_t)b->n);
   }
+  const int old_kind = b->pinned && b->cap > 0;
+  txtable_free_columns(b->args, old_kind);
+  txtable_free_columns(b->type, old_kind);
+  txtable_free_columns(b->status, old_kind);
+  b->args = args;
+  b->type = type;
+  b->status = status;
+  b->ncols = ncols;
+  b->cap = cap;
+  b->pinned = got_type;
   return 0;
+}
+
+int prstm_batch_reserve(prstm_batch *b, uint64_t rows, unsigned ncols) {
+  if (!b || ncols > PRSTM_MAX_COLUMNS) return PRSTM_EINVAL;
+  if (rows <= b->cap && ncols <= b->ncols) return 0;
+  return txtable_reshape(b, rows > b->cap ? rows : b->cap, ncols > b->ncols ? ncols : b->ncols);
 }
 
 int prstm_batch_append(prstm_batch *b, unsigned type, const prstm_word *args, unsigned nargs) {
