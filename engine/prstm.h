@@ -377,16 +377,23 @@ typedef struct prstm_batch prstm_batch;
 
 int prstm_batch_create(prstm_batch **out, const prstm_workload *wl);
 /* A batch whose columns live in page-locked (pinned) host memory where this
- * build has CUDA and a GPU is usable; elsewhere an ordinary batch. The GPU
- * backend and streams then copy its rows straight to the device at the
- * link's full rate, where an ordinary batch goes through a staging copy on
- * the host (docs/STREAMS.md). Pinned memory is slow to allocate: reserve the
- * batch's size up front, and reuse the batch. */
+ * build has CUDA and the CUDA runtime gives pinned memory (a GPU and its
+ * driver are present); elsewhere, or when pinned memory runs out, an
+ * ordinary batch. The GPU backend then copies it at the link's full rate,
+ * and a stream copies its rows straight to the device when the batch has
+ * the stream's width (as many argument columns as the stream's first batch
+ * or its workload's widest fixed type: 3 for the bank), where an ordinary
+ * batch goes through a staging copy on the host (docs/STREAMS.md). Pinned
+ * memory is slow to allocate and to free, and both wait for the GPU: reserve
+ * the batch's size up front, reuse the batch, and do not grow, create or
+ * destroy pinned batches while a stream runs (not even in its done report). */
 int prstm_batch_create_pinned(prstm_batch **out, const prstm_workload *wl);
 /* 1 when the batch's columns are in pinned memory now, else 0. */
 int prstm_batch_pinned(const prstm_batch *batch);
 /* Makes room for `rows` transactions of up to `ncols` argument words, so
- * that appends up to that size do not reallocate. */
+ * that appends up to that size do not reallocate. Columns count like those
+ * of appended rows: reserving more than the batch's rows need selects a
+ * wider worker variant (larger sets) for it. */
 int prstm_batch_reserve(prstm_batch *batch, uint64_t rows, unsigned ncols);
 void prstm_batch_destroy(prstm_batch *batch);
 /* Appends one transaction of type index `type`; args hold the fixed arguments

@@ -293,9 +293,9 @@ Test(embed, results_of_two_runs_add_up) {
   cr_assert_str_eq(total.device, "first");
 }
 
-/* Reserving keeps every row and argument, widens the columns with zeros,
- * and refuses what no batch can hold. */
-Test(embed, reserve_keeps_rows_and_adds_zeroed_columns) {
+/* Reserving keeps every row and argument across the move to larger
+ * columns, and refuses what no batch can hold. */
+Test(embed, reserve_keeps_rows_and_arguments) {
   prstm_batch *b = bank_batch();
   prstm_word d[2] = {5, 70};
   for (int i = 0; i < 3000; i++) {
@@ -304,13 +304,17 @@ Test(embed, reserve_keeps_rows_and_adds_zeroed_columns) {
   }
   cr_assert_eq(prstm_batch_reserve(b, 10000, 3), 0);
   cr_assert_eq(prstm_batch_size(b), 3000, "reserving adds no rows");
+  prstm_word t[3] = {1, 2, 3};
+  cr_assert_eq(prstm_batch_append_named(b, "transfer", t, 3), 0);
   for (uint64_t i = 0; i < 3000; i++) {
     cr_assert_eq(prstm_batch_arg(b, i, 0), i);
     cr_assert_eq(prstm_batch_arg(b, i, 1), 70);
-    cr_assert_eq(prstm_batch_arg(b, i, 2), 0, "a column added by reserve reads as zero");
+    cr_assert_eq(prstm_batch_arg(b, i, 2), 0, "a deposit's third word reads as zero in the wider table");
   }
+  for (unsigned c = 0; c < 3; c++) cr_assert_eq(prstm_batch_arg(b, 3000, c), t[c]);
   cr_assert_eq(prstm_batch_reserve(b, 10, 1), 0, "a smaller reservation keeps what is there");
   cr_assert_eq(prstm_batch_arg(b, 2999, 0), 2999);
+  cr_assert_eq(prstm_batch_size(b), 3001);
   cr_assert_eq(prstm_batch_reserve(NULL, 10, 1), PRSTM_EINVAL);
   cr_assert_eq(prstm_batch_reserve(b, 10, PRSTM_MAX_COLUMNS + 1), PRSTM_EINVAL);
   prstm_batch_destroy(b);

@@ -191,12 +191,12 @@ Test(stream_gpu, pinned_batches_conserve_money_and_finish) { stream_conserves_mo
 
 /* A withdrawal in the first batch, on an empty account, is funded by a
  * deposit in the second: it is carried over and commits. */
-static void withdrawal_funded_by_later_batch_commits(prstm_backend backend, int pinned) {
+static void withdrawal_funded_by_later_batch_commits(prstm_backend backend) {
   need_backend(backend);
   prstm_word words[8] = {0};
   prstm_engine *e = open_engine(backend, words, 8);
   prstm_stream *s = open_stream(e);
-  prstm_batch *b1 = pinned ? new_pinned_batch() : new_batch(), *b2 = pinned ? new_pinned_batch() : new_batch();
+  prstm_batch *b1 = new_batch(), *b2 = new_batch();
   add(b1, BANK_WITHDRAW, 3, 50, 0);
   add(b2, BANK_DEPOSIT, 3, 50, 0);
   submit_ok(s, b1);
@@ -214,11 +214,57 @@ static void withdrawal_funded_by_later_batch_commits(prstm_backend backend, int 
   destroy_stream_and_engine(s, e);
 }
 
-Test(stream_cpu, withdrawal_funded_by_a_later_batch_commits) { withdrawal_funded_by_later_batch_commits(PRSTM_BACKEND_CPU, 0); }
-Test(stream_gpu, withdrawal_funded_by_a_later_batch_commits) { withdrawal_funded_by_later_batch_commits(PRSTM_BACKEND_GPU, 0); }
-Test(stream_gpu, withdrawal_in_a_pinned_batch_funded_by_a_later_one_commits) {
-  withdrawal_funded_by_later_batch_commits(PRSTM_BACKEND_GPU, 1);
+Test(stream_cpu, withdrawal_funded_by_a_later_batch_commits) { withdrawal_funded_by_later_batch_commits(PRSTM_BACKEND_CPU); }
+Test(stream_gpu, withdrawal_funded_by_a_later_batch_commits) { withdrawal_funded_by_later_batch_commits(PRSTM_BACKEND_GPU); }
+
+/* Pinned batches of transfers on rich accounts, in units of 1,000 new rows
+ * out of batches whose capacity (4,096) is not their size (2,500), so the
+ * direct copy starts at offsets past 0 and reads columns at the batch's own
+ * stride. Every transfer commits, so the final state is exact whatever the
+ * order, and is compared word for word with the sums; a withdrawal from an
+ * empty account in the first batch, funded by a deposit in the last, is
+ * carried through the units in between, mixing carried and direct rows. */
+static void pinned_chunks_reach_the_exact_state(prstm_backend backend) {
+  need_backend(backend);
+  enum { ACCOUNTS = 64, BATCHES = 3, PER_BATCH = 2500, EMPTY = ACCOUNTS };
+  prstm_word words[ACCOUNTS + 1], expected[ACCOUNTS + 1];
+  for (int i = 0; i < ACCOUNTS; i++) words[i] = expected[i] = 1000000;
+  words[EMPTY] = expected[EMPTY] = 0;
+  prstm_engine *e = open_engine_chunked(backend, words, ACCOUNTS + 1, 1000);
+  prstm_stream *s = open_stream(e);
+  prstm_batch *b[BATCHES];
+  uint64_t seed = 99;
+  for (int k = 0; k < BATCHES; k++) {
+    b[k] = new_pinned_batch();
+    cr_assert_eq(prstm_batch_reserve(b[k], 4096, 3), 0);
+    if (k == 0) add(b[k], BANK_WITHDRAW, EMPTY, 7, 0);
+    for (int i = (k == 0); i < PER_BATCH - (k == BATCHES - 1); i++) {
+      seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+      uint64_t from = (seed >> 20) % ACCOUNTS, to = (from + 1 + (seed >> 40) % (ACCOUNTS - 1)) % ACCOUNTS;
+      uint64_t amount = 1 + (seed >> 8) % 60;
+      add(b[k], BANK_TRANSFER, from, to, amount);
+      expected[from] -= amount;
+      expected[to] += amount;
+    }
+    if (k == BATCHES - 1) add(b[k], BANK_DEPOSIT, EMPTY, 7, 0);
+    assert_pinned_where_a_gpu_is(b[k]);
+    submit_ok(s, b[k]);
+  }
+  prstm_stream_results r;
+  close_ok(s, &r);
+  cr_assert_eq(r.unit_rows, 1000);
+  cr_assert_eq(r.committed, (uint64_t)BATCHES * PER_BATCH, "every transfer, the withdrawal and the deposit commit");
+  cr_assert_geq(r.carried, 1, "the withdrawal waited for its deposit");
+  const prstm_word *w = prstm_engine_state(e, NULL);
+  for (int i = 0; i <= ACCOUNTS; i++)
+    cr_assert_eq(w[i], expected[i], "account %d: %llu, expected %llu", i, (unsigned long long)w[i],
+                 (unsigned long long)expected[i]);
+  for (int k = 0; k < BATCHES; k++) prstm_batch_destroy(b[k]);
+  destroy_stream_and_engine(s, e);
 }
+
+Test(stream_cpu, pinned_chunks_reach_the_exact_state) { pinned_chunks_reach_the_exact_state(PRSTM_BACKEND_CPU); }
+Test(stream_gpu, pinned_chunks_reach_the_exact_state) { pinned_chunks_reach_the_exact_state(PRSTM_BACKEND_GPU); }
 
 /* A withdrawal that no batch funds stays pending while the stream is open,
  * holds its batch back from the done report, and is abandoned (quiescent)

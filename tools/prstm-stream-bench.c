@@ -70,7 +70,9 @@ static int make_batch(const prstm_workload *bank, unsigned transfer, uint64_t n,
                       int pinned, prstm_batch **out) {
   int rc = pinned ? prstm_batch_create_pinned(out, bank) : prstm_batch_create(out, bank);
   if (rc) return rc;
-  rc = prstm_batch_reserve(*out, n, 3);
+  /* Pinned memory is reserved at its size once: growing it by doubling
+   * would allocate and copy pinned memory several times. */
+  if (pinned) rc = prstm_batch_reserve(*out, n, 3);
   if (rc) return rc;
   for (uint64_t i = 0; i < n; i++) {
     uint64_t r = rng_next(seed), from = r % accounts, to = (r >> 32) % accounts;

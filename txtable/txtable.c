@@ -10,7 +10,10 @@ void *prstm_gpu_host_alloc(size_t bytes);
 void prstm_gpu_host_free(void *p);
 #endif
 
-void *txtable_alloc_columns(size_t bytes, int want_pinned, int *pinned) {
+/* Host memory for a batch's columns: page-locked where asked and CUDA can
+ * give it, else ordinary. *pinned says which it got; free_columns gives it
+ * back the same way, so that pinned memory never reaches free(). */
+static void *alloc_columns(size_t bytes, int want_pinned, int *pinned) {
   *pinned = 0;
   if (bytes == 0) bytes = 1;
 #ifdef PRSTM_HAVE_CUDA
@@ -27,7 +30,7 @@ void *txtable_alloc_columns(size_t bytes, int want_pinned, int *pinned) {
   return malloc(bytes);
 }
 
-void txtable_free_columns(void *p, int pinned) {
+static void free_columns(void *p, int pinned) {
   if (!p) return;
 #ifdef PRSTM_HAVE_CUDA
   if (pinned) {
@@ -40,29 +43,29 @@ void txtable_free_columns(void *p, int pinned) {
   free(p);
 }
 
-static int batch_create(prstm_batch **out, const prstm_workload *wl, int pinned) {
+static int batch_create(prstm_batch **out, const prstm_workload *wl, int want_pinned) {
   if (!out || !wl) return PRSTM_EINVAL;
   prstm_batch *b = calloc(1, sizeof *b);
   if (!b) return PRSTM_ENOMEM;
   b->wl = wl;
-  b->pinned = pinned;
+  b->want_pinned = want_pinned;
   *out = b;
   return 0;
 }
 
 int prstm_batch_create(prstm_batch **out, const prstm_workload *wl) { return batch_create(out, wl, 0); }
 
-/* The request is kept in b->pinned until the first allocation, which then
- * records what it got: where no GPU is, the batch is an ordinary one. */
+/* Only a request: each allocation of the columns records in b->pinned what
+ * it got, and where CUDA gives no pinned memory the batch is ordinary. */
 int prstm_batch_create_pinned(prstm_batch **out, const prstm_workload *wl) { return batch_create(out, wl, 1); }
 
-int prstm_batch_pinned(const prstm_batch *b) { return b && b->pinned && b->cap > 0; }
+int prstm_batch_pinned(const prstm_batch *b) { return b && b->pinned; }
 
 void prstm_batch_destroy(prstm_batch *b) {
   if (!b) return;
-  txtable_free_columns(b->type, b->pinned);
-  txtable_free_columns(b->status, b->pinned);
-  txtable_free_columns(b->args, b->pinned);
+  free_columns(b->type, b->pinned);
+  free_columns(b->status, b->pinned);
+  free_columns(b->args, b->pinned);
   free(b->result);
   free(b->seq);
   free(b);
@@ -71,44 +74,63 @@ void prstm_batch_destroy(prstm_batch *b) {
 uint64_t prstm_batch_size(const prstm_batch *b) { return b ? b->n : 0; }
 const prstm_workload *prstm_batch_workload(const prstm_batch *b) { return b ? b->wl : NULL; }
 
+/* The three columns of a batch, all of one kind of memory. */
+typedef struct batch_columns {
+  uint64_t *args;
+  uint8_t *type, *status;
+  int pinned;
+} batch_columns;
+
+/* Allocates the columns, pinned where wanted and possible. When pinned
+ * memory runs out partway (the argument columns are the largest and come
+ * first), everything is given back and taken again from ordinary memory:
+ * a batch's columns are all of one kind, and a batch is never refused for
+ * want of pinned memory. */
+static int alloc_batch_columns(batch_columns *c, uint64_t cap, uint32_t ncols, int want_pinned) {
+  for (int attempt = 0; attempt < 2; attempt++) {
+    const int want = attempt == 0 && want_pinned;
+    int got_args = 0, got_type = 0, got_status = 0;
+    c->args = ncols ? alloc_columns((size_t)cap * ncols * sizeof *c->args, want, &got_args) : NULL;
+    c->type = alloc_columns((size_t)cap, want, &got_type);
+    c->status = alloc_columns((size_t)cap, want, &got_status);
+    const int complete = (!ncols || c->args) && c->type && c->status;
+    const int one_kind = (!ncols || got_args == got_type) && got_type == got_status;
+    if (complete && one_kind) {
+      c->pinned = got_type;
+      return 0;
+    }
+    free_columns(c->args, got_args);
+    free_columns(c->type, got_type);
+    free_columns(c->status, got_status);
+    if (!want) break; /* ordinary memory failed: nothing else to try */
+  }
+  return PRSTM_ENOMEM;
+}
+
 /* Re-strides the columns for a new capacity or column count; columns are
- * moved one by one because their stride changes with the capacity. The new
- * buffers come from the same kind of memory as the batch asked for; a
- * pinned batch whose first allocation found no GPU becomes an ordinary one. */
+ * moved one by one because their stride changes with the capacity. Old
+ * buffers are given back with the kind they were taken as (b->pinned). */
 static int txtable_reshape(prstm_batch *b, uint64_t cap, uint32_t ncols) {
   if (ncols && cap > UINT64_MAX / 8 / ncols) return PRSTM_ENOMEM;
-  const int want = b->pinned;
-  int got_args = 0, got_type = 0, got_status = 0;
-  uint64_t *args = NULL;
-  uint8_t *type = NULL, *status = NULL;
-  if (ncols) args = txtable_alloc_columns((size_t)cap * ncols * sizeof *args, want, &got_args);
-  type = txtable_alloc_columns((size_t)cap, want, &got_type);
-  status = txtable_alloc_columns((size_t)cap, want, &got_status);
-  if ((ncols && !args) || !type || !status || (ncols && got_args != got_type) || got_type != got_status) {
-    /* Mixed kinds (pinned memory ran out halfway) are given back: every
-     * column of a batch is of one kind. */
-    txtable_free_columns(args, got_args);
-    txtable_free_columns(type, got_type);
-    txtable_free_columns(status, got_status);
-    return PRSTM_ENOMEM;
-  }
-  if (ncols) memset(args, 0, (size_t)cap * ncols * sizeof *args);
-  for (uint32_t c = 0; c < b->ncols; c++)
-    memcpy(args + (uint64_t)c * cap, b->args + (uint64_t)c * b->cap, (size_t)b->n * sizeof *args);
+  batch_columns c;
+  int rc = alloc_batch_columns(&c, cap, ncols, b->want_pinned);
+  if (rc) return rc;
+  if (ncols) memset(c.args, 0, (size_t)cap * ncols * sizeof *c.args);
+  for (uint32_t col = 0; col < b->ncols; col++)
+    memcpy(c.args + (uint64_t)col * cap, b->args + (uint64_t)col * b->cap, (size_t)b->n * sizeof *c.args);
   if (b->n) {
-    memcpy(type, b->type, (size_t)b->n);
-    memcpy(status, b->status, (size_t)b->n);
+    memcpy(c.type, b->type, (size_t)b->n);
+    memcpy(c.status, b->status, (size_t)b->n);
   }
-  const int old_kind = b->pinned && b->cap > 0;
-  txtable_free_columns(b->args, old_kind);
-  txtable_free_columns(b->type, old_kind);
-  txtable_free_columns(b->status, old_kind);
-  b->args = args;
-  b->type = type;
-  b->status = status;
+  free_columns(b->args, b->pinned);
+  free_columns(b->type, b->pinned);
+  free_columns(b->status, b->pinned);
+  b->args = c.args;
+  b->type = c.type;
+  b->status = c.status;
   b->ncols = ncols;
   b->cap = cap;
-  b->pinned = got_type;
+  b->pinned = c.pinned;
   return 0;
 }
 

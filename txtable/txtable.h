@@ -21,14 +21,9 @@ struct prstm_batch {
   uint64_t *args;        /* args[col * cap + row] */
   uint64_t *result;      /* allocated by txtable_prepare_run when has_read_only */
   uint64_t *seq;         /* commit order, allocated by txtable_prepare_run when verifying */
-  int pinned;            /* type, status and args are page-locked (prstm_batch_create_pinned) */
+  int want_pinned;       /* made by prstm_batch_create_pinned */
+  int pinned;            /* type, status and args are page-locked now */
 };
-
-/* Host memory for a batch's columns: page-locked where asked and a GPU is
- * there (engine/backend_gpu.cu), else ordinary. *pinned says which it got;
- * txtable_free_columns gives it back the same way. */
-void *txtable_alloc_columns(size_t bytes, int want_pinned, int *pinned);
-void txtable_free_columns(void *p, int pinned);
 
 /* Makes the batch ready for a run: all rows pending, results allocated, and
  * the commit-order column when `verify`. */
