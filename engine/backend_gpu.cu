@@ -372,6 +372,7 @@ typedef struct gpu_slot {
   prstm_thread_stats *stats;
   uint8_t *h_type, *h_status; /* pinned */
   uint64_t *h_args, *h_result, *h_q;
+  uint64_t staged_rows; /* rows h_type and h_args hold: allocated at first use (prstm_gpu_stream_stage) */
   cudaEvent_t copy_start, copy_end, exec_start, exec_end, back;
   int busy, results;
   uint64_t n;
@@ -465,9 +466,10 @@ static int gpu_stream_alloc_slot(prstm_gpu_stream *g, gpu_slot *sl, int results,
   if (results) GPU_CHECK(cudaMalloc((void **)&sl->result, 8 * r));
   GPU_CHECK(cudaMalloc((void **)&sl->quiesce, 8 * PRSTM_Q_WORDS));
   GPU_CHECK(cudaMalloc((void **)&sl->stats, sizeof(prstm_thread_stats) * g->threads));
-  GPU_CHECK(cudaHostAlloc((void **)&sl->h_type, r, cudaHostAllocDefault));
+  /* The staging of type and argument columns (most of a slot's pinned
+   * memory) is allocated when a unit first needs it: a stream of pinned
+   * batches stages only its carried rows, often none. */
   GPU_CHECK(cudaHostAlloc((void **)&sl->h_status, r, cudaHostAllocDefault));
-  if (g->ncols) GPU_CHECK(cudaHostAlloc((void **)&sl->h_args, 8 * (size_t)g->ncols * r, cudaHostAllocDefault));
   if (results) GPU_CHECK(cudaHostAlloc((void **)&sl->h_result, 8 * r, cudaHostAllocDefault));
   GPU_CHECK(cudaHostAlloc((void **)&sl->h_q, 8 * PRSTM_Q_WORDS, cudaHostAllocDefault));
   GPU_CHECK(cudaEventCreate(&sl->copy_start));
@@ -567,11 +569,37 @@ extern "C" int prstm_gpu_stream_open(prstm_engine *e, const prstm_worker_variant
   return 0;
 }
 
-extern "C" void prstm_gpu_stream_stage(prstm_gpu_stream *g, unsigned slot, uint64_t n, uint8_t **type,
-                                       uint64_t **args) {
-  (void)n;
-  *type = g->slot[slot].h_type;
-  *args = g->slot[slot].h_args;
+/* Pinned staging of at least `rows` rows, kept and grown by doubling (up
+ * to the slot's rows): pinned allocation costs tens of milliseconds, so it
+ * happens a few times per stream, not per unit. The slot is free (its unit
+ * was retired), so nothing reads the old staging any more. */
+static int gpu_stream_stage_checked(prstm_gpu_stream *g, gpu_slot *sl, uint64_t rows, char *err, size_t errlen) {
+  if (rows <= sl->staged_rows) return 0;
+  uint64_t want = sl->staged_rows ? 2 * sl->staged_rows : rows;
+  if (want < rows) want = rows;
+  if (want > g->rows) want = g->rows;
+  GPU_CHECK(cudaFreeHost(sl->h_type));
+  GPU_CHECK(cudaFreeHost(sl->h_args));
+  sl->h_type = NULL;
+  sl->h_args = NULL;
+  sl->staged_rows = 0;
+  GPU_CHECK(cudaHostAlloc((void **)&sl->h_type, want, cudaHostAllocDefault));
+  if (g->ncols) GPU_CHECK(cudaHostAlloc((void **)&sl->h_args, 8 * (size_t)g->ncols * want, cudaHostAllocDefault));
+  sl->staged_rows = want;
+  return 0;
+}
+
+extern "C" int prstm_gpu_stream_stage(prstm_engine *e, prstm_gpu_stream *g, unsigned slot, uint64_t rows,
+                                      uint8_t **type, uint64_t **args) {
+  if (rows > g->rows)
+    return prstm_engine_fail(e, PRSTM_EINVAL, "%llu staged rows exceed the stream's slots of %llu",
+                             (unsigned long long)rows, (unsigned long long)g->rows);
+  gpu_slot *sl = &g->slot[slot];
+  int rc = gpu_stream_stage_checked(g, sl, rows ? rows : 1, e->err, sizeof e->err);
+  if (rc) return rc;
+  *type = sl->h_type;
+  *args = sl->h_args;
+  return 0;
 }
 
 static int gpu_stream_launch_checked(prstm_gpu_stream *g, unsigned slot, uint64_t n, uint32_t tag_mask, int results,
@@ -587,15 +615,16 @@ static int gpu_stream_launch_checked(prstm_gpu_stream *g, unsigned slot, uint64_
       GPU_CHECK(cudaMemcpyAsync(sl->args, sl->h_args, 8 * (size_t)g->ncols * n, cudaMemcpyHostToDevice, g->copy));
   } else {
     /* The batch's rows go from its pinned columns to the device as they
-     * are, one copy per column; the carried rows after them come from the
-     * staging, where the host put them at the same positions. */
+     * are, one copy per column; the n - d carried rows after them come from
+     * the staging, where the host packed them at column stride n - d. */
+    const uint64_t carried = n - d;
     GPU_CHECK(cudaMemcpyAsync(sl->type, direct->type, d, cudaMemcpyHostToDevice, g->copy));
-    if (n > d) GPU_CHECK(cudaMemcpyAsync(sl->type + d, sl->h_type + d, n - d, cudaMemcpyHostToDevice, g->copy));
+    if (carried) GPU_CHECK(cudaMemcpyAsync(sl->type + d, sl->h_type, carried, cudaMemcpyHostToDevice, g->copy));
     for (uint32_t c = 0; c < g->ncols; c++) {
       GPU_CHECK(cudaMemcpyAsync(sl->args + (size_t)c * n, direct->args + (size_t)c * direct->stride, 8 * d,
                                 cudaMemcpyHostToDevice, g->copy));
-      if (n > d)
-        GPU_CHECK(cudaMemcpyAsync(sl->args + (size_t)c * n + d, sl->h_args + (size_t)c * n + d, 8 * (n - d),
+      if (carried)
+        GPU_CHECK(cudaMemcpyAsync(sl->args + (size_t)c * n + d, sl->h_args + (size_t)c * carried, 8 * carried,
                                   cudaMemcpyHostToDevice, g->copy));
     }
   }

@@ -108,9 +108,11 @@ typedef struct prstm_gpu_stream prstm_gpu_stream;
 int prstm_gpu_stream_open(prstm_engine *e, const prstm_worker_variant *v, uint32_t ncols, int results,
                           uint64_t want_rows, prstm_gpu_stream **out, uint64_t *unit_rows, uint32_t *threads,
                           uint64_t *gpu_bytes, char *device, size_t device_len);
-/* The pinned staging of a slot for a unit of n rows: type[n] and args with
- * column stride n. The slot must be free (waited for). */
-void prstm_gpu_stream_stage(prstm_gpu_stream *g, unsigned slot, uint64_t n, uint8_t **type, uint64_t **args);
+/* The pinned staging of a slot for `rows` rows: type[rows] and args with
+ * column stride `rows` (allocated or grown here). The slot must be free
+ * (waited for). */
+int prstm_gpu_stream_stage(prstm_engine *e, prstm_gpu_stream *g, unsigned slot, uint64_t rows, uint8_t **type,
+                           uint64_t **args);
 /* Rows of a unit that are copied to the device straight from a pinned
  * batch instead of through the staging: the first n rows of the unit, from
  * type[0..n) and args[c * stride + 0..n) for each column c. */
@@ -120,8 +122,9 @@ typedef struct prstm_gpu_direct_rows {
   uint64_t stride, n;
 } prstm_gpu_direct_rows;
 /* Queues the copy of the unit (its first direct->n rows from the pinned
- * batch when direct is not NULL, the rest from the staging at the same row
- * positions) and, behind the previous unit on the execution stream, its
+ * batch when direct is not NULL, and the rest from the staging, packed
+ * there at column stride n - direct->n; without direct, all n rows from the
+ * staging at column stride n) and, behind the previous unit on the execution stream, its
  * kernel, then the readback of its outcomes. */
 int prstm_gpu_stream_launch(prstm_engine *e, prstm_gpu_stream *g, unsigned slot, uint64_t n, uint32_t tag_mask,
                             int results, unsigned flags, const prstm_gpu_direct_rows *direct);

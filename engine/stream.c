@@ -276,9 +276,10 @@ static int cpu_work_reserve(prstm_stream *s, prstm_batch *w, uint64_t n) {
   return 0;
 }
 
-/* Fills a unit's table: the new rows (unless with_new is 0: the GPU copies
- * them straight from a pinned batch), then the carried ones, every column
- * at stride `stride`, the columns a narrower batch lacks zeroed. */
+/* Fills a unit's table: the new rows, then the carried ones, every column
+ * at stride `stride`, the columns a narrower batch lacks zeroed. With
+ * with_new 0 (the GPU copies the new rows straight from a pinned batch) only
+ * the carried rows are filled, packed from row 0. */
 static int stream_fill(prstm_stream *s, const stream_unit *u, uint8_t *type, uint64_t *args, uint64_t stride,
                        int with_new) {
   size_t maxjobs = 1 + s->ncols;
@@ -297,7 +298,7 @@ static int stream_fill(prstm_stream *s, const stream_unit *u, uint8_t *type, uin
   free(jobs);
   for (uint64_t k = 0; k < u->n_carry; k++) {
     const prstm_batch *b = s->items[u->carry[k].item].b;
-    uint64_t row = u->carry[k].row, at = u->n_new + k;
+    uint64_t row = u->carry[k].row, at = (with_new ? u->n_new : 0) + k;
     type[at] = b->type[row];
     for (uint32_t c = 0; c < s->ncols; c++) args[(uint64_t)c * stride + at] = c < b->ncols ? b->args[(uint64_t)c * b->cap + row] : 0;
   }
@@ -373,16 +374,21 @@ static int stream_launch(prstm_stream *s, uint64_t item, uint64_t n_new, uint64_
 #ifdef PRSTM_HAVE_CUDA
   uint8_t *type = NULL;
   uint64_t *args = NULL;
-  prstm_gpu_stream_stage(s->gpu, slot, n, &type, &args);
   /* A pinned batch with every column the unit needs is copied to the
-   * device straight from its own memory: no staging copy on the host. */
+   * device straight from its own memory: no staging copy on the host, and
+   * only the carried rows are staged. */
   prstm_gpu_direct_rows direct = {NULL, NULL, 0, 0};
   if (u->n_new) {
     const prstm_batch *b = s->items[item].b;
     if (prstm_batch_pinned(b) && b->ncols == s->ncols)
       direct = (prstm_gpu_direct_rows){b->type + u->off, b->args ? b->args + u->off : NULL, b->cap, u->n_new};
   }
-  rc = stream_fill(s, u, type, args, n, direct.n == 0);
+  const uint64_t staged = direct.n ? n_carry : n;
+  if (staged) {
+    rc = prstm_gpu_stream_stage(s->e, s->gpu, slot, staged, &type, &args);
+    if (rc) return rc;
+  }
+  rc = stream_fill(s, u, type, args, staged, direct.n == 0);
   if (rc) return rc;
   rc = prstm_gpu_stream_launch(s->e, s->gpu, slot, n, s->tag_mask, u->results, flags, direct.n ? &direct : NULL);
   if (rc) return rc;
