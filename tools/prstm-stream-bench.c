@@ -39,7 +39,8 @@ static const char usage_text[] =
     "  --chunk-rows N    the most rows of one run (options.chunk_rows; default:\n"
     "                    PRSTM_CHUNK_ROWS, else what fits the GPU)\n"
     "  --backend B       auto|gpu|cpu (default auto)\n"
-    "  --threads N       executing threads (0: 256 per SM of a GPU, or every core)\n"
+    "  --threads N       executing threads (0: 512 per SM of a GPU for these transfers,\n"
+    "                    or every core)\n"
     "  --skip-kernel     leave out the kernel-alone measure\n"
     "  --seed N          generator seed (default 1)\n"
     "  --help\n";
