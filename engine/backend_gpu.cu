@@ -267,8 +267,9 @@ static int gpu_pick_threads(const prstm_engine *e, const prstm_worker_variant *v
   int sms = 0;
   GPU_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   const uint32_t per_sm = v->gpu_threads_per_sm ? v->gpu_threads_per_sm : PRSTM_GPU_DEFAULT_THREADS_PER_SM;
-  uint32_t t = (uint32_t)sms * per_sm;
-  if (t == 0 || t > max_threads) t = max_threads;
+  /* In 64 bits: a plugin's gpu_threads_per_sm times the SMs could wrap. */
+  const uint64_t want = (uint64_t)sms * per_sm;
+  uint32_t t = want == 0 || want > max_threads ? max_threads : (uint32_t)want;
   if (e->wl->gpu_threads_max && e->wl->gpu_threads_max < t) t = e->wl->gpu_threads_max;
   *threads = t;
   return 0;

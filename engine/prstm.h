@@ -16,7 +16,10 @@ extern "C" {
 /* Raised whenever a structure a workload shares with the engine changes
  * (prstm_workload, the specs, prstm_exec_ctx, the table view): a plugin
  * built against another ABI is refused instead of misread. 4: the
- * semantic word of prstm_exec_ctx carries run flags (streams). */
+ * semantic word of prstm_exec_ctx carries run flags (streams). 5:
+ * prstm_worker_variant gained gpu_threads_per_sm. A program that builds
+ * its own prstm_workload (prstm_add_workload) is compiled against this
+ * header and needs no check; it must be rebuilt with the library. */
 #define PRSTM_ABI_VERSION 5
 
 /* One table generates the error codes, their names and their messages, so the
@@ -252,7 +255,8 @@ typedef enum prstm_semantic_mode {
 typedef struct prstm_options {
   prstm_backend backend;
   uint32_t threads;       /* 0: every host core (CPU), or on a GPU the variant's gpu_threads_per_sm per SM
-                             (256 unless it says otherwise; bank transfers 512) */
+                             (256 unless it says otherwise; 512 for bank batches of rows of at
+                             most 3 words, that is without transfer_multi) */
   uint32_t lock_coverage; /* consecutive words per lock, >= 1 */
   prstm_semantic_mode semantic;
   uint32_t retry_limit;

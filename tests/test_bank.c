@@ -583,10 +583,12 @@ Test(verify, refused_without_a_verified_run) {
 
 /* With the thread count left to the engine, a batch of two-account transfers
  * runs 512 threads an SM and a batch with a wider row (a multi-transfer of
- * four argument words: the next worker variant) the engine's 256. */
+ * four argument words: the next worker variant) the engine's 256. The SM
+ * count is read from the run's device line, "NAME (S SMs, T threads)". */
 Test(engine_gpu, default_threads_are_the_worker_variants_choice) {
   need_backend(PRSTM_BACKEND_GPU);
   uint32_t threads[2] = {0, 0};
+  unsigned sms = 0;
   for (int wide = 0; wide < 2; wide++) {
     bank_run r;
     memset(&r, 0, sizeof r);
@@ -603,10 +605,11 @@ Test(engine_gpu, default_threads_are_the_worker_variants_choice) {
     }
     run_exec(&r);
     cr_assert_eq(r.res.backend, PRSTM_BACKEND_GPU);
+    const char *p = strrchr(r.res.device, '(');
+    cr_assert(p && sscanf(p, "(%u SMs", &sms) == 1 && sms > 0, "no SM count in '%s'", r.res.device);
     threads[wide] = r.res.threads;
     run_close(&r);
   }
-  cr_assert_gt(threads[1], 0);
-  cr_assert_eq(threads[0], 2 * threads[1], "transfers: 512 an SM (%u threads); a wider row: 256 an SM (%u)",
-               threads[0], threads[1]);
+  cr_assert_eq(threads[0], 512u * sms, "transfers: 512 an SM of %u SMs, ran %u threads", sms, threads[0]);
+  cr_assert_eq(threads[1], 256u * sms, "a wider row: 256 an SM of %u SMs, ran %u threads", sms, threads[1]);
 }

@@ -37,7 +37,7 @@ static const char usage_text[] =
     "  --backend auto|gpu|cpu   where to run (default: the config's, else auto:\n"
     "                           the GPU when one is usable, else the CPU)\n"
     "  --threads N              executing threads (0: every core, or 256 per SM of a GPU,\n"
-    "                           512 for bank transfers)\n"
+    "                           512 for bank batches without transfer_multi)\n"
     "  --lock-coverage N        consecutive words per lock (>= 1)\n"
     "  --results FILE           write the results JSON here (overrides output.results)\n"
     "  --final-state FILE       write the final shared words here (overrides output.final_state)\n"
