@@ -241,10 +241,10 @@ const prstm_workload prstm_workload_bank = {
     .nvariants = 3,
     /* Rows of at most 3 words (every type but transfer_multi) run on the
      * pair variant with every thread the GPU keeps resident (512 an SM): on
-     * an H100 (2026-11-23) two-account transfers committed 2.08 G tx/s with
-     * 67,584 threads against 1.96 G with 33,792, the old default
-     * (docs/PERFORMANCE.md); mixes such as configs/bank.json were not
-     * measured at both. The wider variants keep the engine's default: their
+     * an H100 (2026-11-23) one sweep of two-account transfers committed
+     * 2.08 G tx/s with 67,584 threads and 2.11 G with 61,440, against 1.90 G
+     * with 30,720 (docs/PERFORMANCE.md); mixes such as configs/bank.json
+     * were not measured at both. The wider variants keep the engine's default: their
      * sets live in thread-local memory. */
     .variants = {{BANK_PAIR_COLUMNS, BANK_PAIR_CAPACITY, bank_pair_cpu_worker, WL_GPU_HOOKS(bank_pair), 512},
                  {BANK_SMALL_COLUMNS, BANK_SMALL_CAPACITY, bank_small_cpu_worker, WL_GPU_HOOKS(bank_small)},
