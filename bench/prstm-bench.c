@@ -137,7 +137,7 @@ typedef struct bench_point {
   const prstm_workload *wl;
   prstm_state_spec state;
   prstm_generate_spec gen;
-  uint32_t gpu_threads; /* 0: each kernel's default (the engine: 256 threads per SM; the ceiling: a full GPU) */
+  uint32_t gpu_threads; /* 0: each kernel's default (the engine: its worker variant's threads per SM; the ceiling: a full GPU) */
   uint32_t cpu_threads; /* threads of the CPU backend runners; 0: every host core */
   uint32_t lock_coverage;
   unsigned runners;
@@ -963,7 +963,7 @@ static int exp_bank_threads(bench_ctx *c) {
       p.x = t[i];
       if (on_gpu) {
         /* The last point is the full GPU, named explicitly: the engine's
-         * default (threads 0) is a quarter of it or less. */
+         * default (threads 0) may be less (256 per SM for wider rows). */
         p.gpu_threads = t[i];
       } else {
         /* Without GPU runners the sweep is over the CPU backend's threads;

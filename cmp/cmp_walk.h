@@ -401,12 +401,13 @@ int prstm_gpu_kernel_max_threads(const void *kernel, uint32_t *max_threads, char
 #endif
 #define PRSTM_GPU_BLOCK_THREADS 128
 /* At least this many blocks of PRSTM_GPU_BLOCK_THREADS per SM (512
- * threads, twice the default of 256 per SM), which leaves ptxas up to 128
+ * threads, twice the engine's default of 256 per SM), which leaves ptxas up to 128
  * registers a thread. With the block size alone as the bound, ptxas aimed at
  * 16 blocks an SM and capped the walk at 40-72 registers, spilling 0.6-1.2
  * KB of code's worth in every engine kernel (tools/resource-report.sh); with
- * this bound none spills. A full GPU then holds fewer threads than before,
- * which the engine never ran best at (docs/PERFORMANCE.md). */
+ * this bound none spills. A full GPU then holds fewer threads than before
+ * (512 an SM), which the bank's pair variant asks for by default and the
+ * other workloads ran slower with (docs/PERFORMANCE.md). */
 #define PRSTM_GPU_MIN_BLOCKS_PER_SM 4
 /* Workers whose sets hold at most this many entries keep them in shared
  * memory (CAP times 56 bytes a thread: 14 KB a block for a bank transfer's

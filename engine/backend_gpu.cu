@@ -245,10 +245,13 @@ static int gpu_readback(prstm_engine *e, prstm_batch *b, uint32_t threads, gpu_b
  * concurrent conflicts. With 4 blocks of 128 an SM resident now, a full GPU
  * is 512 per SM: on an H100 (2026-11-23) bank transfers ran 11% faster at
  * 61,440 threads than at 30,720, but at 67,584 against 33,792 vacation ran
- * 8% slower, graph 17% and skiplist 45% (docs/PERFORMANCE.md). A
- * workload's gpu_threads_max lowers it further. */
+ * 8% slower, graph 17% and skiplist 45% (docs/PERFORMANCE.md). So the
+ * choice is the worker variant's: its gpu_threads_per_sm replaces the 256
+ * (bank transfers ask for 512), and the workload's gpu_threads_max lowers
+ * the result further. */
 #define PRSTM_GPU_DEFAULT_THREADS_PER_SM 256u
-static int gpu_pick_threads(const prstm_engine *e, uint32_t max_threads, uint32_t *threads, char *err,
+static int gpu_pick_threads(const prstm_engine *e, const prstm_worker_variant *v, uint32_t max_threads,
+                            uint32_t *threads, char *err,
                             size_t errlen) {
   if (e->opt.threads) {
     if (e->opt.threads > max_threads) {
@@ -263,8 +266,10 @@ static int gpu_pick_threads(const prstm_engine *e, uint32_t max_threads, uint32_
   }
   int sms = 0;
   GPU_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  uint32_t t = (uint32_t)sms * PRSTM_GPU_DEFAULT_THREADS_PER_SM;
-  if (t == 0 || t > max_threads) t = max_threads;
+  const uint32_t per_sm = v->gpu_threads_per_sm ? v->gpu_threads_per_sm : PRSTM_GPU_DEFAULT_THREADS_PER_SM;
+  /* In 64 bits: a plugin's gpu_threads_per_sm times the SMs could wrap. */
+  const uint64_t want = (uint64_t)sms * per_sm;
+  uint32_t t = want == 0 || want > max_threads ? max_threads : (uint32_t)want;
   if (e->wl->gpu_threads_max && e->wl->gpu_threads_max < t) t = e->wl->gpu_threads_max;
   *threads = t;
   return 0;
@@ -277,7 +282,7 @@ static int gpu_run_checked(prstm_engine *e, prstm_batch *b, const prstm_worker_v
   rc = v->gpu_max_threads(&max_threads, err, errlen);
   if (rc) return rc;
   uint32_t threads = 0;
-  rc = gpu_pick_threads(e, max_threads, &threads, err, errlen);
+  rc = gpu_pick_threads(e, v, max_threads, &threads, err, errlen);
   if (rc) return rc;
   prstm_exec_ctx ctx;
   prstm_ctx_fill_common(e, b, threads, &ctx);
@@ -487,7 +492,7 @@ static int gpu_stream_open_checked(prstm_engine *e, prstm_gpu_stream *g, int res
   int rc = g->v->gpu_max_threads(&max_threads, err, errlen);
   if (rc) return rc;
   uint32_t threads = 0;
-  rc = gpu_pick_threads(e, max_threads, &threads, err, errlen);
+  rc = gpu_pick_threads(e, g->v, max_threads, &threads, err, errlen);
   if (rc) return rc;
   g->threads = threads;
   g->nwords = e->nwords;

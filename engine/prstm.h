@@ -16,8 +16,11 @@ extern "C" {
 /* Raised whenever a structure a workload shares with the engine changes
  * (prstm_workload, the specs, prstm_exec_ctx, the table view): a plugin
  * built against another ABI is refused instead of misread. 4: the
- * semantic word of prstm_exec_ctx carries run flags (streams). */
-#define PRSTM_ABI_VERSION 4
+ * semantic word of prstm_exec_ctx carries run flags (streams). 5:
+ * prstm_worker_variant gained gpu_threads_per_sm. A program that builds
+ * its own prstm_workload (prstm_add_workload) is compiled against this
+ * header and needs no check; it must be rebuilt with the library. */
+#define PRSTM_ABI_VERSION 5
 
 /* One table generates the error codes, their names and their messages, so the
  * three can never drift apart. Every function returns 0 or one of these. */
@@ -154,6 +157,10 @@ typedef struct prstm_worker_variant {
   prstm_cpu_worker_fn cpu_worker;
   prstm_gpu_launch_fn gpu_launch; /* NULL when built without CUDA */
   prstm_gpu_max_threads_fn gpu_max_threads;
+  /* GPU threads per SM when the run leaves the count to the engine (threads
+   * 0); 0 for the engine's default of 256. Capped by what the GPU keeps
+   * resident and by the workload's gpu_threads_max. */
+  uint32_t gpu_threads_per_sm;
 } prstm_worker_variant;
 
 /* A workload: transaction types plus host hooks. Built-in workloads use exactly
@@ -247,7 +254,9 @@ typedef enum prstm_semantic_mode {
 
 typedef struct prstm_options {
   prstm_backend backend;
-  uint32_t threads;       /* 0: every host core (CPU), or 256 threads per SM (GPU) */
+  uint32_t threads;       /* 0: every host core (CPU), or on a GPU the variant's gpu_threads_per_sm per SM
+                             (256 unless it says otherwise; 512 for bank batches of rows of at
+                             most 3 words, that is without transfer_multi) */
   uint32_t lock_coverage; /* consecutive words per lock, >= 1 */
   prstm_semantic_mode semantic;
   uint32_t retry_limit;

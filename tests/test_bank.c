@@ -580,3 +580,36 @@ Test(verify, refused_without_a_verified_run) {
   cr_assert_eq(prstm_engine_verify(r.engine, r.batch, &rep), PRSTM_EINVAL);
   run_close(&r);
 }
+
+/* With the thread count left to the engine, a batch of two-account transfers
+ * runs 512 threads an SM and a batch with a wider row (a multi-transfer of
+ * four argument words: the next worker variant) the engine's 256. The SM
+ * count is read from the run's device line, "NAME (S SMs, T threads)". */
+Test(engine_gpu, default_threads_are_the_worker_variants_choice) {
+  need_backend(PRSTM_BACKEND_GPU);
+  uint32_t threads[2] = {0, 0};
+  unsigned sms = 0;
+  for (int wide = 0; wide < 2; wide++) {
+    bank_run r;
+    memset(&r, 0, sizeof r);
+    prstm_options opt;
+    test_options(&opt, PRSTM_BACKEND_GPU, 0, 1);
+    opt.threads = 0;
+    r.wl = prstm_workload_find("bank");
+    test_open(r.wl, &opt, &r.engine, &r.batch);
+    run_state(&r, 64, 1000);
+    for (int i = 0; i < 1000; i++) add(&r, "transfer", (prstm_word)i % 64, (prstm_word)(i + 1) % 64, 1);
+    if (wide) {
+      prstm_word multi[4] = {5, 2, 1, 6}; /* to 5, amount 2, one source: 6 */
+      cr_assert_eq(prstm_batch_append_named(r.batch, "transfer_multi", multi, 4), 0);
+    }
+    run_exec(&r);
+    cr_assert_eq(r.res.backend, PRSTM_BACKEND_GPU);
+    const char *p = strrchr(r.res.device, '(');
+    cr_assert(p && sscanf(p, "(%u SMs", &sms) == 1 && sms > 0, "no SM count in '%s'", r.res.device);
+    threads[wide] = r.res.threads;
+    run_close(&r);
+  }
+  cr_assert_eq(threads[0], 512u * sms, "transfers: 512 an SM of %u SMs, ran %u threads", sms, threads[0]);
+  cr_assert_eq(threads[1], 256u * sms, "a wider row: 256 an SM of %u SMs, ran %u threads", sms, threads[1]);
+}
