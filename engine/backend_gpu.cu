@@ -377,7 +377,11 @@ typedef struct gpu_slot {
   prstm_thread_stats *stats;
   uint8_t *h_type, *h_status; /* pinned */
   uint64_t *h_args, *h_result, *h_q;
-  uint64_t staged_rows; /* rows h_type and h_args hold: allocated at first use (prstm_gpu_stream_stage) */
+  /* The bytes h_type, h_args, h_status and h_result hold: each is allocated
+   * when a unit first needs it (gpu_pinned_grow). */
+  uint64_t type_bytes, args_bytes, status_bytes, result_bytes;
+  uint8_t *direct_status; /* the batch's status column the unit's first direct_n rows are read back into */
+  uint64_t direct_n;
   cudaEvent_t copy_start, copy_end, exec_start, exec_end, back;
   int busy, results;
   uint64_t n;
@@ -394,6 +398,7 @@ struct prstm_gpu_stream {
   cudaStream_t copy, back, monitor;
   uint64_t *h_watch; /* pinned: the progress words as the watchdog last saw them, then the stop word */
   uint8_t *h_zeros;  /* pinned zeros: the source of each unit's cleared statuses, results and progress words */
+  uint64_t zero_bytes;
   prstm_exec_ctx base;
 };
 
@@ -471,11 +476,12 @@ static int gpu_stream_alloc_slot(prstm_gpu_stream *g, gpu_slot *sl, int results,
   if (results) GPU_CHECK(cudaMalloc((void **)&sl->result, 8 * r));
   GPU_CHECK(cudaMalloc((void **)&sl->quiesce, 8 * PRSTM_Q_WORDS));
   GPU_CHECK(cudaMalloc((void **)&sl->stats, sizeof(prstm_thread_stats) * g->threads));
-  /* The staging of type and argument columns (most of a slot's pinned
-   * memory) is allocated when a unit first needs it: a stream of pinned
-   * batches stages only its carried rows, often none. */
-  GPU_CHECK(cudaHostAlloc((void **)&sl->h_status, r, cudaHostAllocDefault));
-  if (results) GPU_CHECK(cudaHostAlloc((void **)&sl->h_result, 8 * r, cudaHostAllocDefault));
+  /* The pinned staging and readback columns are allocated when a unit
+   * first needs them (gpu_pinned_grow): a stream of pinned batches copies
+   * and reads back its new rows in the batch's own memory, and needs them
+   * only for carried rows, often none. On an H100 (2026-11-23) allocating
+   * them here took 30 ms of a 100 ms stream. */
+  (void)results;
   GPU_CHECK(cudaHostAlloc((void **)&sl->h_q, 8 * PRSTM_Q_WORDS, cudaHostAllocDefault));
   GPU_CHECK(cudaEventCreate(&sl->copy_start));
   GPU_CHECK(cudaEventCreate(&sl->copy_end));
@@ -531,10 +537,11 @@ static int gpu_stream_open_checked(prstm_engine *e, prstm_gpu_stream *g, int res
   GPU_CHECK(cudaStreamCreateWithFlags(&g->back, cudaStreamNonBlocking));
   GPU_CHECK(cudaStreamCreateWithFlags(&g->monitor, cudaStreamNonBlocking));
   GPU_CHECK(cudaHostAlloc((void **)&g->h_watch, 8 * (PRSTM_Q_WORDS + 1), cudaHostAllocDefault));
-  size_t zeros = (size_t)(results ? 8 : 1) * g->rows;
-  if (zeros < 8 * PRSTM_Q_WORDS) zeros = 8 * PRSTM_Q_WORDS;
-  GPU_CHECK(cudaHostAlloc((void **)&g->h_zeros, zeros, cudaHostAllocDefault));
-  memset(g->h_zeros, 0, zeros);
+  /* Enough zeros for the progress words; gpu_stream_launch_checked grows
+   * them to what a unit's cleared columns need. */
+  g->zero_bytes = 8 * PRSTM_Q_WORDS;
+  GPU_CHECK(cudaHostAlloc((void **)&g->h_zeros, g->zero_bytes, cudaHostAllocDefault));
+  memset(g->h_zeros, 0, g->zero_bytes);
   GPU_CHECK(cudaMalloc((void **)&g->words, 8 * g->nwords));
   GPU_CHECK(cudaMalloc((void **)&g->locks, 8 * g->nlocks));
   GPU_CHECK(cudaMalloc((void **)&g->totals, 3 * sizeof(unsigned long long)));
@@ -574,24 +581,29 @@ extern "C" int prstm_gpu_stream_open(prstm_engine *e, const prstm_worker_variant
   return 0;
 }
 
-/* Pinned staging of at least `rows` rows, kept and grown by doubling (up
- * to the slot's rows): pinned allocation costs tens of milliseconds, so it
- * happens a few times per stream, not per unit. The slot is free (its unit
- * was retired), so nothing reads the old staging any more. */
-static int gpu_stream_stage_checked(prstm_gpu_stream *g, gpu_slot *sl, uint64_t rows, char *err, size_t errlen) {
-  if (rows <= sl->staged_rows) return 0;
-  uint64_t want = sl->staged_rows ? 2 * sl->staged_rows : rows;
-  if (want < rows) want = rows;
-  if (want > g->rows) want = g->rows;
-  GPU_CHECK(cudaFreeHost(sl->h_type));
-  GPU_CHECK(cudaFreeHost(sl->h_args));
-  sl->h_type = NULL;
-  sl->h_args = NULL;
-  sl->staged_rows = 0;
-  GPU_CHECK(cudaHostAlloc((void **)&sl->h_type, want, cudaHostAllocDefault));
-  if (g->ncols) GPU_CHECK(cudaHostAlloc((void **)&sl->h_args, 8 * (size_t)g->ncols * want, cudaHostAllocDefault));
-  sl->staged_rows = want;
+/* Grows a pinned host buffer to at least `need` bytes, by doubling up to
+ * `most`: pinned allocation takes milliseconds, so it happens a few times
+ * per stream, not per unit. The contents are not kept: the caller knows
+ * that nothing reads the old buffer any more. */
+static int gpu_pinned_grow(void **buf, uint64_t *have, uint64_t need, uint64_t most, char *err, size_t errlen) {
+  if (need <= *have) return 0;
+  uint64_t want = *have ? 2 * *have : need;
+  if (want > most) want = most;
+  if (want < need) want = need;
+  GPU_CHECK(cudaFreeHost(*buf));
+  *buf = NULL;
+  *have = 0;
+  GPU_CHECK(cudaHostAlloc(buf, want, cudaHostAllocDefault));
+  *have = want;
   return 0;
+}
+
+/* Staging of at least `rows` rows in a free slot (its unit was retired). */
+static int gpu_stream_stage_checked(prstm_gpu_stream *g, gpu_slot *sl, uint64_t rows, char *err, size_t errlen) {
+  int rc = gpu_pinned_grow((void **)&sl->h_type, &sl->type_bytes, rows, g->rows, err, errlen);
+  if (rc || !g->ncols) return rc;
+  const uint64_t row_bytes = 8ull * g->ncols;
+  return gpu_pinned_grow((void **)&sl->h_args, &sl->args_bytes, row_bytes * rows, row_bytes * g->rows, err, errlen);
 }
 
 extern "C" int prstm_gpu_stream_stage(prstm_engine *e, prstm_gpu_stream *g, unsigned slot, uint64_t rows,
@@ -610,10 +622,28 @@ extern "C" int prstm_gpu_stream_stage(prstm_engine *e, prstm_gpu_stream *g, unsi
 static int gpu_stream_launch_checked(prstm_gpu_stream *g, unsigned slot, uint64_t n, uint32_t tag_mask, int results,
                                      unsigned flags, const prstm_gpu_direct_rows *direct, char *err, size_t errlen) {
   gpu_slot *sl = &g->slot[slot];
+  const uint64_t d = direct ? direct->n : 0;
+  /* The statuses of direct rows are cleared from, and read back into, the
+   * batch's own pinned status column (all zero, pending, since the batch
+   * was submitted); only the other n - d rows use the slot's readback and
+   * the zeros. The slot is free and the zeros are shared with the other
+   * slot, whose copies are drained before the zeros are replaced. */
+  const uint64_t staged = n - d;
+  int rc = gpu_pinned_grow((void **)&sl->h_status, &sl->status_bytes, staged, g->rows, err, errlen);
+  if (!rc && results) rc = gpu_pinned_grow((void **)&sl->h_result, &sl->result_bytes, 8 * n, 8 * g->rows, err, errlen);
+  if (rc) return rc;
+  const uint64_t zeros = results && 8 * n > staged ? 8 * n : staged;
+  if (zeros > g->zero_bytes) {
+    GPU_CHECK(cudaStreamSynchronize(g->copy));
+    rc = gpu_pinned_grow((void **)&g->h_zeros, &g->zero_bytes, zeros, 8 * g->rows, err, errlen);
+    if (rc) return rc;
+    memset(g->h_zeros, 0, g->zero_bytes);
+  }
   sl->n = n;
   sl->results = results;
+  sl->direct_n = d;
+  sl->direct_status = d ? direct->status : NULL;
   GPU_CHECK(cudaEventRecord(sl->copy_start, g->copy));
-  const uint64_t d = direct ? direct->n : 0;
   if (d == 0) {
     GPU_CHECK(cudaMemcpyAsync(sl->type, sl->h_type, n, cudaMemcpyHostToDevice, g->copy));
     if (g->ncols)
@@ -636,7 +666,8 @@ static int gpu_stream_launch_checked(prstm_gpu_stream *g, unsigned slot, uint64_
   /* Cleared by copies from pinned zeros rather than memsets: a memset is a
    * kernel, which would wait for the SMs the running persistent kernel
    * holds, while a copy runs on a copy engine beside it. */
-  GPU_CHECK(cudaMemcpyAsync(sl->status, g->h_zeros, n, cudaMemcpyHostToDevice, g->copy));
+  if (d) GPU_CHECK(cudaMemcpyAsync(sl->status, direct->status, d, cudaMemcpyHostToDevice, g->copy));
+  if (staged) GPU_CHECK(cudaMemcpyAsync(sl->status + d, g->h_zeros, staged, cudaMemcpyHostToDevice, g->copy));
   if (results) GPU_CHECK(cudaMemcpyAsync(sl->result, g->h_zeros, 8 * n, cudaMemcpyHostToDevice, g->copy));
   GPU_CHECK(cudaMemcpyAsync(sl->quiesce, g->h_zeros, 8 * PRSTM_Q_WORDS, cudaMemcpyHostToDevice, g->copy));
   GPU_CHECK(cudaEventRecord(sl->copy_end, g->copy));
@@ -662,14 +693,15 @@ static int gpu_stream_launch_checked(prstm_gpu_stream *g, unsigned slot, uint64_
   ctx.quiesce = sl->quiesce;
   if (flags & PRSTM_RUN_KEEP_POSTPONED) ctx.semantic |= PRSTM_SEMANTIC_KEEP_POSTPONED;
   GPU_CHECK(cudaEventRecord(sl->exec_start, 0));
-  int rc = g->v->gpu_launch(&ctx, g->threads, err, errlen);
+  rc = g->v->gpu_launch(&ctx, g->threads, err, errlen);
   if (rc) return rc;
   GPU_CHECK(cudaEventRecord(sl->exec_end, 0));
   prstm_stream_stats_kernel<<<64, 256, 0, 0>>>(sl->stats, g->threads, g->totals);
   GPU_CHECK(cudaGetLastError());
 
   GPU_CHECK(cudaStreamWaitEvent(g->back, sl->exec_end, 0));
-  GPU_CHECK(cudaMemcpyAsync(sl->h_status, sl->status, n, cudaMemcpyDeviceToHost, g->back));
+  if (d) GPU_CHECK(cudaMemcpyAsync(direct->status, sl->status, d, cudaMemcpyDeviceToHost, g->back));
+  if (staged) GPU_CHECK(cudaMemcpyAsync(sl->h_status, sl->status + d, staged, cudaMemcpyDeviceToHost, g->back));
   if (results) GPU_CHECK(cudaMemcpyAsync(sl->h_result, sl->result, 8 * n, cudaMemcpyDeviceToHost, g->back));
   GPU_CHECK(cudaMemcpyAsync(sl->h_q, sl->quiesce, 8 * PRSTM_Q_WORDS, cudaMemcpyDeviceToHost, g->back));
   GPU_CHECK(cudaEventRecord(sl->back, g->back));
@@ -748,7 +780,8 @@ extern "C" int prstm_gpu_stream_wait(prstm_engine *e, prstm_gpu_stream *g, unsig
   *execute_s += exec_ms / 1000.0;
   if (stalled) {
     uint64_t final = 0;
-    for (uint64_t i = 0; i < sl->n; i++) final += sl->h_status[i] != 0;
+    for (uint64_t i = 0; i < sl->direct_n; i++) final += sl->direct_status[i] != 0;
+    for (uint64_t i = sl->direct_n; i < sl->n; i++) final += sl->h_status[i - sl->direct_n] != 0;
     return prstm_engine_fail(e, PRSTM_ESTALLED,
                              "no transaction committed or failed for %u s, so the watchdog stopped the stream "
                              "(%llu of the %llu transactions of the running unit were final; engine.watchdog_s sets "

@@ -115,11 +115,14 @@ int prstm_gpu_stream_stage(prstm_engine *e, prstm_gpu_stream *g, unsigned slot, 
                            uint64_t **args);
 /* Rows of a unit that are copied to the device straight from a pinned
  * batch instead of through the staging: the first n rows of the unit, from
- * type[0..n) and args[c * stride + 0..n) for each column c. */
+ * type[0..n) and args[c * stride + 0..n) for each column c. Their statuses
+ * are cleared from status[0..n), all zero (pending) at launch, and read
+ * back into it. */
 typedef struct prstm_gpu_direct_rows {
   const uint8_t *type;
   const uint64_t *args;
   uint64_t stride, n;
+  uint8_t *status;
 } prstm_gpu_direct_rows;
 /* Queues the copy of the unit (its first direct->n rows from the pinned
  * batch when direct is not NULL, and the rest from the staging, packed
@@ -128,8 +131,10 @@ typedef struct prstm_gpu_direct_rows {
  * kernel, then the readback of its outcomes. */
 int prstm_gpu_stream_launch(prstm_engine *e, prstm_gpu_stream *g, unsigned slot, uint64_t n, uint32_t tag_mask,
                             int results, unsigned flags, const prstm_gpu_direct_rows *direct);
-/* Waits for a slot's unit under the watchdog; then status[n] (and result[n]
- * when the unit has results) hold its outcomes in pinned memory, q its
+/* Waits for a slot's unit under the watchdog; then status holds the
+ * outcomes of the unit's rows that were not direct (all n rows without
+ * direct rows, else the n - direct->n after them; the direct rows' are in
+ * the batch), result[n] those of every row when the unit has results, q its
  * published counts, and the copy and execution times are added. */
 int prstm_gpu_stream_wait(prstm_engine *e, prstm_gpu_stream *g, unsigned slot, const uint8_t **status,
                           const uint64_t **result, uint64_t *q, double *copy_s, double *execute_s);

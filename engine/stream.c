@@ -38,6 +38,7 @@ typedef struct stream_unit {
   stream_origin *carry;      /* carried rows, after the new ones */
   uint64_t n_carry, carry_alloc;
   int results;
+  int direct; /* GPU: the new rows' statuses were read back straight into their batch */
   prstm_batch work; /* CPU: the working table the threads run on */
 } stream_unit;
 
@@ -208,16 +209,18 @@ static int stream_retire(prstm_stream *s, unsigned slot) {
     s->res.abandoned += q[PRSTM_Q_ABANDONED];
   }
 #endif
+  const uint8_t *carry_status = u->direct ? status : status + u->n_new;
   if (u->n_new) {
     stream_item *it = &s->items[u->item];
     prstm_batch *b = it->b;
-    memcpy(b->status + u->off, status, (size_t)u->n_new);
+    uint8_t *mine = b->status + u->off;
+    if (!u->direct) memcpy(mine, status, (size_t)u->n_new);
     if (b->result && result) memcpy(b->result + u->off, result, (size_t)u->n_new * sizeof *result);
     uint64_t pending = 0;
-    const uint8_t *p = status, *end = status + u->n_new;
+    const uint8_t *p = mine, *end = mine + u->n_new;
     /* Pending is status 0 with reason 0: a zero byte. */
     while ((p = memchr(p, 0, (size_t)(end - p))) != NULL) {
-      int rc = queue_push(s, u->item, u->off + (uint64_t)(p - status));
+      int rc = queue_push(s, u->item, u->off + (uint64_t)(p - mine));
       if (rc) return rc;
       pending++;
       p++;
@@ -226,7 +229,7 @@ static int stream_retire(prstm_stream *s, unsigned slot) {
     s->res.carried += pending;
   }
   for (uint64_t k = 0; k < u->n_carry; k++) {
-    uint8_t st = status[u->n_new + k];
+    uint8_t st = carry_status[k];
     stream_origin o = u->carry[k];
     if (st == 0) {
       int rc = queue_push(s, o.item, o.row);
@@ -335,6 +338,7 @@ static int stream_launch(prstm_stream *s, uint64_t item, uint64_t n_new, uint64_
   /* The results column travels only when a row of the unit is read-only:
    * on the GPU it would otherwise cost a readback of 8 bytes a row. */
   u->results = n_new && s->items[item].b->has_read_only;
+  u->direct = 0;
   for (uint64_t k = 0; s->results && !u->results && k < n_carry; k++)
     u->results = s->e->wl->types[s->items[u->carry[k].item].b->type[u->carry[k].row]].read_only;
   unsigned flags = PRSTM_RUN_QUIET | (final ? 0u : PRSTM_RUN_KEEP_POSTPONED);
@@ -375,14 +379,17 @@ static int stream_launch(prstm_stream *s, uint64_t item, uint64_t n_new, uint64_
   uint8_t *type = NULL;
   uint64_t *args = NULL;
   /* A pinned batch with every column the unit needs is copied to the
-   * device straight from its own memory: no staging copy on the host, and
-   * only the carried rows are staged. */
-  prstm_gpu_direct_rows direct = {NULL, NULL, 0, 0};
+   * device straight from its own memory, and its statuses come back
+   * straight into it: no staging copy on the host, and only the carried
+   * rows are staged. */
+  prstm_gpu_direct_rows direct = {NULL, NULL, 0, 0, NULL};
   if (u->n_new) {
-    const prstm_batch *b = s->items[item].b;
+    prstm_batch *b = s->items[item].b;
     if (prstm_batch_pinned(b) && b->ncols == s->ncols)
-      direct = (prstm_gpu_direct_rows){b->type + u->off, b->args ? b->args + u->off : NULL, b->cap, u->n_new};
+      direct = (prstm_gpu_direct_rows){b->type + u->off, b->args ? b->args + u->off : NULL, b->cap, u->n_new,
+                                       b->status + u->off};
   }
+  u->direct = direct.n != 0;
   const uint64_t staged = direct.n ? n_carry : n;
   if (staged) {
     rc = prstm_gpu_stream_stage(s->e, s->gpu, slot, staged, &type, &args);

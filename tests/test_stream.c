@@ -259,12 +259,82 @@ static void pinned_chunks_reach_the_exact_state(prstm_backend backend) {
   for (int i = 0; i <= ACCOUNTS; i++)
     cr_assert_eq(w[i], expected[i], "account %d: %llu, expected %llu", i, (unsigned long long)w[i],
                  (unsigned long long)expected[i]);
+  /* Each row's own status, which a GPU reads back straight into the batch. */
+  for (int k = 0; k < BATCHES; k++)
+    for (uint64_t i = 0; i < PER_BATCH; i++)
+      cr_assert_eq(status_of(b[k], i, NULL), PRSTM_COMMITTED, "batch %d row %llu", k, (unsigned long long)i);
   for (int k = 0; k < BATCHES; k++) prstm_batch_destroy(b[k]);
   destroy_stream_and_engine(s, e);
 }
 
 Test(stream_cpu, pinned_chunks_reach_the_exact_state) { pinned_chunks_reach_the_exact_state(PRSTM_BACKEND_CPU); }
 Test(stream_gpu, pinned_chunks_reach_the_exact_state) { pinned_chunks_reach_the_exact_state(PRSTM_BACKEND_GPU); }
+
+/* Balance queries of accounts no transaction writes, among transfers on
+ * other accounts, in units of 1,000 rows out of batches of 2,500: each query
+ * commits with its account's exact balance, wherever its unit starts; a
+ * withdrawal carried from the first batch to the last travels beside them. */
+static void read_only_results_come_back_through_the_stream(prstm_backend backend, int pinned) {
+  need_backend(backend);
+  enum { RICH = 32, QUIET = 32, BATCHES = 3, PER_BATCH = 2500, EMPTY = RICH + QUIET };
+  prstm_word words[EMPTY + 1];
+  for (int i = 0; i < RICH; i++) words[i] = 1000000;
+  for (int i = RICH; i < EMPTY; i++) words[i] = 1000 + (prstm_word)i;
+  words[EMPTY] = 0;
+  prstm_engine *e = open_engine_chunked(backend, words, EMPTY + 1, 1000);
+  prstm_stream *s = open_stream(e);
+  prstm_batch *b[BATCHES];
+  uint64_t seed = 7, asked = 0;
+  for (int k = 0; k < BATCHES; k++) {
+    b[k] = pinned ? new_pinned_batch() : new_batch();
+    if (k == 0) add(b[k], BANK_WITHDRAW, EMPTY, 5, 0);
+    for (int i = (k == 0); i < PER_BATCH - (k == BATCHES - 1); i++) {
+      seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+      if (i % 5 == 0) {
+        add(b[k], BANK_BALANCE, RICH + (seed >> 33) % QUIET, 0, 0);
+        asked++;
+        continue;
+      }
+      uint64_t from = (seed >> 20) % RICH, to = (from + 1 + (seed >> 40) % (RICH - 1)) % RICH;
+      add(b[k], BANK_TRANSFER, from, to, 1 + (seed >> 8) % 60);
+    }
+    if (k == BATCHES - 1) add(b[k], BANK_DEPOSIT, EMPTY, 5, 0);
+    if (pinned) assert_pinned_where_a_gpu_is(b[k]);
+    submit_ok(s, b[k]);
+  }
+  prstm_stream_results r;
+  close_ok(s, &r);
+  cr_assert_eq(r.committed, (uint64_t)BATCHES * PER_BATCH, "every row commits");
+  cr_assert_geq(r.carried, 1, "the withdrawal waited for its deposit");
+  uint64_t queries = 0;
+  for (int k = 0; k < BATCHES; k++) {
+    for (uint64_t i = 0; i < PER_BATCH; i++) {
+      prstm_status st;
+      prstm_word result = 0;
+      cr_assert_eq(prstm_batch_outcome(b[k], i, &st, NULL, &result), 0);
+      cr_assert_eq(st, PRSTM_COMMITTED, "batch %d row %llu", k, (unsigned long long)i);
+      if (prstm_batch_type(b[k], i) != BANK_BALANCE) continue;
+      prstm_word account = prstm_batch_arg(b[k], i, 0);
+      cr_assert_eq(result, words[account], "batch %d row %llu: balance of %llu read as %llu", k,
+                   (unsigned long long)i, (unsigned long long)account, (unsigned long long)result);
+      queries++;
+    }
+  }
+  cr_assert_eq(queries, asked);
+  cr_assert_gt(asked, 1000);
+  for (int k = 0; k < BATCHES; k++) prstm_batch_destroy(b[k]);
+  destroy_stream_and_engine(s, e);
+}
+
+Test(stream_cpu, read_only_results_come_back_through_the_stream) {
+  read_only_results_come_back_through_the_stream(PRSTM_BACKEND_CPU, 0);
+}
+Test(stream_gpu, read_only_results_come_back_through_the_stream) {
+  read_only_results_come_back_through_the_stream(PRSTM_BACKEND_GPU, 0);
+}
+Test(stream_gpu, read_only_results_come_back_through_a_stream_of_pinned_batches) {
+  read_only_results_come_back_through_the_stream(PRSTM_BACKEND_GPU, 1);
+}
 
 /* A withdrawal that no batch funds stays pending while the stream is open,
  * holds its batch back from the done report, and is abandoned (quiescent)
