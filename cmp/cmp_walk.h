@@ -68,7 +68,7 @@ PRSTM_INLINE void cmp_wait_conflict(const prstm_exec_ctx *ctx, const prstm_tx *t
 PRSTM_INLINE unsigned cmp_attempt(prstm_tx *tx, const prstm_exec_ctx *ctx, uint64_t row, uint32_t rank,
                                   prstm_dispatch_fn dispatch, prstm_thread_stats *st,
                                   unsigned *reason) {
-  unsigned type = ctx->table.type[row];
+  unsigned type = prstm_table_load_u8(&ctx->table.type[row]);
   uint64_t prio = prstm_priority(ctx->type_tag[type], rank);
   /* With verification on, every final decision takes its place in the commit
    * order, failures included: they too were decided on some snapshot. */
@@ -243,7 +243,7 @@ PRSTM_INLINE void cmp_publish(const prstm_exec_ctx *ctx, prstm_thread_stats *st)
 
 PRSTM_INLINE void cmp_finish_row(const prstm_exec_ctx *ctx, uint64_t row, unsigned status, unsigned reason,
                                  prstm_thread_stats *st) {
-  ctx->table.status[row] = txtable_pack_status(status, reason);
+  prstm_table_store_u8(&ctx->table.status[row], txtable_pack_status(status, reason));
   if (status == 1u) st->committed++;
   else if (status == 2u) st->abandoned++;
   else st->failed++;
@@ -310,8 +310,8 @@ PRSTM_INLINE void cmp_walk_postpone(prstm_tx *tx, const prstm_exec_ctx *ctx, uin
     for (int tag = 15; tag >= 0; tag--) {
       if (!((ctx->tag_mask >> tag) & 1u)) continue;
       for (uint64_t row = rank; row < n; row += step) {
-        if ((ctx->table.status[row] & PRSTM_STATUS_MASK) != 0u) continue;
-        if (ctx->type_tag[ctx->table.type[row]] != (unsigned)tag) continue;
+        if ((prstm_table_load_u8(&ctx->table.status[row]) & PRSTM_STATUS_MASK) != 0u) continue;
+        if (ctx->type_tag[prstm_table_load_u8(&ctx->table.type[row])] != (unsigned)tag) continue;
         unsigned reason = 0;
         unsigned s = cmp_attempt(tx, ctx, row, rank, dispatch, st, &reason);
         if (s == PRSTM_STATUS_STOPPED) return;

@@ -106,7 +106,7 @@ typedef struct prstm_tx {
 
 /* Argument `col` of the transaction being executed. */
 PRSTM_INLINE uint64_t prstm_arg(const prstm_tx *tx, unsigned col) {
-  return tx->ctx->table.args[(uint64_t)col * tx->ctx->table.stride + tx->row];
+  return prstm_table_load_u64(&tx->ctx->table.args[(uint64_t)col * tx->ctx->table.stride + tx->row]);
 }
 /* The transaction's row in the table: unique within a batch, so a body can
  * use it to claim a slot of its own (a skiplist's new node) without a shared
