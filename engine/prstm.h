@@ -498,7 +498,9 @@ int prstm_stream_close(prstm_stream *stream, prstm_stream_results *out);
  * another. A stream that was not closed is
  * discarded: runs already started finish and their state is brought back to
  * the engine (unless a CUDA error stopped the stream), and every transaction
- * not yet final stays pending. */
+ * not yet final stays pending. After an error, destroy the stream before its
+ * batches: a GPU unit still in flight may write outcomes into a pinned batch
+ * until this call has stopped it. */
 void prstm_stream_destroy(prstm_stream *stream);
 /* The message of the stream's last error (the engine's), or "". */
 const char *prstm_stream_error(const prstm_stream *stream);
