@@ -393,9 +393,10 @@ int prstm_batch_create(prstm_batch **out, const prstm_workload *wl);
  * the stream's width (as many argument columns as the stream's first batch
  * or its workload's widest fixed type: 3 for the bank), where an ordinary
  * batch goes through a staging copy on the host (docs/STREAMS.md). Pinned
- * memory is slow to allocate and to free, and both wait for the GPU: reserve
- * the batch's size up front, reuse the batch, and do not grow, create or
- * destroy pinned batches while a stream runs (not even in its done report). */
+ * memory is slow to allocate and to free, and both wait for the GPU:
+ * reserve the batch's size up front, reuse the batch (prstm_batch_clear),
+ * and do not grow, create or destroy pinned batches while a stream runs
+ * (not even in its done report). */
 int prstm_batch_create_pinned(prstm_batch **out, const prstm_workload *wl);
 /* 1 when the batch's columns are in pinned memory now, else 0. */
 int prstm_batch_pinned(const prstm_batch *batch);
@@ -404,6 +405,10 @@ int prstm_batch_pinned(const prstm_batch *batch);
  * of appended rows: reserving more than the batch's rows need selects a
  * wider worker variant (larger sets) for it. */
 int prstm_batch_reserve(prstm_batch *batch, uint64_t rows, unsigned ncols);
+/* Empties the batch (no rows, no outcomes) and keeps its memory, pinned or
+ * not, and its columns, so that it can be filled and run again without an
+ * allocation. A batch in a stream may be cleared once it is reported done. */
+int prstm_batch_clear(prstm_batch *batch);
 void prstm_batch_destroy(prstm_batch *batch);
 /* Appends one transaction of type index `type`; args hold the fixed arguments
  * in order, an address list being its count followed by its entries. */

@@ -140,6 +140,18 @@ int prstm_batch_reserve(prstm_batch *b, uint64_t rows, unsigned ncols) {
   return txtable_reshape(b, rows > b->cap ? rows : b->cap, ncols > b->ncols ? ncols : b->ncols);
 }
 
+int prstm_batch_clear(prstm_batch *b) {
+  if (!b) return PRSTM_EINVAL;
+  b->n = 0;
+  b->tag_mask = 0;
+  b->has_read_only = 0;
+  free(b->result);
+  free(b->seq);
+  b->result = NULL;
+  b->seq = NULL;
+  return 0;
+}
+
 int prstm_batch_append(prstm_batch *b, unsigned type, const prstm_word *args, unsigned nargs) {
   if (!b || type >= b->wl->ntypes || (nargs && !args)) return PRSTM_EINVAL;
   if (nargs > PRSTM_MAX_COLUMNS) return PRSTM_EINVAL;
