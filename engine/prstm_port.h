@@ -33,9 +33,9 @@ PRSTM_INLINE void prstm_store_relaxed(uint64_t *p, uint64_t v) {
 PRSTM_INLINE void prstm_store_release(uint64_t *p, uint64_t v) {
   asm volatile("st.release.gpu.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
-/* The transaction table is read once per sweep and each status written once:
- * streaming accesses (evict first), so that the table does not push the
- * state and the lock words out of L2. On an H100 (2026-11-23) that made 40M
+/* A row's type and arguments are read once per attempt and its status
+ * written once: streaming accesses (evict first), so that the table does not
+ * push the state and the lock words out of L2. On an H100 (2026-11-23) that made 40M
  * bank transfers 1.087x faster and the mixed configs/bank.json 0.982x
  * (docs/PERFORMANCE.md). */
 PRSTM_INLINE uint8_t prstm_table_load_u8(const uint8_t *p) { return __ldcs(p); }

@@ -241,11 +241,11 @@ const prstm_workload prstm_workload_bank = {
     .nvariants = 3,
     /* Rows of at most 3 words (every type but transfer_multi) run on the
      * pair variant with every thread the GPU keeps resident (512 an SM): on
-     * an H100 (2026-11-23) one sweep of two-account transfers committed
-     * 2.08 G tx/s with 67,584 threads and 2.11 G with 61,440, against 1.90 G
-     * with 30,720 (docs/PERFORMANCE.md); mixes such as configs/bank.json
-     * were not measured at both. The wider variants keep the engine's default: their
-     * sets live in thread-local memory. */
+     * an H100 (2026-11-23) configs/bank.json committed 1.73 G tx/s with
+     * 67,584 threads against 1.28 G with 33,792, and 312M two-account
+     * transfers 1.83 against 1.80 G (docs/PERFORMANCE.md). The wider
+     * variants keep the engine's default: their sets live in thread-local
+     * memory. */
     .variants = {{BANK_PAIR_COLUMNS, BANK_PAIR_CAPACITY, bank_pair_cpu_worker, WL_GPU_HOOKS(bank_pair), 512},
                  {BANK_SMALL_COLUMNS, BANK_SMALL_CAPACITY, bank_small_cpu_worker, WL_GPU_HOOKS(bank_small)},
                  {PRSTM_MAX_COLUMNS, BANK_WIDE_CAPACITY, bank_wide_cpu_worker, WL_GPU_HOOKS(bank_wide)}},
