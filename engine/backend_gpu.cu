@@ -481,7 +481,6 @@ static int gpu_stream_alloc_slot(prstm_gpu_stream *g, gpu_slot *sl, int results,
    * and reads back its new rows in the batch's own memory, and needs them
    * only for carried rows, often none. On an H100 (2026-11-23) allocating
    * them here took 30 ms of a 100 ms stream. */
-  (void)results;
   GPU_CHECK(cudaHostAlloc((void **)&sl->h_q, 8 * PRSTM_Q_WORDS, cudaHostAllocDefault));
   GPU_CHECK(cudaEventCreate(&sl->copy_start));
   GPU_CHECK(cudaEventCreate(&sl->copy_end));
@@ -581,13 +580,15 @@ extern "C" int prstm_gpu_stream_open(prstm_engine *e, const prstm_worker_variant
   return 0;
 }
 
-/* Grows a pinned host buffer to at least `need` bytes, by doubling up to
- * `most`: pinned allocation takes milliseconds, so it happens a few times
- * per stream, not per unit. The contents are not kept: the caller knows
- * that nothing reads the old buffer any more. */
+/* Grows a pinned host buffer to at least `need` bytes: first to a
+ * sixteenth of `most` (or `need`), then by doubling up to `most`, so that it
+ * is taken again at most five times per stream, not per unit: pinned
+ * allocation takes milliseconds, and freeing waits for the whole GPU. The
+ * contents are not kept: the caller knows that nothing reads the old buffer
+ * any more, and that no unit is in flight (prstm_gpu_stream_would_grow). */
 static int gpu_pinned_grow(void **buf, uint64_t *have, uint64_t need, uint64_t most, char *err, size_t errlen) {
   if (need <= *have) return 0;
-  uint64_t want = *have ? 2 * *have : need;
+  uint64_t want = *have ? 2 * *have : most / 16;
   if (want > most) want = most;
   if (want < need) want = need;
   GPU_CHECK(cudaFreeHost(*buf));
@@ -604,6 +605,14 @@ static int gpu_stream_stage_checked(prstm_gpu_stream *g, gpu_slot *sl, uint64_t 
   if (rc || !g->ncols) return rc;
   const uint64_t row_bytes = 8ull * g->ncols;
   return gpu_pinned_grow((void **)&sl->h_args, &sl->args_bytes, row_bytes * rows, row_bytes * g->rows, err, errlen);
+}
+
+extern "C" int prstm_gpu_stream_would_grow(const prstm_gpu_stream *g, unsigned slot, uint64_t n, uint64_t staged,
+                                           int results) {
+  const gpu_slot *sl = &g->slot[slot];
+  const uint64_t zeros = results && 8 * n > staged ? 8 * n : staged;
+  return staged > sl->type_bytes || (g->ncols && 8ull * g->ncols * staged > sl->args_bytes) ||
+         staged > sl->status_bytes || (results && 8 * n > sl->result_bytes) || zeros > g->zero_bytes;
 }
 
 extern "C" int prstm_gpu_stream_stage(prstm_engine *e, prstm_gpu_stream *g, unsigned slot, uint64_t rows,

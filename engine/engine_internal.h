@@ -108,6 +108,13 @@ typedef struct prstm_gpu_stream prstm_gpu_stream;
 int prstm_gpu_stream_open(prstm_engine *e, const prstm_worker_variant *v, uint32_t ncols, int results,
                           uint64_t want_rows, prstm_gpu_stream **out, uint64_t *unit_rows, uint32_t *threads,
                           uint64_t *gpu_bytes, char *device, size_t device_len);
+/* Whether a unit of n rows, `staged` of them through the slot's staging and
+ * readback (all n, or the carried rows after a pinned batch's direct ones),
+ * with or without results, needs pinned memory that the slot or the shared
+ * zeros do not hold yet. Taking it frees the old buffers, and cudaFreeHost
+ * waits for the whole GPU, so the caller first retires the other slot's
+ * unit under the watchdog. */
+int prstm_gpu_stream_would_grow(const prstm_gpu_stream *g, unsigned slot, uint64_t n, uint64_t staged, int results);
 /* The pinned staging of a slot for `rows` rows: type[rows] and args with
  * column stride `rows` (allocated or grown here). The slot must be free
  * (waited for). */

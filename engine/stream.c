@@ -391,6 +391,14 @@ static int stream_launch(prstm_stream *s, uint64_t item, uint64_t n_new, uint64_
   }
   u->direct = direct.n != 0;
   const uint64_t staged = direct.n ? n_carry : n;
+  /* Pinned buffers are taken again only with no unit in flight: freeing one
+   * waits for the whole GPU, and waiting there for the other slot's kernel
+   * would put a stalled kernel out of the watchdog's reach (its retire
+   * waits for it under the watchdog instead). */
+  if (prstm_gpu_stream_would_grow(s->gpu, slot, n, staged, u->results)) {
+    rc = stream_retire(s, (slot + 1) % s->nslots);
+    if (rc) return rc;
+  }
   if (staged) {
     rc = prstm_gpu_stream_stage(s->e, s->gpu, slot, staged, &type, &args);
     if (rc) return rc;

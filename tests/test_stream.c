@@ -3,9 +3,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "bank_body.h"
 #include "prstm.h"
+#include "test_workload.h"
 
 #define CPU_THREADS 16
 #define GPU_THREADS 4096
@@ -325,6 +327,57 @@ static void read_only_results_come_back_through_the_stream(prstm_backend backend
   for (int k = 0; k < BATCHES; k++) prstm_batch_destroy(b[k]);
   destroy_stream_and_engine(s, e);
 }
+
+/* A unit that cannot progress (a type that conflicts forever) stops the
+ * stream with PRSTM_ESTALLED instead of hanging, also when the next batch is
+ * submitted while it runs and needs pinned memory its slot does not hold yet
+ * (on the GPU, freeing pinned memory waits for the whole GPU, so the stalled
+ * unit is retired first, under the watchdog); the error is sticky. */
+static double seconds_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void stalled_unit_stops_the_stream(prstm_backend backend) {
+  need_backend(backend);
+  prstm_options opt;
+  prstm_options_init(&opt);
+  opt.backend = backend;
+  opt.threads = backend == PRSTM_BACKEND_GPU ? GPU_THREADS : CPU_THREADS;
+  opt.watchdog_s = 1;
+  prstm_engine *e = NULL;
+  cr_assert_eq(prstm_engine_create(&e, &test_probe_workload, &opt), 0);
+  prstm_word words[8] = {0};
+  cr_assert_eq(prstm_engine_set_state(e, words, 8), 0, "%s", prstm_engine_error(e));
+  prstm_stream *s = open_stream(e);
+  prstm_batch *b[2];
+  for (int k = 0; k < 2; k++) {
+    cr_assert_eq(prstm_batch_create(&b[k], &test_probe_workload), 0);
+    for (int i = 0; i < 100; i++) {
+      prstm_word one[1] = {(prstm_word)(i % 8)};
+      cr_assert_eq(prstm_batch_append(b[k], PROBE_INCREMENT, one, 1), 0);
+    }
+  }
+  prstm_word three[1] = {3};
+  cr_assert_eq(prstm_batch_append(b[0], PROBE_LIVELOCK, three, 1), 0);
+  double t0 = seconds_now();
+  int rc = prstm_stream_submit(s, b[0]);
+  if (rc == 0) rc = prstm_stream_submit(s, b[1]);
+  prstm_stream_results r;
+  if (rc == 0) rc = prstm_stream_close(s, &r);
+  double took = seconds_now() - t0;
+  cr_assert_eq(rc, PRSTM_ESTALLED, "got %d: %s", rc, prstm_stream_error(s));
+  cr_assert(strstr(prstm_stream_error(s), "watchdog") != NULL, "%s", prstm_stream_error(s));
+  cr_assert_lt(took, 30.0, "the watchdog took %.1f s", took);
+  cr_assert_eq(prstm_stream_submit(s, b[1]), PRSTM_ESTALLED, "the error must be sticky");
+  prstm_stream_destroy(s);
+  for (int k = 0; k < 2; k++) prstm_batch_destroy(b[k]);
+  prstm_engine_destroy(e);
+}
+
+Test(stream_cpu, stalled_unit_stops_the_stream) { stalled_unit_stops_the_stream(PRSTM_BACKEND_CPU); }
+Test(stream_gpu, stalled_unit_stops_the_stream) { stalled_unit_stops_the_stream(PRSTM_BACKEND_GPU); }
 
 Test(stream_cpu, read_only_results_come_back_through_the_stream) {
   read_only_results_come_back_through_the_stream(PRSTM_BACKEND_CPU, 0);
