@@ -379,6 +379,36 @@ static void stalled_unit_stops_the_stream(prstm_backend backend) {
 Test(stream_cpu, stalled_unit_stops_the_stream) { stalled_unit_stops_the_stream(PRSTM_BACKEND_CPU); }
 Test(stream_gpu, stalled_unit_stops_the_stream) { stalled_unit_stops_the_stream(PRSTM_BACKEND_GPU); }
 
+/* With the thread count left to the engine, a GPU stream of two-account
+ * transfers runs 512 threads an SM, as a single run of them does; the SM
+ * count is read from the stream's device line, "NAME (S SMs, T threads)". */
+Test(stream_gpu, default_threads_are_the_worker_variants_choice) {
+  need_backend(PRSTM_BACKEND_GPU);
+  prstm_word words[64];
+  for (int i = 0; i < 64; i++) words[i] = 1000;
+  prstm_options opt;
+  prstm_options_init(&opt);
+  opt.backend = PRSTM_BACKEND_GPU;
+  opt.threads = 0;
+  opt.watchdog_s = 120;
+  prstm_engine *e = NULL;
+  cr_assert_eq(prstm_engine_create(&e, bank(), &opt), 0);
+  cr_assert_eq(prstm_engine_set_state(e, words, 64), 0, "%s", prstm_engine_error(e));
+  prstm_stream *s = open_stream(e);
+  prstm_batch *b = new_batch();
+  for (int i = 0; i < 1000; i++) add(b, BANK_TRANSFER, (prstm_word)i % 64, (prstm_word)(i + 1) % 64, 1);
+  submit_ok(s, b);
+  prstm_stream_results r;
+  close_ok(s, &r);
+  cr_assert_eq(r.committed, 1000);
+  unsigned sms = 0;
+  const char *p = strrchr(r.device, '(');
+  cr_assert(p && sscanf(p, "(%u SMs", &sms) == 1 && sms > 0, "no SM count in '%s'", r.device);
+  cr_assert_eq(r.threads, 512u * sms, "transfers: 512 an SM of %u SMs, ran %u threads", sms, r.threads);
+  prstm_batch_destroy(b);
+  destroy_stream_and_engine(s, e);
+}
+
 Test(stream_cpu, read_only_results_come_back_through_the_stream) {
   read_only_results_come_back_through_the_stream(PRSTM_BACKEND_CPU, 0);
 }
