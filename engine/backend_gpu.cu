@@ -47,6 +47,21 @@ extern "C" int prstm_gpu_probe(char *why, size_t whylen) {
   return 1;
 }
 
+/* The GPU memory prstm may take: what is free, capped by
+ * PRSTM_GPU_MEMORY_LIMIT (bytes), which bounds prstm's share of a shared GPU
+ * and lets the too-large path be exercised on any card. */
+static int gpu_usable_memory(size_t *usable, char *err, size_t errlen) {
+  size_t free_b = 0, total_b = 0;
+  GPU_CHECK(cudaMemGetInfo(&free_b, &total_b));
+  const char *limit = getenv("PRSTM_GPU_MEMORY_LIMIT");
+  if (limit && *limit) {
+    unsigned long long cap = strtoull(limit, NULL, 10);
+    if (cap < free_b) free_b = (size_t)cap;
+  }
+  *usable = free_b;
+  return 0;
+}
+
 static int gpu_resident_blocks(const void *kernel, int *blocks, char *err, size_t errlen) {
   int dev = 0, sms = 0, per_sm = 0, coop = 0;
   GPU_CHECK(cudaGetDevice(&dev));
@@ -290,15 +305,9 @@ static int gpu_run_checked(prstm_engine *e, prstm_batch *b, const prstm_worker_v
 
   cudaDeviceProp prop;
   GPU_CHECK(cudaGetDeviceProperties(&prop, 0));
-  size_t free_b = 0, total_b = 0;
-  GPU_CHECK(cudaMemGetInfo(&free_b, &total_b));
-  /* PRSTM_GPU_MEMORY_LIMIT (bytes) caps what prstm takes of a shared GPU,
-   * and lets the too-large path be exercised on any card. */
-  const char *limit = getenv("PRSTM_GPU_MEMORY_LIMIT");
-  if (limit && *limit) {
-    unsigned long long cap = strtoull(limit, NULL, 10);
-    if (cap < free_b) free_b = (size_t)cap;
-  }
+  size_t free_b = 0;
+  rc = gpu_usable_memory(&free_b, err, errlen);
+  if (rc) return rc;
   uint64_t need = 8 * (e->nwords + ctx.nlocks) + txtable_device_bytes(b, e->opt.verify) + sizeof(prstm_thread_stats) * threads +
                   8 * PRSTM_Q_WORDS;
   if (need > free_b) {
@@ -505,13 +514,9 @@ static int gpu_stream_open_checked(prstm_engine *e, prstm_gpu_stream *g, int res
 
   cudaDeviceProp prop;
   GPU_CHECK(cudaGetDeviceProperties(&prop, 0));
-  size_t free_b = 0, total_b = 0;
-  GPU_CHECK(cudaMemGetInfo(&free_b, &total_b));
-  const char *limit = getenv("PRSTM_GPU_MEMORY_LIMIT");
-  if (limit && *limit) {
-    unsigned long long cap = strtoull(limit, NULL, 10);
-    if (cap < free_b) free_b = (size_t)cap;
-  }
+  size_t free_b = 0;
+  rc = gpu_usable_memory(&free_b, err, errlen);
+  if (rc) return rc;
   /* The state and locks stay; each of the two slots takes a unit of new
    * rows and as many carried rows, hence four rows of table per unit row. */
   uint64_t fixed = 8 * (g->nwords + g->nlocks) + 2 * (sizeof(prstm_thread_stats) * threads + 8 * PRSTM_Q_WORDS) +
