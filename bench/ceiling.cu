@@ -64,41 +64,45 @@ __device__ __forceinline__ unsigned ceiling_decode(const ceiling_args &a, uint64
   const uint64_t n = a.n;
   switch (op) {
     case PRSTM_BENCH_OP_DEPOSIT:
-      account[0] = a.args[row];
-      delta[0] = a.args[n + row];
+      account[0] = prstm_table_load_u64(&a.args[row]);
+      delta[0] = prstm_table_load_u64(&a.args[n + row]);
       return 1;
     case PRSTM_BENCH_OP_WITHDRAW:
-      account[0] = a.args[row];
-      delta[0] = 0 - a.args[n + row];
+      account[0] = prstm_table_load_u64(&a.args[row]);
+      delta[0] = 0 - prstm_table_load_u64(&a.args[n + row]);
       return 1;
     case PRSTM_BENCH_OP_TRANSFER: {
-      uint64_t amount = a.args[2 * n + row];
-      account[0] = a.args[row];
+      uint64_t amount = prstm_table_load_u64(&a.args[2 * n + row]);
+      account[0] = prstm_table_load_u64(&a.args[row]);
       delta[0] = 0 - amount;
-      account[1] = a.args[n + row];
+      account[1] = prstm_table_load_u64(&a.args[n + row]);
       delta[1] = amount;
       return 2;
     }
     case PRSTM_BENCH_OP_MULTI: {
-      uint64_t amount = a.args[n + row], count = a.args[2 * n + row];
+      uint64_t amount = prstm_table_load_u64(&a.args[n + row]), count = prstm_table_load_u64(&a.args[2 * n + row]);
       if (count + 1 > (uint64_t)CAP) count = CAP - 1; /* the host picks CAP to cover every row */
       /* Slot k < count is a source, slot count the target; written in one
        * loop so that the small variant's slot indices stay constants. */
       CEILING_FOR_SLOTS(k, (unsigned)count + 1, {
         const int source = k < count;
-        account[k] = a.args[source ? (3 + k) * n + row : row];
+        account[k] = prstm_table_load_u64(&a.args[source ? (3 + k) * n + row : row]);
         delta[k] = source ? 0 - amount : amount * count;
       })
       return (unsigned)count + 1;
     }
     default:
-      account[0] = a.args[row];
+      account[0] = prstm_table_load_u64(&a.args[row]);
       delta[0] = 0;
       return 1;
   }
 }
 
-/* Per account: the lock word (acquire) and the value, as a PR-STM read; two
+/* The table is read and its statuses written through the engine's streaming
+ * accesses (prstm_table_load_u8/u64, prstm_table_store_u8), so that the
+ * ceiling has every advantage the engine has.
+ *
+ * Per account: the lock word (acquire) and the value, as a PR-STM read; two
  * CAS on the lock, as pre-lock and final lock; then one fence, the value's
  * update and the lock's release with a new version; then the finish flag.
  * Every CAS result is ignored: no transaction ever waits, retries or aborts.
@@ -112,7 +116,7 @@ __global__ void __launch_bounds__(CEILING_BLOCK_THREADS) ceiling_kernel(ceiling_
   const uint64_t prio = prstm_priority(0, (uint32_t)rank);
   uint64_t sink = 0;
   for (uint64_t row = rank; row < a.n; row += a.threads) {
-    unsigned op = a.op[row];
+    unsigned op = prstm_table_load_u8(&a.op[row]);
     uint64_t account[CAP], delta[CAP], version[CAP];
     unsigned m = ceiling_decode<CAP>(a, row, op, account, delta);
     CEILING_FOR_SLOTS(i, m, {
@@ -132,7 +136,7 @@ __global__ void __launch_bounds__(CEILING_BLOCK_THREADS) ceiling_kernel(ceiling_
       CEILING_FOR_SLOTS(
           i, m, { prstm_store_relaxed(&a.locks[account[i] / a.lock_coverage], prstm_lock_make(version[i] + 1, 0, 0)); })
     }
-    a.status[row] = PRSTM_COMMITTED;
+    prstm_table_store_u8(&a.status[row], PRSTM_COMMITTED);
   }
   /* The loads are volatile and stay anyway; the sink only makes their use
    * visible, and is written by no thread in practice. */
