@@ -65,10 +65,9 @@ PRSTM_INLINE void cmp_wait_conflict(const prstm_exec_ctx *ctx, const prstm_tx *t
  * status, or PRSTM_STATUS_POSTPONED. */
 #define PRSTM_STATUS_POSTPONED 0u
 #define PRSTM_STATUS_STOPPED 4u /* the watchdog stopped the run: the row stays pending */
-PRSTM_INLINE unsigned cmp_attempt(prstm_tx *tx, const prstm_exec_ctx *ctx, uint64_t row, uint32_t rank,
-                                  prstm_dispatch_fn dispatch, prstm_thread_stats *st,
+PRSTM_INLINE unsigned cmp_attempt(prstm_tx *tx, const prstm_exec_ctx *ctx, uint64_t row, unsigned type,
+                                  uint32_t rank, prstm_dispatch_fn dispatch, prstm_thread_stats *st,
                                   unsigned *reason) {
-  unsigned type = prstm_table_load_u8(&ctx->table.type[row]);
   uint64_t prio = prstm_priority(ctx->type_tag[type], rank);
   /* With verification on, every final decision takes its place in the commit
    * order, failures included: they too were decided on some snapshot. */
@@ -264,9 +263,10 @@ PRSTM_INLINE void cmp_walk_retry(prstm_tx *tx, const prstm_exec_ctx *ctx, uint32
   const uint64_t n = ctx->table.n, step = ctx->nthreads;
   st->sweeps++;
   for (uint64_t row = rank; row < n; row += step) {
+    const unsigned type = prstm_table_load_u8(&ctx->table.type[row]);
     for (uint32_t retries = 0;; retries++) {
       unsigned reason = 0;
-      unsigned s = cmp_attempt(tx, ctx, row, rank, dispatch, st, &reason);
+      unsigned s = cmp_attempt(tx, ctx, row, type, rank, dispatch, st, &reason);
       if (s == PRSTM_STATUS_STOPPED) return;
       if (s != PRSTM_STATUS_POSTPONED) {
         cmp_finish_row(ctx, row, s, reason, st);
@@ -311,9 +311,11 @@ PRSTM_INLINE void cmp_walk_postpone(prstm_tx *tx, const prstm_exec_ctx *ctx, uin
       if (!((ctx->tag_mask >> tag) & 1u)) continue;
       for (uint64_t row = rank; row < n; row += step) {
         if ((prstm_table_load_u8(&ctx->table.status[row]) & PRSTM_STATUS_MASK) != 0u) continue;
-        if (ctx->type_tag[prstm_table_load_u8(&ctx->table.type[row])] != (unsigned)tag) continue;
+        /* The type is read once a row and sweep, here, and handed on. */
+        const unsigned type = prstm_table_load_u8(&ctx->table.type[row]);
+        if (ctx->type_tag[type] != (unsigned)tag) continue;
         unsigned reason = 0;
-        unsigned s = cmp_attempt(tx, ctx, row, rank, dispatch, st, &reason);
+        unsigned s = cmp_attempt(tx, ctx, row, type, rank, dispatch, st, &reason);
         if (s == PRSTM_STATUS_STOPPED) return;
         if (s == PRSTM_STATUS_POSTPONED) {
           st->postponements++;
