@@ -555,6 +555,15 @@ static int gpu_stream_open_checked(prstm_engine *e, prstm_gpu_stream *g, int res
   }
   GPU_CHECK(cudaMemcpy(g->words, e->words, 8 * g->nwords, cudaMemcpyHostToDevice));
   GPU_CHECK(cudaMemset(g->totals, 0, 3 * sizeof(unsigned long long)));
+  /* The stats kernel is launched once here, on no threads, so that CUDA's
+   * lazy loading loads it now, while nothing runs. Loaded at its first real
+   * launch, queued behind a unit's persistent kernel, it waited for the GPU
+   * to go idle; behind a unit that stalled it waited forever, and the
+   * watchdog never got to stop the unit (seen on an H100, 2026-11-23). The
+   * worker kernel needs no such launch: the stream's first unit launches it
+   * while nothing else runs. */
+  prstm_stream_stats_kernel<<<1, 32, 0, 0>>>(NULL, 0, g->totals);
+  GPU_CHECK(cudaGetLastError());
   GPU_CHECK(cudaDeviceSynchronize());
 
   /* The parts of the context every unit shares; the table is set per unit. */
