@@ -20,7 +20,7 @@ need_runners() {
   done
 }
 
-for name in bank-accounts bank-coverage bank-threads semantic-bank semantic-vacation workloads-threads workloads-coverage targets-runs; do
+for name in bank-accounts bank-coverage bank-threads bank-size semantic-bank semantic-vacation workloads-threads workloads-coverage targets-runs; do
   f=$dir/$name.csv
   if [ ! -s "$f" ]; then fail "$f: missing or empty"; continue; fi
   [ "$(head -1 "$f")" = "$header" ] || fail "$f: header is not prstm-bench's"
@@ -41,12 +41,18 @@ for name in bank-accounts bank-coverage bank-threads semantic-bank semantic-vaca
     END {exit bad > 0}' "$f" >&2 || problems=$((problems + 1))
   case $name in
     targets-runs) need_runners "$f" cpu_postpone ;;
+    bank-size) # the engine and the ceiling with a GPU, the CPU backend without one
+      awk -F, 'NR > 1 && ($6 == "gpu_postpone" || $6 == "cpu_postpone") && $7 == "ok" {found = 1} END {exit !found}' "$f" ||
+        fail "$f: no measured row of gpu_postpone or cpu_postpone" ;;
     bank-*|semantic-bank) need_runners "$f" cpu_postpone cpu_retry cpu_serial cpu_plain ;;
     *) need_runners "$f" cpu_postpone cpu_retry cpu_serial ;;
   esac
   if [ $require_gpu = 1 ]; then
     need_runners "$f" gpu_postpone
-    case $name in bank-*|semantic-bank) need_runners "$f" gpu_retry gpu_ceiling ;; esac
+    case $name in
+      bank-size) need_runners "$f" gpu_ceiling ;;
+      bank-*|semantic-bank) need_runners "$f" gpu_retry gpu_ceiling ;;
+    esac
   fi
 done
 
