@@ -474,7 +474,10 @@ typedef struct prstm_stream_results {
  * caller may read, reuse or destroy it. Called on the caller's thread from
  * inside prstm_stream_submit or prstm_stream_close, in the order batches
  * finish, which is not always the order they were submitted in (a carried
- * transaction holds its batch back). It must not call into the stream. */
+ * transaction holds its batch back). It must not call into the stream:
+ * prstm_stream_submit, prstm_stream_close and prstm_stream_set_done return
+ * PRSTM_EINVAL there (the stream goes on), and it must not destroy the
+ * stream. */
 typedef void (*prstm_stream_done_fn)(uint64_t index, prstm_batch *batch, void *user);
 
 /* Opens a stream on an engine that has its state. While it is open the

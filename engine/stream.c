@@ -66,6 +66,7 @@ struct prstm_stream {
   double opened_at;
   int started; /* the first batch set the row width and the units */
   int closed;
+  int in_done; /* inside the done callback, which must not call into the stream */
   int error; /* sticky: the code that stopped the stream */
   /* A chunked prstm_engine_run reports progress over its whole batch. */
   prstm_batch *progress_batch;
@@ -176,7 +177,11 @@ static void stream_notify_done(prstm_stream *s) {
     prstm_batch *b = it->b;
     it->b = NULL;
     if (i == s->first_open) s->first_open++;
-    if (s->done_fn) s->done_fn(i, b, s->done_user);
+    if (s->done_fn) {
+      s->in_done = 1;
+      s->done_fn(i, b, s->done_user);
+      s->in_done = 0;
+    }
   }
 }
 
@@ -454,8 +459,19 @@ int prstm_stream_open(prstm_engine *e, prstm_stream **out) {
   return stream_open_on(e, backend, fallback, e->opt.chunk_rows, out);
 }
 
+/* A call from inside the done callback would change the stream under the
+ * submit or close that is calling the callback (a unit half built, a batch
+ * half reported), so it is refused; the stream itself goes on. */
+static int stream_refuse_in_done(prstm_stream *s, const char *call) {
+  return prstm_engine_fail(s->e, PRSTM_EINVAL,
+                           "%s was called from the stream's done callback, which must not call into the stream: "
+                           "note the batch there and act on it after the submit or close returns",
+                           call);
+}
+
 int prstm_stream_set_done(prstm_stream *s, prstm_stream_done_fn fn, void *user) {
   if (!s) return PRSTM_EINVAL;
+  if (s->in_done) return stream_refuse_in_done(s, "prstm_stream_set_done");
   s->done_fn = fn;
   s->done_user = fn ? user : NULL;
   return 0;
@@ -521,6 +537,7 @@ static int stream_failed(prstm_stream *s, int rc) {
 int prstm_stream_submit(prstm_stream *s, prstm_batch *b) {
   if (!s) return PRSTM_EINVAL;
   prstm_engine *e = s->e;
+  if (s->in_done) return stream_refuse_in_done(s, "prstm_stream_submit");
   if (s->error) return s->error;
   if (s->closed) return prstm_engine_fail(e, PRSTM_EINVAL, "the stream is closed: submit batches before closing it");
   if (!b) return prstm_engine_fail(e, PRSTM_EINVAL, "no batch given");
@@ -608,6 +625,7 @@ static int stream_finish_rows(prstm_stream *s) {
 int prstm_stream_close(prstm_stream *s, prstm_stream_results *out) {
   if (!s) return PRSTM_EINVAL;
   prstm_engine *e = s->e;
+  if (s->in_done) return stream_refuse_in_done(s, "prstm_stream_close");
   if (s->error) return s->error;
   if (s->closed) return prstm_engine_fail(e, PRSTM_EINVAL, "the stream is already closed");
   s->closed = 1;

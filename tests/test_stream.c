@@ -658,6 +658,68 @@ Test(stream_cpu, a_done_batch_can_be_resubmitted_a_running_one_cannot) {
   destroy_stream_and_engine(s, e);
 }
 
+/* The done callback must not call into the stream: a submit, close or
+ * set_done from inside it is refused with PRSTM_EINVAL, and the stream goes
+ * on as if the call had not been made. */
+typedef struct reentry {
+  prstm_stream *s;
+  prstm_batch *other;
+  int submit_rc, close_rc, set_done_rc, calls;
+  char why[256];
+} reentry;
+
+static void on_done_calls_back(uint64_t index, prstm_batch *batch, void *user) {
+  (void)index;
+  (void)batch;
+  reentry *r = user;
+  if (r->calls++) return;
+  r->submit_rc = prstm_stream_submit(r->s, r->other);
+  snprintf(r->why, sizeof r->why, "%s", prstm_stream_error(r->s));
+  r->close_rc = prstm_stream_close(r->s, NULL);
+  r->set_done_rc = prstm_stream_set_done(r->s, NULL, NULL);
+}
+
+Test(stream_cpu, done_callback_cannot_call_into_the_stream) {
+  prstm_word words[4] = {0};
+  prstm_engine *e = open_engine(PRSTM_BACKEND_CPU, words, 4);
+  prstm_stream *s = open_stream(e);
+  prstm_batch *first = new_batch(), *other = new_batch();
+  add(first, BANK_DEPOSIT, 1, 5, 0);
+  add(other, BANK_DEPOSIT, 2, 7, 0);
+  reentry r = {s, other, 0, 0, 0, 0, ""};
+  cr_assert_eq(prstm_stream_set_done(s, on_done_calls_back, &r), 0);
+  submit_ok(s, first);
+  /* A batch is reported done from the submit or close that retires its
+   * unit, which may be a later one. */
+  prstm_batch *filler[3];
+  unsigned k = 0;
+  for (; k < 3 && r.calls == 0; k++) {
+    filler[k] = new_batch();
+    add(filler[k], BANK_DEPOSIT, 3, 1, 0);
+    submit_ok(s, filler[k]);
+  }
+  cr_assert_eq(r.calls, 1, "the first batch is reported done within a later submit");
+  cr_assert_eq(r.submit_rc, PRSTM_EINVAL, "submit from the callback: got %d", r.submit_rc);
+  cr_assert(strstr(r.why, "done callback") != NULL, "%s", r.why);
+  cr_assert_eq(r.close_rc, PRSTM_EINVAL, "close from the callback: got %d", r.close_rc);
+  cr_assert_eq(r.set_done_rc, PRSTM_EINVAL, "set_done from the callback: got %d", r.set_done_rc);
+  /* Refused calls changed nothing: the stream is open, keeps its callback,
+   * and runs the other batch when it is submitted from outside. */
+  submit_ok(s, other);
+  prstm_stream_results res;
+  close_ok(s, &res);
+  cr_assert_eq(r.calls, 2 + (int)k, "the callback stays set: every batch reported once");
+  cr_assert_eq(res.batches, 2 + k);
+  cr_assert_eq(res.committed, 2 + k);
+  cr_assert_eq(prstm_engine_state(e, NULL)[1], 5);
+  cr_assert_eq(prstm_engine_state(e, NULL)[2], 7);
+  cr_assert_eq(prstm_engine_state(e, NULL)[3], k);
+  for (unsigned i = 0; i < k; i++) prstm_batch_destroy(filler[i]);
+  prstm_batch_destroy(first);
+  prstm_batch_destroy(other);
+  destroy_stream_and_engine(s, e);
+}
+
 Test(stream_cpu, submit_after_close_is_an_error) {
   prstm_word words[4] = {0};
   prstm_engine *e = open_engine(PRSTM_BACKEND_CPU, words, 4);
