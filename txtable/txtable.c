@@ -115,9 +115,18 @@ static int txtable_reshape(prstm_batch *b, uint64_t cap, uint32_t ncols) {
   batch_columns c;
   int rc = alloc_batch_columns(&c, cap, ncols, b->want_pinned);
   if (rc) return rc;
-  if (ncols) memset(c.args, 0, (size_t)cap * ncols * sizeof *c.args);
-  for (uint32_t col = 0; col < b->ncols; col++)
-    memcpy(c.args + (uint64_t)col * cap, b->args + (uint64_t)col * b->cap, (size_t)b->n * sizeof *c.args);
+  /* Only the existing rows are written: rows from n on are filled by the
+   * append that adds them, and nothing reads past n. A column the batch did
+   * not have yet reads 0 for its existing rows, as appends write for the
+   * columns a narrower row lacks. Zeroing the whole capacity instead touched
+   * every page of it, twice the batch for a doubled capacity. */
+  for (uint32_t col = 0; col < ncols; col++) {
+    uint64_t *dst = c.args + (uint64_t)col * cap;
+    if (col < b->ncols)
+      memcpy(dst, b->args + (uint64_t)col * b->cap, (size_t)b->n * sizeof *dst);
+    else
+      memset(dst, 0, (size_t)b->n * sizeof *dst);
+  }
   if (b->n) {
     memcpy(c.type, b->type, (size_t)b->n);
     memcpy(c.status, b->status, (size_t)b->n);
