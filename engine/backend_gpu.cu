@@ -599,10 +599,14 @@ extern "C" int prstm_gpu_stream_open(prstm_engine *e, const prstm_worker_variant
  * is taken again at most five times per stream, not per unit: pinned
  * allocation takes milliseconds, and freeing waits for the whole GPU. The
  * contents are not kept: the caller knows that nothing reads the old buffer
- * any more, and that no unit is in flight (prstm_gpu_stream_would_grow). */
+ * any more, and that no unit is in flight (prstm_gpu_stream_would_grow). A
+ * need of 0 takes nothing. */
 static int gpu_pinned_grow(void **buf, uint64_t *have, uint64_t need, uint64_t most, char *err, size_t errlen) {
   if (need <= *have) return 0;
-  uint64_t want = *have ? 2 * *have : most / 16;
+  /* The zeros start with the progress words' 72 bytes, not 0, so the
+   * sixteenth is a floor on every growth, not only on the first. */
+  uint64_t want = 2 * *have;
+  if (want < most / 16) want = most / 16;
   if (want > most) want = most;
   if (want < need) want = need;
   GPU_CHECK(cudaFreeHost(*buf));
@@ -613,29 +617,57 @@ static int gpu_pinned_grow(void **buf, uint64_t *have, uint64_t need, uint64_t m
   return 0;
 }
 
-/* Staging of at least `rows` rows in a free slot (its unit was retired). */
-static int gpu_stream_stage_checked(prstm_gpu_stream *g, gpu_slot *sl, uint64_t rows, char *err, size_t errlen) {
-  int rc = gpu_pinned_grow((void **)&sl->h_type, &sl->type_bytes, rows, g->rows, err, errlen);
-  if (rc || !g->ncols) return rc;
-  const uint64_t row_bytes = 8ull * g->ncols;
-  return gpu_pinned_grow((void **)&sl->h_args, &sl->args_bytes, row_bytes * rows, row_bytes * g->rows, err, errlen);
+/* The pinned host bytes a unit of n rows needs, `staged` of them through the
+ * slot's staging and readback (all n, or the carried rows after a pinned
+ * batch's direct ones). One place, so that the check made before retiring
+ * the other slot's unit and the growth itself can never disagree: a growth
+ * the check missed would free pinned memory behind a running kernel,
+ * outside the watchdog. */
+typedef struct gpu_unit_bytes {
+  uint64_t type, args, status, result, zeros;
+} gpu_unit_bytes;
+
+static gpu_unit_bytes gpu_unit_needs(const prstm_gpu_stream *g, uint64_t n, uint64_t staged, int results) {
+  gpu_unit_bytes b;
+  b.type = staged;
+  b.args = 8ull * g->ncols * staged;
+  b.status = staged;
+  b.result = results ? 8 * n : 0;
+  /* The zeros clear the staged statuses and the results alike. */
+  b.zeros = b.result > staged ? b.result : staged;
+  return b;
 }
 
 extern "C" int prstm_gpu_stream_would_grow(const prstm_gpu_stream *g, unsigned slot, uint64_t n, uint64_t staged,
                                            int results) {
   const gpu_slot *sl = &g->slot[slot];
-  const uint64_t zeros = results && 8 * n > staged ? 8 * n : staged;
-  return staged > sl->type_bytes || (g->ncols && 8ull * g->ncols * staged > sl->args_bytes) ||
-         staged > sl->status_bytes || (results && 8 * n > sl->result_bytes) || zeros > g->zero_bytes;
+  const gpu_unit_bytes need = gpu_unit_needs(g, n, staged, results);
+  return need.type > sl->type_bytes || need.args > sl->args_bytes || need.status > sl->status_bytes ||
+         need.result > sl->result_bytes || need.zeros > g->zero_bytes;
 }
 
-extern "C" int prstm_gpu_stream_stage(prstm_engine *e, prstm_gpu_stream *g, unsigned slot, uint64_t rows,
-                                      uint8_t **type, uint64_t **args) {
-  if (rows > g->rows)
-    return prstm_engine_fail(e, PRSTM_EINVAL, "%llu staged rows exceed the stream's slots of %llu",
-                             (unsigned long long)rows, (unsigned long long)g->rows);
+static int gpu_stream_reserve_checked(prstm_gpu_stream *g, gpu_slot *sl, const gpu_unit_bytes *need, char *err,
+                                      size_t errlen) {
+  int rc = gpu_pinned_grow((void **)&sl->h_type, &sl->type_bytes, need->type, g->rows, err, errlen);
+  if (!rc)
+    rc = gpu_pinned_grow((void **)&sl->h_args, &sl->args_bytes, need->args, 8ull * g->ncols * g->rows, err, errlen);
+  if (!rc) rc = gpu_pinned_grow((void **)&sl->h_status, &sl->status_bytes, need->status, g->rows, err, errlen);
+  if (!rc) rc = gpu_pinned_grow((void **)&sl->h_result, &sl->result_bytes, need->result, 8 * g->rows, err, errlen);
+  if (!rc && need->zeros > g->zero_bytes) {
+    rc = gpu_pinned_grow((void **)&g->h_zeros, &g->zero_bytes, need->zeros, 8 * g->rows, err, errlen);
+    if (!rc) memset(g->h_zeros, 0, g->zero_bytes);
+  }
+  return rc;
+}
+
+extern "C" int prstm_gpu_stream_reserve(prstm_engine *e, prstm_gpu_stream *g, unsigned slot, uint64_t n,
+                                        uint64_t staged, int results, uint8_t **type, uint64_t **args) {
+  if (n > g->rows || staged > n)
+    return prstm_engine_fail(e, PRSTM_EINVAL, "a unit of %llu rows (%llu staged) exceeds the stream's slots of %llu",
+                             (unsigned long long)n, (unsigned long long)staged, (unsigned long long)g->rows);
   gpu_slot *sl = &g->slot[slot];
-  int rc = gpu_stream_stage_checked(g, sl, rows ? rows : 1, e->err, sizeof e->err);
+  const gpu_unit_bytes need = gpu_unit_needs(g, n, staged, results);
+  int rc = gpu_stream_reserve_checked(g, sl, &need, e->err, sizeof e->err);
   if (rc) return rc;
   *type = sl->h_type;
   *args = sl->h_args;
@@ -649,19 +681,8 @@ static int gpu_stream_launch_checked(prstm_gpu_stream *g, unsigned slot, uint64_
   /* The statuses of direct rows are cleared from, and read back into, the
    * batch's own pinned status column (all zero, pending, since the batch
    * was submitted); only the other n - d rows use the slot's readback and
-   * the zeros. The slot is free and the zeros are shared with the other
-   * slot, whose copies are drained before the zeros are replaced. */
+   * the zeros, which prstm_gpu_stream_reserve sized. */
   const uint64_t staged = n - d;
-  int rc = gpu_pinned_grow((void **)&sl->h_status, &sl->status_bytes, staged, g->rows, err, errlen);
-  if (!rc && results) rc = gpu_pinned_grow((void **)&sl->h_result, &sl->result_bytes, 8 * n, 8 * g->rows, err, errlen);
-  if (rc) return rc;
-  const uint64_t zeros = results && 8 * n > staged ? 8 * n : staged;
-  if (zeros > g->zero_bytes) {
-    GPU_CHECK(cudaStreamSynchronize(g->copy));
-    rc = gpu_pinned_grow((void **)&g->h_zeros, &g->zero_bytes, zeros, 8 * g->rows, err, errlen);
-    if (rc) return rc;
-    memset(g->h_zeros, 0, g->zero_bytes);
-  }
   sl->n = n;
   sl->results = results;
   sl->direct_n = d;
@@ -716,7 +737,7 @@ static int gpu_stream_launch_checked(prstm_gpu_stream *g, unsigned slot, uint64_
   ctx.quiesce = sl->quiesce;
   if (flags & PRSTM_RUN_KEEP_POSTPONED) ctx.semantic |= PRSTM_SEMANTIC_KEEP_POSTPONED;
   GPU_CHECK(cudaEventRecord(sl->exec_start, 0));
-  rc = g->v->gpu_launch(&ctx, g->threads, err, errlen);
+  int rc = g->v->gpu_launch(&ctx, g->threads, err, errlen);
   if (rc) return rc;
   GPU_CHECK(cudaEventRecord(sl->exec_end, 0));
   prstm_stream_stats_kernel<<<64, 256, 0, 0>>>(sl->stats, g->threads, g->totals);

@@ -115,11 +115,13 @@ int prstm_gpu_stream_open(prstm_engine *e, const prstm_worker_variant *v, uint32
  * waits for the whole GPU, so the caller first retires the other slot's
  * unit under the watchdog. */
 int prstm_gpu_stream_would_grow(const prstm_gpu_stream *g, unsigned slot, uint64_t n, uint64_t staged, int results);
-/* The pinned staging of a slot for `rows` rows: type[rows] and args with
- * column stride `rows` (allocated or grown here). The slot must be free
- * (waited for). */
-int prstm_gpu_stream_stage(prstm_engine *e, prstm_gpu_stream *g, unsigned slot, uint64_t rows, uint8_t **type,
-                           uint64_t **args);
+/* Makes sure the slot's pinned staging and readback, and the shared zeros,
+ * hold what a unit of n rows with `staged` rows through the slot needs
+ * (growing them, which prstm_gpu_stream_would_grow predicts), and gives the
+ * staging: type[staged] and args with column stride `staged`. The slot must
+ * be free (waited for). */
+int prstm_gpu_stream_reserve(prstm_engine *e, prstm_gpu_stream *g, unsigned slot, uint64_t n, uint64_t staged,
+                             int results, uint8_t **type, uint64_t **args);
 /* Rows of a unit that are copied to the device straight from a pinned
  * batch instead of through the staging: the first n rows of the unit, from
  * type[0..n) and args[c * stride + 0..n) for each column c. Their statuses

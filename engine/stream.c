@@ -404,10 +404,8 @@ static int stream_launch(prstm_stream *s, uint64_t item, uint64_t n_new, uint64_
     rc = stream_retire(s, (slot + 1) % s->nslots);
     if (rc) return rc;
   }
-  if (staged) {
-    rc = prstm_gpu_stream_stage(s->e, s->gpu, slot, staged, &type, &args);
-    if (rc) return rc;
-  }
+  rc = prstm_gpu_stream_reserve(s->e, s->gpu, slot, n, staged, u->results, &type, &args);
+  if (rc) return rc;
   rc = stream_fill(s, u, type, args, staged, direct.n == 0);
   if (rc) return rc;
   rc = prstm_gpu_stream_launch(s->e, s->gpu, slot, n, s->tag_mask, u->results, flags, direct.n ? &direct : NULL);
