@@ -27,6 +27,14 @@ PRSTM_INLINE uint64_t prstm_lock_make(uint64_t version, uint64_t owner, uint64_t
   return (version << PRSTM_LOCK_VERSION_SHIFT) | ((owner & PRSTM_LOCK_OWNER_MASK) << PRSTM_LOCK_OWNER_SHIFT) | flags;
 }
 
+/* The lock of a word: words [k * coverage, (k + 1) * coverage) share lock k.
+ * Coverage 1, the default, skips the division: the GPU has no divide
+ * instruction and runs a sequence of a dozen or more (a reciprocal and its
+ * corrections), on the path from a read's address to its lock load. */
+PRSTM_INLINE uint64_t prstm_lock_index(uint64_t addr, uint64_t coverage) {
+  return coverage == 1 ? addr : addr / coverage;
+}
+
 /* Priority of an attempt: a higher semantic tag wins; between equal tags the
  * lower thread rank wins, as in the paper. Ranks are unique, so the priority
  * also names the owner of a lock. */

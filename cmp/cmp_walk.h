@@ -75,6 +75,7 @@ PRSTM_INLINE unsigned cmp_attempt(prstm_tx *tx, const prstm_exec_ctx *ctx, uint6
   uint64_t *seqp = ctx->table.seq ? &seq : 0;
   for (unsigned attempt = 0;; attempt++) {
     prstm_tx_begin(tx, row, prio);
+    tx->direct = attempt == 0;
     int outcome = dispatch(tx, type);
     if (tx->state == PRSTM_TX_CAPACITY || tx->state == PRSTM_TX_BAD_ADDRESS) {
       /* Only a consistent snapshot may fail a transaction: a doomed attempt

@@ -228,6 +228,8 @@ typedef struct holder {
   uint64_t *lock;
   uint64_t held, release;
   int untouched;
+  uint64_t *watch;  /* another lock word, read just before the release (optional) */
+  uint64_t watched; /* what it held then */
 } holder;
 
 static void *holder_main(void *p) {
@@ -235,6 +237,7 @@ static void *holder_main(void *p) {
   struct timespec ts = {0, 30 * 1000 * 1000};
   nanosleep(&ts, NULL);
   h->untouched = __atomic_load_n(h->lock, __ATOMIC_ACQUIRE) == h->held;
+  if (h->watch) h->watched = __atomic_load_n(h->watch, __ATOMIC_ACQUIRE);
   __atomic_store_n(h->lock, h->release, __ATOMIC_RELEASE);
   return NULL;
 }
@@ -242,6 +245,7 @@ static void *holder_main(void *p) {
 static int commit_against_holder(fixture *f, uint64_t lock, uint64_t release_version, holder *h) {
   h->lock = &f->locks[lock];
   h->held = f->locks[lock];
+  h->watch = NULL;
   h->release = prstm_lock_make(release_version, 0, 0);
   pthread_t t;
   cr_assert_eq(pthread_create(&t, NULL, holder_main, h), 0);
@@ -339,6 +343,121 @@ Test(commit, sequence_is_taken_when_asked) {
   cr_assert(prstm_tx_commit(&f.tx, &seq));
   cr_assert_eq(seq, 0);
   cr_assert_eq(f.quiesce[PRSTM_Q_SEQUENCE], 1);
+}
+
+/* A transfer-shaped first attempt (its locks are exactly its reads) takes
+ * its final locks directly, and still writes, releases with the next
+ * version and takes its place in the commit order. */
+static void transfer_attempt(fixture *f, uint64_t prio, uint64_t from, uint64_t to, uint64_t amount) {
+  prstm_tx_begin(&f->tx, 0, prio);
+  f->tx.direct = 1;
+  uint64_t a = prstm_read(&f->tx, from);
+  prstm_write(&f->tx, from, a - amount);
+  uint64_t b = prstm_read(&f->tx, to);
+  prstm_write(&f->tx, to, b + amount);
+}
+
+Test(direct, first_attempt_commits_with_next_versions_and_a_sequence) {
+  fixture f;
+  fixture_init(&f, 8, 1);
+  f.words[0] = 7;
+  f.locks[0] = prstm_lock_make(3, 0, 0);
+  f.quiesce[PRSTM_Q_SEQUENCE] = 41;
+  uint64_t seq = 0;
+  transfer_attempt(&f, prstm_priority(0, 0), 0, 1, 2);
+  cr_assert(prstm_tx_commit(&f.tx, &seq));
+  cr_assert_eq(seq, 41);
+  cr_assert_eq(f.words[0], 5);
+  cr_assert_eq(f.words[1], 2);
+  cr_assert_eq(f.locks[0], prstm_lock_make(4, 0, 0));
+  cr_assert_eq(f.locks[1], prstm_lock_make(1, 0, 0));
+}
+
+/* The second lock is pre-locked by a higher priority: the direct path must
+ * give the first lock back unchanged, and the pre-lock path then loses. */
+Test(direct, conflict_on_a_later_lock_gives_the_earlier_ones_back) {
+  fixture f;
+  fixture_init(&f, 8, 1);
+  f.words[0] = 7;
+  transfer_attempt(&f, prstm_priority(0, 5), 0, 1, 2);
+  const uint64_t high = prstm_lock_make(0, prstm_priority(0, 1), PRSTM_LOCK_PRELOCKED);
+  f.locks[1] = high;
+  cr_assert_not(prstm_tx_commit(&f.tx, NULL));
+  cr_assert_eq(f.locks[0], prstm_lock_make(0, 0, 0), "the first lock must be free at its old version");
+  cr_assert_eq(f.locks[1], high, "a higher pre-lock is never taken");
+  cr_assert_eq(f.words[0], 7);
+  cr_assert_eq(f.words[1], 0);
+}
+
+/* A lower-priority pre-lock makes the direct CAS fail; the commit goes on by
+ * the pre-lock path, which steals it. */
+Test(direct, a_lower_prelock_is_stolen_by_the_prelock_path) {
+  fixture f;
+  fixture_init(&f, 8, 1);
+  f.words[0] = 7;
+  transfer_attempt(&f, prstm_priority(0, 5), 0, 1, 2);
+  f.locks[1] = prstm_lock_make(0, prstm_priority(0, 9), PRSTM_LOCK_PRELOCKED);
+  cr_assert(prstm_tx_commit(&f.tx, NULL));
+  cr_assert_eq(f.words[0], 5);
+  cr_assert_eq(f.words[1], 2);
+  cr_assert_eq(f.locks[1], prstm_lock_make(1, 0, 0));
+}
+
+/* A word read and written that moved since the read: the direct CAS at the
+ * version read fails, and so does the commit. */
+Test(direct, a_version_moved_since_the_read_aborts) {
+  fixture f;
+  fixture_init(&f, 8, 1);
+  f.words[0] = 7;
+  transfer_attempt(&f, prstm_priority(0, 0), 0, 1, 2);
+  f.words[0] = 20;
+  f.locks[0] = prstm_lock_make(1, 0, 0); /* someone committed word 0 meanwhile */
+  cr_assert_not(prstm_tx_commit(&f.tx, NULL));
+  cr_assert_eq(f.words[0], 20, "the stale value must not be written");
+  cr_assert_eq(f.locks[0], prstm_lock_make(1, 0, 0));
+  cr_assert_eq(f.locks[1], prstm_lock_make(0, 0, 0));
+}
+
+/* As many locks as reads, but not the same ones (read x, write y): the read
+ * must still be validated, so a moved x fails the commit. */
+Test(direct, reads_that_are_not_written_are_still_validated) {
+  fixture f;
+  fixture_init(&f, 8, 1);
+  prstm_tx_begin(&f.tx, 0, prstm_priority(0, 0));
+  f.tx.direct = 1;
+  uint64_t x = prstm_read(&f.tx, 0);
+  prstm_write(&f.tx, 1, x + 1);
+  f.locks[0] = prstm_lock_make(1, 0, 0);
+  cr_assert_not(prstm_tx_commit(&f.tx, NULL));
+  cr_assert_eq(f.words[1], 0);
+  cr_assert_eq(f.locks[1], prstm_lock_make(0, 0, 0));
+}
+
+/* A holder of final locks never waits: when the second lock is finally
+ * locked by a committer, the first must not stay finally locked while this
+ * attempt waits for that committer (two such holders would wait on each
+ * other forever). The committer looks at the first lock before it releases. */
+Test(direct, a_final_lock_holder_never_waits_on_another) {
+  fixture f;
+  fixture_init(&f, 8, 1);
+  f.words[0] = 7;
+  transfer_attempt(&f, prstm_priority(0, 5), 0, 1, 2);
+  f.locks[1] = prstm_lock_make(0, prstm_priority(0, 3), PRSTM_LOCK_LOCKED);
+  holder h;
+  h.lock = &f.locks[1];
+  h.held = f.locks[1];
+  h.release = prstm_lock_make(0, 0, 0); /* it gives up: nothing written */
+  h.watch = &f.locks[0];
+  h.watched = 0;
+  pthread_t t;
+  cr_assert_eq(pthread_create(&t, NULL, holder_main, &h), 0);
+  int ok = prstm_tx_commit(&f.tx, NULL);
+  pthread_join(t, NULL);
+  cr_assert(ok, "the commit goes through once the holder gives up");
+  cr_assert(h.untouched);
+  cr_assert_not(prstm_lock_is_locked(h.watched), "the first lock was finally locked while its holder waited");
+  cr_assert_eq(f.words[0], 5);
+  cr_assert_eq(f.words[1], 2);
 }
 
 Test(snapshot, postpone_decision_needs_unchanged_versions) {
