@@ -121,13 +121,14 @@ void prstm_bench_ceiling_reference(const prstm_bench_table *t, prstm_word *words
 /* Without CUDA there is no ceiling to run: the caller records the GPU
  * columns as unavailable, never as a number. */
 int prstm_bench_ceiling_gpu(const prstm_bench_table *table, const prstm_word *initial, uint64_t nwords,
-                            uint32_t lock_coverage, uint32_t threads, prstm_word *final_words,
+                            uint32_t lock_coverage, uint32_t threads, int direct_locks, prstm_word *final_words,
                             prstm_bench_ceiling_result *result, char *err, size_t errlen) {
   (void)table;
   (void)initial;
   (void)nwords;
   (void)lock_coverage;
   (void)threads;
+  (void)direct_locks;
   (void)final_words;
   memset(result, 0, sizeof *result);
   snprintf(err, errlen, "this build of prstm-bench has no CUDA support");

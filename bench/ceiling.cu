@@ -40,6 +40,7 @@ typedef struct ceiling_args {
   uint8_t *status;
   uint64_t *sink;
   uint64_t n, lock_coverage, threads;
+  int direct; /* one CAS an account, straight to the final lock, instead of two */
 } ceiling_args;
 
 /* Runs the statements for each slot i below `used`. The small variant's loop
@@ -103,7 +104,8 @@ __device__ __forceinline__ unsigned ceiling_decode(const ceiling_args &a, uint64
  * ceiling has every advantage the engine has.
  *
  * Per account: the lock word (acquire) and the value, as a PR-STM read; two
- * CAS on the lock, as pre-lock and final lock; then one fence, the value's
+ * CAS on the lock, as pre-lock and final lock (one, straight to the final
+ * lock, with `direct`: the engine's first-attempt path); then one fence, the value's
  * update and the lock's release with a new version; then the finish flag.
  * Every CAS result is ignored: no transaction ever waits, retries or aborts.
  * The update is an atomic add rather than a store, so that the result is the
@@ -120,21 +122,24 @@ __global__ void __launch_bounds__(CEILING_BLOCK_THREADS) ceiling_kernel(ceiling_
     uint64_t account[CAP], delta[CAP], version[CAP];
     unsigned m = ceiling_decode<CAP>(a, row, op, account, delta);
     CEILING_FOR_SLOTS(i, m, {
-      uint64_t w = prstm_load_acquire(&a.locks[account[i] / a.lock_coverage]);
+      uint64_t w = prstm_load_acquire(&a.locks[prstm_lock_index(account[i], a.lock_coverage)]);
       sink += w ^ prstm_load_relaxed(&a.words[account[i]]);
       version[i] = prstm_lock_version(w);
     })
     if (op != PRSTM_BENCH_OP_BALANCE) {
       CEILING_FOR_SLOTS(i, m, {
-        uint64_t *lw = &a.locks[account[i] / a.lock_coverage];
-        prstm_cas(lw, prstm_lock_make(version[i], 0, 0), prstm_lock_make(version[i], prio, PRSTM_LOCK_PRELOCKED));
-        prstm_cas(lw, prstm_lock_make(version[i], prio, PRSTM_LOCK_PRELOCKED),
+        uint64_t *lw = &a.locks[prstm_lock_index(account[i], a.lock_coverage)];
+        if (!a.direct)
+          prstm_cas(lw, prstm_lock_make(version[i], 0, 0), prstm_lock_make(version[i], prio, PRSTM_LOCK_PRELOCKED));
+        prstm_cas(lw, prstm_lock_make(version[i], a.direct ? 0 : prio, a.direct ? 0 : PRSTM_LOCK_PRELOCKED),
                   prstm_lock_make(version[i], prio, PRSTM_LOCK_LOCKED));
       })
       prstm_fence_acq_rel();
       CEILING_FOR_SLOTS(i, m, atomicAdd((unsigned long long *)&a.words[account[i]], (unsigned long long)delta[i]);)
-      CEILING_FOR_SLOTS(
-          i, m, { prstm_store_relaxed(&a.locks[account[i] / a.lock_coverage], prstm_lock_make(version[i] + 1, 0, 0)); })
+      CEILING_FOR_SLOTS(i, m, {
+        prstm_store_relaxed(&a.locks[prstm_lock_index(account[i], a.lock_coverage)],
+                            prstm_lock_make(version[i] + 1, 0, 0));
+      })
     }
     prstm_table_store_u8(&a.status[row], PRSTM_COMMITTED);
   }
@@ -162,7 +167,8 @@ static double wall_now(void) {
 }
 
 extern "C" int prstm_bench_ceiling_gpu(const prstm_bench_table *t, const prstm_word *initial, uint64_t nwords,
-                                       uint32_t lock_coverage, uint32_t threads, prstm_word *final_words,
+                                       uint32_t lock_coverage, uint32_t threads, int direct_locks,
+                                       prstm_word *final_words,
                                        prstm_bench_ceiling_result *res, char *err, size_t errlen) {
   memset(res, 0, sizeof *res);
   int rc = 0;
@@ -220,6 +226,7 @@ extern "C" int prstm_bench_ceiling_gpu(const prstm_bench_table *t, const prstm_w
   a.n = t->n;
   a.lock_coverage = lock_coverage;
   a.threads = threads;
+  a.direct = direct_locks != 0;
   CEILING_CHECK(cudaEventCreate(&start));
   CEILING_CHECK(cudaEventCreate(&stop));
   CEILING_CHECK(cudaDeviceSynchronize());

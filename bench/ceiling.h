@@ -69,7 +69,7 @@ typedef struct prstm_bench_ceiling_result {
 /* Returns 0, PRSTM_ENOGPU when this build has no CUDA, or PRSTM_ECUDA /
  * PRSTM_ENOMEM with a message naming the failing call. */
 int prstm_bench_ceiling_gpu(const prstm_bench_table *table, const prstm_word *initial, uint64_t nwords,
-                            uint32_t lock_coverage, uint32_t threads, prstm_word *final_words,
+                            uint32_t lock_coverage, uint32_t threads, int direct_locks, prstm_word *final_words,
                             prstm_bench_ceiling_result *result, char *err, size_t errlen);
 
 #ifdef __cplusplus

@@ -59,6 +59,11 @@ static const char usage_text[] =
     "                          cpu_serial,cpu_plain\n"
     "  --cpu-threads N         threads of the CPU backend runners (default 0: every host core)\n"
     "  --seed N                seed of every generated batch (default 42)\n"
+    "  --ceiling-locks prelock|direct\n"
+    "                          the ceiling's lock traffic per account: prelock (default), a\n"
+    "                          pre-lock CAS and a final-lock CAS (DESIGN section 9's\n"
+    "                          STM-shaped kernel); direct, one CAS straight to the final lock,\n"
+    "                          as the engine's commit takes on a transfer's first attempt\n"
     "  --help                  show this help and exit\n"
     "\n"
     "exit status: 0 every run that ran passed its checks; 1 a run failed, violated its\n"
@@ -99,6 +104,7 @@ typedef struct bench_opts {
   unsigned runners;
   uint32_t cpu_threads;
   uint64_t seed;
+  int ceiling_direct; /* --ceiling-locks direct: one CAS per account, as the engine's direct path */
 } bench_opts;
 
 typedef struct bench_ctx {
@@ -575,8 +581,8 @@ static void run_bank_baselines(bench_ctx *c, const bench_point *p, prstm_batch *
       break;
     }
     memset(final_words, 0, (size_t)nwords * sizeof *final_words);
-    rc = prstm_bench_ceiling_gpu(&table, initial, nwords, p->lock_coverage, p->gpu_threads, final_words, &res, err,
-                                 sizeof err);
+    rc = prstm_bench_ceiling_gpu(&table, initial, nwords, p->lock_coverage, p->gpu_threads, c->o.ceiling_direct,
+                                 final_words, &res, err, sizeof err);
     if (rc) {
       ceiling_row->status = ROW_FAILED;
       row_note(ceiling_row, "%s: %s", prstm_err_name(rc), err);
@@ -611,7 +617,8 @@ static void run_bank_baselines(bench_ctx *c, const bench_point *p, prstm_batch *
     ceiling_row->rounds = 1;
     ceiling_row->gpu_bytes = res.gpu_bytes;
     snprintf(ceiling_row->device, sizeof ceiling_row->device, "%s", res.device);
-    row_note(ceiling_row, "final words equal the serial reference's; money preserved");
+    row_note(ceiling_row, "final words equal the serial reference's; money preserved; lock traffic: %s",
+             c->o.ceiling_direct ? "direct (one CAS an account)" : "prelock (two CASes an account)");
   }
   free(e2e);
 out:
@@ -1439,6 +1446,7 @@ int main(int argc, char **argv) {
                                            {"runners", required_argument, NULL, 'R'},
                                            {"cpu-threads", required_argument, NULL, 'c'},
                                            {"seed", required_argument, NULL, 's'},
+                                           {"ceiling-locks", required_argument, NULL, 'L'},
                                            {"help", no_argument, NULL, 'h'},
                                            {NULL, 0, NULL, 0}};
   opterr = 0;
@@ -1500,6 +1508,16 @@ int main(int argc, char **argv) {
       case 's':
         if (parse_u64(optarg, &c.o.seed)) {
           fprintf(stderr, "prstm-bench: --seed: expected a non-negative whole number, got '%s'\n", optarg);
+          return EXIT_USAGE;
+        }
+        break;
+      case 'L':
+        if (strcmp(optarg, "prelock") == 0)
+          c.o.ceiling_direct = 0;
+        else if (strcmp(optarg, "direct") == 0)
+          c.o.ceiling_direct = 1;
+        else {
+          fprintf(stderr, "prstm-bench: --ceiling-locks: expected prelock or direct, got '%s'\n", optarg);
           return EXIT_USAGE;
         }
         break;
