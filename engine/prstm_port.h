@@ -88,6 +88,17 @@ PRSTM_INLINE void prstm_backoff(unsigned level, uint64_t sweep_ns) {
     ns -= part;
   }
 }
+/* The lanes of a thread's warp that execute the walk: ranks are numbered
+ * along the grid, so the warp holds ranks [rank & ~31, + 32) and those at or
+ * above nthreads returned before the walk. */
+PRSTM_INLINE unsigned prstm_warp_lanes(uint32_t rank, uint32_t nthreads) {
+  const uint32_t left = nthreads - (rank & ~31u);
+  return left >= 32u ? 0xffffffffu : (1u << left) - 1u;
+}
+PRSTM_INLINE uint32_t prstm_warp_lane(uint32_t rank) { return rank & 31u; }
+/* Waits for every lane of `lanes` and leaves them converged. */
+PRSTM_INLINE void prstm_warp_sync(unsigned lanes) { __syncwarp(lanes); }
+PRSTM_INLINE int prstm_warp_any(unsigned lanes, int predicate) { return __any_sync(lanes, predicate); }
 /* Nanoseconds of the GPU's global timer (coarse, but shared by all SMs). */
 PRSTM_INLINE uint64_t prstm_clock_ns(void) {
   uint64_t t;
@@ -123,6 +134,21 @@ PRSTM_INLINE void prstm_pause(unsigned rounds) {
 PRSTM_INLINE void prstm_backoff(unsigned level, uint64_t sweep_ns) {
   (void)sweep_ns; /* a few host threads cannot saturate a cache line: yielding is enough */
   if (level > 0) prstm_host_yield();
+}
+/* A CPU thread is a warp of one lane. */
+PRSTM_INLINE unsigned prstm_warp_lanes(uint32_t rank, uint32_t nthreads) {
+  (void)rank;
+  (void)nthreads;
+  return 1u;
+}
+PRSTM_INLINE uint32_t prstm_warp_lane(uint32_t rank) {
+  (void)rank;
+  return 0u;
+}
+PRSTM_INLINE void prstm_warp_sync(unsigned lanes) { (void)lanes; }
+PRSTM_INLINE int prstm_warp_any(unsigned lanes, int predicate) {
+  (void)lanes;
+  return predicate;
 }
 #ifdef __cplusplus
 extern "C"

@@ -518,6 +518,41 @@ static void randomised_runs_keep_the_invariant(prstm_backend backend, int runs) 
 static void t_random(prstm_backend b) { randomised_runs_keep_the_invariant(b, 200); }
 BOTH_BACKENDS(randomised_small_batches_keep_the_invariant, t_random)
 
+/* Thread counts that leave the last warp partly empty, and blocks of unequal
+ * length: on the GPU the lanes of a warp walk their rows together and wait
+ * for one another at every row, so a lane whose block is shorter, or final
+ * sooner, must keep coming along until its whole warp is done. Withdrawals
+ * come before the deposits that fund them, so blocks end in different
+ * sweeps. Postpone mode commits every row; retry mode ends every row with
+ * the invariant kept. */
+static void partial_warps_end_every_row(prstm_backend backend) {
+  need_backend(backend);
+  static const uint32_t threads[] = {1, 5, 33, 100, 1000};
+  const uint64_t accounts = 8, n = 3001; /* a multiple of none of the counts */
+  for (unsigned k = 0; k < sizeof threads / sizeof threads[0]; k++) {
+    for (int retry = 0; retry < 2; retry++) {
+      bank_run r;
+      run_open_threads(&r, prstm_workload_find("bank"), backend, 1,
+                       retry ? PRSTM_SEMANTIC_RETRY : PRSTM_SEMANTIC_POSTPONE, 100, threads[k]);
+      run_state(&r, accounts, 0);
+      for (uint64_t i = 0; i < n / 2; i++) add(&r, "withdraw", i % accounts, 1, 0);
+      for (uint64_t i = 0; i < n / 2; i++) add(&r, "deposit", i % accounts, 1, 0);
+      add(&r, "deposit", 0, 1, 0);
+      run_exec(&r);
+      cr_assert_eq(r.res.threads, threads[k], "ran %u threads", r.res.threads);
+      cr_assert_eq(r.res.committed + r.res.abandoned + r.res.failed, n, "%u threads%s: %llu of %llu rows final",
+                   threads[k], retry ? ", retry" : "",
+                   (unsigned long long)(r.res.committed + r.res.abandoned + r.res.failed), (unsigned long long)n);
+      if (!retry)
+        cr_assert_eq(r.res.committed, n, "%u threads: every withdrawal is funded, %llu committed", threads[k],
+                     (unsigned long long)r.res.committed);
+      check_bank_invariant(&r);
+      run_close(&r);
+    }
+  }
+}
+BOTH_BACKENDS(partial_warps_end_every_row, partial_warps_end_every_row)
+
 /* The certificate is not vacuous: a changed final word or a changed outcome
  * after a run is caught and located. */
 Test(verify, tampered_final_state_is_caught_at_its_word) {
