@@ -5,6 +5,13 @@
 set -uo pipefail
 bench=$1 out=$2 check=$3
 rm -rf "$out"
+# A bad option value is a usage error (exit 2) that names the option.
+msg=$("$bench" --ceiling-locks sideways --out "$out" targets 2>&1)
+rc=$?
+if [ $rc -ne 2 ] || ! grep -q -- "--ceiling-locks" <<<"$msg"; then
+  echo "smoke: --ceiling-locks sideways: exit $rc, '$msg' (expected exit 2 naming the option)" >&2
+  exit 1
+fi
 backend=cpu gpu_flag=
 if [ "${PRSTM_REQUIRE_GPU:-0}" = 1 ]; then backend=gpu gpu_flag=--require-gpu; fi
 "$bench" --quick --backend "$backend" --out "$out" all
