@@ -337,9 +337,15 @@ PRSTM_INLINE void cmp_walk_postpone(prstm_tx *tx, const prstm_exec_ctx *ctx, uin
    * final, at quiescence, or when the host stops the run. */
   int walking = pending > 0;
   while (prstm_warp_any(lanes, walking)) {
-    uint64_t epoch = 0, commits = 0, sweep_start = 0;
+    /* Every lane of the warp sweeps in the same epoch, lane 0's. A lane that
+     * waits for quiescence in epoch e counts on every other thread being
+     * stalled in e or finished; a warp-mate that had read an older epoch
+     * would see it moved, go back to sweep, and wait at the next row for the
+     * waiting lane, which would wait for it: neither would move again. */
+    const uint64_t epoch = prstm_warp_broadcast(lanes, prstm_load_acquire(&ctx->quiesce[PRSTM_Q_EPOCH]));
+    prstm_warp_sync(lanes); /* orders lane 0's acquire before the other lanes' sweeps */
+    uint64_t commits = 0, sweep_start = 0;
     if (walking) {
-      epoch = prstm_load_acquire(&ctx->quiesce[PRSTM_Q_EPOCH]);
       /* The epoch may have been moved by a thread other than the committers
        * it stands for (cmp_bump_epoch); a full fence per sweep makes their
        * commits visible to this sweep under the PTX and C11 models, not only

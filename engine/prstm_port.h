@@ -99,6 +99,10 @@ PRSTM_INLINE uint32_t prstm_warp_lane(uint32_t rank) { return rank & 31u; }
 /* Waits for every lane of `lanes` and leaves them converged. */
 PRSTM_INLINE void prstm_warp_sync(unsigned lanes) { __syncwarp(lanes); }
 PRSTM_INLINE int prstm_warp_any(unsigned lanes, int predicate) { return __any_sync(lanes, predicate); }
+/* Lane 0's v, on every lane of `lanes` (lane 0 is always one of them). */
+PRSTM_INLINE uint64_t prstm_warp_broadcast(unsigned lanes, uint64_t v) {
+  return (uint64_t)__shfl_sync(lanes, (unsigned long long)v, 0);
+}
 /* Nanoseconds of the GPU's global timer (coarse, but shared by all SMs). */
 PRSTM_INLINE uint64_t prstm_clock_ns(void) {
   uint64_t t;
@@ -149,6 +153,10 @@ PRSTM_INLINE void prstm_warp_sync(unsigned lanes) { (void)lanes; }
 PRSTM_INLINE int prstm_warp_any(unsigned lanes, int predicate) {
   (void)lanes;
   return predicate;
+}
+PRSTM_INLINE uint64_t prstm_warp_broadcast(unsigned lanes, uint64_t v) {
+  (void)lanes;
+  return v;
 }
 #ifdef __cplusplus
 extern "C"
