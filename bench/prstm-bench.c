@@ -57,6 +57,10 @@ static const char usage_text[] =
     "  --runners LIST          comma-separated runners to run (default: all of them):\n"
     "                          gpu_postpone,gpu_retry,gpu_ceiling,cpu_postpone,cpu_retry,\n"
     "                          cpu_serial,cpu_plain\n"
+    "  --series LIST           comma-separated series to run (default: all): update, ro20,\n"
+    "                          unsorted, presorted, transfers, skiplist, kmeans, graph; the\n"
+    "                          points of other series are neither run nor written (targets\n"
+    "                          always runs whole)\n"
     "  --cpu-threads N         threads of the CPU backend runners (default 0: every host core)\n"
     "  --seed N                seed of every generated batch (default 42)\n"
     "  --ceiling-locks direct|prelock\n"
@@ -71,6 +75,11 @@ static const char usage_text[] =
     "and no usable GPU; 2 bad usage;\n"
     "3 --max-time left points unrun.\n"
     "docs/BENCHMARKS.md describes every CSV column.\n";
+
+/* The series of the sweeps, which --series selects from. */
+static const char *const series_names[] = {"update",    "ro20",     "unsorted", "presorted",
+                                           "transfers", "skiplist", "kmeans",   "graph"};
+#define SERIES_COUNT (sizeof series_names / sizeof *series_names)
 
 /* ---- Runners: the ways one point's batch is executed. ---- */
 
@@ -105,6 +114,7 @@ typedef struct bench_opts {
   uint32_t cpu_threads;
   uint64_t seed;
   int ceiling_direct; /* --ceiling-locks direct (default): one CAS per account, as the engine's direct path */
+  unsigned series;    /* --series: bits of series_names; 0 runs every series */
 } bench_opts;
 
 typedef struct bench_ctx {
@@ -732,6 +742,13 @@ static void print_point(const bench_point *p, const bench_row *rows) {
 static void run_point(bench_ctx *c, const bench_point *p, FILE *csv, bench_row *rows) {
   memset(rows, 0, sizeof *rows * R_COUNT);
   for (unsigned id = 0; id < R_COUNT; id++) rows[id].table_bytes_per_tx = -1;
+  /* A series left out by --series: nothing to run or write. The targets'
+   * table needs each of its points, so it never leaves one out. */
+  if (c->o.series && strcmp(p->experiment, "targets") != 0) {
+    unsigned k = 0;
+    while (k < SERIES_COUNT && strcmp(series_names[k], p->series) != 0) k++;
+    if (k == SERIES_COUNT || !((c->o.series >> k) & 1u)) return;
+  }
   unsigned mask = p->runners & c->o.runners;
   if (p->wl != &prstm_workload_bank) mask &= ~RUNNERS_BANK_ONLY;
   if (c->o.max_time_s > 0 && now_s() - c->start > c->o.max_time_s) {
@@ -1343,6 +1360,26 @@ static int parse_runners(const char *s, unsigned *mask) {
   return 0;
 }
 
+static int parse_series(const char *s, unsigned *mask) {
+  *mask = 0;
+  char buf[512];
+  snprintf(buf, sizeof buf, "%s", s);
+  for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    unsigned k = 0;
+    while (k < SERIES_COUNT && strcmp(series_names[k], tok) != 0) k++;
+    if (k == SERIES_COUNT) {
+      fprintf(stderr, "prstm-bench: --series: unknown series '%s' (see --help)\n", tok);
+      return PRSTM_EINVAL;
+    }
+    *mask |= 1u << k;
+  }
+  if (!*mask) {
+    fprintf(stderr, "prstm-bench: --series: name at least one series\n");
+    return PRSTM_EINVAL;
+  }
+  return 0;
+}
+
 enum {
   X_BANK_ACCOUNTS = 0,
   X_BANK_COVERAGE,
@@ -1449,6 +1486,7 @@ int main(int argc, char **argv) {
                                            {"max-time", required_argument, NULL, 'm'},
                                            {"transactions", required_argument, NULL, 'n'},
                                            {"runners", required_argument, NULL, 'R'},
+                                           {"series", required_argument, NULL, 'S'},
                                            {"cpu-threads", required_argument, NULL, 'c'},
                                            {"seed", required_argument, NULL, 's'},
                                            {"ceiling-locks", required_argument, NULL, 'L'},
@@ -1501,6 +1539,9 @@ int main(int argc, char **argv) {
         break;
       case 'R':
         if (parse_runners(optarg, &c.o.runners)) return EXIT_USAGE;
+        break;
+      case 'S':
+        if (parse_series(optarg, &c.o.series)) return EXIT_USAGE;
         break;
       case 'c':
         if (parse_u64(optarg, &v) || v > PRSTM_MAX_THREADS) {
