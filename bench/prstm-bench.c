@@ -1340,41 +1340,24 @@ static int parse_seconds(const char *s, double *out) {
   return 0;
 }
 
-static int parse_runners(const char *s, unsigned *mask) {
-  *mask = 0;
-  char buf[512];
-  snprintf(buf, sizeof buf, "%s", s);
-  for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-    unsigned id = 0;
-    while (id < R_COUNT && strcmp(runner_names[id], tok) != 0) id++;
-    if (id == R_COUNT) {
-      fprintf(stderr, "prstm-bench: --runners: unknown runner '%s' (see --help)\n", tok);
-      return PRSTM_EINVAL;
-    }
-    *mask |= RUNNER_BIT(id);
-  }
-  if (!*mask) {
-    fprintf(stderr, "prstm-bench: --runners: name at least one runner\n");
-    return PRSTM_EINVAL;
-  }
-  return 0;
-}
-
-static int parse_series(const char *s, unsigned *mask) {
+/* A comma-separated list of names from `names` (--runners, --series) as a
+ * mask of their indices; `what` names one of them in the messages. */
+static int parse_name_list(const char *option, const char *what, const char *s, const char *const *names,
+                           unsigned count, unsigned *mask) {
   *mask = 0;
   char buf[512];
   snprintf(buf, sizeof buf, "%s", s);
   for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
     unsigned k = 0;
-    while (k < SERIES_COUNT && strcmp(series_names[k], tok) != 0) k++;
-    if (k == SERIES_COUNT) {
-      fprintf(stderr, "prstm-bench: --series: unknown series '%s' (see --help)\n", tok);
+    while (k < count && strcmp(names[k], tok) != 0) k++;
+    if (k == count) {
+      fprintf(stderr, "prstm-bench: %s: unknown %s '%s' (see --help)\n", option, what, tok);
       return PRSTM_EINVAL;
     }
     *mask |= 1u << k;
   }
   if (!*mask) {
-    fprintf(stderr, "prstm-bench: --series: name at least one series\n");
+    fprintf(stderr, "prstm-bench: %s: name at least one %s\n", option, what);
     return PRSTM_EINVAL;
   }
   return 0;
@@ -1538,10 +1521,10 @@ int main(int argc, char **argv) {
         }
         break;
       case 'R':
-        if (parse_runners(optarg, &c.o.runners)) return EXIT_USAGE;
+        if (parse_name_list("--runners", "runner", optarg, runner_names, R_COUNT, &c.o.runners)) return EXIT_USAGE;
         break;
       case 'S':
-        if (parse_series(optarg, &c.o.series)) return EXIT_USAGE;
+        if (parse_name_list("--series", "series", optarg, series_names, SERIES_COUNT, &c.o.series)) return EXIT_USAGE;
         break;
       case 'c':
         if (parse_u64(optarg, &v) || v > PRSTM_MAX_THREADS) {
