@@ -412,8 +412,9 @@ Test(vacation, impossible_states_and_batches_are_refused) {
 /* Semantic pairs' bookers can take nearly every customer's slots. A book
  * then drew customers among all of them, found none free in 64 draws and
  * fell back to a scan of every customer, so that generating
- * configs/vacation.json at semantic ratio 0.5 took hours (a GPU run of the
- * sweep was stopped after minutes, still generating). This batch took 10 s
+ * configs/vacation.json at semantic ratio 0.5 had not finished after
+ * minutes (a GPU run of the sweep was stopped, still generating). This
+ * batch took 10 s
  * to generate that way on the 2-core build machine; drawn among the
  * customers with an empty slot it takes about 0.2 s. */
 Test(vacation, generation_with_nearly_every_slot_taken_stays_fast, .timeout = 120) {

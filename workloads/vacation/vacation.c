@@ -230,11 +230,6 @@ static int vacation_open_push(vacation_gen *g, uint64_t c, uint64_t t) {
   return 0;
 }
 
-/* A customer that can book type t: an empty slot, and never held t. */
-static int vacation_can_book(const vacation_gen *g, uint64_t c, uint64_t t) {
-  return g->used[c] < g->s.slots && !vacation_ever(g, c, t);
-}
-
 /* Keeps a customer's membership of with_slot true to its used count; every
  * change of used goes through these two. */
 static void vacation_slot_update(vacation_gen *g, uint64_t c) {
@@ -258,11 +253,12 @@ static void vacation_free_slot(vacation_gen *g, uint64_t c) {
   vacation_slot_update(g, c);
 }
 
-/* A uniform draw among the customers that can book t, or UINT64_MAX. Draws
- * come from the customers with an empty slot, not from all of them: at
- * semantic ratio 0.5 of configs/vacation.json the pairs' bookers filled
- * nearly every slot, and a draw among all customers fell back to a scan of
- * all 150,000 on almost every book, so generating the batch took hours. */
+/* A uniform draw among the customers that can book t (an empty slot, and
+ * never held t), or UINT64_MAX. Draws come from the customers with an empty
+ * slot, not from all of them: at semantic ratio 0.5 of configs/vacation.json
+ * the pairs' bookers filled nearly every slot, a draw among all customers
+ * fell back to a scan of all 150,000 on almost every book, and generating
+ * the batch had not finished after minutes. */
 static uint64_t vacation_pick_customer(vacation_gen *g, uint64_t t) {
   if (g->nwith_slot == 0) return UINT64_MAX;
   for (int tries = 0; tries < 64; tries++) {
