@@ -59,6 +59,13 @@ PRSTM_INLINE void cmp_wait_conflict(const prstm_exec_ctx *ctx, const prstm_tx *t
   }
 }
 
+/* Under verification, a decided row's place in the commit order and the
+ * hash of what it read, for the serial replay to compare. */
+PRSTM_INLINE void cmp_record_order(const prstm_exec_ctx *ctx, const prstm_tx *tx, uint64_t row, const uint64_t *seq) {
+  if (seq) ctx->table.seq[row] = *seq;
+  if (ctx->table.read_hash) ctx->table.read_hash[row] = tx->read_hash;
+}
+
 /* Executes row until it commits, fails, or is postponed by a semantic
  * conflict; concurrent conflicts are retried here, and the priority rule
  * guarantees that some committer always makes progress. Returns the final
@@ -85,7 +92,7 @@ PRSTM_INLINE unsigned cmp_attempt(prstm_tx *tx, const prstm_exec_ctx *ctx, uint6
       tx->nwrites = 0;
       tx->nlocks = 0;
       if (prstm_tx_commit(tx, seqp)) {
-        if (seqp) ctx->table.seq[row] = seq;
+        cmp_record_order(ctx, tx, row, seqp);
         *reason = why;
         return 3u; /* PRSTM_FAILED */
       }
@@ -97,12 +104,12 @@ PRSTM_INLINE unsigned cmp_attempt(prstm_tx *tx, const prstm_exec_ctx *ctx, uint6
         tx->nwrites = 0;
         tx->nlocks = 0;
         if (prstm_tx_commit(tx, seqp)) {
-          if (seqp) ctx->table.seq[row] = seq;
+          cmp_record_order(ctx, tx, row, seqp);
           *reason = tx->reason;
           return 3u; /* PRSTM_FAILED */
         }
       } else if (prstm_tx_commit(tx, seqp)) {
-        if (seqp) ctx->table.seq[row] = seq;
+        cmp_record_order(ctx, tx, row, seqp);
         if (ctx->table.result) ctx->table.result[row] = tx->result;
         *reason = 0;
         return 1u; /* PRSTM_COMMITTED */

@@ -106,7 +106,7 @@ extern "C" int prstm_gpu_launch_kernel(const void *kernel, const prstm_exec_ctx 
 
 /* Device buffers of one run, freed together on every path. */
 typedef struct gpu_buffers {
-  uint64_t *words, *locks, *args, *result, *seq, *quiesce;
+  uint64_t *words, *locks, *args, *result, *seq, *read_hash, *quiesce;
   uint8_t *type, *status;
   prstm_thread_stats *stats;
   cudaEvent_t start, stop;
@@ -120,6 +120,7 @@ static void gpu_free(gpu_buffers *g) {
   cudaFree(g->args);
   cudaFree(g->result);
   cudaFree(g->seq);
+  cudaFree(g->read_hash);
   cudaFree(g->quiesce);
   cudaFree(g->type);
   cudaFree(g->status);
@@ -176,6 +177,7 @@ static int gpu_upload(const prstm_engine *e, const prstm_batch *b, uint32_t thre
   if (b->ncols) GPU_CHECK(cudaMalloc((void **)&g->args, 8 * (size_t)b->ncols * b->n));
   if (b->has_read_only) GPU_CHECK(cudaMalloc((void **)&g->result, 8 * b->n));
   if (b->seq) GPU_CHECK(cudaMalloc((void **)&g->seq, 8 * b->n));
+  if (b->read_hash) GPU_CHECK(cudaMalloc((void **)&g->read_hash, 8 * b->n));
   GPU_CHECK(cudaMalloc((void **)&g->quiesce, 8 * PRSTM_Q_WORDS));
   GPU_CHECK(cudaMalloc((void **)&g->type, b->n));
   GPU_CHECK(cudaMalloc((void **)&g->status, b->n));
@@ -186,6 +188,7 @@ static int gpu_upload(const prstm_engine *e, const prstm_batch *b, uint32_t thre
     GPU_CHECK(cudaMemcpy(g->args + (size_t)c * b->n, b->args + (size_t)c * b->cap, 8 * b->n, cudaMemcpyHostToDevice));
   if (g->result) GPU_CHECK(cudaMemset(g->result, 0, 8 * b->n));
   if (g->seq) GPU_CHECK(cudaMemset(g->seq, 0xff, 8 * b->n));
+  if (g->read_hash) GPU_CHECK(cudaMemset(g->read_hash, 0, 8 * b->n));
   GPU_CHECK(cudaMemset(g->quiesce, 0, 8 * PRSTM_Q_WORDS));
   GPU_CHECK(cudaMemcpy(g->type, b->type, b->n, cudaMemcpyHostToDevice));
   GPU_CHECK(cudaMemset(g->status, 0, b->n));
@@ -199,6 +202,7 @@ static int gpu_upload(const prstm_engine *e, const prstm_batch *b, uint32_t thre
   ctx->table.args = g->args;
   ctx->table.result = g->result;
   ctx->table.seq = g->seq;
+  ctx->table.read_hash = g->read_hash;
   ctx->stats = g->stats;
   ctx->quiesce = g->quiesce;
   return 0;
@@ -226,6 +230,7 @@ static int gpu_execute(prstm_engine *e, const prstm_batch *b, const prstm_worker
   res->execute_s = ms / 1000.0;
   if (*stalled) return 0;
   GPU_CHECK(cudaMemcpy(g->host_words, g->quiesce, PRSTM_Q_WORDS * sizeof(uint64_t), cudaMemcpyDeviceToHost));
+  e->last_run_sequences = g->host_words[PRSTM_Q_SEQUENCE];
   prstm_progress_report(e, b, g->host_words, &progress_clock, 1);
   return 0;
 }
@@ -237,6 +242,7 @@ static int gpu_readback(prstm_engine *e, prstm_batch *b, uint32_t threads, gpu_b
   GPU_CHECK(cudaMemcpy(b->status, g->status, b->n, cudaMemcpyDeviceToHost));
   if (g->result) GPU_CHECK(cudaMemcpy(b->result, g->result, 8 * b->n, cudaMemcpyDeviceToHost));
   if (g->seq) GPU_CHECK(cudaMemcpy(b->seq, g->seq, 8 * b->n, cudaMemcpyDeviceToHost));
+  if (g->read_hash) GPU_CHECK(cudaMemcpy(b->read_hash, g->read_hash, 8 * b->n, cudaMemcpyDeviceToHost));
   prstm_thread_stats *stats = (prstm_thread_stats *)calloc(threads, sizeof *stats);
   if (!stats) {
     snprintf(err, errlen, "cannot allocate %u thread counters", threads);
@@ -382,13 +388,13 @@ extern "C" void prstm_gpu_host_free(void *p) {
  * that slot k + 1 is filled while slot k executes. */
 typedef struct gpu_slot {
   uint8_t *type, *status;
-  uint64_t *args, *result, *quiesce;
+  uint64_t *args, *result, *quiesce, *row_id, *seq, *read_hash;
   prstm_thread_stats *stats;
   uint8_t *h_type, *h_status; /* pinned */
-  uint64_t *h_args, *h_result, *h_q;
-  /* The bytes h_type, h_args, h_status and h_result hold: each is allocated
-   * when a unit first needs it (gpu_pinned_grow). */
-  uint64_t type_bytes, args_bytes, status_bytes, result_bytes;
+  uint64_t *h_args, *h_result, *h_q, *h_row_id, *h_seq, *h_read_hash;
+  /* The bytes each pinned buffer holds: each is allocated when a unit first
+   * needs it (gpu_pinned_grow). */
+  uint64_t type_bytes, args_bytes, status_bytes, result_bytes, row_id_bytes, seq_bytes, read_hash_bytes;
   uint8_t *direct_status; /* the batch's status column the unit's first direct_n rows are read back into */
   uint64_t direct_n;
   cudaEvent_t copy_start, copy_end, exec_start, exec_end, back;
@@ -399,6 +405,7 @@ typedef struct gpu_slot {
 struct prstm_gpu_stream {
   const prstm_worker_variant *v;
   uint32_t threads, ncols;
+  int verify; /* each unit records its commit order and read hashes */
   uint64_t rows; /* rows of one slot */
   uint64_t *words, *locks;
   unsigned long long *totals; /* device: aborts, postponements, sweeps of every unit */
@@ -456,7 +463,13 @@ extern "C" void prstm_gpu_stream_free(prstm_gpu_stream *g) {
     cudaFree(sl->args);
     cudaFree(sl->result);
     cudaFree(sl->quiesce);
+    cudaFree(sl->row_id);
+    cudaFree(sl->seq);
+    cudaFree(sl->read_hash);
     cudaFree(sl->stats);
+    cudaFreeHost(sl->h_row_id);
+    cudaFreeHost(sl->h_seq);
+    cudaFreeHost(sl->h_read_hash);
     cudaFreeHost(sl->h_type);
     cudaFreeHost(sl->h_status);
     cudaFreeHost(sl->h_args);
@@ -484,6 +497,13 @@ static int gpu_stream_alloc_slot(prstm_gpu_stream *g, gpu_slot *sl, int results,
   if (g->ncols) GPU_CHECK(cudaMalloc((void **)&sl->args, 8 * (size_t)g->ncols * r));
   if (results) GPU_CHECK(cudaMalloc((void **)&sl->result, 8 * r));
   GPU_CHECK(cudaMalloc((void **)&sl->quiesce, 8 * PRSTM_Q_WORDS));
+  /* Carried rows' prstm_row numbers; a unit of carried rows alone fills
+   * the whole slot at close. */
+  GPU_CHECK(cudaMalloc((void **)&sl->row_id, 8 * r));
+  if (g->verify) {
+    GPU_CHECK(cudaMalloc((void **)&sl->seq, 8 * r));
+    GPU_CHECK(cudaMalloc((void **)&sl->read_hash, 8 * r));
+  }
   GPU_CHECK(cudaMalloc((void **)&sl->stats, sizeof(prstm_thread_stats) * g->threads));
   /* The pinned staging and readback columns are allocated when a unit
    * first needs them (gpu_pinned_grow): a stream of pinned batches copies
@@ -518,10 +538,12 @@ static int gpu_stream_open_checked(prstm_engine *e, prstm_gpu_stream *g, int res
   rc = gpu_usable_memory(&free_b, err, errlen);
   if (rc) return rc;
   /* The state and locks stay; each of the two slots takes a unit of new
-   * rows and as many carried rows, hence four rows of table per unit row. */
+   * rows and as many carried rows, hence four rows of table per unit row,
+   * each with room for a carried row's id and, verified, its place in the
+   * commit order and its read hash. */
   uint64_t fixed = 8 * (g->nwords + g->nlocks) + 2 * (sizeof(prstm_thread_stats) * threads + 8 * PRSTM_Q_WORDS) +
                    3 * sizeof(unsigned long long);
-  uint64_t row_bytes = 2 + 8ull * g->ncols + (results ? 8 : 0);
+  uint64_t row_bytes = 2 + 8ull * g->ncols + (results ? 8 : 0) + 8 + (g->verify ? 16 : 0);
   uint64_t usable = free_b - free_b / 32; /* headroom for the allocator's rounding */
   if (fixed + 4 * row_bytes > usable) {
     snprintf(err, errlen,
@@ -577,12 +599,13 @@ static int gpu_stream_open_checked(prstm_engine *e, prstm_gpu_stream *g, int res
 }
 
 extern "C" int prstm_gpu_stream_open(prstm_engine *e, const prstm_worker_variant *v, uint32_t ncols, int results,
-                                     uint64_t want_rows, prstm_gpu_stream **out, uint64_t *unit_rows,
+                                     int verify, uint64_t want_rows, prstm_gpu_stream **out, uint64_t *unit_rows,
                                      uint32_t *threads, uint64_t *gpu_bytes, char *device, size_t device_len) {
   prstm_gpu_stream *g = (prstm_gpu_stream *)calloc(1, sizeof *g);
   if (!g) return prstm_engine_fail(e, PRSTM_ENOMEM, "cannot allocate a GPU stream");
   g->v = v;
   g->ncols = ncols;
+  g->verify = verify;
   int rc = gpu_stream_open_checked(e, g, results, want_rows, unit_rows, gpu_bytes, device, device_len, e->err,
                                    sizeof e->err);
   if (rc) {
@@ -617,33 +640,34 @@ static int gpu_pinned_grow(void **buf, uint64_t *have, uint64_t need, uint64_t m
   return 0;
 }
 
-/* The pinned host bytes a unit of n rows needs, `staged` of them through the
- * slot's staging and readback (all n, or the carried rows after a pinned
- * batch's direct ones). One place, so that the check made before retiring
- * the other slot's unit and the growth itself can never disagree: a growth
- * the check missed would free pinned memory behind a running kernel,
- * outside the watchdog. */
+/* The pinned host bytes a unit needs. One place, so that the check made
+ * before retiring the other slot's unit and the growth itself can never
+ * disagree: a growth the check missed would free pinned memory behind a
+ * running kernel, outside the watchdog. */
 typedef struct gpu_unit_bytes {
-  uint64_t type, args, status, result, zeros;
+  uint64_t type, args, status, result, row_id, seq, read_hash, zeros;
 } gpu_unit_bytes;
 
-static gpu_unit_bytes gpu_unit_needs(const prstm_gpu_stream *g, uint64_t n, uint64_t staged, int results) {
+static gpu_unit_bytes gpu_unit_needs(const prstm_gpu_stream *g, const prstm_gpu_unit *u) {
   gpu_unit_bytes b;
-  b.type = staged;
-  b.args = 8ull * g->ncols * staged;
-  b.status = staged;
-  b.result = results ? 8 * n : 0;
+  b.type = u->staged;
+  b.args = 8ull * g->ncols * u->staged;
+  b.status = u->staged;
+  b.result = u->results ? 8 * u->n : 0;
+  b.row_id = 8 * u->carried;
+  b.seq = g->verify ? 8 * u->n : 0;
+  b.read_hash = b.seq;
   /* The zeros clear the staged statuses and the results alike. */
-  b.zeros = b.result > staged ? b.result : staged;
+  b.zeros = b.result > u->staged ? b.result : u->staged;
   return b;
 }
 
-extern "C" int prstm_gpu_stream_would_grow(const prstm_gpu_stream *g, unsigned slot, uint64_t n, uint64_t staged,
-                                           int results) {
+extern "C" int prstm_gpu_stream_would_grow(const prstm_gpu_stream *g, unsigned slot, const prstm_gpu_unit *u) {
   const gpu_slot *sl = &g->slot[slot];
-  const gpu_unit_bytes need = gpu_unit_needs(g, n, staged, results);
+  const gpu_unit_bytes need = gpu_unit_needs(g, u);
   return need.type > sl->type_bytes || need.args > sl->args_bytes || need.status > sl->status_bytes ||
-         need.result > sl->result_bytes || need.zeros > g->zero_bytes;
+         need.result > sl->result_bytes || need.row_id > sl->row_id_bytes || need.seq > sl->seq_bytes ||
+         need.read_hash > sl->read_hash_bytes || need.zeros > g->zero_bytes;
 }
 
 static int gpu_stream_reserve_checked(prstm_gpu_stream *g, gpu_slot *sl, const gpu_unit_bytes *need, char *err,
@@ -653,6 +677,10 @@ static int gpu_stream_reserve_checked(prstm_gpu_stream *g, gpu_slot *sl, const g
     rc = gpu_pinned_grow((void **)&sl->h_args, &sl->args_bytes, need->args, 8ull * g->ncols * g->rows, err, errlen);
   if (!rc) rc = gpu_pinned_grow((void **)&sl->h_status, &sl->status_bytes, need->status, g->rows, err, errlen);
   if (!rc) rc = gpu_pinned_grow((void **)&sl->h_result, &sl->result_bytes, need->result, 8 * g->rows, err, errlen);
+  if (!rc) rc = gpu_pinned_grow((void **)&sl->h_row_id, &sl->row_id_bytes, need->row_id, 8 * g->rows, err, errlen);
+  if (!rc) rc = gpu_pinned_grow((void **)&sl->h_seq, &sl->seq_bytes, need->seq, 8 * g->rows, err, errlen);
+  if (!rc)
+    rc = gpu_pinned_grow((void **)&sl->h_read_hash, &sl->read_hash_bytes, need->read_hash, 8 * g->rows, err, errlen);
   if (!rc && need->zeros > g->zero_bytes) {
     rc = gpu_pinned_grow((void **)&g->h_zeros, &g->zero_bytes, need->zeros, 8 * g->rows, err, errlen);
     if (!rc) memset(g->h_zeros, 0, g->zero_bytes);
@@ -660,23 +688,29 @@ static int gpu_stream_reserve_checked(prstm_gpu_stream *g, gpu_slot *sl, const g
   return rc;
 }
 
-extern "C" int prstm_gpu_stream_reserve(prstm_engine *e, prstm_gpu_stream *g, unsigned slot, uint64_t n,
-                                        uint64_t staged, int results, uint8_t **type, uint64_t **args) {
-  if (n > g->rows || staged > n)
-    return prstm_engine_fail(e, PRSTM_EINVAL, "a unit of %llu rows (%llu staged) exceeds the stream's slots of %llu",
-                             (unsigned long long)n, (unsigned long long)staged, (unsigned long long)g->rows);
+extern "C" int prstm_gpu_stream_reserve(prstm_engine *e, prstm_gpu_stream *g, unsigned slot, const prstm_gpu_unit *u,
+                                        uint8_t **type, uint64_t **args, uint64_t **row_id) {
+  if (u->n > g->rows || u->staged > u->n || u->carried > u->n)
+    return prstm_engine_fail(e, PRSTM_EINVAL,
+                             "a unit of %llu rows (%llu staged, %llu carried) exceeds the stream's slots of %llu",
+                             (unsigned long long)u->n, (unsigned long long)u->staged, (unsigned long long)u->carried,
+                             (unsigned long long)g->rows);
   gpu_slot *sl = &g->slot[slot];
-  const gpu_unit_bytes need = gpu_unit_needs(g, n, staged, results);
+  const gpu_unit_bytes need = gpu_unit_needs(g, u);
   int rc = gpu_stream_reserve_checked(g, sl, &need, e->err, sizeof e->err);
   if (rc) return rc;
   *type = sl->h_type;
   *args = sl->h_args;
+  *row_id = sl->h_row_id;
   return 0;
 }
 
-static int gpu_stream_launch_checked(prstm_gpu_stream *g, unsigned slot, uint64_t n, uint32_t tag_mask, int results,
-                                     unsigned flags, const prstm_gpu_direct_rows *direct, char *err, size_t errlen) {
+static int gpu_stream_launch_checked(prstm_gpu_stream *g, unsigned slot, const prstm_gpu_unit *u, char *err,
+                                     size_t errlen) {
   gpu_slot *sl = &g->slot[slot];
+  const uint64_t n = u->n;
+  const int results = u->results;
+  const prstm_gpu_direct_rows *direct = u->direct;
   const uint64_t d = direct ? direct->n : 0;
   /* The statuses of direct rows are cleared from, and read back into, the
    * batch's own pinned status column (all zero, pending, since the batch
@@ -714,6 +748,8 @@ static int gpu_stream_launch_checked(prstm_gpu_stream *g, unsigned slot, uint64_
   if (staged) GPU_CHECK(cudaMemcpyAsync(sl->status + d, g->h_zeros, staged, cudaMemcpyHostToDevice, g->copy));
   if (results) GPU_CHECK(cudaMemcpyAsync(sl->result, g->h_zeros, 8 * n, cudaMemcpyHostToDevice, g->copy));
   GPU_CHECK(cudaMemcpyAsync(sl->quiesce, g->h_zeros, 8 * PRSTM_Q_WORDS, cudaMemcpyHostToDevice, g->copy));
+  if (u->carried)
+    GPU_CHECK(cudaMemcpyAsync(sl->row_id, sl->h_row_id, 8 * u->carried, cudaMemcpyHostToDevice, g->copy));
   GPU_CHECK(cudaEventRecord(sl->copy_end, g->copy));
 
   /* The execution stream is the legacy default stream, which the kernel
@@ -722,6 +758,9 @@ static int gpu_stream_launch_checked(prstm_gpu_stream *g, unsigned slot, uint64_
    * before each unit: nothing holds one between units. */
   GPU_CHECK(cudaStreamWaitEvent(0, sl->copy_end, 0));
   GPU_CHECK(cudaMemsetAsync(g->locks, 0, 8 * g->nlocks, 0));
+  /* Verified, a row decided without a number recorded must show as one:
+   * the column starts as "none" (all ones) for every unit. */
+  if (g->verify) GPU_CHECK(cudaMemsetAsync(sl->seq, 0xff, 8 * n, 0));
   prstm_exec_ctx ctx = g->base;
   ctx.table.n = n;
   ctx.table.stride = n;
@@ -731,11 +770,15 @@ static int gpu_stream_launch_checked(prstm_gpu_stream *g, unsigned slot, uint64_
   ctx.table.status = sl->status;
   ctx.table.args = sl->args;
   ctx.table.result = results ? sl->result : NULL;
-  ctx.table.seq = NULL;
-  ctx.tag_mask = tag_mask;
+  ctx.table.seq = g->verify ? sl->seq : NULL;
+  ctx.table.read_hash = g->verify ? sl->read_hash : NULL;
+  ctx.table.row_base = u->row_base;
+  ctx.table.ids_from = n - u->carried;
+  ctx.table.row_id = sl->row_id;
+  ctx.tag_mask = u->tag_mask;
   ctx.stats = sl->stats;
   ctx.quiesce = sl->quiesce;
-  if (flags & PRSTM_RUN_KEEP_POSTPONED) ctx.semantic |= PRSTM_SEMANTIC_KEEP_POSTPONED;
+  if (u->flags & PRSTM_RUN_KEEP_POSTPONED) ctx.semantic |= PRSTM_SEMANTIC_KEEP_POSTPONED;
   GPU_CHECK(cudaEventRecord(sl->exec_start, 0));
   int rc = g->v->gpu_launch(&ctx, g->threads, err, errlen);
   if (rc) return rc;
@@ -747,22 +790,28 @@ static int gpu_stream_launch_checked(prstm_gpu_stream *g, unsigned slot, uint64_
   if (d) GPU_CHECK(cudaMemcpyAsync(direct->status, sl->status, d, cudaMemcpyDeviceToHost, g->back));
   if (staged) GPU_CHECK(cudaMemcpyAsync(sl->h_status, sl->status + d, staged, cudaMemcpyDeviceToHost, g->back));
   if (results) GPU_CHECK(cudaMemcpyAsync(sl->h_result, sl->result, 8 * n, cudaMemcpyDeviceToHost, g->back));
+  if (g->verify) {
+    GPU_CHECK(cudaMemcpyAsync(sl->h_seq, sl->seq, 8 * n, cudaMemcpyDeviceToHost, g->back));
+    GPU_CHECK(cudaMemcpyAsync(sl->h_read_hash, sl->read_hash, 8 * n, cudaMemcpyDeviceToHost, g->back));
+  }
   GPU_CHECK(cudaMemcpyAsync(sl->h_q, sl->quiesce, 8 * PRSTM_Q_WORDS, cudaMemcpyDeviceToHost, g->back));
   GPU_CHECK(cudaEventRecord(sl->back, g->back));
   sl->busy = 1;
   return 0;
 }
 
-extern "C" int prstm_gpu_stream_launch(prstm_engine *e, prstm_gpu_stream *g, unsigned slot, uint64_t n,
-                                       uint32_t tag_mask, int results, unsigned flags,
-                                       const prstm_gpu_direct_rows *direct) {
-  if (n > g->rows)
+extern "C" int prstm_gpu_stream_launch(prstm_engine *e, prstm_gpu_stream *g, unsigned slot, const prstm_gpu_unit *u) {
+  if (u->n > g->rows)
     return prstm_engine_fail(e, PRSTM_EINVAL, "a unit of %llu rows exceeds the stream's slots of %llu",
-                             (unsigned long long)n, (unsigned long long)g->rows);
-  if (direct && direct->n > n)
-    return prstm_engine_fail(e, PRSTM_EINVAL, "a unit of %llu rows cannot take %llu rows from its batch",
-                             (unsigned long long)n, (unsigned long long)direct->n);
-  return gpu_stream_launch_checked(g, slot, n, tag_mask, results, flags, direct, e->err, sizeof e->err);
+                             (unsigned long long)u->n, (unsigned long long)g->rows);
+  const uint64_t d = u->direct ? u->direct->n : 0;
+  if (d > u->n || d + u->staged != u->n || u->carried > u->staged)
+    return prstm_engine_fail(e, PRSTM_EINVAL,
+                             "a unit of %llu rows cannot take %llu rows from its batch and %llu from the staging "
+                             "(%llu carried)",
+                             (unsigned long long)u->n, (unsigned long long)d, (unsigned long long)u->staged,
+                             (unsigned long long)u->carried);
+  return gpu_stream_launch_checked(g, slot, u, e->err, sizeof e->err);
 }
 
 /* Waits for a slot's readback. A unit takes about a millisecond, so the wait
@@ -806,8 +855,8 @@ static int gpu_stream_wait_checked(prstm_engine *e, prstm_gpu_stream *g, gpu_slo
   return 0;
 }
 
-extern "C" int prstm_gpu_stream_wait(prstm_engine *e, prstm_gpu_stream *g, unsigned slot, const uint8_t **status,
-                                     const uint64_t **result, uint64_t *q, double *copy_s, double *execute_s) {
+extern "C" int prstm_gpu_stream_wait(prstm_engine *e, prstm_gpu_stream *g, unsigned slot, prstm_gpu_unit_outcomes *out,
+                                     uint64_t *q, double *copy_s, double *execute_s) {
   gpu_slot *sl = &g->slot[slot];
   char *err = e->err;
   size_t errlen = sizeof e->err;
@@ -833,8 +882,10 @@ extern "C" int prstm_gpu_stream_wait(prstm_engine *e, prstm_gpu_stream *g, unsig
                              e->opt.watchdog_s, (unsigned long long)final, (unsigned long long)sl->n);
   }
   memcpy(q, sl->h_q, PRSTM_Q_WORDS * sizeof(uint64_t));
-  *status = sl->h_status;
-  *result = sl->results ? sl->h_result : NULL;
+  out->status = sl->h_status;
+  out->result = sl->results ? sl->h_result : NULL;
+  out->seq = g->verify ? sl->h_seq : NULL;
+  out->read_hash = g->verify ? sl->h_read_hash : NULL;
   return 0;
 }
 

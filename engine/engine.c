@@ -300,6 +300,10 @@ int prstm_cpu_run(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *v
   ctx.table.args = b->args;
   ctx.table.result = b->result;
   ctx.table.seq = b->seq;
+  ctx.table.read_hash = b->read_hash;
+  ctx.table.row_base = b->row_base;
+  ctx.table.ids_from = b->ids_from;
+  ctx.table.row_id = b->row_id;
   uint64_t quiesce[PRSTM_Q_WORDS] = {0};
   ctx.quiesce = quiesce;
   ctx.locks = calloc((size_t)ctx.nlocks, sizeof *ctx.locks);
@@ -371,6 +375,7 @@ int prstm_cpu_run(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *v
   PRSTM_RANGE_POP();
   if (rc) goto out;
   for (uint32_t i = 0; i < threads; i++) prstm_results_add_stats(res, &ctx.stats[i]);
+  e->last_run_sequences = quiesce[PRSTM_Q_SEQUENCE];
   if (stalled) {
     rc = prstm_watchdog_error(e, b);
     goto out;
@@ -479,29 +484,36 @@ int prstm_engine_run(prstm_engine *e, prstm_batch *b, prstm_results *res) {
   rc = prstm_choose_backend(e, &backend, res->fallback, sizeof res->fallback);
   if (rc) return rc;
   /* chunk_rows runs a larger batch in chunks on either backend, so the
-   * chunked path is tested without a GPU too. A verified run is never
-   * chunked: its commit order and replay cover one run. */
+   * chunked path is tested without a GPU too. A chunked run has one commit
+   * order across its chunks, so it is verified like any other. */
   uint64_t chunk = e->opt.chunk_rows;
-  if (chunk && b->n > chunk && !e->opt.verify)
-    return prstm_run_chunked(e, b, backend, res->fallback, chunk, res);
-  if (backend == PRSTM_BACKEND_CPU) {
+  const prstm_worker_variant *ran = v;
+  if (chunk && b->n > chunk) {
+    rc = prstm_run_chunked(e, b, backend, res->fallback, chunk, res);
+    ran = e->last_run_variant;
+  } else if (backend == PRSTM_BACKEND_CPU) {
     rc = prstm_cpu_run(e, b, v, res, 0);
   } else {
 #ifdef PRSTM_HAVE_CUDA
     rc = prstm_gpu_run(e, b, v, res);
     /* A batch whose table does not fit the GPU's memory runs as a stream of
      * chunks that do, instead of failing. */
-    if (rc == PRSTM_ETOOBIG && !e->opt.verify) {
+    if (rc == PRSTM_ETOOBIG) {
       char fallback[sizeof res->fallback];
       memcpy(fallback, res->fallback, sizeof fallback);
       e->err[0] = 0;
-      return prstm_run_chunked(e, b, backend, fallback, 0, res);
+      rc = prstm_run_chunked(e, b, backend, fallback, 0, res);
+      ran = e->last_run_variant;
     }
 #else
     rc = prstm_engine_fail(e, PRSTM_ENOGPU, "this build of prstm has no CUDA support");
 #endif
   }
-  if (rc == 0 && e->opt.verify) e->verify_batch = b;
+  if (rc == 0 && e->opt.verify) {
+    e->verify_batch = b;
+    e->verify_variant = ran;
+    e->verify_counts = (prstm_verify_counts){e->last_run_sequences, res->committed, res->failed, res->abandoned};
+  }
   return rc;
 }
 

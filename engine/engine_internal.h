@@ -21,6 +21,16 @@
 extern "C" {
 #endif
 
+/* What a verified run's threads counted, which the certificate compares
+ * with the table: every recorded sequence number must be below
+ * `sequences`, and the statuses must add up to the decisions counted, so
+ * that a number recorded without being taken, or a row decided twice,
+ * cannot pass. */
+typedef struct prstm_verify_counts {
+  uint64_t sequences;
+  uint64_t committed, failed, abandoned;
+} prstm_verify_counts;
+
 struct prstm_engine {
   const prstm_workload *wl;
   prstm_options opt;
@@ -28,9 +38,17 @@ struct prstm_engine {
   uint64_t nwords;
   prstm_state_spec spec;
   int has_spec;
-  /* Verification: the words before the last run, and the batch it ran. */
+  /* Verification: the words before the last run, the batch it ran, and
+   * what its threads counted (the sequence numbers they took, the rows
+   * they decided), for the certificate to hold against the table. */
   prstm_word *initial;
   const prstm_batch *verify_batch;
+  prstm_verify_counts verify_counts;
+  const prstm_worker_variant *verify_variant;
+  /* Sequence numbers taken by the last execution on either backend (a
+   * whole run, or one unit of a stream), and a chunked run's worker. */
+  uint64_t last_run_sequences;
+  const prstm_worker_variant *last_run_variant;
   /* The progress observer (prstm_engine_set_progress), or NULL. */
   prstm_progress_fn progress_fn;
   void *progress_user;
@@ -53,6 +71,23 @@ typedef struct prstm_progress_clock {
 void prstm_progress_report(prstm_engine *e, const prstm_batch *b, const uint64_t *q, prstm_progress_clock *clock,
                            int finished);
 
+
+/* What a certificate checks: the rows of one run in one table, with their
+ * outcomes, commit order and read hashes (a batch, or a stream's journal of
+ * its batches), the state they started from and what the run counted. */
+typedef struct prstm_verify_source {
+  const prstm_batch *table;
+  const uint64_t *row_number; /* the number prstm_row gave each row; NULL: its place in the table */
+  const uint64_t *item;       /* streams: the batch each row came from, else NULL */
+  const uint64_t *item_row;   /* streams: its row in that batch */
+  const prstm_word *initial;
+  const prstm_word *final;    /* NULL: the engine's words */
+  const prstm_verify_counts *counts;
+  const prstm_worker_variant *variant; /* the run's worker, whose set capacity the replay must share */
+} prstm_verify_source;
+/* Replays the source and fills the report (verify.c). */
+int prstm_verify_rows(prstm_engine *e, const prstm_verify_source *src, prstm_verify_report *rep);
+void prstm_verify_report_init(prstm_verify_report *rep);
 
 /* The first worker variant whose max_columns covers ncols, or NULL. */
 const prstm_worker_variant *prstm_pick_variant(const prstm_workload *wl, uint32_t ncols);
@@ -104,24 +139,11 @@ int prstm_gpu_run(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *v
 typedef struct prstm_gpu_stream prstm_gpu_stream;
 /* Uploads the state and allocates two slots of 2 * unit_rows rows of ncols
  * argument words each (new rows plus carried rows), unit_rows being
- * want_rows or less where the GPU's memory is short. */
-int prstm_gpu_stream_open(prstm_engine *e, const prstm_worker_variant *v, uint32_t ncols, int results,
+ * want_rows or less where the GPU's memory is short. With verify, each slot
+ * also records its rows' commit order and read hashes. */
+int prstm_gpu_stream_open(prstm_engine *e, const prstm_worker_variant *v, uint32_t ncols, int results, int verify,
                           uint64_t want_rows, prstm_gpu_stream **out, uint64_t *unit_rows, uint32_t *threads,
                           uint64_t *gpu_bytes, char *device, size_t device_len);
-/* Whether a unit of n rows, `staged` of them through the slot's staging and
- * readback (all n, or the carried rows after a pinned batch's direct ones),
- * with or without results, needs pinned memory that the slot or the shared
- * zeros do not hold yet. Taking it frees the old buffers, and cudaFreeHost
- * waits for the whole GPU, so the caller first retires the other slot's
- * unit under the watchdog. */
-int prstm_gpu_stream_would_grow(const prstm_gpu_stream *g, unsigned slot, uint64_t n, uint64_t staged, int results);
-/* Makes sure the slot's pinned staging and readback, and the shared zeros,
- * hold what a unit of n rows with `staged` rows through the slot needs
- * (growing them, which prstm_gpu_stream_would_grow predicts), and gives the
- * staging: type[staged] and args with column stride `staged`. The slot must
- * be free (waited for). */
-int prstm_gpu_stream_reserve(prstm_engine *e, prstm_gpu_stream *g, unsigned slot, uint64_t n, uint64_t staged,
-                             int results, uint8_t **type, uint64_t **args);
 /* Rows of a unit that are copied to the device straight from a pinned
  * batch instead of through the staging: the first n rows of the unit, from
  * type[0..n) and args[c * stride + 0..n) for each column c. Their statuses
@@ -133,20 +155,46 @@ typedef struct prstm_gpu_direct_rows {
   uint64_t stride, n;
   uint8_t *status;
 } prstm_gpu_direct_rows;
-/* Queues the copy of the unit (its first direct->n rows from the pinned
- * batch when direct is not NULL, and the rest from the staging, packed
- * there at column stride n - direct->n; without direct, all n rows from the
- * staging at column stride n) and, behind the previous unit on the execution stream, its
- * kernel, then the readback of its outcomes. */
-int prstm_gpu_stream_launch(prstm_engine *e, prstm_gpu_stream *g, unsigned slot, uint64_t n, uint32_t tag_mask,
-                            int results, unsigned flags, const prstm_gpu_direct_rows *direct);
-/* Waits for a slot's unit under the watchdog; then status holds the
- * outcomes of the unit's rows that were not direct (all n rows without
- * direct rows, else the n - direct->n after them; the direct rows' are in
- * the batch), result[n] those of every row when the unit has results, q its
- * published counts, and the copy and execution times are added. */
-int prstm_gpu_stream_wait(prstm_engine *e, prstm_gpu_stream *g, unsigned slot, const uint8_t **status,
-                          const uint64_t **result, uint64_t *q, double *copy_s, double *execute_s);
+/* One unit of a stream: n rows, the first direct->n of them straight from a
+ * pinned batch when direct is set, the other `staged` through the slot's
+ * staging (packed there at column stride `staged`). The last `carried`
+ * rows were carried over from earlier units: prstm_row numbers them from
+ * the row ids staged with them; the rows before them are numbered from
+ * row_base on. */
+typedef struct prstm_gpu_unit {
+  uint64_t n, staged, carried, row_base;
+  uint32_t tag_mask;
+  int results;
+  unsigned flags; /* PRSTM_RUN_* */
+  const prstm_gpu_direct_rows *direct;
+} prstm_gpu_unit;
+/* Whether the unit needs pinned memory that the slot or the shared zeros
+ * do not hold yet. Taking it frees the old buffers, and cudaFreeHost waits
+ * for the whole GPU, so the caller first retires the other slot's unit
+ * under the watchdog. */
+int prstm_gpu_stream_would_grow(const prstm_gpu_stream *g, unsigned slot, const prstm_gpu_unit *u);
+/* Makes sure the slot's pinned staging and readback, and the shared zeros,
+ * hold what the unit needs (growing them, which prstm_gpu_stream_would_grow
+ * predicts), and gives the staging: type[staged], args with column stride
+ * `staged`, and row_id[carried]. The slot must be free (waited for). */
+int prstm_gpu_stream_reserve(prstm_engine *e, prstm_gpu_stream *g, unsigned slot, const prstm_gpu_unit *u,
+                             uint8_t **type, uint64_t **args, uint64_t **row_id);
+/* Queues the copy of the unit and, behind the previous unit on the
+ * execution stream, its kernel, then the readback of its outcomes. */
+int prstm_gpu_stream_launch(prstm_engine *e, prstm_gpu_stream *g, unsigned slot, const prstm_gpu_unit *u);
+/* What a retired unit gives back: the statuses of its rows that were not
+ * direct (the direct rows' are in their batch), every row's result when
+ * the unit has results, and with verify every row's place in the unit's
+ * commit order and read hash. */
+typedef struct prstm_gpu_unit_outcomes {
+  const uint8_t *status;
+  const uint64_t *result, *seq, *read_hash;
+} prstm_gpu_unit_outcomes;
+/* Waits for a slot's unit under the watchdog; then `out` holds its
+ * outcomes, q its published counts (its sequence numbers taken among
+ * them), and the copy and execution times are added. */
+int prstm_gpu_stream_wait(prstm_engine *e, prstm_gpu_stream *g, unsigned slot, prstm_gpu_unit_outcomes *out,
+                          uint64_t *q, double *copy_s, double *execute_s);
 /* With no unit in flight: brings the final state back to the engine and
  * gives the summed aborts, postponements and sweeps of every unit. */
 int prstm_gpu_stream_finish(prstm_engine *e, prstm_gpu_stream *g, uint64_t *aborts, uint64_t *postponements,

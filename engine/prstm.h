@@ -267,8 +267,8 @@ typedef struct prstm_options {
   /* The most rows one execution takes: a longer batch runs in chunks of
    * this many, and a stream's units are no longer, with postponed rows
    * carried from chunk to chunk (docs/STREAMS.md). 0: chunks only when a
-   * batch's table does not fit the GPU's memory. A verified run is never
-   * chunked. */
+   * batch's table does not fit the GPU's memory. A chunked run has one
+   * commit order across its chunks and is verified like any other. */
   uint64_t chunk_rows;
 } prstm_options;
 
@@ -314,7 +314,11 @@ const prstm_state_spec *prstm_engine_state_spec(const prstm_engine *engine);
 /* Runs every transaction of the batch until each is final. A batch whose
  * table does not fit the GPU's memory (or longer than options.chunk_rows)
  * runs in chunks, with postponed transactions carried from chunk to chunk
- * (docs/STREAMS.md); a verified run is never chunked. */
+ * (docs/STREAMS.md). A chunked run is serializable like any other, and
+ * abandons a transaction only when nothing left in the batch can fund it;
+ * it may commit other transactions than an unchunked run, since its serial
+ * order differs (a withdrawal may find its funds taken by a later chunk's
+ * earlier-ordered rows, or given by them). */
 int prstm_engine_run(prstm_engine *engine, struct prstm_batch *batch, prstm_results *res);
 /* Adds one run's counts and times to `total` (rounds of a multi-round
  * workload, repeated runs): counts and transfer and execute times add up,
@@ -352,22 +356,26 @@ typedef void (*prstm_progress_fn)(const prstm_progress *progress, void *user);
 int prstm_engine_set_progress(prstm_engine *engine, prstm_progress_fn fn, void *user);
 /* The verification certificate of a run made with options.verify: the
  * committed and failed transactions replayed serially on the CPU, in the
- * recorded commit order, from the initial state. ok is 1 when the final
- * state and every outcome and result match, and (postpone mode) every
- * abandoned transaction is still blocked on the final state. */
+ * recorded commit order, from the initial state. ok is 1 when no
+ * transaction is left pending, every committed and failed one holds a
+ * place of its own in the commit order, the statuses add up to the
+ * decisions the run counted, the final state and every outcome, result and
+ * hash of the values each transaction read match, and (postpone mode)
+ * every abandoned transaction is still blocked on the final state. */
 typedef struct prstm_verify_report {
   int ok;
   uint64_t replayed;       /* transactions replayed in commit order */
   uint64_t checked_blocked; /* abandoned transactions re-run on the final state */
-  int64_t first_transaction; /* first row whose outcome differs, or -1 */
+  int64_t first_transaction; /* first row whose outcome differs (its row in its batch), or -1 */
+  int64_t first_batch;       /* streams: the number of that row's batch, else -1 */
   int64_t first_word;        /* first word whose final value differs, or -1 */
   double replay_s;
   char message[512];
 } prstm_verify_report;
 
-/* Checks the last run of this engine on this batch. Returns 0 when the check
- * ran (report->ok gives the verdict), PRSTM_EINVAL when the run was not made
- * with verify. */
+/* Checks the last run of this engine on this batch, chunked or not. Returns
+ * 0 when the check ran (report->ok gives the verdict), PRSTM_EINVAL when the
+ * run was not made with verify. */
 int prstm_engine_verify(prstm_engine *engine, const struct prstm_batch *batch, prstm_verify_report *report);
 /* Runs the workload's invariant check (its check_invariant hook, as
  * prstm-run does after each run) on the engine's current state and the
@@ -442,7 +450,10 @@ const char *prstm_status_name(prstm_status status);
  * device until the stream is closed. A transaction still postponed at the
  * end of its batch is carried over to a later one, and is abandoned
  * (PRSTM_REASON_QUIESCENT) only when the stream is closed and no remaining
- * transaction can fund it. Not available with options.verify. */
+ * transaction can fund it. prstm_row numbers the rows of the stream's
+ * batches one after another. On an engine with options.verify the stream
+ * records one commit order across all its batches and a copy of every
+ * finished batch, which prstm_stream_verify checks after the close. */
 typedef struct prstm_stream prstm_stream;
 
 /* Totals of a stream, filled by prstm_stream_close. Times are in seconds:
@@ -510,6 +521,14 @@ int prstm_stream_close(prstm_stream *stream, prstm_stream_results *out);
  * batches: a GPU unit still in flight may write outcomes into a pinned batch
  * until this call has stopped it. */
 void prstm_stream_destroy(prstm_stream *stream);
+/* The certificate of a verified stream (an engine with options.verify),
+ * after a close that succeeded: every transaction of every batch replayed
+ * serially in the stream's commit order from the state at open, and checked
+ * as prstm_engine_verify checks a run; report->first_batch names the batch
+ * of a row that differs. It checks what the stream recorded, not the
+ * batches, which the caller may have reused. Returns PRSTM_EINVAL for a
+ * stream without verify or not closed. */
+int prstm_stream_verify(prstm_stream *stream, prstm_verify_report *report);
 /* The message of the stream's last error (the engine's), or "". */
 const char *prstm_stream_error(const prstm_stream *stream);
 

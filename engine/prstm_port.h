@@ -73,6 +73,14 @@ PRSTM_INLINE uint64_t prstm_fetch_add(uint64_t *p, uint64_t v) {
   prstm_fence_acq_rel();
   return old;
 }
+/* Fetch-and-add that is itself an acquire and a release, with no fence
+ * around it: the commit sequence (prstm_tx_take_sequence says why that is
+ * the order it needs). */
+PRSTM_INLINE uint64_t prstm_fetch_add_acq_rel(uint64_t *p, uint64_t v) {
+  uint64_t old;
+  asm volatile("atom.acq_rel.gpu.add.u64 %0, [%1], %2;" : "=l"(old) : "l"(p), "l"(v) : "memory");
+  return old;
+}
 PRSTM_INLINE void prstm_pause(unsigned rounds) { __nanosleep(rounds < 64 ? 32u * rounds : 2048u); }
 /* Wait of a thread whose last sweep found nothing it could do: 128 ns
  * doubling up to 16 us, and at least 8 times what that sweep took, so that a
@@ -125,6 +133,9 @@ PRSTM_INLINE int prstm_cas_acquire(uint64_t *p, uint64_t expected, uint64_t desi
   return __atomic_compare_exchange_n(p, &expected, desired, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 }
 PRSTM_INLINE uint64_t prstm_fetch_add(uint64_t *p, uint64_t v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
+PRSTM_INLINE uint64_t prstm_fetch_add_acq_rel(uint64_t *p, uint64_t v) {
+  return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL);
+}
 PRSTM_INLINE void prstm_fence_sc(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 PRSTM_INLINE void prstm_fence_acq_rel(void) { __atomic_thread_fence(__ATOMIC_ACQ_REL); }
 /* CPU threads often outnumber cores in tests; a waiting thread gives its core away. */

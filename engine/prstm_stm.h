@@ -88,6 +88,11 @@ typedef struct prstm_tx {
   uint64_t row;
   uint64_t prio;
   uint64_t result;
+  /* Under verification, a hash of every value prstm_read returned, in order:
+   * the replay recomputes it, so that a transaction that read other values
+   * than its place in the commit order gives is caught even when its writes
+   * come out the same. */
+  uint64_t read_hash;
   uint32_t nreads, nwrites, nlocks, cap;
   uint32_t state;
   uint32_t reason;
@@ -112,12 +117,13 @@ typedef struct prstm_tx {
 PRSTM_INLINE uint64_t prstm_arg(const prstm_tx *tx, unsigned col) {
   return prstm_table_load_u64(&tx->ctx->table.args[(uint64_t)col * tx->ctx->table.stride + tx->row]);
 }
-/* The transaction's row in the table: unique within a batch, so a body can
- * use it to claim a slot of its own (a skiplist's new node) without a shared
- * allocator word. Rows are numbered after presorting. */
-PRSTM_INLINE uint64_t prstm_row(const prstm_tx *tx) {
-  return tx->ctx->table.row_id ? tx->ctx->table.row_id[tx->row] : tx->row;
-}
+/* The transaction's row in its batch (after presorting), unique within the
+ * run, so a body can use it to claim a slot of its own (a skiplist's new
+ * node) without a shared allocator word. It stays the same however the
+ * engine splits the batch: a chunked run and the serial replay give every
+ * transaction its batch row, and a stream numbers its batches' rows one
+ * after another (the first batch's from 0, the next from where it ended). */
+PRSTM_INLINE uint64_t prstm_row(const prstm_tx *tx) { return txtable_row_number(&tx->ctx->table, tx->row); }
 /* False once the attempt is doomed; a body with loops checks it and returns. */
 PRSTM_INLINE int prstm_ok(const prstm_tx *tx) { return tx->state == PRSTM_TX_OK; }
 /* Number of shared words. */
@@ -143,6 +149,18 @@ PRSTM_INLINE void prstm_tx_note_holder(prstm_tx *tx, uint64_t l, uint64_t w) {
   tx->conflict_wait = 1;
 }
 
+/* One step of the read hash (prstm_tx.read_hash): order-dependent, and
+ * cheap enough to leave the reads it follows as they are. */
+PRSTM_INLINE uint64_t prstm_read_hash_step(uint64_t h, uint64_t value) {
+  return h ^ (value + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2));
+}
+
+/* Returns value, folded into the read hash when the run records it. */
+PRSTM_INLINE uint64_t prstm_tx_saw(prstm_tx *tx, uint64_t value) {
+  if (tx->ctx->table.read_hash) tx->read_hash = prstm_read_hash_step(tx->read_hash, value);
+  return value;
+}
+
 /* Invisible read: the lock word with acquire order, then the value. The
  * published pseudocode reads the value first, which lets a value newer than
  * its recorded version pass validation; here the version is read before the
@@ -156,7 +174,7 @@ PRSTM_INLINE uint64_t prstm_read(prstm_tx *tx, uint64_t addr) {
     return 0;
   }
   for (uint32_t i = 0; i < tx->nwrites; i++)
-    if (tx->writes[i].addr == addr) return tx->writes[i].value;
+    if (tx->writes[i].addr == addr) return prstm_tx_saw(tx, tx->writes[i].value);
   uint64_t l = prstm_lock_index(addr, ctx->lock_coverage);
   uint64_t before = prstm_load_acquire(&ctx->locks[l]);
   if (prstm_lock_is_locked(before)) {
@@ -171,7 +189,7 @@ PRSTM_INLINE uint64_t prstm_read(prstm_tx *tx, uint64_t addr) {
   for (uint32_t i = 0; i < tx->nreads; i++) {
     if (tx->reads[i].lock == l) {
       if (tx->reads[i].version != version) prstm_tx_doom(tx, PRSTM_TX_CONFLICT);
-      return value;
+      return prstm_tx_saw(tx, value);
     }
   }
   if (tx->nreads == tx->cap) {
@@ -181,7 +199,7 @@ PRSTM_INLINE uint64_t prstm_read(prstm_tx *tx, uint64_t addr) {
   tx->reads[tx->nreads].lock = l;
   tx->reads[tx->nreads].version = version;
   tx->nreads++;
-  return value;
+  return prstm_tx_saw(tx, value);
 }
 
 /* Read of a word that no transaction of the batch ever writes (a graph's
@@ -242,6 +260,7 @@ PRSTM_INLINE void prstm_tx_begin(prstm_tx *tx, uint64_t row, uint64_t prio) {
   tx->row = row;
   tx->prio = prio;
   tx->result = 0;
+  tx->read_hash = 0;
   tx->nreads = tx->nwrites = tx->nlocks = 0;
   tx->state = PRSTM_TX_OK;
   tx->reason = 0;
@@ -416,6 +435,20 @@ PRSTM_INLINE void prstm_tx_write_back(prstm_tx *tx) {
   }
 }
 
+/* The decision's place in the commit order (verification). The add needs
+ * both orders, and no more: release, so that a committer that took its
+ * final locks directly (no fence between those CASes and this add) has
+ * them seen by any transaction whose later number validates after it;
+ * acquire, so that this transaction's validation loads come after every
+ * earlier number's locks. With those two, a conflicting pair's numbers
+ * follow the order of their effects, which is what the serial replay
+ * relies on. The fences the pre-lock path has around it besides are the
+ * unverified run's own, so a verified run synchronises as the runs it
+ * certifies do. */
+PRSTM_INLINE uint64_t prstm_tx_take_sequence(const prstm_exec_ctx *ctx) {
+  return prstm_fetch_add_acq_rel(&ctx->quiesce[PRSTM_Q_SEQUENCE], 1);
+}
+
 /* Commit (PR-STM Algorithm 2 with the published gaps closed): pre-lock the
  * write set, fence, take the commit sequence, validate the read set, turn the
  * pre-locks into final locks, write, fence, release with version + 1.
@@ -428,7 +461,7 @@ PRSTM_INLINE int prstm_tx_commit(prstm_tx *tx, uint64_t *sequence) {
   if (tx->direct && prstm_tx_lock_direct(tx)) {
     /* Its place in the commit order is taken with every final lock held, as
      * on the pre-lock path's all-owned case below. */
-    if (sequence) *sequence = prstm_fetch_add(&ctx->quiesce[PRSTM_Q_SEQUENCE], 1);
+    if (sequence) *sequence = prstm_tx_take_sequence(ctx);
     prstm_tx_write_back(tx);
     return 1;
   }
@@ -460,12 +493,15 @@ PRSTM_INLINE int prstm_tx_commit(prstm_tx *tx, uint64_t *sequence) {
      * once it holds every final lock. */
   } else {
     /* Pre-lock stores must be visible before the validation loads below: two
-     * crossed committers then cannot both miss each other's pre-lock. */
-    if (tx->nlocks)
-      prstm_fence_sc();
-    else
-      prstm_fence_acq_rel(); /* nothing stored: only the reads must come first */
-    if (sequence) *sequence = prstm_fetch_add(&ctx->quiesce[PRSTM_Q_SEQUENCE], 1);
+     * crossed committers then cannot both miss each other's pre-lock. An
+     * attempt with nothing to lock (read-only, or failing) stores nothing,
+     * yet needs the SC fence too: two such readers that read two
+     * independent writes in opposite orders (IRIW) could otherwise both
+     * validate under the PTX model, which allows that outcome with
+     * acquire loads and acq_rel fences; only SC fences in the readers
+     * forbid it. */
+    prstm_fence_sc();
+    if (sequence) *sequence = prstm_tx_take_sequence(ctx);
     for (uint32_t i = 0; i < tx->nreads; i++) {
       const prstm_read_entry *r = &tx->reads[i];
       int own = own_reads ? prstm_tx_find_lock(tx, r->lock) : -1;
@@ -492,7 +528,7 @@ PRSTM_INLINE int prstm_tx_commit(prstm_tx *tx, uint64_t *sequence) {
    * release, and a reader that validated them did so before the lock, with
    * its place taken before its validation. So a verified run checks this
    * path against the serial replay too. */
-  if (all_reads_owned && sequence) *sequence = prstm_fetch_add(&ctx->quiesce[PRSTM_Q_SEQUENCE], 1);
+  if (all_reads_owned && sequence) *sequence = prstm_tx_take_sequence(ctx);
   prstm_tx_write_back(tx);
   return 1;
 }

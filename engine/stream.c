@@ -24,6 +24,7 @@
 
 typedef struct stream_item {
   prstm_batch *b;       /* NULL once reported done */
+  uint64_t first;       /* prstm_row of its row 0: the rows of every earlier batch */
   uint64_t next_row;    /* rows [0, next_row) were handed to units */
   uint64_t outstanding; /* rows not yet final */
 } stream_item;
@@ -36,11 +37,22 @@ typedef struct stream_unit {
   int busy;
   uint64_t item, off, n_new; /* new rows: item's rows [off, off + n_new) */
   stream_origin *carry;      /* carried rows, after the new ones */
+  uint64_t *carry_ids;       /* their prstm_row numbers */
   uint64_t n_carry, carry_alloc;
   int results;
   int direct; /* GPU: the new rows' statuses were read back straight into their batch */
+  uint64_t sequences; /* CPU: sequence numbers the unit took (verification) */
   prstm_batch work; /* CPU: the working table the threads run on */
 } stream_unit;
+
+/* A verified stream's record of every row of its finished batches, so that
+ * the certificate can replay them after close whatever the caller did with
+ * the batches once they were reported done. */
+typedef struct stream_journal {
+  prstm_batch *rows; /* type, arguments, status, results, commit order and read hash */
+  uint64_t *number, *item, *item_row;
+  uint64_t alloc;
+} stream_journal;
 
 struct prstm_stream {
   prstm_engine *e;
@@ -68,6 +80,14 @@ struct prstm_stream {
   int closed;
   int in_done; /* inside the done callback, which must not call into the stream */
   int error; /* sticky: the code that stopped the stream */
+  /* Verification (options.verify): each unit's sequence numbers follow the
+   * numbers every earlier unit took, so a stream has one commit order. */
+  int verify;
+  uint64_t seq_base;      /* numbers taken by the units retired so far */
+  uint64_t rows_submitted; /* prstm_row of the next batch's row 0 */
+  prstm_word *initial;     /* the state at open (a verified stream of its own) */
+  prstm_word *final;       /* the state at its close, likewise */
+  stream_journal *journal; /* a verified stream of its own; NULL for a chunked run */
   /* A chunked prstm_engine_run reports progress over its whole batch. */
   prstm_batch *progress_batch;
   prstm_progress_clock progress_clock;
@@ -166,7 +186,50 @@ static int queue_push(prstm_stream *s, uint64_t item, uint64_t row) {
 
 /* ---- retiring a unit: outcomes back to their batches ---- */
 
-static void stream_notify_done(prstm_stream *s) {
+/* Copies a finished batch into a verified stream's journal. */
+static int journal_add(prstm_stream *s, uint64_t index, const prstm_batch *b) {
+  stream_journal *j = s->journal;
+  prstm_batch *rows = j->rows;
+  uint64_t need = rows->n + b->n;
+  if (need > j->alloc) {
+    uint64_t cap = j->alloc ? j->alloc : 1024;
+    while (cap < need) cap *= 2;
+    int rc = prstm_batch_reserve(rows, cap, s->ncols);
+    uint64_t *seq = realloc(rows->seq, (size_t)cap * sizeof *seq);
+    if (seq) rows->seq = seq;
+    uint64_t *hash = realloc(rows->read_hash, (size_t)cap * sizeof *hash);
+    if (hash) rows->read_hash = hash;
+    uint64_t *result = s->results ? realloc(rows->result, (size_t)cap * sizeof *result) : NULL;
+    if (result) rows->result = result;
+    uint64_t *number = realloc(j->number, (size_t)cap * sizeof *number);
+    if (number) j->number = number;
+    uint64_t *item = realloc(j->item, (size_t)cap * sizeof *item);
+    if (item) j->item = item;
+    uint64_t *item_row = realloc(j->item_row, (size_t)cap * sizeof *item_row);
+    if (item_row) j->item_row = item_row;
+    if (rc || !seq || !hash || (s->results && !result) || !number || !item || !item_row)
+      return prstm_engine_fail(s->e, PRSTM_ENOMEM, "cannot keep %llu rows for the stream's verification",
+                               (unsigned long long)cap);
+    j->alloc = cap;
+  }
+  prstm_word args[PRSTM_MAX_COLUMNS];
+  for (uint64_t r = 0; r < b->n; r++) {
+    for (uint32_t c = 0; c < b->ncols; c++) args[c] = b->args[(uint64_t)c * b->cap + r];
+    uint64_t at = rows->n;
+    int rc = prstm_batch_append(rows, b->type[r], args, b->ncols);
+    if (rc) return prstm_engine_fail(s->e, rc, "cannot keep a row for the stream's verification");
+    rows->status[at] = b->status[r];
+    rows->seq[at] = b->seq ? b->seq[r] : UINT64_MAX;
+    rows->read_hash[at] = b->read_hash ? b->read_hash[r] : 0;
+    if (rows->result) rows->result[at] = b->result ? b->result[r] : 0;
+    j->number[at] = s->items[index].first + r;
+    j->item[at] = index;
+    j->item_row[at] = r;
+  }
+  return 0;
+}
+
+static int stream_notify_done(prstm_stream *s) {
   for (uint64_t i = s->first_open; i < s->nitems; i++) {
     stream_item *it = &s->items[i];
     if (!it->b) {
@@ -175,6 +238,10 @@ static void stream_notify_done(prstm_stream *s) {
     }
     if (it->outstanding || it->next_row < it->b->n) continue;
     prstm_batch *b = it->b;
+    if (s->journal) {
+      int rc = journal_add(s, i, b);
+      if (rc) return rc;
+    }
     it->b = NULL;
     if (i == s->first_open) s->first_open++;
     if (s->done_fn) {
@@ -183,6 +250,7 @@ static void stream_notify_done(prstm_stream *s) {
       s->in_done = 0;
     }
   }
+  return 0;
 }
 
 static void stream_report_progress(prstm_stream *s, int finished) {
@@ -194,34 +262,61 @@ static void stream_report_progress(prstm_stream *s, int finished) {
   prstm_progress_report(s->e, s->progress_batch, q, &s->progress_clock, finished);
 }
 
+/* A final row's outcome, written into row `row` of its batch from row k of
+ * the unit: status, result, and under verification its place in the
+ * stream's commit order and its read hash. */
+typedef struct unit_outcomes {
+  const uint8_t *status; /* NULL for the new rows of a direct unit, already in their batch */
+  const uint64_t *result, *seq, *read_hash;
+  uint64_t seq_base;
+} unit_outcomes;
+
+static void outcome_store(prstm_batch *b, uint64_t row, const unit_outcomes *o, uint64_t k) {
+  if (b->result && o->result) b->result[row] = o->result[k];
+  if (b->seq && o->seq) b->seq[row] = o->seq[k] == UINT64_MAX ? UINT64_MAX : o->seq_base + o->seq[k];
+  if (b->read_hash && o->read_hash) b->read_hash[row] = o->read_hash[k];
+}
+
 /* Waits for the slot's unit, writes each final row's outcome into its batch,
- * and queues the rows still pending. */
+ * and queues the rows still pending. Units are retired in the order they
+ * ran, so each one's sequence numbers come after those of every earlier one. */
 static int stream_retire(prstm_stream *s, unsigned slot) {
   stream_unit *u = &s->slots[slot];
   if (!u->busy) return 0;
   u->busy = 0;
   /* A CPU unit ran to its end in stream_launch, which added its counters;
    * a GPU unit's are the progress words its threads published last. */
-  const uint8_t *status = u->work.status;
-  const uint64_t *result = u->work.result;
+  unit_outcomes o = {u->work.status, u->work.result, u->work.seq, u->work.read_hash, s->seq_base};
+  uint64_t sequences = u->sequences;
 #ifdef PRSTM_HAVE_CUDA
   if (s->backend == PRSTM_BACKEND_GPU) {
     uint64_t q[PRSTM_Q_WORDS] = {0};
-    int rc = prstm_gpu_stream_wait(s->e, s->gpu, slot, &status, &result, q, &s->res.copy_s, &s->res.execute_s);
+    prstm_gpu_unit_outcomes g;
+    int rc = prstm_gpu_stream_wait(s->e, s->gpu, slot, &g, q, &s->res.copy_s, &s->res.execute_s);
     if (rc) return rc;
+    o.status = g.status;
+    o.result = g.result;
+    o.seq = g.seq;
+    o.read_hash = g.read_hash;
+    sequences = q[PRSTM_Q_SEQUENCE];
     s->res.committed += q[PRSTM_Q_COMMITTED];
     s->res.failed += q[PRSTM_Q_FAILED];
     s->res.abandoned += q[PRSTM_Q_ABANDONED];
   }
 #endif
-  const uint8_t *carry_status = u->direct ? status : status + u->n_new;
+  s->seq_base += sequences;
+  const uint8_t *carry_status = u->direct ? o.status : o.status + u->n_new;
   if (u->n_new) {
     stream_item *it = &s->items[u->item];
     prstm_batch *b = it->b;
     uint8_t *mine = b->status + u->off;
-    if (!u->direct) memcpy(mine, status, (size_t)u->n_new);
-    if (b->result && result) memcpy(b->result + u->off, result, (size_t)u->n_new * sizeof *result);
+    if (!u->direct) memcpy(mine, o.status, (size_t)u->n_new);
     uint64_t pending = 0;
+    if (b->result && o.result) memcpy(b->result + u->off, o.result, (size_t)u->n_new * sizeof *o.result);
+    if (s->verify) {
+      for (uint64_t k = 0; k < u->n_new; k++)
+        if (mine[k]) outcome_store(b, u->off + k, &o, k);
+    }
     const uint8_t *p = mine, *end = mine + u->n_new;
     /* Pending is status 0 with reason 0: a zero byte. */
     while ((p = memchr(p, 0, (size_t)(end - p))) != NULL) {
@@ -235,20 +330,19 @@ static int stream_retire(prstm_stream *s, unsigned slot) {
   }
   for (uint64_t k = 0; k < u->n_carry; k++) {
     uint8_t st = carry_status[k];
-    stream_origin o = u->carry[k];
+    stream_origin og = u->carry[k];
     if (st == 0) {
-      int rc = queue_push(s, o.item, o.row);
+      int rc = queue_push(s, og.item, og.row);
       if (rc) return rc;
       continue;
     }
-    prstm_batch *b = s->items[o.item].b;
-    b->status[o.row] = st;
-    if (b->result && result) b->result[o.row] = result[u->n_new + k];
-    s->items[o.item].outstanding--;
+    prstm_batch *b = s->items[og.item].b;
+    b->status[og.row] = st;
+    outcome_store(b, og.row, &o, u->n_new + k);
+    s->items[og.item].outstanding--;
   }
   stream_report_progress(s, 0);
-  stream_notify_done(s);
-  return 0;
+  return stream_notify_done(s);
 }
 
 /* Retires every unit in flight, oldest first. */
@@ -270,13 +364,18 @@ static int cpu_work_reserve(prstm_stream *s, prstm_batch *w, uint64_t n) {
   free(w->status);
   free(w->args);
   free(w->result);
+  free(w->seq);
+  free(w->read_hash);
   w->type = malloc((size_t)cap);
   w->status = malloc((size_t)cap);
   w->args = s->ncols ? malloc((size_t)cap * s->ncols * sizeof *w->args) : NULL;
   w->result = s->results ? malloc((size_t)cap * sizeof *w->result) : NULL;
+  w->seq = s->verify ? malloc((size_t)cap * sizeof *w->seq) : NULL;
+  w->read_hash = s->verify ? malloc((size_t)cap * sizeof *w->read_hash) : NULL;
   w->cap = cap;
   w->ncols = s->ncols;
-  if (!w->type || !w->status || (s->ncols && !w->args) || (s->results && !w->result)) {
+  if (!w->type || !w->status || (s->ncols && !w->args) || (s->results && !w->result) ||
+      (s->verify && (!w->seq || !w->read_hash))) {
     w->cap = 0;
     return prstm_engine_fail(s->e, PRSTM_ENOMEM, "cannot allocate a working table of %llu transactions",
                              (unsigned long long)cap);
@@ -285,10 +384,11 @@ static int cpu_work_reserve(prstm_stream *s, prstm_batch *w, uint64_t n) {
 }
 
 /* Fills a unit's table: the new rows, then the carried ones, every column
- * at stride `stride`, the columns a narrower batch lacks zeroed. With
- * with_new 0 (the GPU copies the new rows straight from a pinned batch) only
- * the carried rows are filled, packed from row 0. */
-static int stream_fill(prstm_stream *s, const stream_unit *u, uint8_t *type, uint64_t *args, uint64_t stride,
+ * at stride `stride`, the columns a narrower batch lacks zeroed, and the
+ * carried rows' prstm_row numbers into u->carry_ids (the new rows' follow
+ * from their first). With with_new 0 (the GPU copies the new rows straight
+ * from a pinned batch) only the carried rows are filled, packed from row 0. */
+static int stream_fill(prstm_stream *s, stream_unit *u, uint8_t *type, uint64_t *args, uint64_t stride,
                        int with_new) {
   size_t maxjobs = 1 + s->ncols;
   copy_job *jobs = malloc(maxjobs * sizeof *jobs);
@@ -307,6 +407,7 @@ static int stream_fill(prstm_stream *s, const stream_unit *u, uint8_t *type, uin
   for (uint64_t k = 0; k < u->n_carry; k++) {
     const prstm_batch *b = s->items[u->carry[k].item].b;
     uint64_t row = u->carry[k].row, at = (with_new ? u->n_new : 0) + k;
+    u->carry_ids[k] = s->items[u->carry[k].item].first + row;
     type[at] = b->type[row];
     for (uint32_t c = 0; c < s->ncols; c++) args[(uint64_t)c * stride + at] = c < b->ncols ? b->args[(uint64_t)c * b->cap + row] : 0;
   }
@@ -326,9 +427,12 @@ static int stream_launch(prstm_stream *s, uint64_t item, uint64_t n_new, uint64_
   stream_unit *u = &s->slots[slot];
   if (n_carry > u->carry_alloc) {
     stream_origin *c = realloc(u->carry, (size_t)n_carry * sizeof *c);
-    if (!c) return prstm_engine_fail(s->e, PRSTM_ENOMEM, "cannot keep %llu carried transactions",
-                                     (unsigned long long)n_carry);
-    u->carry = c;
+    if (c) u->carry = c;
+    uint64_t *ids = realloc(u->carry_ids, (size_t)n_carry * sizeof *ids);
+    if (ids) u->carry_ids = ids;
+    if (!c || !ids)
+      return prstm_engine_fail(s->e, PRSTM_ENOMEM, "cannot keep %llu carried transactions",
+                               (unsigned long long)n_carry);
     u->carry_alloc = n_carry;
   }
   if (n_carry) memcpy(u->carry, s->queue + s->queue_head, (size_t)n_carry * sizeof *u->carry);
@@ -359,16 +463,21 @@ static int stream_launch(prstm_stream *s, uint64_t item, uint64_t n_new, uint64_
     if (rc) return rc;
     memset(w->status, 0, (size_t)n);
     if (w->result) memset(w->result, 0, (size_t)n * sizeof *w->result);
+    if (w->seq) memset(w->seq, 0xff, (size_t)n * sizeof *w->seq);
     s->res.copy_s += prstm_now() - t0;
     w->wl = s->e->wl;
     w->n = n;
     w->tag_mask = s->tag_mask;
     w->has_read_only = s->results;
+    w->row_base = n_new ? s->items[item].first + u->off : 0;
+    w->ids_from = n_new;
+    w->row_id = u->carry_ids;
     prstm_results ur;
     memset(&ur, 0, sizeof ur);
     rc = prstm_cpu_run(s->e, w, s->v, &ur, flags);
     if (rc) return rc;
     u->busy = 1;
+    u->sequences = s->e->last_run_sequences;
     s->res.execute_s += ur.execute_s;
     s->res.committed += ur.committed;
     s->res.failed += ur.failed;
@@ -395,20 +504,30 @@ static int stream_launch(prstm_stream *s, uint64_t item, uint64_t n_new, uint64_
                                        b->status + u->off};
   }
   u->direct = direct.n != 0;
-  const uint64_t staged = direct.n ? n_carry : n;
+  prstm_gpu_unit gu;
+  gu.n = n;
+  gu.staged = direct.n ? n_carry : n;
+  gu.carried = n_carry;
+  gu.row_base = n_new ? s->items[item].first + u->off : 0;
+  gu.tag_mask = s->tag_mask;
+  gu.results = u->results;
+  gu.flags = flags;
+  gu.direct = direct.n ? &direct : NULL;
   /* Pinned buffers are taken again only with no unit in flight: freeing one
    * waits for the whole GPU, and waiting there for the other slot's kernel
    * would put a stalled kernel out of the watchdog's reach (its retire
    * waits for it under the watchdog instead). */
-  if (prstm_gpu_stream_would_grow(s->gpu, slot, n, staged, u->results)) {
+  if (prstm_gpu_stream_would_grow(s->gpu, slot, &gu)) {
     rc = stream_retire(s, (slot + 1) % s->nslots);
     if (rc) return rc;
   }
-  rc = prstm_gpu_stream_reserve(s->e, s->gpu, slot, n, staged, u->results, &type, &args);
+  uint64_t *row_id = NULL;
+  rc = prstm_gpu_stream_reserve(s->e, s->gpu, slot, &gu, &type, &args, &row_id);
   if (rc) return rc;
-  rc = stream_fill(s, u, type, args, staged, direct.n == 0);
+  rc = stream_fill(s, u, type, args, gu.staged, direct.n == 0);
   if (rc) return rc;
-  rc = prstm_gpu_stream_launch(s->e, s->gpu, slot, n, s->tag_mask, u->results, flags, direct.n ? &direct : NULL);
+  if (n_carry) memcpy(row_id, u->carry_ids, (size_t)n_carry * sizeof *row_id);
+  rc = prstm_gpu_stream_launch(s->e, s->gpu, slot, &gu);
   if (rc) return rc;
   u->busy = 1;
   return 0;
@@ -432,11 +551,7 @@ static int stream_open_on(prstm_engine *e, prstm_backend backend, const char *fa
   for (unsigned t = 0; t < e->wl->ntypes; t++) {
     if (e->wl->types[t].read_only) s->results = 1;
   }
-  /* A stream's runs are not verified, so no earlier certificate may be
-   * checked against a state the stream changed. */
-  e->verify_batch = NULL;
-  free(e->initial);
-  e->initial = NULL;
+  s->verify = e->opt.verify;
   e->stream = s;
   *out = s;
   return 0;
@@ -448,13 +563,39 @@ int prstm_stream_open(prstm_engine *e, prstm_stream **out) {
   e->err[0] = 0;
   if (e->stream) return prstm_engine_fail(e, PRSTM_EINVAL, "a stream is already open on this engine");
   if (!e->words) return prstm_engine_fail(e, PRSTM_EINVAL, "the engine has no state: set or init it first");
-  if (e->opt.verify)
-    return prstm_engine_fail(e, PRSTM_EINVAL, "streams are not verified: open the stream on an engine without verify");
   prstm_backend backend;
   char fallback[256];
   int rc = prstm_choose_backend(e, &backend, fallback, sizeof fallback);
   if (rc) return rc;
-  return stream_open_on(e, backend, fallback, e->opt.chunk_rows, out);
+  /* No earlier run's certificate may be checked against a state the stream
+   * changed. A verified stream keeps the state it starts from and a
+   * journal of its batches, for prstm_stream_verify after the close. */
+  e->verify_batch = NULL;
+  free(e->initial);
+  e->initial = NULL;
+  prstm_word *initial = NULL;
+  stream_journal *journal = NULL;
+  if (e->opt.verify) {
+    initial = malloc((size_t)e->nwords * sizeof *initial);
+    journal = calloc(1, sizeof *journal);
+    if (initial && journal) rc = prstm_batch_create(&journal->rows, e->wl);
+    if (!initial || !journal || rc) {
+      free(initial);
+      free(journal);
+      return prstm_engine_fail(e, PRSTM_ENOMEM, "cannot keep the initial state for the stream's verification");
+    }
+    memcpy(initial, e->words, (size_t)e->nwords * sizeof *initial);
+  }
+  rc = stream_open_on(e, backend, fallback, e->opt.chunk_rows, out);
+  if (rc) {
+    if (journal) prstm_batch_destroy(journal->rows);
+    free(journal);
+    free(initial);
+    return rc;
+  }
+  (*out)->initial = initial;
+  (*out)->journal = journal;
+  return 0;
 }
 
 /* A call from inside the done callback would change the stream under the
@@ -513,7 +654,7 @@ static int stream_start(prstm_stream *s, const prstm_batch *b) {
   if (want > STREAM_GPU_MAX_UNIT_ROWS) want = STREAM_GPU_MAX_UNIT_ROWS;
   uint64_t rows = 0;
   double t0 = prstm_now();
-  int rc = prstm_gpu_stream_open(e, s->v, s->ncols, s->results, want, &s->gpu, &rows, &s->res.threads,
+  int rc = prstm_gpu_stream_open(e, s->v, s->ncols, s->results, s->verify, want, &s->gpu, &rows, &s->res.threads,
                                  &s->res.gpu_bytes, s->res.device, sizeof s->res.device);
   s->res.setup_s += prstm_now() - t0;
   if (rc) return rc;
@@ -554,7 +695,7 @@ int prstm_stream_submit(prstm_stream *s, prstm_batch *b) {
     return prstm_engine_fail(e, PRSTM_EINVAL, "batch rows have %u argument words; this stream's rows have %u, set by "
                              "its first batch", b->ncols, s->ncols);
   }
-  int rc = b->n ? txtable_prepare_run(b, 0) : 0;
+  int rc = b->n ? txtable_prepare_run(b, s->verify) : 0;
   if (rc) return prstm_engine_fail(e, rc, "cannot allocate the results column of a batch");
   if (s->nitems == s->items_alloc) {
     uint64_t cap = s->items_alloc ? 2 * s->items_alloc : 64;
@@ -564,7 +705,8 @@ int prstm_stream_submit(prstm_stream *s, prstm_batch *b) {
     s->items_alloc = cap;
   }
   uint64_t idx = s->nitems++;
-  s->items[idx] = (stream_item){b, 0, b->n};
+  s->items[idx] = (stream_item){b, s->rows_submitted, 0, b->n};
+  s->rows_submitted += b->n;
   s->tag_mask |= b->tag_mask;
   s->res.batches++;
   s->res.transactions += b->n;
@@ -573,7 +715,8 @@ int prstm_stream_submit(prstm_stream *s, prstm_batch *b) {
     rc = stream_launch(s, idx, left < s->unit_rows ? left : s->unit_rows, s->carry_cap, 0);
     if (rc) return stream_failed(s, rc);
   }
-  stream_notify_done(s);
+  rc = stream_notify_done(s);
+  if (rc) return stream_failed(s, rc);
   return 0;
 }
 
@@ -616,8 +759,7 @@ static int stream_finish_rows(prstm_stream *s) {
     if (rc) return rc;
     if (s->res.committed == before) stream_abandon_queue(s);
   }
-  stream_notify_done(s);
-  return 0;
+  return stream_notify_done(s);
 }
 
 int prstm_stream_close(prstm_stream *s, prstm_stream_results *out) {
@@ -639,6 +781,14 @@ int prstm_stream_close(prstm_stream *s, prstm_stream_results *out) {
     s->res.setup_s += prstm_now() - t0;
   }
 #endif
+  if (s->journal) {
+    /* The certificate compares with the state the stream ended on, even
+     * if the engine runs something else before prstm_stream_verify. */
+    s->final = malloc((size_t)e->nwords * sizeof *s->final);
+    if (!s->final)
+      return stream_failed(s, prstm_engine_fail(e, PRSTM_ENOMEM, "cannot keep the final state for verification"));
+    memcpy(s->final, e->words, (size_t)e->nwords * sizeof *s->final);
+  }
   s->res.wall_s = prstm_now() - s->opened_at;
   if (s->backend == PRSTM_BACKEND_CPU && !s->res.device[0]) {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -664,15 +814,49 @@ void prstm_stream_destroy(prstm_stream *s) {
 #endif
   for (unsigned k = 0; k < 2; k++) {
     free(s->slots[k].carry);
+    free(s->slots[k].carry_ids);
     free(s->slots[k].work.type);
     free(s->slots[k].work.status);
     free(s->slots[k].work.args);
     free(s->slots[k].work.result);
+    free(s->slots[k].work.seq);
+    free(s->slots[k].work.read_hash);
+  }
+  if (s->journal) {
+    prstm_batch_destroy(s->journal->rows);
+    free(s->journal->number);
+    free(s->journal->item);
+    free(s->journal->item_row);
+    free(s->journal);
   }
   if (s->e->stream == s) s->e->stream = NULL;
+  free(s->initial);
+  free(s->final);
   free(s->items);
   free(s->queue);
   free(s);
+}
+
+int prstm_stream_verify(prstm_stream *s, prstm_verify_report *rep) {
+  if (!s || !rep) return PRSTM_EINVAL;
+  prstm_verify_report_init(rep);
+  if (!s->journal)
+    return prstm_engine_fail(s->e, PRSTM_EINVAL,
+                             "the stream was opened on an engine without verify: nothing was recorded to check");
+  if (!s->final)
+    return prstm_engine_fail(s->e, PRSTM_EINVAL, "a stream is verified once it has closed without an error");
+  prstm_verify_counts counts = {s->seq_base, s->res.committed, s->res.failed, s->res.abandoned};
+  prstm_verify_source src;
+  memset(&src, 0, sizeof src);
+  src.table = s->journal->rows;
+  src.row_number = s->journal->number;
+  src.item = s->journal->item;
+  src.item_row = s->journal->item_row;
+  src.initial = s->initial;
+  src.final = s->final;
+  src.counts = &counts;
+  src.variant = s->v;
+  return prstm_verify_rows(s->e, &src, rep);
 }
 
 int prstm_run_chunked(prstm_engine *e, prstm_batch *b, prstm_backend backend, const char *fallback, uint64_t unit_rows,
@@ -687,6 +871,10 @@ int prstm_run_chunked(prstm_engine *e, prstm_batch *b, prstm_backend backend, co
   memset(&sr, 0, sizeof sr);
   rc = prstm_stream_submit(s, b);
   if (!rc) rc = prstm_stream_close(s, &sr);
+  /* One commit order spans the units, so a verified chunked run is
+   * checked like any other (prstm_engine_verify). */
+  e->last_run_sequences = s->seq_base;
+  e->last_run_variant = s->v;
   prstm_stream_destroy(s);
   if (rc) return rc;
   res->transactions = b->n;

@@ -187,15 +187,7 @@ static int parse_engine(const cfg_ctx *c, const cJSON *root, prstm_options *opt)
   if ((rc = get_bool(c, eng, "verify", "engine.verify", &opt->verify)) != 0) return rc;
   if ((rc = get_u32(c, eng, "watchdog_s", "engine.watchdog_s", 0, &opt->watchdog_s)) != 0) return rc;
   /* 0 keeps the default: chunks only when the table does not fit the GPU. */
-  const cJSON *chunk = cJSON_GetObjectItemCaseSensitive(eng, "chunk_rows");
   if ((rc = get_uint(c, eng, "chunk_rows", "engine.chunk_rows", 0, 0, UINT64_MAX, &opt->chunk_rows)) != 0) return rc;
-  /* A verified run is one execution; asking for both in one config is a
-   * contradiction, said here rather than left to run unchunked. */
-  if (chunk && opt->chunk_rows && opt->verify) {
-    prstm_errf(c->err, c->errlen, "%s: engine.chunk_rows: cannot be combined with engine.verify (a verified run is never chunked)",
-               c->file);
-    return PRSTM_ECONFIG;
-  }
   return 0;
 }
 

@@ -321,8 +321,15 @@ Test(cli, zero_chunk_rows_exits_2_naming_the_value) {
   assert_contains(last.err, "'0'", "stderr");
 }
 
-Test(cli, chunk_rows_with_verify_exits_2) {
-  assert_usage_error(RUN(cli_data("good.json"), "--chunk-rows", "2", "--verify"), "--verify");
+/* A chunked run has one commit order across its chunks: --verify checks it. */
+Test(cli, chunk_rows_with_verify_runs_in_chunks_and_verifies_them) {
+  const run_result *r = RUN(cli_data("good.json"), "--backend", "cpu", "--chunk-rows", "2", "--verify");
+  assert_status(r, 0);
+  assert_contains(r->out, "chunked: ", "the summary");
+  assert_contains(r->out, "verify             ok: 5 transactions replayed", "the summary");
+  cJSON *root = parse_json_file(work_path("results.json"));
+  cr_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "verify_ok")), "verify_ok is not true");
+  cJSON_Delete(root);
 }
 
 Test(cli, unknown_backend_exits_2_naming_it) {
@@ -487,8 +494,11 @@ Test(cli, config_chunk_rows_runs_in_chunks_with_the_same_outcomes_and_state) {
   assert_good_final_state(work_path("state.json"));
 }
 
-Test(cli, chunk_rows_option_with_a_verified_config_exits_2) {
-  assert_usage_error(RUN(cli_data("good_verified.json"), "--chunk-rows", "2"), "engine.verify");
+Test(cli, chunk_rows_option_with_a_verified_config_verifies_the_chunked_run) {
+  const run_result *r = RUN(cli_data("good_verified.json"), "--backend", "cpu", "--chunk-rows", "3");
+  assert_status(r, 0);
+  assert_contains(r->out, "chunked: ", "the summary");
+  assert_contains(r->out, "verify             ok: ", "the summary");
 }
 
 Test(cli, results_option_overrides_the_configs_results_path) {

@@ -461,9 +461,13 @@ Test(loaders, unknown_semantic_mode_is_rejected) {
                       ": engine.semantic: expected 'postpone' or 'retry'");
 }
 
-Test(loaders, chunk_rows_with_verify_is_rejected) {
-  expect_config_error("chunk_rows_with_verify.json", PRSTM_ECONFIG,
-                      ": engine.chunk_rows: cannot be combined with engine.verify (a verified run is never chunked)");
+Test(loaders, chunk_rows_with_verify_keeps_both) {
+  prstm_config cfg;
+  err[0] = '\0';
+  cr_assert_eq(prstm_config_load(data_path("chunk_rows_with_verify.json"), &cfg, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(cfg.options.chunk_rows, 1000);
+  cr_assert_eq(cfg.options.verify, 1);
+  prstm_config_free(&cfg);
 }
 
 Test(loaders, string_chunk_rows_is_rejected) {

@@ -750,11 +750,14 @@ Test(stream_cpu, bad_arguments_are_refused) {
   cr_assert_eq(prstm_stream_set_done(NULL, on_done, NULL), PRSTM_EINVAL);
   prstm_stream_destroy(NULL);
 
-  /* An engine without state, and one that verifies, cannot stream. */
+  /* An engine without state cannot stream. */
   prstm_engine *bare = NULL;
   cr_assert_eq(prstm_engine_create(&bare, bank(), NULL), 0);
   cr_assert_eq(prstm_stream_open(bare, &s), PRSTM_EINVAL);
   prstm_engine_destroy(bare);
+  /* A stream is verified only on a verifying engine, and only once closed. */
+  prstm_verify_report rep;
+  cr_assert_eq(prstm_stream_verify(NULL, &rep), PRSTM_EINVAL);
   prstm_options opt;
   prstm_options_init(&opt);
   opt.backend = PRSTM_BACKEND_CPU;
@@ -762,8 +765,10 @@ Test(stream_cpu, bad_arguments_are_refused) {
   prstm_engine *verifying = NULL;
   cr_assert_eq(prstm_engine_create(&verifying, bank(), &opt), 0);
   cr_assert_eq(prstm_engine_set_state(verifying, words, 4), 0);
-  cr_assert_eq(prstm_stream_open(verifying, &s), PRSTM_EINVAL);
-  cr_assert(strstr(prstm_engine_error(verifying), "verif") != NULL, "%s", prstm_engine_error(verifying));
+  cr_assert_eq(prstm_stream_open(verifying, &s), 0);
+  cr_assert_eq(prstm_stream_verify(s, &rep), PRSTM_EINVAL, "a stream still open cannot be verified");
+  cr_assert(strstr(prstm_engine_error(verifying), "closed") != NULL, "%s", prstm_engine_error(verifying));
+  prstm_stream_destroy(s);
   prstm_engine_destroy(verifying);
 
   cr_assert_eq(prstm_stream_open(e, &s), 0);
@@ -791,6 +796,8 @@ Test(stream_cpu, bad_arguments_are_refused) {
   /* A refused batch does not stop the stream. */
   cr_assert_eq(prstm_stream_close(s, NULL), 0, "%s", prstm_stream_error(s));
   cr_assert_eq(prstm_engine_state(e, NULL)[1], 5);
+  cr_assert_eq(prstm_stream_verify(s, &rep), PRSTM_EINVAL, "a stream without verify recorded nothing");
+  cr_assert(strstr(prstm_stream_error(s), "without verify") != NULL, "%s", prstm_stream_error(s));
   prstm_batch_destroy(wide);
   prstm_batch_destroy(b);
   destroy_stream_and_engine(s, e);
@@ -831,4 +838,151 @@ Test(stream_cpu, empty_stream_and_empty_batch) {
   cr_assert_eq(r.runs, 0);
   prstm_batch_destroy(empty);
   destroy_stream_and_engine(s, e);
+}
+
+/* ---- verified chunks and streams: one commit order across units ---- */
+
+/* The options of a verified engine with the given chunk size. */
+static prstm_engine *open_verified_engine(prstm_backend backend, uint32_t threads, const prstm_word *words,
+                                          uint64_t nwords, uint64_t chunk_rows) {
+  prstm_options opt;
+  prstm_options_init(&opt);
+  opt.chunk_rows = chunk_rows;
+  opt.backend = backend;
+  opt.threads = threads;
+  opt.verify = 1;
+  opt.watchdog_s = 120;
+  prstm_engine *e = NULL;
+  cr_assert_eq(prstm_engine_create(&e, bank(), &opt), 0);
+  cr_assert_eq(prstm_engine_set_state(e, words, nwords), 0, "%s", prstm_engine_error(e));
+  return e;
+}
+
+/* Semantic pairs whose outcome depends on the order of execution: on 1,000
+ * rows over 16 empty accounts, withdrawals, deposits and transfers of
+ * random amounts, so that which withdrawals end funded depends on which
+ * deposits and transfers a chunk saw before them. */
+static prstm_batch *order_dependent_batch(uint64_t n) {
+  prstm_batch *b = new_batch();
+  uint64_t seed = 12345;
+  for (uint64_t i = 0; i < n; i++) {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    uint64_t r = seed >> 33;
+    switch (r % 3) {
+      case 0: add(b, BANK_WITHDRAW, r % 16, 1 + (r >> 8) % 40, 0); break;
+      case 1: add(b, BANK_DEPOSIT, r % 16, 1 + (r >> 8) % 30, 0); break;
+      default: add(b, BANK_TRANSFER, r % 16, (r >> 4) % 16, 1 + (r >> 8) % 20); break;
+    }
+  }
+  return b;
+}
+
+/* A chunked run of such a batch, at chunk sizes that split it unevenly, is
+ * certified by its serial replay across the chunks: serializable, and every
+ * abandoned row blocked on the final state (nothing left could fund it). */
+static void chunked_order_dependent_runs_are_certified(prstm_backend backend, uint32_t threads) {
+  need_backend(backend);
+  const uint64_t sizes[] = {0, 1, 37, 300, 999};
+  uint64_t abandoned_somewhere = 0;
+  for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+    prstm_word words[16] = {0};
+    prstm_engine *e = open_verified_engine(backend, threads, words, 16, sizes[k]);
+    prstm_batch *b = order_dependent_batch(1000);
+    prstm_results r;
+    cr_assert_eq(prstm_engine_run(e, b, &r), 0, "chunk %llu: %s", (unsigned long long)sizes[k],
+                 prstm_engine_error(e));
+    if (sizes[k] > 1) cr_assert(strstr(r.device, "chunked") != NULL, "chunk %llu: %s", (unsigned long long)sizes[k], r.device);
+    prstm_verify_report rep;
+    cr_assert_eq(prstm_engine_verify(e, b, &rep), 0, "%s", prstm_engine_error(e));
+    cr_assert(rep.ok, "chunk %llu: %s", (unsigned long long)sizes[k], rep.message);
+    cr_assert_eq(rep.replayed, r.committed + r.failed);
+    cr_assert_eq(rep.checked_blocked, r.abandoned);
+    cr_assert_eq(r.committed + r.abandoned + r.failed, 1000);
+    abandoned_somewhere += r.abandoned;
+    int ok = 0;
+    char msg[512];
+    cr_assert_eq(prstm_engine_check_invariant(e, b, &ok, msg, sizeof msg), 0);
+    cr_assert(ok, "chunk %llu: bank invariant: %s", (unsigned long long)sizes[k], msg);
+    prstm_batch_destroy(b);
+    prstm_engine_destroy(e);
+  }
+  cr_assert_gt(abandoned_somewhere, 0, "the batch must leave some withdrawal unfunded");
+}
+
+Test(stream_cpu, chunked_order_dependent_runs_are_certified_on_one_thread) {
+  chunked_order_dependent_runs_are_certified(PRSTM_BACKEND_CPU, 1);
+}
+Test(stream_cpu, chunked_order_dependent_runs_are_certified_on_many_threads) {
+  chunked_order_dependent_runs_are_certified(PRSTM_BACKEND_CPU, CPU_THREADS);
+}
+Test(stream_gpu, chunked_order_dependent_runs_are_certified) {
+  chunked_order_dependent_runs_are_certified(PRSTM_BACKEND_GPU, GPU_THREADS);
+}
+
+/* A verified stream of order-dependent batches in small units: one commit
+ * order spans the batches and the units, and the certificate replays it
+ * from the state at open, after the caller has emptied every batch. */
+static void verified_stream_is_certified(prstm_backend backend) {
+  need_backend(backend);
+  prstm_word words[16] = {0};
+  prstm_engine *e = open_verified_engine(backend, backend == PRSTM_BACKEND_GPU ? GPU_THREADS : CPU_THREADS, words,
+                                         16, 64);
+  prstm_stream *s = open_stream(e);
+  prstm_batch *batches[5];
+  for (int i = 0; i < 5; i++) {
+    batches[i] = order_dependent_batch(150 + 70 * (uint64_t)i);
+    submit_ok(s, batches[i]);
+  }
+  prstm_stream_results r;
+  close_ok(s, &r);
+  /* The certificate checks what the stream recorded, not the batches. */
+  for (int i = 0; i < 5; i++) cr_assert_eq(prstm_batch_clear(batches[i]), 0);
+  prstm_verify_report rep;
+  cr_assert_eq(prstm_stream_verify(s, &rep), 0, "%s", prstm_stream_error(s));
+  cr_assert(rep.ok, "%s", rep.message);
+  cr_assert_eq(rep.replayed, r.committed + r.failed);
+  cr_assert_eq(rep.checked_blocked, r.abandoned);
+  cr_assert_gt(r.carried, 0, "some withdrawal waited for a later unit");
+  cr_assert_gt(r.runs, 5, "the batches ran in units of 64 rows");
+  for (int i = 0; i < 5; i++) prstm_batch_destroy(batches[i]);
+  destroy_stream_and_engine(s, e);
+}
+
+Test(stream_cpu, verified_stream_is_certified) { verified_stream_is_certified(PRSTM_BACKEND_CPU); }
+Test(stream_gpu, verified_stream_is_certified) { verified_stream_is_certified(PRSTM_BACKEND_GPU); }
+
+/* Eight withdrawals from eight empty accounts in units of 4, then a batch
+ * with the deposit that funds the first. The deposit's unit carries four
+ * other withdrawals, so the funded one is still queued at the close: the
+ * close must run it (it commits) before abandoning anything. */
+static void close_runs_the_carried_rows_before_abandoning(prstm_backend backend) {
+  need_backend(backend);
+  prstm_word words[8] = {0};
+  prstm_engine *e = open_verified_engine(backend, backend == PRSTM_BACKEND_GPU ? GPU_THREADS : CPU_THREADS, words, 8,
+                                         4);
+  prstm_stream *s = open_stream(e);
+  prstm_batch *withdrawals = new_batch(), *deposit = new_batch();
+  for (prstm_word a = 0; a < 8; a++) add(withdrawals, BANK_WITHDRAW, a, 5, 0);
+  add(deposit, BANK_DEPOSIT, 0, 5, 0);
+  submit_ok(s, withdrawals);
+  submit_ok(s, deposit);
+  prstm_stream_results r;
+  close_ok(s, &r);
+  cr_assert_eq(status_of(withdrawals, 0, NULL), PRSTM_COMMITTED, "the funded withdrawal must commit at the close");
+  for (uint64_t i = 1; i < 8; i++) cr_assert_eq(status_of(withdrawals, i, NULL), PRSTM_ABANDONED);
+  cr_assert_eq(r.committed, 2);
+  cr_assert_eq(r.abandoned, 7);
+  prstm_verify_report rep;
+  cr_assert_eq(prstm_stream_verify(s, &rep), 0, "%s", prstm_stream_error(s));
+  cr_assert(rep.ok, "%s", rep.message);
+  prstm_batch_destroy(withdrawals);
+  prstm_batch_destroy(deposit);
+  destroy_stream_and_engine(s, e);
+}
+
+Test(stream_cpu, close_runs_the_carried_rows_before_abandoning) {
+  close_runs_the_carried_rows_before_abandoning(PRSTM_BACKEND_CPU);
+}
+Test(stream_gpu, close_runs_the_carried_rows_before_abandoning) {
+  close_runs_the_carried_rows_before_abandoning(PRSTM_BACKEND_GPU);
 }

@@ -51,7 +51,7 @@ static const char usage_text[] =
     "                           postponed transactions from chunk to chunk (default:\n"
     "                           engine.chunk_rows, else PRSTM_CHUNK_ROWS, else chunks\n"
     "                           only when the batch does not fit the GPU's memory;\n"
-    "                           not with --verify or engine.verify)\n"
+    "                           a chunked run is verified like any other)\n"
     "  --quiet                  print nothing but errors (and no progress bar)\n"
     "  --help                   show this help and exit\n"
     "  --version                show the version and exit\n"
@@ -136,14 +136,6 @@ static int apply_overrides(const cli_args *a, prstm_config *cfg) {
   }
   if (a->chunk_rows && (parse_u64(a->chunk_rows, &cfg->options.chunk_rows) || cfg->options.chunk_rows == 0)) {
     fprintf(stderr, "prstm-run: --chunk-rows: expected a positive number of rows, got '%s'\n", a->chunk_rows);
-    return -1;
-  }
-  /* A verified run is one execution, so the two cannot be combined; said
-   * here rather than left to run unchunked. --verify itself overrides a
-   * config's engine.chunk_rows, as every option overrides its key. */
-  if (a->chunk_rows && (a->verify || cfg->options.verify)) {
-    fprintf(stderr, "prstm-run: --chunk-rows cannot be combined with --verify or engine.verify (a verified run is "
-                    "never chunked)\n");
     return -1;
   }
   if (a->verify) cfg->options.verify = 1;

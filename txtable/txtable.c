@@ -68,6 +68,7 @@ void prstm_batch_destroy(prstm_batch *b) {
   free_columns(b->args, b->pinned);
   free(b->result);
   free(b->seq);
+  free(b->read_hash);
   free(b);
 }
 
@@ -156,8 +157,10 @@ int prstm_batch_clear(prstm_batch *b) {
   b->has_read_only = 0;
   free(b->result);
   free(b->seq);
+  free(b->read_hash);
   b->result = NULL;
   b->seq = NULL;
+  b->read_hash = NULL;
   return 0;
 }
 
@@ -215,10 +218,13 @@ int prstm_batch_presort(prstm_batch *b) {
 int txtable_prepare_run(prstm_batch *b, int verify) {
   memset(b->status, 0, (size_t)b->n);
   free(b->seq);
+  free(b->read_hash);
   b->seq = NULL;
+  b->read_hash = NULL;
   if (verify) {
     b->seq = malloc((size_t)(b->cap ? b->cap : 1) * sizeof *b->seq);
-    if (!b->seq) return PRSTM_ENOMEM;
+    b->read_hash = calloc((size_t)(b->cap ? b->cap : 1), sizeof *b->read_hash);
+    if (!b->seq || !b->read_hash) return PRSTM_ENOMEM;
     memset(b->seq, 0xff, (size_t)b->n * sizeof *b->seq);
   }
   if (b->has_read_only) {
@@ -230,7 +236,7 @@ int txtable_prepare_run(prstm_batch *b, int verify) {
 }
 
 uint64_t txtable_device_bytes(const prstm_batch *b, int verify) {
-  uint64_t per_row = 2 + 8ull * b->ncols + (b->has_read_only ? 8 : 0) + (verify ? 8 : 0);
+  uint64_t per_row = 2 + 8ull * b->ncols + (b->has_read_only ? 8 : 0) + (verify ? 16 : 0);
   return per_row * b->n;
 }
 

@@ -21,6 +21,12 @@ struct prstm_batch {
   uint64_t *args;        /* args[col * cap + row] */
   uint64_t *result;      /* allocated by txtable_prepare_run when has_read_only */
   uint64_t *seq;         /* commit order, allocated by txtable_prepare_run when verifying */
+  uint64_t *read_hash;   /* what each decided row read, allocated with seq */
+  /* How prstm_row numbers the rows (prstm_table_view): 0, 0 and NULL for a
+   * caller's batch, whose rows are its own; a stream's working table gives
+   * its rows their batch's numbers. */
+  uint64_t row_base, ids_from;
+  const uint64_t *row_id;
   int want_pinned;       /* made by prstm_batch_create_pinned */
   int pinned;            /* type, status and args are page-locked now */
 };

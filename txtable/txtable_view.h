@@ -18,8 +18,22 @@ typedef struct prstm_table_view {
   uint64_t *args;      /* column-major: args[col * stride + row] */
   uint64_t *result;    /* read-only results, NULL when the batch has no read-only type */
   uint64_t *seq;       /* commit order (verification), NULL when not recorded */
-  uint64_t *row_id;    /* the original row of each row (a replay's reordered table), or NULL */
+  uint64_t *read_hash; /* hash of the values each decided row read (verification), or NULL */
+  /* The number prstm_row gives each row: its row in the batch (or, in a
+   * stream, among all the stream's rows), whatever table it executes in.
+   * Row r is numbered row_base + r, except that with row_id set, rows from
+   * ids_from on take theirs from row_id[r - ids_from]: the rows a stream's
+   * unit carries over from earlier units, or a replay's reordered rows. A
+   * zeroed view numbers every row by its own place. */
+  uint64_t row_base;
+  uint64_t ids_from;
+  const uint64_t *row_id;
 } prstm_table_view;
+
+/* The number of row r that prstm_row gives (see row_base above). */
+PRSTM_INLINE uint64_t txtable_row_number(const prstm_table_view *t, uint64_t r) {
+  return t->row_id && r >= t->ids_from ? t->row_id[r - t->ids_from] : t->row_base + r;
+}
 
 #define PRSTM_STATUS_MASK 3u
 #define PRSTM_STATUS_REASON_SHIFT 2
