@@ -561,69 +561,6 @@ static void partial_warps_end_every_row(prstm_backend backend) {
 }
 BOTH_BACKENDS(partial_warps_end_every_row, partial_warps_end_every_row)
 
-/* The certificate is not vacuous: a changed final word or a changed outcome
- * after a run is caught and located. */
-Test(verify, tampered_final_state_is_caught_at_its_word) {
-  bank_run r;
-  run_open(&r, prstm_workload_find("bank"), PRSTM_BACKEND_CPU, 1, PRSTM_SEMANTIC_POSTPONE, 100);
-  run_state(&r, 8, 10);
-  for (uint64_t i = 0; i < 200; i++) add(&r, "transfer", i % 8, (i + 3) % 8, 1);
-  run_exec(&r);
-  prstm_word *w = (prstm_word *)prstm_engine_state(r.engine, NULL); /* test-only tampering */
-  w[5] += 1;
-  prstm_verify_report rep;
-  cr_assert_eq(prstm_engine_verify(r.engine, r.batch, &rep), 0);
-  cr_assert_not(rep.ok);
-  cr_assert_eq(rep.first_word, 5, "%s", rep.message);
-  run_close(&r);
-}
-
-Test(verify, tampered_outcome_is_caught_at_its_transaction) {
-  bank_run r;
-  run_open(&r, prstm_workload_find("bank"), PRSTM_BACKEND_CPU, 1, PRSTM_SEMANTIC_POSTPONE, 100);
-  run_state(&r, 4, 0);
-  add(&r, "deposit", 0, 5, 0);
-  add(&r, "withdraw", 1, 5, 0); /* unfunded: abandoned */
-  add(&r, "withdraw", 0, 5, 0);
-  run_exec(&r);
-  cr_assert_eq(status_of(&r, 1, NULL), PRSTM_ABANDONED);
-  r.batch->status[2] = txtable_pack_status(PRSTM_FAILED, BANK_REASON_OVERFLOW); /* test-only tampering */
-  prstm_verify_report rep;
-  cr_assert_eq(prstm_engine_verify(r.engine, r.batch, &rep), 0);
-  cr_assert_not(rep.ok);
-  cr_assert_eq(rep.first_transaction, 2, "%s", rep.message);
-  run_close(&r);
-}
-
-Test(verify, fundable_abandoned_transaction_is_caught) {
-  bank_run r;
-  run_open(&r, prstm_workload_find("bank"), PRSTM_BACKEND_CPU, 1, PRSTM_SEMANTIC_POSTPONE, 100);
-  run_state(&r, 4, 0);
-  add(&r, "deposit", 0, 5, 0);
-  add(&r, "withdraw", 0, 5, 0);
-  run_exec(&r);
-  /* Pretend the withdrawal was abandoned and its money never left. */
-  r.batch->status[1] = txtable_pack_status(PRSTM_ABANDONED, PRSTM_REASON_QUIESCENT);
-  ((prstm_word *)prstm_engine_state(r.engine, NULL))[0] = 5;
-  r.batch->seq[1] = UINT64_MAX;
-  prstm_verify_report rep;
-  cr_assert_eq(prstm_engine_verify(r.engine, r.batch, &rep), 0);
-  cr_assert_not(rep.ok);
-  cr_assert_eq(rep.first_transaction, 1, "%s", rep.message);
-  cr_assert(strstr(rep.message, "commits") != NULL, "%s", rep.message);
-  run_close(&r);
-}
-
-Test(verify, refused_without_a_verified_run) {
-  bank_run r;
-  run_open(&r, prstm_workload_find("bank"), PRSTM_BACKEND_CPU, 1, PRSTM_SEMANTIC_POSTPONE, 100);
-  run_state(&r, 4, 0);
-  add(&r, "deposit", 0, 5, 0);
-  prstm_verify_report rep;
-  cr_assert_eq(prstm_engine_verify(r.engine, r.batch, &rep), PRSTM_EINVAL);
-  run_close(&r);
-}
-
 /* With the thread count left to the engine, a batch of two-account transfers
  * runs 512 threads an SM and a batch with a wider row (a multi-transfer of
  * four argument words: the next worker variant) the engine's 256. The SM

@@ -986,3 +986,76 @@ Test(stream_cpu, close_runs_the_carried_rows_before_abandoning) {
 Test(stream_gpu, close_runs_the_carried_rows_before_abandoning) {
   close_runs_the_carried_rows_before_abandoning(PRSTM_BACKEND_GPU);
 }
+
+/* ---- every workload, chunked at awkward sizes, certified ---- */
+
+/* Runs a config's batch and every later round of its workload on backend,
+ * in chunks of chunk_rows, each round verified against its serial replay and
+ * the workload's invariant checked at the end. Returns the rows committed. */
+static uint64_t run_config_chunked(const char *name, prstm_backend backend, uint32_t threads, uint64_t chunk_rows) {
+  char path[1024], err[512] = "";
+  snprintf(path, sizeof path, "%s/tests/data/stress/%s", PRSTM_SOURCE_DIR, name);
+  prstm_config cfg;
+  cr_assert_eq(prstm_config_load(path, &cfg, err, sizeof err), 0, "%s", err);
+  cfg.options.backend = backend;
+  cfg.options.threads = threads;
+  cfg.options.chunk_rows = chunk_rows;
+  cfg.options.verify = 1;
+  cfg.options.watchdog_s = 120;
+  prstm_engine *e = NULL;
+  prstm_batch *b = NULL;
+  cr_assert_eq(prstm_engine_create(&e, cfg.workload, &cfg.options), 0);
+  cr_assert_eq(prstm_engine_init_state(e, &cfg.state), 0, "%s", prstm_engine_error(e));
+  uint64_t nwords = 0;
+  prstm_engine_state(e, &nwords);
+  cr_assert_eq(prstm_batch_create(&b, cfg.workload), 0);
+  cr_assert_eq(prstm_config_load_batch(&cfg, nwords, b, err, sizeof err), 0, "%s", err);
+  uint64_t committed = 0;
+  for (unsigned round = 0;; round++) {
+    prstm_results r;
+    cr_assert_eq(prstm_engine_run(e, b, &r), 0, "%s round %u, chunks of %llu: %s", name, round,
+                 (unsigned long long)chunk_rows, prstm_engine_error(e));
+    if (prstm_batch_size(b) > chunk_rows)
+      cr_assert(strstr(r.device, "chunked") != NULL, "%s round %u: %s", name, round, r.device);
+    prstm_verify_report rep;
+    cr_assert_eq(prstm_engine_verify(e, b, &rep), 0, "%s", prstm_engine_error(e));
+    cr_assert(rep.ok, "%s round %u, chunks of %llu: %s", name, round, (unsigned long long)chunk_rows, rep.message);
+    committed += r.committed;
+    if (!cfg.workload->next_round) break;
+    prstm_batch *next = NULL;
+    cr_assert_eq(prstm_batch_create(&next, cfg.workload), 0);
+    cr_assert_eq(cfg.workload->next_round(e, b, round, next, err, sizeof err), 0, "%s", err);
+    prstm_batch_destroy(b);
+    b = next;
+    if (prstm_batch_size(b) == 0) break;
+  }
+  int ok = 0;
+  char msg[512];
+  cr_assert_eq(prstm_engine_check_invariant(e, b, &ok, msg, sizeof msg), 0, "%s", msg);
+  cr_assert(ok, "%s, chunks of %llu: invariant: %s", name, (unsigned long long)chunk_rows, msg);
+  prstm_batch_destroy(b);
+  prstm_engine_destroy(e);
+  prstm_config_free(&cfg);
+  return committed;
+}
+
+/* One config of each workload (the skiplist's claims node slots by
+ * prstm_row), chunked at sizes that divide nothing evenly. */
+static const char *const every_workload[] = {"tiny-bank-coverage-8.json", "multi-account-transfers.json",
+                                             "vacation-sold-out-pairs.json", "kmeans-coverage-4.json",
+                                             "skiplist-64-threads.json", "graph-64-threads.json"};
+
+static void every_workload_chunked_is_certified(prstm_backend backend, uint32_t threads) {
+  need_backend(backend);
+  const uint64_t sizes[] = {97, 1009, 4099};
+  for (size_t w = 0; w < sizeof every_workload / sizeof every_workload[0]; w++)
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
+      run_config_chunked(every_workload[w], backend, threads, sizes[k]);
+}
+
+Test(stream_cpu, every_workload_chunked_at_awkward_sizes_is_certified, .timeout = 600) {
+  every_workload_chunked_is_certified(PRSTM_BACKEND_CPU, 4);
+}
+Test(stream_gpu, every_workload_chunked_at_awkward_sizes_is_certified, .timeout = 600) {
+  every_workload_chunked_is_certified(PRSTM_BACKEND_GPU, GPU_THREADS);
+}
