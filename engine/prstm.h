@@ -522,12 +522,13 @@ int prstm_stream_close(prstm_stream *stream, prstm_stream_results *out);
  * until this call has stopped it. */
 void prstm_stream_destroy(prstm_stream *stream);
 /* The certificate of a verified stream (an engine with options.verify),
- * after a close that succeeded: every transaction of every batch replayed
- * serially in the stream's commit order from the state at open, and checked
- * as prstm_engine_verify checks a run; report->first_batch names the batch
- * of a row that differs. It checks what the stream recorded, not the
- * batches, which the caller may have reused. Returns PRSTM_EINVAL for a
- * stream without verify or not closed. */
+ * after a close that succeeded and before anything else changes the
+ * engine's state: every transaction of every batch replayed serially in the
+ * stream's commit order from the state at open, and checked against the
+ * engine's state as prstm_engine_verify checks a run; report->first_batch
+ * names the batch of a row that differs. It checks what the stream
+ * recorded, not the batches, which the caller may have reused. Returns
+ * PRSTM_EINVAL for a stream without verify or not closed. */
 int prstm_stream_verify(prstm_stream *stream, prstm_verify_report *report);
 /* The message of the stream's last error (the engine's), or "". */
 const char *prstm_stream_error(const prstm_stream *stream);

@@ -113,9 +113,13 @@ typedef struct prstm_tx {
 
 /* ---- The body API: what a transaction type's code calls. ---- */
 
-/* Argument `col` of the transaction being executed. */
+/* Argument `col` of the transaction being executed; 0 past the row's
+ * columns, so that a body that trusts a count argument (an address list's)
+ * beyond what the row holds reads zeros, never another column's memory or
+ * past the table. */
 PRSTM_INLINE uint64_t prstm_arg(const prstm_tx *tx, unsigned col) {
-  return prstm_table_load_u64(&tx->ctx->table.args[(uint64_t)col * tx->ctx->table.stride + tx->row]);
+  const prstm_table_view *t = &tx->ctx->table;
+  return col < t->ncols ? prstm_table_load_u64(&t->args[(uint64_t)col * t->stride + tx->row]) : 0;
 }
 /* The transaction's row in its batch (after presorting), unique within the
  * run, so a body can use it to claim a slot of its own (a skiplist's new

@@ -86,7 +86,6 @@ struct prstm_stream {
   uint64_t seq_base;      /* numbers taken by the units retired so far */
   uint64_t rows_submitted; /* prstm_row of the next batch's row 0 */
   prstm_word *initial;     /* the state at open (a verified stream of its own) */
-  prstm_word *final;       /* the state at its close, likewise */
   stream_journal *journal; /* a verified stream of its own; NULL for a chunked run */
   /* A chunked prstm_engine_run reports progress over its whole batch. */
   prstm_batch *progress_batch;
@@ -781,14 +780,6 @@ int prstm_stream_close(prstm_stream *s, prstm_stream_results *out) {
     s->res.setup_s += prstm_now() - t0;
   }
 #endif
-  if (s->journal) {
-    /* The certificate compares with the state the stream ended on, even
-     * if the engine runs something else before prstm_stream_verify. */
-    s->final = malloc((size_t)e->nwords * sizeof *s->final);
-    if (!s->final)
-      return stream_failed(s, prstm_engine_fail(e, PRSTM_ENOMEM, "cannot keep the final state for verification"));
-    memcpy(s->final, e->words, (size_t)e->nwords * sizeof *s->final);
-  }
   s->res.wall_s = prstm_now() - s->opened_at;
   if (s->backend == PRSTM_BACKEND_CPU && !s->res.device[0]) {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -831,7 +822,6 @@ void prstm_stream_destroy(prstm_stream *s) {
   }
   if (s->e->stream == s) s->e->stream = NULL;
   free(s->initial);
-  free(s->final);
   free(s->items);
   free(s->queue);
   free(s);
@@ -843,7 +833,7 @@ int prstm_stream_verify(prstm_stream *s, prstm_verify_report *rep) {
   if (!s->journal)
     return prstm_engine_fail(s->e, PRSTM_EINVAL,
                              "the stream was opened on an engine without verify: nothing was recorded to check");
-  if (!s->final)
+  if (!s->closed || s->error || s->e->stream == s)
     return prstm_engine_fail(s->e, PRSTM_EINVAL, "a stream is verified once it has closed without an error");
   prstm_verify_counts counts = {s->seq_base, s->res.committed, s->res.failed, s->res.abandoned};
   prstm_verify_source src;
@@ -853,7 +843,6 @@ int prstm_stream_verify(prstm_stream *s, prstm_verify_report *rep) {
   src.item = s->journal->item;
   src.item_row = s->journal->item_row;
   src.initial = s->initial;
-  src.final = s->final;
   src.counts = &counts;
   src.variant = s->v;
   return prstm_verify_rows(s->e, &src, rep);
