@@ -40,6 +40,17 @@ static inline void test_options(prstm_options *opt, prstm_backend backend, uint3
   opt->verify = 1;
 }
 
+/* Whether a GPU is usable for wl, for a test that checks one thing where
+ * there is a GPU and another where there is none. Under PRSTM_REQUIRE_GPU=1
+ * a missing GPU fails the test instead, so that a GPU machine can never
+ * pass by the no-GPU branch. */
+static inline int test_gpu_usable(const prstm_workload *wl, char *why, size_t whylen) {
+  if (prstm_gpu_available(wl, why, whylen)) return 1;
+  const char *req = getenv("PRSTM_REQUIRE_GPU");
+  if (req && strcmp(req, "1") == 0) cr_assert_fail("PRSTM_REQUIRE_GPU=1 but no GPU is usable: %s", why);
+  return 0;
+}
+
 /* An engine for wl with opt, and an empty batch of wl's types. */
 static inline void test_open(const prstm_workload *wl, const prstm_options *opt, prstm_engine **engine,
                              prstm_batch **batch) {

@@ -289,7 +289,7 @@ static void read_only_balances_report_results(prstm_backend backend, uint32_t co
   for (uint64_t i = 0; i < 1000; i++) {
     prstm_word v = 0;
     prstm_status st;
-    prstm_batch_outcome(r.batch, i, &st, NULL, &v);
+    cr_assert_eq(prstm_batch_outcome(r.batch, i, &st, NULL, &v), 0);
     cr_assert_eq(v, 100 + i % 10);
   }
   run_close(&r);
@@ -317,7 +317,7 @@ static void consistent_reads_see_constant_total(prstm_backend backend, uint32_t 
   for (uint64_t i = 0; i < 20000; i += 4) {
     prstm_word v = 0;
     prstm_status st;
-    prstm_batch_outcome(r.batch, i, &st, NULL, &v);
+    cr_assert_eq(prstm_batch_outcome(r.batch, i, &st, NULL, &v), 0);
     cr_assert_eq(st, PRSTM_COMMITTED);
     cr_assert_eq(v, 8000, "sum %llu saw %llu, not the constant 8000", (unsigned long long)i, (unsigned long long)v);
   }

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "prstm.h"
+#include "test_backend.h"
 #include "test_child.h"
 #include "test_paths.h"
 
@@ -213,16 +214,22 @@ static void assert_good_results(const char *path, const char *backend) {
   cr_assert_eq(json_number(root, "committed"), GOOD_COMMITTED);
   cr_assert_eq(json_number(root, "abandoned"), GOOD_ABANDONED);
   cr_assert_eq(json_number(root, "failed"), 0);
-  cr_assert_geq(json_number(root, "aborts"), 0);
   /* The early withdrawal meets its missing deposit at least once. */
   cr_assert_geq(json_number(root, "postponements"), 1);
+  cr_assert_geq(json_number(root, "sweeps"), 2, "the unfundable withdrawal takes a sweep after the last commit");
+  /* Times are measured, not left at 0, and add up: loading and execution
+   * are parts of the total; throughput is commits per second of execution. */
   const cJSON *times = cJSON_GetObjectItemCaseSensitive(root, "time_s");
   cr_assert(cJSON_IsObject(times), "time_s is not an object");
-  cr_assert_geq(json_number(times, "load"), 0);
-  cr_assert_geq(json_number(times, "transfer"), 0);
-  cr_assert_geq(json_number(times, "execute"), 0);
-  cr_assert_geq(json_number(times, "total"), 0);
-  cr_assert_geq(json_number(root, "throughput_tx_s"), 0);
+  double load = json_number(times, "load"), transfer = json_number(times, "transfer");
+  double execute = json_number(times, "execute"), total = json_number(times, "total");
+  cr_assert_gt(load, 0);
+  cr_assert_gt(execute, 0);
+  cr_assert_geq(transfer, 0);
+  cr_assert_geq(total, load + execute + transfer, "total %g < load %g + transfer %g + execute %g", total, load,
+                transfer, execute);
+  double throughput = json_number(root, "throughput_tx_s");
+  cr_assert_float_eq(throughput, GOOD_COMMITTED / execute, throughput * 1e-9 + 1e-9, "throughput %g", throughput);
   cr_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "invariant_ok")), "invariant_ok is not true");
   cr_assert_str_eq(json_string(root, "backend"), backend);
   cr_assert_str_not_empty(json_string(root, "device"));
@@ -256,10 +263,12 @@ static void assert_good_final_state(const char *path) {
   cJSON_Delete(root);
 }
 
+/* Whether the GPU branch of a test applies (test_gpu_usable: under
+ * PRSTM_REQUIRE_GPU=1 a missing GPU fails the test). */
 static int gpu_available(char *why, size_t whylen) {
   const prstm_workload *wl = prstm_workload_find("bank");
   cr_assert_not_null(wl, "the bank workload is not built in");
-  return prstm_gpu_available(wl, why, whylen);
+  return test_gpu_usable(wl, why, whylen);
 }
 
 /* --help and --version answer without a config. */
@@ -501,6 +510,82 @@ Test(cli, chunk_rows_option_with_a_verified_config_verifies_the_chunked_run) {
   assert_contains(r->out, "verify             ok: ", "the summary");
 }
 
+/* ---- promises that only a broken workload can test ---- */
+
+/* Writes a config of the test plugin "broken" (tests/plugins/broken.c) into
+ * the working folder: its invariant holds or fails as `invariant` says, and
+ * its batch is `count` inline transactions of `type` on counters 0 to 3. */
+static const char *broken_config(int invariant, const char *type, unsigned count) {
+  static char text[16384];
+  size_t at = (size_t)snprintf(text, sizeof text,
+                               "{\"plugin\": \"%s\", \"engine\": {\"backend\": \"cpu\", \"threads\": 4},\n"
+                               " \"state\": {\"words\": 4, \"invariant\": %d},\n"
+                               " \"batch\": {\"transactions\": [",
+                               PRSTM_BROKEN_PLUGIN, invariant);
+  for (unsigned i = 0; i < count; i++)
+    at += (size_t)snprintf(text + at, sizeof text - at, "%s{\"type\": \"%s\", \"counter\": %u}", i ? ", " : "",
+                           type, i % 4);
+  snprintf(text + at, sizeof text - at, "]},\n \"output\": {\"results\": \"results.json\"}}\n");
+  write_text(work_path("broken.json"), text);
+  return work_path("broken.json");
+}
+
+/* A body that is not deterministic makes the replay differ from the run:
+ * exit 3, the verdict in the summary and the results file. */
+Test(cli, verification_mismatch_exits_3_and_is_reported) {
+  const run_result *r = RUN(broken_config(1, "stamp", 40), "--verify");
+  assert_status(r, 3);
+  assert_contains(r->err, "prstm-run: verification failed: ", "stderr");
+  assert_contains(r->out, "verify             FAILED: ", "the summary");
+  cJSON *root = parse_json_file(work_path("results.json"));
+  cr_assert(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(root, "verify_ok")), "verify_ok is not false");
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "verify");
+  cr_assert_str_not_empty(json_string(v, "message"));
+  cr_assert(json_number(v, "first_transaction") >= 0 || json_number(v, "first_word") >= 0,
+            "the report names neither a transaction nor a word");
+  cJSON_Delete(root);
+}
+
+Test(cli, violated_invariant_exits_1_and_is_reported) {
+  const run_result *r = RUN(broken_config(0, "bump", 40));
+  assert_status(r, 1);
+  assert_contains(r->err, "prstm-run: invariant violated: state.invariant is 0", "stderr");
+  assert_contains(r->out, "invariant          VIOLATED", "the summary");
+  cJSON *root = parse_json_file(work_path("results.json"));
+  cr_assert(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(root, "invariant_ok")), "invariant_ok is not false");
+  cr_assert_eq(json_number(root, "committed"), 40);
+  cJSON_Delete(root);
+}
+
+/* A livelock: nothing ever commits, and --watchdog 1 stops the run. */
+Test(cli, watchdog_stop_exits_1_and_writes_nothing) {
+  const run_result *r = RUN(broken_config(1, "spin", 8), "--watchdog", "1");
+  assert_status(r, 1);
+  assert_one_line_message(r->err);
+  assert_contains(r->err, "the watchdog stopped the run (0 of 8 transactions were final", "stderr");
+  cr_assert(!exists(work_path("results.json")), "a stopped run wrote its results");
+}
+
+/* failed_sample lists the failed transactions with their index, type and
+ * the reason their type gives. */
+Test(cli, failed_sample_lists_failures_with_their_reasons) {
+  const run_result *r = RUN(broken_config(1, "reject", 3));
+  assert_status(r, 0);
+  cJSON *root = parse_json_file(work_path("results.json"));
+  cr_assert_eq(json_number(root, "failed"), 3);
+  const cJSON *sample = cJSON_GetObjectItemCaseSensitive(root, "failed_sample");
+  cr_assert(cJSON_IsArray(sample), "failed_sample is not an array");
+  cr_assert_eq(cJSON_GetArraySize(sample), 3);
+  for (int i = 0; i < 3; i++) {
+    const cJSON *o = cJSON_GetArrayItem(sample, i);
+    cr_assert_eq(json_number(o, "index"), i);
+    cr_assert_str_eq(json_string(o, "type"), "reject");
+    cr_assert_str_eq(json_string(o, "reason"), "rejected on purpose");
+  }
+  cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(root, "abandoned_sample")), 0);
+  cJSON_Delete(root);
+}
+
 Test(cli, results_option_overrides_the_configs_results_path) {
   const run_result *r = RUN(cli_data("good.json"), "--backend", "cpu", "--results", "elsewhere.json");
   assert_status(r, 0);
@@ -510,9 +595,22 @@ Test(cli, results_option_overrides_the_configs_results_path) {
   assert_workdir_holds_only((const char *const[]){"elsewhere.json", NULL});
 }
 
+/* The results replace the old file by a rename, never by writing into it:
+ * a reader of the old file keeps reading its old bytes. */
 Test(cli, results_option_replaces_an_existing_file) {
   write_text(work_path("results.json"), "old\n");
+  FILE *reader = fopen(work_path("results.json"), "rb");
+  cr_assert_not_null(reader);
+  struct stat before, after;
+  cr_assert_eq(fstat(fileno(reader), &before), 0);
   assert_status(RUN(cli_data("good.json"), "--backend", "cpu", "--quiet"), 0);
+  cr_assert_eq(stat(work_path("results.json"), &after), 0);
+  cr_assert_neq(after.st_ino, before.st_ino, "results.json was written in place");
+  char seen[16] = "";
+  size_t got = fread(seen, 1, sizeof seen - 1, reader);
+  seen[got] = '\0';
+  cr_assert_str_eq(seen, "old\n", "the old file changed under its reader");
+  fclose(reader);
   assert_good_results(work_path("results.json"), "cpu");
   assert_workdir_holds_only((const char *const[]){"results.json", NULL});
 }

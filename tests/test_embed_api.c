@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "prstm.h"
+#include "test_backend.h"
 
 /* Many more threads than cores, to shake out interleavings on tiny states. */
 #define CPU_THREADS 16
@@ -335,7 +336,7 @@ Test(embed, pinned_batch_behaves_as_an_ordinary_one) {
     cr_assert_eq(prstm_batch_append_named(p, "transfer", t, 3), 0);
   }
   char why[256];
-  int gpu = prstm_gpu_available(bank, why, sizeof why);
+  int gpu = test_gpu_usable(bank, why, sizeof why);
   cr_assert_eq(prstm_batch_pinned(p), gpu, "pinned exactly where a GPU is usable (%s)", gpu ? "usable" : why);
   seed = 11;
   for (uint64_t i = 0; i < 5000; i++) {

@@ -319,8 +319,14 @@ Test(loaders, config_free_is_safe_twice) {
   prstm_config cfg;
   cr_assert_eq(prstm_config_load(data_path("valid_inline.json"), &cfg, err, sizeof err), 0,
                "%s", err);
+  cr_assert_not_null(cfg.inline_json, "an inline batch is kept parsed until the config is freed");
   prstm_config_free(&cfg);
+  /* What a free gives back it forgets, which is what makes a second free
+   * harmless (and ASan, in CI, would see a double free). */
+  cr_assert_null(cfg.inline_json);
+  cr_assert_null(cfg.plugin);
   prstm_config_free(&cfg);
+  cr_assert_null(cfg.inline_json);
   prstm_config_free(NULL);
 }
 
@@ -753,6 +759,27 @@ Test(loaders, write_atomic_replaces_an_existing_file, .init = make_tmpdir, .fini
                err);
   cr_assert_str_eq(read_text(tmp_path("out.json")), "new");
   cr_assert_eq(count_entries(tmpdir), 1, "a temporary file was left behind");
+}
+
+/* The new contents go to a new file renamed over the old one, never into
+ * the old file: a reader that opened the old file still reads all of its
+ * old bytes, and the path names another inode afterwards. */
+Test(loaders, write_atomic_never_writes_into_the_old_file, .init = make_tmpdir, .fini = remove_tmpdir) {
+  const char *old = "old contents that are longer than the new ones\n";
+  write_text(tmp_path("out.json"), old);
+  FILE *reader = fopen(tmp_path("out.json"), "rb");
+  cr_assert_not_null(reader);
+  struct stat before, after;
+  cr_assert_eq(fstat(fileno(reader), &before), 0);
+  cr_assert_eq(prstm_write_file_atomic(tmp_path("out.json"), "new", 3, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(stat(tmp_path("out.json"), &after), 0);
+  cr_assert_neq(after.st_ino, before.st_ino, "the path still names the old file: it was written in place");
+  char seen[128] = "";
+  size_t got = fread(seen, 1, sizeof seen - 1, reader);
+  seen[got] = '\0';
+  cr_assert_str_eq(seen, old, "the old file's bytes changed under its reader");
+  fclose(reader);
+  cr_assert_str_eq(read_text(tmp_path("out.json")), "new");
 }
 
 Test(loaders, write_atomic_of_nothing_creates_an_empty_file, .init = make_tmpdir,

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "prstm.h"
+#include "test_backend.h"
 #include "test_child.h"
 #include "test_paths.h"
 #include "test_workload.h"
@@ -380,13 +381,7 @@ static void assert_final_report_matches(const report_log *log, const prstm_resul
   cr_assert_eq(last->pending, 0);
 }
 
-static void need_gpu(void) {
-  char why[256];
-  if (prstm_gpu_available(prstm_workload_find("bank"), why, sizeof why)) return;
-  const char *req = getenv("PRSTM_REQUIRE_GPU");
-  if (req && strcmp(req, "1") == 0) cr_assert_fail("PRSTM_REQUIRE_GPU=1 but no GPU is usable: %s", why);
-  cr_skip_test("no usable GPU: %s", why);
-}
+static void need_gpu(void) { test_need_backend(prstm_workload_find("bank"), PRSTM_BACKEND_GPU); }
 
 static prstm_engine *open_engine(const prstm_workload *wl, prstm_backend backend, uint32_t threads,
                                  prstm_semantic_mode semantic, uint32_t retry_limit, uint32_t watchdog_s) {

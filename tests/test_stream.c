@@ -7,23 +7,16 @@
 
 #include "bank_body.h"
 #include "prstm.h"
+#include "test_backend.h"
 #include "test_workload.h"
 
 #define CPU_THREADS 16
 #define GPU_THREADS 4096
 
-/* A GPU test where no GPU is usable is skipped with the reason, except when
- * PRSTM_REQUIRE_GPU=1 (as on the GPU machine), where it fails instead. */
-static void need_backend(prstm_backend backend) {
-  if (backend != PRSTM_BACKEND_GPU) return;
-  char why[256];
-  if (prstm_gpu_available(prstm_workload_find("bank"), why, sizeof why)) return;
-  const char *req = getenv("PRSTM_REQUIRE_GPU");
-  if (req && strcmp(req, "1") == 0) cr_assert_fail("PRSTM_REQUIRE_GPU=1 but no GPU is usable: %s", why);
-  cr_skip_test("no usable GPU: %s", why);
-}
-
 static const prstm_workload *bank(void) { return prstm_workload_find("bank"); }
+
+/* A GPU test where no GPU is usable is skipped (test_backend.h). */
+static void need_backend(prstm_backend backend) { test_need_backend(bank(), backend); }
 
 /* chunk_rows 0 keeps the default (PRSTM_CHUNK_ROWS when set). */
 static prstm_engine *open_engine_chunked(prstm_backend backend, const prstm_word *words, uint64_t nwords,
@@ -80,7 +73,7 @@ static prstm_batch *new_pinned_batch(void) {
 
 static void assert_pinned_where_a_gpu_is(const prstm_batch *b) {
   char why[256];
-  int gpu = prstm_gpu_available(bank(), why, sizeof why);
+  int gpu = test_gpu_usable(bank(), why, sizeof why);
   cr_assert_eq(prstm_batch_pinned(b), gpu, "a pinned batch must be pinned exactly where a GPU is usable (%s)",
                gpu ? "usable" : why);
 }
@@ -1058,4 +1051,28 @@ Test(stream_cpu, every_workload_chunked_at_awkward_sizes_is_certified, .timeout 
 }
 Test(stream_gpu, every_workload_chunked_at_awkward_sizes_is_certified, .timeout = 600) {
   every_workload_chunked_is_certified(PRSTM_BACKEND_GPU, GPU_THREADS);
+}
+
+/* A batch whose table does not fit the GPU's memory (capped here by
+ * PRSTM_GPU_MEMORY_LIMIT) runs in chunks that do, and a verified one is
+ * verified across them. */
+Test(stream_gpu, batch_too_large_for_the_gpu_runs_in_chunks_and_is_verified) {
+  need_backend(PRSTM_BACKEND_GPU);
+  prstm_word words[DET_RICH + DET_POOR];
+  deterministic_state(words);
+  uint64_t unfunded = 0;
+  prstm_batch *b = deterministic_batch(200000, &unfunded);
+  cr_assert_eq(setenv("PRSTM_GPU_MEMORY_LIMIT", "2000000", 1), 0);
+  prstm_engine *e = open_verified_engine(PRSTM_BACKEND_GPU, GPU_THREADS, words, DET_RICH + DET_POOR, 0);
+  prstm_results r;
+  int rc = prstm_engine_run(e, b, &r);
+  unsetenv("PRSTM_GPU_MEMORY_LIMIT");
+  cr_assert_eq(rc, 0, "%s", prstm_engine_error(e));
+  cr_assert(strstr(r.device, "chunked") != NULL, "a table of 200,000 rows fits in 2 MB? %s", r.device);
+  cr_assert_eq(r.abandoned, unfunded);
+  prstm_verify_report rep;
+  cr_assert_eq(prstm_engine_verify(e, b, &rep), 0, "%s", prstm_engine_error(e));
+  cr_assert(rep.ok, "%s", rep.message);
+  prstm_batch_destroy(b);
+  prstm_engine_destroy(e);
 }

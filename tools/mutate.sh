@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# mutate.sh: a mutation spot-check: each named mutant (a small deliberate bug) is applied to a scratch copy of the tree, the whole CPU test suite runs, and the mutants the suite did not catch are listed.
+# usage: tools/mutate.sh [SCRATCH_DIR] [MUTANT_NAME...]
+# Exit 0 when every mutant was caught, 1 when one survived, 2 when a mutant
+# no longer applies (its line changed: update the list below).
+# The scratch copy builds the CPU backend alone (-DPRSTM_WITH_CUDA=OFF): the
+# mutants are in code both backends share or in the host's own code, and CI
+# has no GPU to run a GPU build's kernels on.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+scratch=${1:-$root/build-mutate}
+shift || true
+wanted=("$@")
+
+# Each mutant: name | file | sed expression that changes exactly one line.
+# The promise each one breaks is in its name.
+mutants=(
+  "verify-mismatch-exits-0|tools/prstm-run.c|s/^    status = EXIT_VERIFY;\$/    status = EXIT_OK;/"
+  "violated-invariant-exits-0|tools/prstm-run.c|s/^  status = rep.invariant_ok ? EXIT_OK : EXIT_RUNTIME;\$/  status = EXIT_OK;/"
+  "close-abandons-without-the-final-run|engine/stream.c|s/^      rc = stream_launch(s, 0, 0, s->queue_len, 1);\$/      stream_abandon_queue(s); break;/"
+  "lower-tags-first-in-a-sweep|cmp/cmp_walk.h|s/^    for (int tag = 15; tag >= 0; tag--) {\$/    for (int tag = 0; tag <= 15; tag++) {/"
+  "results-written-in-place|loaders/write_atomic.c|s/^  return write_atomic_regular(path, text, len, err, errlen);\$/  return write_in_place(path, text, len, err, errlen);/"
+  "read-validation-removed|engine/prstm_stm.h|s/^    if (prstm_lock_is_locked(w) || prstm_lock_version(w) != r->version) return 0;\$/    if (0) return 0;/"
+  "rows-renumbered-per-unit|txtable/txtable_view.h|s/^  return t->row_id \&\& r >= t->ids_from ? t->row_id\[r - t->ids_from\] : t->row_base + r;\$/  return r;/"
+  "pending-row-passes-the-certificate|engine/verify.c|s/^    if ((b->status\[i\] \& PRSTM_STATUS_MASK) == PRSTM_PENDING)\$/    if (0)/"
+  "read-hash-not-compared|engine/verify.c|s/^    if (b->read_hash \&\& b->read_hash\[row\] != t.read_hash\[j\]) {\$/    if (0) {/"
+  "decision-counts-not-compared|engine/verify.c|s/^  if (committed != c->committed || failed != c->failed || abandoned != c->abandoned) {\$/  if (0) {/"
+  "unit-sequences-not-shifted|engine/stream.c|s/^  s->seq_base += sequences;\$/  (void)sequences;/"
+)
+
+mkdir -p "$scratch"
+src=$scratch/src
+build=$scratch/build
+log=$scratch/log
+mkdir -p "$log"
+# The scratch copy: the tracked files as they are in the work tree now.
+rm -rf "$src"
+mkdir -p "$src"
+(cd "$root" && git ls-files -z | xargs -0 cp --parents -t "$src")
+echo "mutate: building the unmutated copy in $build"
+cmake -S "$src" -B "$build" -DPRSTM_WITH_CUDA=OFF -DPRSTM_BUILD_FUZZERS=OFF -DCMAKE_BUILD_TYPE=Release >"$log/configure.log" 2>&1 ||
+  { echo "mutate: configure failed (see $log/configure.log)"; exit 2; }
+cmake --build "$build" -j"$(nproc)" >"$log/build.log" 2>&1 || { echo "mutate: build failed (see $log/build.log)"; exit 2; }
+# The suite must pass unmutated, or no mutant's verdict means anything.
+ctest --test-dir "$build" -j"$(nproc)" >"$log/baseline.log" 2>&1 ||
+  { echo "mutate: the unmutated suite fails (see $log/baseline.log)"; exit 2; }
+
+survivors=()
+stale=()
+for m in "${mutants[@]}"; do
+  IFS='|' read -r name file expr <<<"$m"
+  if ((${#wanted[@]})) && [[ ! " ${wanted[*]} " == *" $name "* ]]; then continue; fi
+  cp "$src/$file" "$scratch/original"
+  sed -i "$expr" "$src/$file"
+  if cmp -s "$src/$file" "$scratch/original"; then
+    echo "mutate: $name: no longer applies to $file"
+    stale+=("$name")
+    continue
+  fi
+  start=$SECONDS
+  if ! cmake --build "$build" -j"$(nproc)" >"$log/$name.build.log" 2>&1; then
+    verdict="caught (does not build)"
+  elif ctest --test-dir "$build" -j"$(nproc)" >"$log/$name.log" 2>&1; then
+    verdict="SURVIVED"
+    survivors+=("$name")
+  else
+    verdict="caught by $(grep -E '^\s+[0-9]+ - ' "$log/$name.log" | sed 's/^ *[0-9]* - //; s/ (.*//' | paste -sd, -)"
+  fi
+  echo "mutate: $name: $verdict ($((SECONDS - start)) s)"
+  cp "$scratch/original" "$src/$file"
+done
+# Leave the scratch build as the unmutated copy.
+cmake --build "$build" -j"$(nproc)" >/dev/null 2>&1
+if ((${#stale[@]})); then
+  echo "mutate: ${#stale[@]} mutants no longer apply: ${stale[*]}"
+  exit 2
+fi
+if ((${#survivors[@]})); then
+  echo "mutate: ${#survivors[@]} mutants survived the suite: ${survivors[*]}"
+  exit 1
+fi
+echo "mutate: every mutant was caught"
