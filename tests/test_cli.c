@@ -521,7 +521,7 @@ static const char *broken_config(int invariant, const char *type, unsigned count
                                "{\"plugin\": \"%s\", \"engine\": {\"backend\": \"cpu\", \"threads\": 4},\n"
                                " \"state\": {\"words\": 4, \"invariant\": %d},\n"
                                " \"batch\": {\"transactions\": [",
-                               PRSTM_BROKEN_PLUGIN, invariant);
+                               test_built_path(PRSTM_BROKEN_PLUGIN, "libprstm_test_broken.so"), invariant);
   for (unsigned i = 0; i < count; i++)
     at += (size_t)snprintf(text + at, sizeof text - at, "%s{\"type\": \"%s\", \"counter\": %u}", i ? ", " : "",
                            type, i % 4);

@@ -18,14 +18,9 @@
 #define RUN_LIMIT_S 120
 #define MAX_RANGES 64
 
-/* The recorder library; on the GPU machine it travels flattened into the
- * folder named by PRSTM_TEST_BIN_DIR, like the test plugins. */
+/* The recorder library (test_built_path). */
 static const char *recorder_path(void) {
-  static char buf[PATH_MAX];
-  const char *dir = getenv("PRSTM_TEST_BIN_DIR");
-  if (dir == NULL || *dir == '\0') return PRSTM_NVTX_RECORDER;
-  snprintf(buf, sizeof buf, "%s/libprstm_test_nvtx_recorder.so", dir);
-  return buf;
+  return test_built_path(PRSTM_NVTX_RECORDER, "libprstm_test_nvtx_recorder.so");
 }
 
 static char workdir[PATH_MAX];

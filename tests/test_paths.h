@@ -2,6 +2,7 @@
 #ifndef TEST_PATHS_H
 #define TEST_PATHS_H
 
+#include <stdio.h>
 #include <stdlib.h>
 
 /* Without the build's paths every test would fail to find the program or its
@@ -32,6 +33,19 @@ static inline const char *test_run_path(void) {
 static inline const char *test_source_dir(void) {
   const char *env = getenv("PRSTM_SOURCE_DIR");
   return env && *env ? env : PRSTM_SOURCE_DIR;
+}
+
+/* A program or plugin the build made: its compiled-in path, or, where the
+ * tests travel with their programs and plugins flattened into one folder
+ * (a GPU machine), `name` in the folder PRSTM_TEST_BIN_DIR names. */
+static inline const char *test_built_path(const char *compiled, const char *name) {
+  static char buf[4][4096];
+  static int next;
+  const char *dir = getenv("PRSTM_TEST_BIN_DIR");
+  if (dir == NULL || *dir == '\0') return compiled;
+  char *b = buf[next++ % 4];
+  snprintf(b, sizeof buf[0], "%s/%s", dir, name);
+  return b;
 }
 
 #endif /* TEST_PATHS_H */

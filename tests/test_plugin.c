@@ -11,21 +11,11 @@
 #include "prstm.h"
 #include "test_paths.h"
 
-/* The example's program and plugin and the test plugins; on the GPU machine
- * they travel flattened into one folder named by PRSTM_TEST_BIN_DIR. */
-static const char *built(const char *compiled, const char *name) {
-  static char buf[4][PATH_MAX];
-  static int next;
-  const char *dir = getenv("PRSTM_TEST_BIN_DIR");
-  if (dir == NULL || *dir == '\0') return compiled;
-  char *b = buf[next++ % 4];
-  snprintf(b, PATH_MAX, "%s/%s", dir, name);
-  return b;
-}
-#define SEATS_PROGRAM built(PRSTM_SEATS_PROGRAM, "seats")
-#define SEATS_PLUGIN built(PRSTM_SEATS_PLUGIN, "libseats.so")
-#define WRONG_ABI_PLUGIN built(PRSTM_WRONG_ABI_PLUGIN, "libprstm_test_wrong_abi.so")
-#define NO_ENTRY_PLUGIN built(PRSTM_NO_ENTRY_PLUGIN, "libprstm_test_no_entry.so")
+/* The example's program and plugin and the test plugins (test_built_path). */
+#define SEATS_PROGRAM test_built_path(PRSTM_SEATS_PROGRAM, "seats")
+#define SEATS_PLUGIN test_built_path(PRSTM_SEATS_PLUGIN, "libseats.so")
+#define WRONG_ABI_PLUGIN test_built_path(PRSTM_WRONG_ABI_PLUGIN, "libprstm_test_wrong_abi.so")
+#define NO_ENTRY_PLUGIN test_built_path(PRSTM_NO_ENTRY_PLUGIN, "libprstm_test_no_entry.so")
 
 static char workdir[64];
 

@@ -8,6 +8,7 @@
 #include "bank_body.h"
 #include "prstm.h"
 #include "test_backend.h"
+#include "test_paths.h"
 #include "test_workload.h"
 
 #define CPU_THREADS 16
@@ -987,7 +988,7 @@ Test(stream_gpu, close_runs_the_carried_rows_before_abandoning) {
  * the workload's invariant checked at the end. Returns the rows committed. */
 static uint64_t run_config_chunked(const char *name, prstm_backend backend, uint32_t threads, uint64_t chunk_rows) {
   char path[1024], err[512] = "";
-  snprintf(path, sizeof path, "%s/tests/data/stress/%s", PRSTM_SOURCE_DIR, name);
+  snprintf(path, sizeof path, "%s/stress/%s", test_data_dir(), name);
   prstm_config cfg;
   cr_assert_eq(prstm_config_load(path, &cfg, err, sizeof err), 0, "%s", err);
   cfg.options.backend = backend;

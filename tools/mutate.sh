@@ -64,7 +64,7 @@ for m in "${mutants[@]}"; do
     verdict="SURVIVED"
     survivors+=("$name")
   else
-    verdict="caught by $(grep -E '^\s+[0-9]+ - ' "$log/$name.log" | sed 's/^ *[0-9]* - //; s/ (.*//' | paste -sd, -)"
+    verdict="caught by $(grep -E '^[[:space:]]+[0-9]+ - ' "$log/$name.log" | sed -E 's/^[[:space:]]*[0-9]+ - //; s/ \(.*//' | paste -sd, -)"
   fi
   echo "mutate: $name: $verdict ($((SECONDS - start)) s)"
   cp "$scratch/original" "$src/$file"
