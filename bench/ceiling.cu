@@ -8,7 +8,7 @@
 
 /* The kernel's threads per block, the engine's own block size, so that a
  * thread count means the same launch shape for both. */
-#define CEILING_BLOCK_THREADS PRSTM_GPU_BLOCK_THREADS
+#define CEILING_BLOCK_THREADS PRSTM_POLICY_BLOCK_THREADS
 
 /* Every CUDA call goes through this: a failure becomes PRSTM_ECUDA with the
  * call, the runtime's message and the line, and the buffers are freed. */
@@ -65,42 +65,42 @@ __device__ __forceinline__ unsigned ceiling_decode(const ceiling_args &a, uint64
   const uint64_t n = a.n;
   switch (op) {
     case PRSTM_BENCH_OP_DEPOSIT:
-      account[0] = prstm_table_load_u64(&a.args[row]);
-      delta[0] = prstm_table_load_u64(&a.args[n + row]);
+      account[0] = port_table_load_u64(&a.args[row]);
+      delta[0] = port_table_load_u64(&a.args[n + row]);
       return 1;
     case PRSTM_BENCH_OP_WITHDRAW:
-      account[0] = prstm_table_load_u64(&a.args[row]);
-      delta[0] = 0 - prstm_table_load_u64(&a.args[n + row]);
+      account[0] = port_table_load_u64(&a.args[row]);
+      delta[0] = 0 - port_table_load_u64(&a.args[n + row]);
       return 1;
     case PRSTM_BENCH_OP_TRANSFER: {
-      uint64_t amount = prstm_table_load_u64(&a.args[2 * n + row]);
-      account[0] = prstm_table_load_u64(&a.args[row]);
+      uint64_t amount = port_table_load_u64(&a.args[2 * n + row]);
+      account[0] = port_table_load_u64(&a.args[row]);
       delta[0] = 0 - amount;
-      account[1] = prstm_table_load_u64(&a.args[n + row]);
+      account[1] = port_table_load_u64(&a.args[n + row]);
       delta[1] = amount;
       return 2;
     }
     case PRSTM_BENCH_OP_MULTI: {
-      uint64_t amount = prstm_table_load_u64(&a.args[n + row]), count = prstm_table_load_u64(&a.args[2 * n + row]);
+      uint64_t amount = port_table_load_u64(&a.args[n + row]), count = port_table_load_u64(&a.args[2 * n + row]);
       if (count + 1 > (uint64_t)CAP) count = CAP - 1; /* the host picks CAP to cover every row */
       /* Slot k < count is a source, slot count the target; written in one
        * loop so that the small variant's slot indices stay constants. */
       CEILING_FOR_SLOTS(k, (unsigned)count + 1, {
         const int source = k < count;
-        account[k] = prstm_table_load_u64(&a.args[source ? (3 + k) * n + row : row]);
+        account[k] = port_table_load_u64(&a.args[source ? (3 + k) * n + row : row]);
         delta[k] = source ? 0 - amount : amount * count;
       })
       return (unsigned)count + 1;
     }
     default:
-      account[0] = prstm_table_load_u64(&a.args[row]);
+      account[0] = port_table_load_u64(&a.args[row]);
       delta[0] = 0;
       return 1;
   }
 }
 
 /* The table is read and its statuses written through the engine's streaming
- * accesses (prstm_table_load_u8/u64, prstm_table_store_u8), so that the
+ * accesses (port_table_load_u8/u64, port_table_store_u8), so that the
  * ceiling has every advantage the engine has.
  *
  * Per account: the lock word (acquire) and the value, as a PR-STM read; two
@@ -115,33 +115,33 @@ template <int CAP>
 __global__ void __launch_bounds__(CEILING_BLOCK_THREADS) ceiling_kernel(ceiling_args a) {
   const uint64_t rank = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
   if (rank >= a.threads) return;
-  const uint64_t prio = prstm_priority(0, (uint32_t)rank);
+  const uint64_t prio = cmp_priority(0, (uint32_t)rank);
   uint64_t sink = 0;
   for (uint64_t row = rank; row < a.n; row += a.threads) {
-    unsigned op = prstm_table_load_u8(&a.op[row]);
+    unsigned op = port_table_load_u8(&a.op[row]);
     uint64_t account[CAP], delta[CAP], version[CAP];
     unsigned m = ceiling_decode<CAP>(a, row, op, account, delta);
     CEILING_FOR_SLOTS(i, m, {
-      uint64_t w = prstm_load_acquire(&a.locks[prstm_lock_index(account[i], a.lock_coverage)]);
-      sink += w ^ prstm_load_relaxed(&a.words[account[i]]);
-      version[i] = prstm_lock_version(w);
+      uint64_t w = port_load_acquire(&a.locks[stm_lock_index(account[i], a.lock_coverage)]);
+      sink += w ^ port_load_relaxed(&a.words[account[i]]);
+      version[i] = stm_lock_version(w);
     })
     if (op != PRSTM_BENCH_OP_BALANCE) {
       CEILING_FOR_SLOTS(i, m, {
-        uint64_t *lw = &a.locks[prstm_lock_index(account[i], a.lock_coverage)];
+        uint64_t *lw = &a.locks[stm_lock_index(account[i], a.lock_coverage)];
         if (!a.direct)
-          prstm_cas(lw, prstm_lock_make(version[i], 0, 0), prstm_lock_make(version[i], prio, PRSTM_LOCK_PRELOCKED));
-        prstm_cas(lw, prstm_lock_make(version[i], a.direct ? 0 : prio, a.direct ? 0 : PRSTM_LOCK_PRELOCKED),
-                  prstm_lock_make(version[i], prio, PRSTM_LOCK_LOCKED));
+          port_cas(lw, stm_lock_make(version[i], 0, 0), stm_lock_make(version[i], prio, STM_LOCK_PRELOCKED));
+        port_cas(lw, stm_lock_make(version[i], a.direct ? 0 : prio, a.direct ? 0 : STM_LOCK_PRELOCKED),
+                  stm_lock_make(version[i], prio, STM_LOCK_LOCKED));
       })
-      prstm_fence_acq_rel();
+      port_fence_acq_rel();
       CEILING_FOR_SLOTS(i, m, atomicAdd((unsigned long long *)&a.words[account[i]], (unsigned long long)delta[i]);)
       CEILING_FOR_SLOTS(i, m, {
-        prstm_store_relaxed(&a.locks[prstm_lock_index(account[i], a.lock_coverage)],
-                            prstm_lock_make(version[i] + 1, 0, 0));
+        port_store_relaxed(&a.locks[stm_lock_index(account[i], a.lock_coverage)],
+                            stm_lock_make(version[i] + 1, 0, 0));
       })
     }
-    prstm_table_store_u8(&a.status[row], PRSTM_COMMITTED);
+    port_table_store_u8(&a.status[row], PRSTM_COMMITTED);
   }
   /* The loads are volatile and stay anyway; the sink only makes their use
    * visible, and is written by no thread in practice. */

@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "prstm.h"
+#include "prstm_tx.h"
 
 #ifdef __cplusplus
 extern "C" {

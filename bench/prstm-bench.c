@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "ceiling.h"
-#include "prstm.h"
+#include "prstm_tx.h"
 
 enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2, EXIT_INCOMPLETE = 3 };
 
@@ -248,7 +248,7 @@ static int check_outcomes(const prstm_batch *b, const prstm_results *r, char *ms
 static double table_bytes_per_tx(const prstm_results *r, uint64_t nwords, uint32_t coverage) {
   if (!r->gpu_bytes || !r->transactions) return -1;
   uint64_t nlocks = (nwords + coverage - 1) / coverage;
-  uint64_t other = 8 * (nwords + nlocks) + (uint64_t)sizeof(prstm_thread_stats) * r->threads + 8 * PRSTM_Q_WORDS;
+  uint64_t other = 8 * (nwords + nlocks) + (uint64_t)sizeof(stm_thread_stats) * r->threads + 8 * STM_Q_WORDS;
   if (other >= r->gpu_bytes) return -1;
   return (double)(r->gpu_bytes - other) / (double)r->transactions;
 }

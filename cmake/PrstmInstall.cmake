@@ -3,7 +3,8 @@
 # Included from the top-level CMakeLists.txt after the prstm and prstm-run
 # targets exist. `cmake --install build --prefix DIR` then lays out:
 #   DIR/lib/libprstm.so*                     the library, built-in workloads included
-#   DIR/include/prstm/*.h                    prstm.h and the headers a workload body needs
+#   DIR/include/prstm/prstm.h, prstm_tx.h    the host API and the body API
+#   DIR/include/prstm/detail/*.h             the layers under the body API's inline code
 #   DIR/bin/prstm-run                        the CLI
 #   DIR/lib/cmake/prstm/                     prstmConfig.cmake, its version file, the
 #                                            exported targets and PrstmWorkload.cmake
@@ -20,17 +21,21 @@ endif()
 
 set(PRSTM_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/prstm)
 
-# prstm.h includes the body API (prstm_stm.h) and through it the port layer,
-# the priority rule, the table view and the sweep; a workload's bodies need
-# all of them, so they are installed side by side in one folder.
+# prstm_tx.h, the body API, is inline code over the port layer, the tuning
+# policy, the lock word, the table view, the STM core and the contention
+# manager's walk: a workload's bodies need them all, so they are installed
+# under detail/, which the package puts on the include path too.
+install(FILES ${PROJECT_SOURCE_DIR}/include/prstm/prstm.h ${PROJECT_SOURCE_DIR}/include/prstm/prstm_tx.h
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/prstm)
 install(FILES
-  ${PROJECT_SOURCE_DIR}/engine/prstm.h
-  ${PROJECT_SOURCE_DIR}/engine/prstm_stm.h
-  ${PROJECT_SOURCE_DIR}/engine/prstm_port.h
+  ${PROJECT_SOURCE_DIR}/engine/stm/stm_port.h
+  ${PROJECT_SOURCE_DIR}/engine/stm/stm_policy.h
+  ${PROJECT_SOURCE_DIR}/engine/stm/stm_lock.h
+  ${PROJECT_SOURCE_DIR}/engine/stm/stm_core.h
+  ${PROJECT_SOURCE_DIR}/txtable/txtable_view.h
   ${PROJECT_SOURCE_DIR}/cmp/cmp_priority.h
   ${PROJECT_SOURCE_DIR}/cmp/cmp_walk.h
-  ${PROJECT_SOURCE_DIR}/txtable/txtable_view.h
-  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/prstm)
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/prstm/detail)
 
 # An installed prstm-run finds the installed library next to it, wherever the
 # prefix is; both keep the path of the CUDA runtime they were linked with,

@@ -2,36 +2,37 @@
 #ifndef CMP_WALK_H
 #define CMP_WALK_H
 
-/* Included by prstm_stm.h after the transaction operations it builds on. */
+#include "cmp_priority.h"
+#include "stm_core.h"
 
 /* A workload's dispatcher: runs the body of `type` for the row in tx and
  * returns PRSTM_COMMIT, PRSTM_POSTPONE or PRSTM_FAIL. */
-typedef int (*prstm_dispatch_fn)(prstm_tx *tx, unsigned type);
+typedef int (*cmp_dispatch_fn)(prstm_tx *tx, unsigned type);
 
-/* The word PRSTM_Q_EPOCH_STALLED: epoch tag (the epoch's low 22 bits) |
+/* The word STM_Q_EPOCH_STALLED: epoch tag (the epoch's low 22 bits) |
  * registrations not yet confirmed (21) | threads stalled in the epoch (21).
  * Thread counts fit in 21 bits (PRSTM_MAX_THREADS). A registration adds to
  * both low fields in one fetch-and-add, then confirms (or undoes) itself;
  * quiescence is judged only on a word with nothing unconfirmed. The epoch in
- * full is PRSTM_Q_EPOCH, which a bump advances after the tag: a tag can come
+ * full is STM_Q_EPOCH, which a bump advances after the tag: a tag can come
  * round again, the full epoch cannot. See cmp_wait_quiescent. */
-#define PRSTM_Q_COUNT_BITS 21
-#define PRSTM_Q_COUNT_MASK ((1ull << PRSTM_Q_COUNT_BITS) - 1)
-#define PRSTM_Q_UNCONFIRMED_ONE (1ull << PRSTM_Q_COUNT_BITS)
-#define PRSTM_Q_UNCONFIRMED_MASK (PRSTM_Q_COUNT_MASK << PRSTM_Q_COUNT_BITS)
-#define PRSTM_Q_EPOCH_SHIFT (2 * PRSTM_Q_COUNT_BITS)
-#define PRSTM_Q_TAG_MASK ((1ull << (64 - PRSTM_Q_EPOCH_SHIFT)) - 1)
-PRSTM_INLINE uint64_t prstm_q_epoch(uint64_t s) { return s >> PRSTM_Q_EPOCH_SHIFT; }
-PRSTM_INLINE uint64_t prstm_q_tag(uint64_t epoch) { return epoch & PRSTM_Q_TAG_MASK; }
-PRSTM_INLINE uint64_t prstm_q_stalled(uint64_t s) { return s & PRSTM_Q_COUNT_MASK; }
-PRSTM_INLINE uint64_t prstm_q_unconfirmed(uint64_t s) { return (s & PRSTM_Q_UNCONFIRMED_MASK) >> PRSTM_Q_COUNT_BITS; }
+#define CMP_Q_COUNT_BITS 21
+#define CMP_Q_COUNT_MASK ((1ull << CMP_Q_COUNT_BITS) - 1)
+#define CMP_Q_UNCONFIRMED_ONE (1ull << CMP_Q_COUNT_BITS)
+#define CMP_Q_UNCONFIRMED_MASK (CMP_Q_COUNT_MASK << CMP_Q_COUNT_BITS)
+#define CMP_Q_EPOCH_SHIFT (2 * CMP_Q_COUNT_BITS)
+#define CMP_Q_TAG_MASK ((1ull << (64 - CMP_Q_EPOCH_SHIFT)) - 1)
+PRSTM_INLINE uint64_t cmp_q_epoch(uint64_t s) { return s >> CMP_Q_EPOCH_SHIFT; }
+PRSTM_INLINE uint64_t cmp_q_tag(uint64_t epoch) { return epoch & CMP_Q_TAG_MASK; }
+PRSTM_INLINE uint64_t cmp_q_stalled(uint64_t s) { return s & CMP_Q_COUNT_MASK; }
+PRSTM_INLINE uint64_t cmp_q_unconfirmed(uint64_t s) { return (s & CMP_Q_UNCONFIRMED_MASK) >> CMP_Q_COUNT_BITS; }
 
 /* prstm_exec_ctx.semantic holds the semantic mode in its low byte and run
  * flags above it. KEEP_POSTPONED: at global quiescence the postponed rows
  * stay pending instead of being abandoned, because the run is one batch of
  * a stream (engine/stream.c) whose later batches may still fund them. */
-#define PRSTM_SEMANTIC_MODE_MASK 0xffu
-#define PRSTM_SEMANTIC_KEEP_POSTPONED 0x100u
+#define CMP_SEMANTIC_MODE_MASK 0xffu
+#define CMP_SEMANTIC_KEEP_POSTPONED 0x100u
 
 /* An attempt that lost to a lock holder (a final lock, or a pre-lock of
  * higher priority) waits for the holder's lock word to change before it
@@ -43,19 +44,18 @@ PRSTM_INLINE uint64_t prstm_q_unconfirmed(uint64_t s) { return (s & PRSTM_Q_UNCO
  * waits can form; the bound covers a word that comes back to the value seen
  * (the same holder pre-locking the same version again), after which the
  * attempt simply retries. Wide write sets (128 accounts a transfer) meet
- * that case often, so the bound is about 30 us on the GPU, a few times what
- * a contended commit takes. Other aborts (a version that moved: the new
- * value is there to read) retry after the usual short pause. */
-#define PRSTM_CONFLICT_WAIT_ROUNDS 128u
+ * that case often, so the bound (PRSTM_POLICY_CONFLICT_WAIT_ROUNDS) is a few
+ * times what a contended commit takes. Other aborts (a version that moved:
+ * the new value is there to read) retry after the usual short pause. */
 PRSTM_INLINE void cmp_wait_conflict(const prstm_exec_ctx *ctx, const prstm_tx *tx, unsigned attempt) {
   if (!tx->conflict_wait) {
-    prstm_pause(attempt);
+    port_pause(attempt);
     return;
   }
   const uint64_t *lw = &ctx->locks[tx->conflict_lock];
-  for (unsigned round = 0; round < PRSTM_CONFLICT_WAIT_ROUNDS; round++) {
-    if (prstm_load_acquire(lw) != tx->conflict_word || PRSTM_STOPPED(ctx)) return;
-    prstm_pause(round < 8u ? round : 8u);
+  for (unsigned round = 0; round < PRSTM_POLICY_CONFLICT_WAIT_ROUNDS; round++) {
+    if (port_load_acquire(lw) != tx->conflict_word || STM_STOPPED(ctx)) return;
+    port_pause(round < 8u ? round : 8u);
   }
 }
 
@@ -69,46 +69,46 @@ PRSTM_INLINE void cmp_record_order(const prstm_exec_ctx *ctx, const prstm_tx *tx
 /* Executes row until it commits, fails, or is postponed by a semantic
  * conflict; concurrent conflicts are retried here, and the priority rule
  * guarantees that some committer always makes progress. Returns the final
- * status, or PRSTM_STATUS_POSTPONED. */
-#define PRSTM_STATUS_POSTPONED 0u
-#define PRSTM_STATUS_STOPPED 4u /* the watchdog stopped the run: the row stays pending */
+ * status, or CMP_POSTPONED. */
+#define CMP_POSTPONED 0u
+#define CMP_STOPPED 4u /* the watchdog stopped the run: the row stays pending */
 PRSTM_INLINE unsigned cmp_attempt(prstm_tx *tx, const prstm_exec_ctx *ctx, uint64_t row, unsigned type,
-                                  uint32_t rank, prstm_dispatch_fn dispatch, prstm_thread_stats *st,
+                                  uint32_t rank, cmp_dispatch_fn dispatch, stm_thread_stats *st,
                                   unsigned *reason) {
-  uint64_t prio = prstm_priority(ctx->type_tag[type], rank);
+  uint64_t prio = cmp_priority(ctx->type_tag[type], rank);
   /* With verification on, every final decision takes its place in the commit
    * order, failures included: they too were decided on some snapshot. */
   uint64_t seq = 0;
   uint64_t *seqp = ctx->table.seq ? &seq : 0;
   for (unsigned attempt = 0;; attempt++) {
-    prstm_tx_begin(tx, row, prio);
+    stm_tx_begin(tx, row, prio);
     tx->direct = attempt == 0;
     int outcome = dispatch(tx, type);
-    if (tx->state == PRSTM_TX_CAPACITY || tx->state == PRSTM_TX_BAD_ADDRESS) {
+    if (tx->state == STM_TX_CAPACITY || tx->state == STM_TX_BAD_ADDRESS) {
       /* Only a consistent snapshot may fail a transaction: a doomed attempt
        * that computed a wild address is retried instead. */
-      unsigned why = tx->state == PRSTM_TX_CAPACITY ? 1u : 2u; /* PRSTM_REASON_CAPACITY / _BAD_ADDRESS */
-      tx->state = PRSTM_TX_OK;
+      unsigned why = tx->state == STM_TX_CAPACITY ? 1u : 2u; /* PRSTM_REASON_CAPACITY / _BAD_ADDRESS */
+      tx->state = STM_TX_OK;
       tx->nwrites = 0;
       tx->nlocks = 0;
-      if (prstm_tx_commit(tx, seqp)) {
+      if (stm_tx_commit(tx, seqp)) {
         cmp_record_order(ctx, tx, row, seqp);
         *reason = why;
         return 3u; /* PRSTM_FAILED */
       }
-    } else if (tx->state == PRSTM_TX_OK) {
+    } else if (tx->state == STM_TX_OK) {
       if (outcome == PRSTM_POSTPONE) {
         /* Declare a semantic conflict only on a consistent snapshot. */
-        if (prstm_tx_snapshot_valid(tx)) return PRSTM_STATUS_POSTPONED;
+        if (stm_tx_snapshot_valid(tx)) return CMP_POSTPONED;
       } else if (outcome == PRSTM_FAIL) {
         tx->nwrites = 0;
         tx->nlocks = 0;
-        if (prstm_tx_commit(tx, seqp)) {
+        if (stm_tx_commit(tx, seqp)) {
           cmp_record_order(ctx, tx, row, seqp);
           *reason = tx->reason;
           return 3u; /* PRSTM_FAILED */
         }
-      } else if (prstm_tx_commit(tx, seqp)) {
+      } else if (stm_tx_commit(tx, seqp)) {
         cmp_record_order(ctx, tx, row, seqp);
         if (ctx->table.result) ctx->table.result[row] = tx->result;
         *reason = 0;
@@ -116,7 +116,7 @@ PRSTM_INLINE unsigned cmp_attempt(prstm_tx *tx, const prstm_exec_ctx *ctx, uint6
       }
     }
     st->aborts++;
-    if (PRSTM_STOPPED(ctx)) return PRSTM_STATUS_STOPPED;
+    if (STM_STOPPED(ctx)) return CMP_STOPPED;
     cmp_wait_conflict(ctx, tx, attempt);
   }
 }
@@ -131,21 +131,21 @@ PRSTM_INLINE unsigned cmp_attempt(prstm_tx *tx, const prstm_exec_ctx *ctx, uint6
  * starts with no stalled thread, but keeps the unconfirmed registrations:
  * each of those is taken back by its own thread (cmp_wait_quiescent). */
 PRSTM_INLINE void cmp_bump_epoch(const prstm_exec_ctx *ctx) {
-  uint64_t *q = &ctx->quiesce[PRSTM_Q_EPOCH_STALLED];
-  prstm_fence_sc(); /* commits of the sweep happen before the loads below */
-  uint64_t s = prstm_load_acquire(q);
+  uint64_t *q = &ctx->quiesce[STM_Q_EPOCH_STALLED];
+  port_fence_sc(); /* commits of the sweep happen before the loads below */
+  uint64_t s = port_load_acquire(q);
   for (unsigned round = 0;; round++) {
-    uint64_t next = (prstm_q_tag(prstm_q_epoch(s) + 1) << PRSTM_Q_EPOCH_SHIFT) | (s & PRSTM_Q_UNCONFIRMED_MASK);
-    if (prstm_cas(q, s, next)) {
+    uint64_t next = (cmp_q_tag(cmp_q_epoch(s) + 1) << CMP_Q_EPOCH_SHIFT) | (s & CMP_Q_UNCONFIRMED_MASK);
+    if (port_cas(q, s, next)) {
       /* The full epoch follows the tag; a sweep that reads it has seen the
        * commits behind every bump it counts. */
-      prstm_fetch_add(&ctx->quiesce[PRSTM_Q_EPOCH], 1);
+      port_fetch_add(&ctx->quiesce[STM_Q_EPOCH], 1);
       return;
     }
-    uint64_t now = prstm_load_acquire(q);
-    if (prstm_q_epoch(now) != prstm_q_epoch(s)) return;
+    uint64_t now = port_load_acquire(q);
+    if (cmp_q_epoch(now) != cmp_q_epoch(s)) return;
     s = now; /* only a stalled thread registered: the epoch must still move */
-    prstm_pause(round);
+    port_pause(round);
   }
 }
 
@@ -154,7 +154,7 @@ PRSTM_INLINE void cmp_bump_epoch(const prstm_exec_ctx *ctx) {
  * makes every commit ordered before that bump visible to the next sweep. */
 PRSTM_INLINE int cmp_woken(unsigned round) {
   (void)round;
-  prstm_fence_sc();
+  port_fence_sc();
   return 0;
 }
 
@@ -166,13 +166,13 @@ PRSTM_INLINE int cmp_woken(unsigned round) {
  * within those few instructions. A CAS loop serves. */
 PRSTM_INLINE void cmp_unregister_stale(uint64_t *q, uint64_t landed_epoch) {
   for (unsigned round = 0;; round++) {
-    uint64_t s = prstm_load_acquire(q);
-    if (prstm_q_epoch(s) != landed_epoch) {
-      prstm_fetch_add(q, (uint64_t)0 - PRSTM_Q_UNCONFIRMED_ONE);
+    uint64_t s = port_load_acquire(q);
+    if (cmp_q_epoch(s) != landed_epoch) {
+      port_fetch_add(q, (uint64_t)0 - CMP_Q_UNCONFIRMED_ONE);
       return;
     }
-    if (prstm_cas(q, s, s - PRSTM_Q_UNCONFIRMED_ONE - 1)) return;
-    prstm_pause(round);
+    if (port_cas(q, s, s - CMP_Q_UNCONFIRMED_ONE - 1)) return;
+    port_pause(round);
   }
 }
 
@@ -194,7 +194,7 @@ PRSTM_INLINE void cmp_unregister_stale(uint64_t *q, uint64_t landed_epoch) {
  * only ever counted together with a mark, and quiescence is judged on a word
  * without marks, where every stall counted is a real one of this epoch.
  *
- * `epoch` is the full epoch (PRSTM_Q_EPOCH) read at the start of the sweep.
+ * `epoch` is the full epoch (STM_Q_EPOCH) read at the start of the sweep.
  * A tag equal to its low bits could come from an epoch 2^22 bumps later; the
  * full epoch read again after the add rules that out (it lags the tag by at
  * most the bumps in flight, fewer than 2^21), and any other change of it
@@ -205,25 +205,25 @@ PRSTM_INLINE int cmp_wait_quiescent(const prstm_exec_ctx *ctx, uint64_t epoch) {
   /* Most sweeps that end in a stale epoch are seen here, with a load, and
    * never touch the shared word (a thread that stalls in the tail of a run
    * often does, while others still commit). */
-  if (prstm_load_acquire(&q[PRSTM_Q_EPOCH]) != epoch) return cmp_woken(0);
-  uint64_t before = prstm_fetch_add(&q[PRSTM_Q_EPOCH_STALLED], PRSTM_Q_UNCONFIRMED_ONE + 1);
-  if (prstm_q_epoch(before) != prstm_q_tag(epoch) || prstm_load_acquire(&q[PRSTM_Q_EPOCH]) != epoch) {
-    cmp_unregister_stale(&q[PRSTM_Q_EPOCH_STALLED], prstm_q_epoch(before));
+  if (port_load_acquire(&q[STM_Q_EPOCH]) != epoch) return cmp_woken(0);
+  uint64_t before = port_fetch_add(&q[STM_Q_EPOCH_STALLED], CMP_Q_UNCONFIRMED_ONE + 1);
+  if (cmp_q_epoch(before) != cmp_q_tag(epoch) || port_load_acquire(&q[STM_Q_EPOCH]) != epoch) {
+    cmp_unregister_stale(&q[STM_Q_EPOCH_STALLED], cmp_q_epoch(before));
     return cmp_woken(0);
   }
-  prstm_fetch_add(&q[PRSTM_Q_EPOCH_STALLED], (uint64_t)0 - PRSTM_Q_UNCONFIRMED_ONE);
+  port_fetch_add(&q[STM_Q_EPOCH_STALLED], (uint64_t)0 - CMP_Q_UNCONFIRMED_ONE);
   for (unsigned round = 0;; round++) {
-    if (PRSTM_STOPPED(ctx)) return -1;
-    uint64_t s1 = prstm_load_acquire(&q[PRSTM_Q_EPOCH_STALLED]);
+    if (STM_STOPPED(ctx)) return -1;
+    uint64_t s1 = port_load_acquire(&q[STM_Q_EPOCH_STALLED]);
     /* The full epoch too: a tag can come round again after 2^22 bumps. */
-    if (prstm_q_epoch(s1) != prstm_q_tag(epoch) || prstm_load_acquire(&q[PRSTM_Q_EPOCH]) != epoch)
+    if (cmp_q_epoch(s1) != cmp_q_tag(epoch) || port_load_acquire(&q[STM_Q_EPOCH]) != epoch)
       return cmp_woken(round);
-    uint64_t done = prstm_load_acquire(&q[PRSTM_Q_DONE]);
+    uint64_t done = port_load_acquire(&q[STM_Q_DONE]);
     /* The epoch word read again unchanged proves no commit-and-finish slipped
      * in between the two reads. */
-    uint64_t s2 = prstm_load_acquire(&q[PRSTM_Q_EPOCH_STALLED]);
-    if (s1 == s2 && prstm_q_unconfirmed(s1) == 0 && prstm_q_stalled(s1) + done >= ctx->nthreads) return 1;
-    prstm_pause(round + 3);
+    uint64_t s2 = port_load_acquire(&q[STM_Q_EPOCH_STALLED]);
+    if (s1 == s2 && cmp_q_unconfirmed(s1) == 0 && cmp_q_stalled(s1) + done >= ctx->nthreads) return 1;
+    port_pause(round + 3);
   }
 }
 
@@ -232,25 +232,25 @@ PRSTM_INLINE int cmp_wait_quiescent(const prstm_exec_ctx *ctx, uint64_t epoch) {
  * report live counts (progress observer). Each count has a word of its own,
  * so a typical publish (commits only) costs one atomic, and every word the
  * host reads only ever grows. */
-PRSTM_INLINE void cmp_publish(const prstm_exec_ctx *ctx, prstm_thread_stats *st) {
+PRSTM_INLINE void cmp_publish(const prstm_exec_ctx *ctx, stm_thread_stats *st) {
   if (st->committed == st->published_committed && st->failed == st->published_failed &&
       st->abandoned == st->published_abandoned)
     return;
   if (st->committed != st->published_committed)
-    prstm_fetch_add(&ctx->quiesce[PRSTM_Q_COMMITTED], st->committed - st->published_committed);
+    port_fetch_add(&ctx->quiesce[STM_Q_COMMITTED], st->committed - st->published_committed);
   if (st->failed != st->published_failed)
-    prstm_fetch_add(&ctx->quiesce[PRSTM_Q_FAILED], st->failed - st->published_failed);
+    port_fetch_add(&ctx->quiesce[STM_Q_FAILED], st->failed - st->published_failed);
   if (st->abandoned != st->published_abandoned)
-    prstm_fetch_add(&ctx->quiesce[PRSTM_Q_ABANDONED], st->abandoned - st->published_abandoned);
+    port_fetch_add(&ctx->quiesce[STM_Q_ABANDONED], st->abandoned - st->published_abandoned);
   st->published_committed = st->committed;
   st->published_failed = st->failed;
   st->published_abandoned = st->abandoned;
-  st->published_ns = prstm_clock_ns();
+  st->published_ns = port_clock_ns();
 }
 
 PRSTM_INLINE void cmp_finish_row(const prstm_exec_ctx *ctx, uint64_t row, unsigned status, unsigned reason,
-                                 prstm_thread_stats *st) {
-  prstm_table_store_u8(&ctx->table.status[row], txtable_pack_status(status, reason));
+                                 stm_thread_stats *st) {
+  port_table_store_u8(&ctx->table.status[row], txtable_pack_status(status, reason));
   if (status == 1u) st->committed++;
   else if (status == 2u) st->abandoned++;
   else st->failed++;
@@ -259,41 +259,41 @@ PRSTM_INLINE void cmp_finish_row(const prstm_exec_ctx *ctx, uint64_t row, unsign
   /* The clock is read once every 16 decisions, not per transaction: on the
    * GPU the global timer read cost a few percent of an uncontended kernel,
    * and even slow decisions come 16 at a time well within the watchdog. */
-  if (unpublished >= PRSTM_PROGRESS_BATCH ||
-      ((unpublished & 15u) == 0 && prstm_clock_ns() - st->published_ns > PRSTM_PROGRESS_NS))
+  if (unpublished >= PRSTM_POLICY_PROGRESS_BATCH ||
+      ((unpublished & 15u) == 0 && port_clock_ns() - st->published_ns > PRSTM_POLICY_PROGRESS_NS))
     cmp_publish(ctx, st);
 }
 
 /* The papers' comparator: a semantic conflict is retried in place, and the
  * transaction is abandoned after retry_limit retries. */
 PRSTM_INLINE void cmp_walk_retry(prstm_tx *tx, const prstm_exec_ctx *ctx, uint32_t rank,
-                                 prstm_dispatch_fn dispatch, prstm_thread_stats *st) {
+                                 cmp_dispatch_fn dispatch, stm_thread_stats *st) {
   const uint64_t n = ctx->table.n, step = ctx->nthreads;
   /* The lanes of a warp walk their rows together, as in cmp_walk_postpone:
    * the comparator gets the same coalesced table reads as the engine. A lane
    * retrying a semantic conflict holds its warp at most retry_limit pauses,
    * as the lockstep warps of the papers' GPUs did. */
-  const unsigned lanes = prstm_warp_lanes(rank, ctx->nthreads);
-  const uint64_t lane = prstm_warp_lane(rank);
+  const unsigned lanes = port_warp_lanes(rank, ctx->nthreads);
+  const uint64_t lane = port_warp_lane(rank);
   int stopped = 0;
   st->sweeps++;
   for (uint64_t row = rank; row - lane < n; row += step) {
-    prstm_warp_sync(lanes);
+    port_warp_sync(lanes);
     if (stopped || row >= n) continue;
-    const unsigned type = prstm_table_load_u8(&ctx->table.type[row]);
+    const unsigned type = port_table_load_u8(&ctx->table.type[row]);
     for (uint32_t retries = 0;; retries++) {
       unsigned reason = 0;
       unsigned s = cmp_attempt(tx, ctx, row, type, rank, dispatch, st, &reason);
-      if (s == PRSTM_STATUS_STOPPED) {
+      if (s == CMP_STOPPED) {
         stopped = 1;
         break;
       }
-      if (s != PRSTM_STATUS_POSTPONED) {
+      if (s != CMP_POSTPONED) {
         cmp_finish_row(ctx, row, s, reason, st);
         break;
       }
       st->postponements++;
-      if (PRSTM_STOPPED(ctx)) {
+      if (STM_STOPPED(ctx)) {
         stopped = 1;
         break;
       }
@@ -301,7 +301,7 @@ PRSTM_INLINE void cmp_walk_retry(prstm_tx *tx, const prstm_exec_ctx *ctx, uint32
         cmp_finish_row(ctx, row, 2u, 3u /* PRSTM_REASON_RETRY_LIMIT */, st);
         break;
       }
-      prstm_pause(retries);
+      port_pause(retries);
     }
   }
 }
@@ -311,7 +311,7 @@ PRSTM_INLINE void cmp_walk_retry(prstm_tx *tx, const prstm_exec_ctx *ctx, uint32
  * and come back while any commit anywhere may have changed the state.
  *
  * On the GPU the lanes of a warp walk their rows together: every lane meets
- * the warp at the start of each row (prstm_warp_sync), and a lane that has
+ * the warp at the start of each row (port_warp_sync), and a lane that has
  * finished, been stopped or has no row there still comes along, doing
  * nothing, until the whole warp is done. Left alone, the lanes drifted
  * apart after their first aborts (a retry of one lane let the others run
@@ -324,59 +324,59 @@ PRSTM_INLINE void cmp_walk_retry(prstm_tx *tx, const prstm_exec_ctx *ctx, uint32
  * 400M transfers, whose lanes had drifted further apart). On the CPU a warp
  * is one lane and the walk is the plain loop. */
 PRSTM_INLINE void cmp_walk_postpone(prstm_tx *tx, const prstm_exec_ctx *ctx, uint32_t rank,
-                                    prstm_dispatch_fn dispatch, prstm_thread_stats *st) {
+                                    cmp_dispatch_fn dispatch, stm_thread_stats *st) {
   const uint64_t n = ctx->table.n, step = ctx->nthreads;
-  const unsigned lanes = prstm_warp_lanes(rank, ctx->nthreads);
+  const unsigned lanes = port_warp_lanes(rank, ctx->nthreads);
   /* The warp's first row of a round is row - lane: the same for every lane,
    * and it has the most rows, so its bound ends every lane's loop together. */
-  const uint64_t lane = prstm_warp_lane(rank);
+  const uint64_t lane = port_warp_lane(rank);
   uint64_t pending = txtable_block_size(n, rank, ctx->nthreads);
   /* A thread with an empty block is finished from the start, and must be
    * counted as such or the others would wait for it forever. */
-  if (pending == 0) prstm_fetch_add(&ctx->quiesce[PRSTM_Q_DONE], 1);
+  if (pending == 0) port_fetch_add(&ctx->quiesce[STM_Q_DONE], 1);
   /* Sweeps in a row that committed nothing although the epoch moved: the
    * commits elsewhere did not fund this block yet. Each such sweep re-reads
    * what its postponed transactions depend on, often the hottest words of
    * the batch, so the next one waits longer, in proportion to what the last
-   * one cost (bounded, see prstm_backoff). */
+   * one cost (bounded, see port_backoff). */
   unsigned futile = 0;
   /* This lane still sweeps its block; it stops for good when the block is
    * final, at quiescence, or when the host stops the run. */
   int walking = pending > 0;
-  while (prstm_warp_any(lanes, walking)) {
+  while (port_warp_any(lanes, walking)) {
     /* Every lane of the warp sweeps in the same epoch, lane 0's. A lane that
      * waits for quiescence in epoch e counts on every other thread being
      * stalled in e or finished; a warp-mate that had read an older epoch
      * would see it moved, go back to sweep, and wait at the next row for the
      * waiting lane, which would wait for it: neither would move again. */
-    const uint64_t epoch = prstm_warp_broadcast(lanes, prstm_load_acquire(&ctx->quiesce[PRSTM_Q_EPOCH]));
-    prstm_warp_sync(lanes); /* orders lane 0's acquire before the other lanes' sweeps */
+    const uint64_t epoch = port_warp_broadcast(lanes, port_load_acquire(&ctx->quiesce[STM_Q_EPOCH]));
+    port_warp_sync(lanes); /* orders lane 0's acquire before the other lanes' sweeps */
     uint64_t commits = 0, sweep_start = 0;
     if (walking) {
       /* The epoch may have been moved by a thread other than the committers
        * it stands for (cmp_bump_epoch); a full fence per sweep makes their
        * commits visible to this sweep under the PTX and C11 models, not only
        * in practice. */
-      prstm_fence_sc();
-      sweep_start = prstm_clock_ns();
+      port_fence_sc();
+      sweep_start = port_clock_ns();
       st->sweeps++;
     }
     for (int tag = 15; tag >= 0; tag--) {
       if (!((ctx->tag_mask >> tag) & 1u)) continue;
       for (uint64_t row = rank; row - lane < n; row += step) {
-        prstm_warp_sync(lanes);
+        port_warp_sync(lanes);
         if (!walking || row >= n) continue;
-        if ((prstm_table_load_u8(&ctx->table.status[row]) & PRSTM_STATUS_MASK) != 0u) continue;
+        if ((port_table_load_u8(&ctx->table.status[row]) & TXTABLE_STATUS_MASK) != 0u) continue;
         /* The type is read once a row and sweep, here, and handed on. */
-        const unsigned type = prstm_table_load_u8(&ctx->table.type[row]);
+        const unsigned type = port_table_load_u8(&ctx->table.type[row]);
         if (ctx->type_tag[type] != (unsigned)tag) continue;
         unsigned reason = 0;
         unsigned s = cmp_attempt(tx, ctx, row, type, rank, dispatch, st, &reason);
-        if (s == PRSTM_STATUS_STOPPED) {
+        if (s == CMP_STOPPED) {
           walking = 0;
           continue;
         }
-        if (s == PRSTM_STATUS_POSTPONED) {
+        if (s == CMP_POSTPONED) {
           st->postponements++;
           continue;
         }
@@ -389,7 +389,7 @@ PRSTM_INLINE void cmp_walk_postpone(prstm_tx *tx, const prstm_exec_ctx *ctx, uin
     cmp_publish(ctx, st);
     if (commits) cmp_bump_epoch(ctx);
     if (pending == 0) {
-      prstm_fetch_add(&ctx->quiesce[PRSTM_Q_DONE], 1);
+      port_fetch_add(&ctx->quiesce[STM_Q_DONE], 1);
       walking = 0;
       continue;
     }
@@ -397,121 +397,40 @@ PRSTM_INLINE void cmp_walk_postpone(prstm_tx *tx, const prstm_exec_ctx *ctx, uin
       futile = 0;
       continue;
     }
-    uint64_t sweep_ns = prstm_clock_ns() - sweep_start;
+    uint64_t sweep_ns = port_clock_ns() - sweep_start;
     int quiet = cmp_wait_quiescent(ctx, epoch);
     if (quiet < 0) { /* stopped */
       walking = 0;
       continue;
     }
     if (!quiet) {
-      prstm_backoff(futile++, sweep_ns);
+      port_backoff(futile++, sweep_ns);
       continue;
     }
     walking = 0;
     /* Quiescent: each postponed transaction, re-run on this final state,
      * would still meet its semantic conflict. In a stream a later batch may
      * still fund it, so there it stays pending for the host to carry over. */
-    if (ctx->semantic & PRSTM_SEMANTIC_KEEP_POSTPONED) continue;
+    if (ctx->semantic & CMP_SEMANTIC_KEEP_POSTPONED) continue;
     for (uint64_t row = rank; row < n; row += step)
-      if ((ctx->table.status[row] & PRSTM_STATUS_MASK) == 0u)
+      if ((ctx->table.status[row] & TXTABLE_STATUS_MASK) == 0u)
         cmp_finish_row(ctx, row, 2u, 4u /* PRSTM_REASON_QUIESCENT */, st);
   }
 }
 
 /* One executing thread's whole life: its block of the table, then its counters. */
 PRSTM_INLINE void cmp_walk_block(prstm_tx *tx, const prstm_exec_ctx *ctx, uint32_t rank,
-                                 prstm_dispatch_fn dispatch) {
+                                 cmp_dispatch_fn dispatch) {
   if (rank >= ctx->nthreads) return;
-  prstm_thread_stats st = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
-  st.published_ns = prstm_clock_ns();
-  if ((ctx->semantic & PRSTM_SEMANTIC_MODE_MASK) == 1u)
+  stm_thread_stats st = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  st.published_ns = port_clock_ns();
+  if ((ctx->semantic & CMP_SEMANTIC_MODE_MASK) == 1u)
     cmp_walk_retry(tx, ctx, rank, dispatch, &st);
   else
     cmp_walk_postpone(tx, ctx, rank, dispatch, &st);
   cmp_publish(ctx, &st);
   ctx->stats[rank] = st;
-  prstm_fetch_add(&ctx->quiesce[PRSTM_Q_FINISHED], 1);
+  port_fetch_add(&ctx->quiesce[STM_Q_FINISHED], 1);
 }
-
-/* Instantiates a workload's worker with set capacity CAP: the one body of
- * code, compiled into the CPU backend by PRSTM_CPU_WORKER (a .c file) and into
- * a persistent kernel by PRSTM_GPU_WORKER (a .cu file). */
-#define PRSTM_DEFINE_WORKER(NAME, DISPATCH, CAP)                                           \
-  PRSTM_INLINE void NAME##_worker(const prstm_exec_ctx *ctx, uint32_t rank) {              \
-    prstm_read_entry reads[CAP];                                                           \
-    prstm_write_entry writes[CAP];                                                         \
-    prstm_lock_entry locks[CAP];                                                           \
-    prstm_tx tx;                                                                           \
-    tx.ctx = ctx;                                                                          \
-    tx.cap = (CAP);                                                                        \
-    tx.reads = reads;                                                                      \
-    tx.writes = writes;                                                                    \
-    tx.locks = locks;                                                                      \
-    cmp_walk_block(&tx, ctx, rank, DISPATCH);                                              \
-  }
-
-#define PRSTM_CPU_WORKER(NAME, DISPATCH, CAP)                                              \
-  PRSTM_DEFINE_WORKER(NAME, DISPATCH, CAP)                                                 \
-  void NAME##_cpu_worker(const prstm_exec_ctx *ctx, uint32_t rank) { NAME##_worker(ctx, rank); }
-
-#if defined(__CUDACC__)
-#ifdef __cplusplus
-extern "C" {
-#endif
-/* In the library (engine/backend_gpu.cu): checked occupancy and cooperative launch. */
-int prstm_gpu_launch_kernel(const void *kernel, const prstm_exec_ctx *ctx, uint32_t threads, char *err,
-                            size_t errlen);
-int prstm_gpu_kernel_max_threads(const void *kernel, uint32_t *max_threads, char *err, size_t errlen);
-#ifdef __cplusplus
-}
-#endif
-#define PRSTM_GPU_BLOCK_THREADS 128
-/* At least this many blocks of PRSTM_GPU_BLOCK_THREADS per SM (512
- * threads, twice the engine's default of 256 per SM), which leaves ptxas up to 128
- * registers a thread. With the block size alone as the bound, ptxas aimed at
- * 16 blocks an SM and capped the walk at 40-72 registers, spilling 0.6-1.2
- * KB of code's worth in every engine kernel (tools/resource-report.sh); with
- * this bound none spills. A full GPU then holds fewer threads than before
- * (512 an SM), which the bank's pair variant asks for by default and the
- * other workloads ran slower with (docs/PERFORMANCE.md). */
-#define PRSTM_GPU_MIN_BLOCKS_PER_SM 4
-/* Workers whose sets hold at most this many entries keep them in shared
- * memory (CAP times 56 bytes a thread: 14 KB a block for a bank transfer's
- * 2, 28 KB for 4) instead of thread-local memory. Local memory is cached in
- * L1 but its stores go on to L2: ncu on the H100 (2026-11-23) counted 26
- * local stores and 33 local loads a bank transfer, 550M more L2 write
- * sectors than the ceiling kernel for 40M transfers, with L2 at 81% of its
- * peak while the SMs issued 8% of the time. Shared memory never leaves the
- * SM. Wider sets stay local: they would not fit a block's 48 KB. */
-#define PRSTM_GPU_SHARED_SET_MAX 4
-#define PRSTM_GPU_WORKER(NAME, DISPATCH, CAP)                                              \
-  __global__ void __launch_bounds__(PRSTM_GPU_BLOCK_THREADS, PRSTM_GPU_MIN_BLOCKS_PER_SM)   \
-      NAME##_kernel(prstm_exec_ctx ctx) {                                                  \
-    const uint32_t rank = (uint32_t)(blockIdx.x * blockDim.x + threadIdx.x);               \
-    enum { SHARED_CAP = (CAP) <= PRSTM_GPU_SHARED_SET_MAX ? (CAP) : 1,                      \
-           LOCAL_CAP = (CAP) <= PRSTM_GPU_SHARED_SET_MAX ? 1 : (CAP) };                     \
-    __shared__ prstm_read_entry shared_reads[PRSTM_GPU_BLOCK_THREADS * SHARED_CAP];        \
-    __shared__ prstm_write_entry shared_writes[PRSTM_GPU_BLOCK_THREADS * SHARED_CAP];      \
-    __shared__ prstm_lock_entry shared_locks[PRSTM_GPU_BLOCK_THREADS * SHARED_CAP];        \
-    prstm_read_entry local_reads[LOCAL_CAP];                                               \
-    prstm_write_entry local_writes[LOCAL_CAP];                                             \
-    prstm_lock_entry local_locks[LOCAL_CAP];                                               \
-    const int in_shared = (CAP) <= PRSTM_GPU_SHARED_SET_MAX;                               \
-    prstm_tx tx;                                                                           \
-    tx.ctx = &ctx;                                                                         \
-    tx.cap = (CAP);                                                                        \
-    tx.reads = in_shared ? &shared_reads[threadIdx.x * SHARED_CAP] : local_reads;          \
-    tx.writes = in_shared ? &shared_writes[threadIdx.x * SHARED_CAP] : local_writes;       \
-    tx.locks = in_shared ? &shared_locks[threadIdx.x * SHARED_CAP] : local_locks;          \
-    cmp_walk_block(&tx, &ctx, rank, DISPATCH);                                             \
-  }                                                                                        \
-  extern "C" int NAME##_gpu_launch(const prstm_exec_ctx *ctx, uint32_t threads, char *err, \
-                                   size_t errlen) {                                        \
-    return prstm_gpu_launch_kernel((const void *)NAME##_kernel, ctx, threads, err, errlen); \
-  }                                                                                        \
-  extern "C" int NAME##_gpu_max_threads(uint32_t *max_threads, char *err, size_t errlen) {  \
-    return prstm_gpu_kernel_max_threads((const void *)NAME##_kernel, max_threads, err, errlen); \
-  }
-#endif
 
 #endif /* CMP_WALK_H */

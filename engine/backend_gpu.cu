@@ -71,7 +71,7 @@ static int gpu_resident_blocks(const void *kernel, int *blocks, char *err, size_
     snprintf(err, errlen, "the GPU does not support cooperative launches, which the persistent kernel needs");
     return PRSTM_ENOGPU;
   }
-  GPU_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, PRSTM_GPU_BLOCK_THREADS, 0));
+  GPU_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, PRSTM_POLICY_BLOCK_THREADS, 0));
   *blocks = per_sm * sms;
   return 0;
 }
@@ -80,7 +80,7 @@ extern "C" int prstm_gpu_kernel_max_threads(const void *kernel, uint32_t *max_th
   int blocks = 0;
   int rc = gpu_resident_blocks(kernel, &blocks, err, errlen);
   if (rc) return rc;
-  *max_threads = (uint32_t)blocks * PRSTM_GPU_BLOCK_THREADS;
+  *max_threads = (uint32_t)blocks * PRSTM_POLICY_BLOCK_THREADS;
   return 0;
 }
 
@@ -91,15 +91,15 @@ extern "C" int prstm_gpu_launch_kernel(const void *kernel, const prstm_exec_ctx 
   int resident = 0;
   int rc = gpu_resident_blocks(kernel, &resident, err, errlen);
   if (rc) return rc;
-  unsigned blocks = (threads + PRSTM_GPU_BLOCK_THREADS - 1) / PRSTM_GPU_BLOCK_THREADS;
+  unsigned blocks = (threads + PRSTM_POLICY_BLOCK_THREADS - 1) / PRSTM_POLICY_BLOCK_THREADS;
   if (blocks > (unsigned)resident) {
     snprintf(err, errlen, "%u threads requested; this GPU keeps at most %u resident for this kernel", threads,
-             (unsigned)resident * PRSTM_GPU_BLOCK_THREADS);
+             (unsigned)resident * PRSTM_POLICY_BLOCK_THREADS);
     return PRSTM_EINVAL;
   }
   prstm_exec_ctx arg = *ctx;
   void *params[] = {&arg};
-  GPU_CHECK(cudaLaunchCooperativeKernel(kernel, dim3(blocks), dim3(PRSTM_GPU_BLOCK_THREADS), params, 0, 0));
+  GPU_CHECK(cudaLaunchCooperativeKernel(kernel, dim3(blocks), dim3(PRSTM_POLICY_BLOCK_THREADS), params, 0, 0));
   GPU_CHECK(cudaGetLastError());
   return 0;
 }
@@ -108,7 +108,7 @@ extern "C" int prstm_gpu_launch_kernel(const void *kernel, const prstm_exec_ctx 
 typedef struct gpu_buffers {
   uint64_t *words, *locks, *args, *result, *seq, *read_hash, *quiesce;
   uint8_t *type, *status;
-  prstm_thread_stats *stats;
+  stm_thread_stats *stats;
   cudaEvent_t start, stop;
   cudaStream_t monitor;
   uint64_t *host_words; /* pinned: progress read and stop flag written while the kernel runs */
@@ -138,9 +138,9 @@ static void gpu_free(gpu_buffers *g) {
 static int gpu_wait_watched(prstm_engine *e, const prstm_batch *b, gpu_buffers *g, prstm_progress_clock *progress_clock,
                             int *stalled, char *err, size_t errlen) {
   GPU_CHECK(cudaStreamCreateWithFlags(&g->monitor, cudaStreamNonBlocking));
-  GPU_CHECK(cudaMallocHost((void **)&g->host_words, (PRSTM_Q_WORDS + 1) * sizeof(uint64_t)));
+  GPU_CHECK(cudaMallocHost((void **)&g->host_words, (STM_Q_WORDS + 1) * sizeof(uint64_t)));
   uint64_t *seen = g->host_words;                   /* the progress words, as last copied */
-  uint64_t *stop_flag = g->host_words + PRSTM_Q_WORDS; /* the source of the stop word */
+  uint64_t *stop_flag = g->host_words + STM_Q_WORDS; /* the source of the stop word */
   uint64_t last = 0;
   double last_t = prstm_now();
   *stalled = 0;
@@ -150,18 +150,18 @@ static int gpu_wait_watched(prstm_engine *e, const prstm_batch *b, gpu_buffers *
     if (q != cudaErrorNotReady) GPU_CHECK(q);
     struct timespec pause_ts = {0, 20 * 1000 * 1000};
     nanosleep(&pause_ts, NULL);
-    GPU_CHECK(cudaMemcpyAsync(seen, g->quiesce, PRSTM_Q_WORDS * sizeof(uint64_t), cudaMemcpyDeviceToHost, g->monitor));
+    GPU_CHECK(cudaMemcpyAsync(seen, g->quiesce, STM_Q_WORDS * sizeof(uint64_t), cudaMemcpyDeviceToHost, g->monitor));
     GPU_CHECK(cudaStreamSynchronize(g->monitor));
     prstm_progress_report(e, b, seen, progress_clock, 0);
     double now = prstm_now();
-    uint64_t decided = seen[PRSTM_Q_COMMITTED] + seen[PRSTM_Q_FAILED];
+    uint64_t decided = seen[STM_Q_COMMITTED] + seen[STM_Q_FAILED];
     if (decided != last) {
       last = decided;
       last_t = now;
     } else if (e->opt.watchdog_s && !*stalled && now - last_t > e->opt.watchdog_s) {
       *stalled = 1;
       *stop_flag = 1;
-      GPU_CHECK(cudaMemcpyAsync(&g->quiesce[PRSTM_Q_STOP], stop_flag, sizeof(uint64_t), cudaMemcpyHostToDevice,
+      GPU_CHECK(cudaMemcpyAsync(&g->quiesce[STM_Q_STOP], stop_flag, sizeof(uint64_t), cudaMemcpyHostToDevice,
                                 g->monitor));
       GPU_CHECK(cudaStreamSynchronize(g->monitor));
     }
@@ -178,10 +178,10 @@ static int gpu_upload(const prstm_engine *e, const prstm_batch *b, uint32_t thre
   if (b->has_read_only) GPU_CHECK(cudaMalloc((void **)&g->result, 8 * b->n));
   if (b->seq) GPU_CHECK(cudaMalloc((void **)&g->seq, 8 * b->n));
   if (b->read_hash) GPU_CHECK(cudaMalloc((void **)&g->read_hash, 8 * b->n));
-  GPU_CHECK(cudaMalloc((void **)&g->quiesce, 8 * PRSTM_Q_WORDS));
+  GPU_CHECK(cudaMalloc((void **)&g->quiesce, 8 * STM_Q_WORDS));
   GPU_CHECK(cudaMalloc((void **)&g->type, b->n));
   GPU_CHECK(cudaMalloc((void **)&g->status, b->n));
-  GPU_CHECK(cudaMalloc((void **)&g->stats, sizeof(prstm_thread_stats) * threads));
+  GPU_CHECK(cudaMalloc((void **)&g->stats, sizeof(stm_thread_stats) * threads));
   GPU_CHECK(cudaMemcpy(g->words, e->words, 8 * e->nwords, cudaMemcpyHostToDevice));
   GPU_CHECK(cudaMemset(g->locks, 0, 8 * ctx->nlocks));
   for (uint32_t c = 0; c < b->ncols; c++)
@@ -189,10 +189,10 @@ static int gpu_upload(const prstm_engine *e, const prstm_batch *b, uint32_t thre
   if (g->result) GPU_CHECK(cudaMemset(g->result, 0, 8 * b->n));
   if (g->seq) GPU_CHECK(cudaMemset(g->seq, 0xff, 8 * b->n));
   if (g->read_hash) GPU_CHECK(cudaMemset(g->read_hash, 0, 8 * b->n));
-  GPU_CHECK(cudaMemset(g->quiesce, 0, 8 * PRSTM_Q_WORDS));
+  GPU_CHECK(cudaMemset(g->quiesce, 0, 8 * STM_Q_WORDS));
   GPU_CHECK(cudaMemcpy(g->type, b->type, b->n, cudaMemcpyHostToDevice));
   GPU_CHECK(cudaMemset(g->status, 0, b->n));
-  GPU_CHECK(cudaMemset(g->stats, 0, sizeof(prstm_thread_stats) * threads));
+  GPU_CHECK(cudaMemset(g->stats, 0, sizeof(stm_thread_stats) * threads));
   GPU_CHECK(cudaDeviceSynchronize());
 
   ctx->words = g->words;
@@ -229,8 +229,8 @@ static int gpu_execute(prstm_engine *e, const prstm_batch *b, const prstm_worker
   GPU_CHECK(cudaEventElapsedTime(&ms, g->start, g->stop));
   res->execute_s = ms / 1000.0;
   if (*stalled) return 0;
-  GPU_CHECK(cudaMemcpy(g->host_words, g->quiesce, PRSTM_Q_WORDS * sizeof(uint64_t), cudaMemcpyDeviceToHost));
-  e->last_run_sequences = g->host_words[PRSTM_Q_SEQUENCE];
+  GPU_CHECK(cudaMemcpy(g->host_words, g->quiesce, STM_Q_WORDS * sizeof(uint64_t), cudaMemcpyDeviceToHost));
+  e->last_run_sequences = g->host_words[STM_Q_SEQUENCE];
   prstm_progress_report(e, b, g->host_words, &progress_clock, 1);
   return 0;
 }
@@ -243,7 +243,7 @@ static int gpu_readback(prstm_engine *e, prstm_batch *b, uint32_t threads, gpu_b
   if (g->result) GPU_CHECK(cudaMemcpy(b->result, g->result, 8 * b->n, cudaMemcpyDeviceToHost));
   if (g->seq) GPU_CHECK(cudaMemcpy(b->seq, g->seq, 8 * b->n, cudaMemcpyDeviceToHost));
   if (g->read_hash) GPU_CHECK(cudaMemcpy(b->read_hash, g->read_hash, 8 * b->n, cudaMemcpyDeviceToHost));
-  prstm_thread_stats *stats = (prstm_thread_stats *)calloc(threads, sizeof *stats);
+  stm_thread_stats *stats = (stm_thread_stats *)calloc(threads, sizeof *stats);
   if (!stats) {
     snprintf(err, errlen, "cannot allocate %u thread counters", threads);
     return PRSTM_ENOMEM;
@@ -259,18 +259,12 @@ static int gpu_readback(prstm_engine *e, prstm_batch *b, uint32_t threads, gpu_b
 }
 
 /* The thread count of a launch. An explicit count is kept (it must fit the
- * GPU at once). The default (threads 0) is PRSTM_GPU_DEFAULT_THREADS_PER_SM
- * per SM, not every resident thread: on an H200 (2026-11-23) 256 threads per
- * SM beat a full GPU (then 1,280 per SM) on every workload config, by 1.1x
- * (bank) to 2.2x (skiplist), because more threads in flight mostly add
- * concurrent conflicts. With 4 blocks of 128 an SM resident now, a full GPU
- * is 512 per SM: on an H100 (2026-11-23) bank transfers ran 11% faster at
- * 61,440 threads than at 30,720, but at 67,584 against 33,792 vacation ran
- * 8% slower, graph 17% and skiplist 45% (docs/PERFORMANCE.md). So the
- * choice is the worker variant's: its gpu_threads_per_sm replaces the 256
- * (bank transfers ask for 512), and the workload's gpu_threads_max lowers
- * the result further. */
-#define PRSTM_GPU_DEFAULT_THREADS_PER_SM 256u
+ * GPU at once). The default (threads 0) is not every resident thread, since
+ * more threads in flight mostly add concurrent conflicts: it is the worker
+ * variant's prstm_gpu_policy.threads_per_sm per SM (the bank's two-account
+ * transfers gain from a full GPU; the other workloads lose), else
+ * PRSTM_POLICY_THREADS_PER_SM, lowered to the policy's threads_max
+ * (docs/PERFORMANCE.md, "Threads"). */
 static int gpu_pick_threads(const prstm_engine *e, const prstm_worker_variant *v, uint32_t max_threads,
                             uint32_t *threads, char *err,
                             size_t errlen) {
@@ -287,11 +281,11 @@ static int gpu_pick_threads(const prstm_engine *e, const prstm_worker_variant *v
   }
   int sms = 0;
   GPU_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  const uint32_t per_sm = v->gpu_threads_per_sm ? v->gpu_threads_per_sm : PRSTM_GPU_DEFAULT_THREADS_PER_SM;
-  /* In 64 bits: a plugin's gpu_threads_per_sm times the SMs could wrap. */
+  const uint32_t per_sm = v->gpu.threads_per_sm ? v->gpu.threads_per_sm : PRSTM_POLICY_THREADS_PER_SM;
+  /* In 64 bits: a plugin's threads_per_sm times the SMs could wrap. */
   const uint64_t want = (uint64_t)sms * per_sm;
   uint32_t t = want == 0 || want > max_threads ? max_threads : (uint32_t)want;
-  if (e->wl->gpu_threads_max && e->wl->gpu_threads_max < t) t = e->wl->gpu_threads_max;
+  if (v->gpu.threads_max && v->gpu.threads_max < t) t = v->gpu.threads_max;
   *threads = t;
   return 0;
 }
@@ -314,8 +308,8 @@ static int gpu_run_checked(prstm_engine *e, prstm_batch *b, const prstm_worker_v
   size_t free_b = 0;
   rc = gpu_usable_memory(&free_b, err, errlen);
   if (rc) return rc;
-  uint64_t need = 8 * (e->nwords + ctx.nlocks) + txtable_device_bytes(b, e->opt.verify) + sizeof(prstm_thread_stats) * threads +
-                  8 * PRSTM_Q_WORDS;
+  uint64_t need = 8 * (e->nwords + ctx.nlocks) + txtable_device_bytes(b, e->opt.verify) + sizeof(stm_thread_stats) * threads +
+                  8 * STM_Q_WORDS;
   if (need > free_b) {
     snprintf(err, errlen,
              "the run needs %.1f MiB of GPU memory (state, locks and a table of %llu transactions); %s has %.1f MiB "
@@ -365,7 +359,7 @@ extern "C" int prstm_gpu_run(prstm_engine *e, prstm_batch *b, const prstm_worker
 
 /* Page-locked host memory, or NULL (with the CUDA error cleared) where no
  * GPU is usable: the caller then falls back to ordinary memory. */
-extern "C" void *prstm_gpu_host_alloc(size_t bytes) {
+static void *gpu_host_alloc(size_t bytes) {
   void *p = NULL;
   if (cudaHostAlloc(&p, bytes, cudaHostAllocDefault) != cudaSuccess) {
     cudaGetLastError();
@@ -376,9 +370,12 @@ extern "C" void *prstm_gpu_host_alloc(size_t bytes) {
 
 /* A destroy cannot report a failure, and the memory is lost either way;
  * the error is cleared so that it does not surface in an unrelated call. */
-extern "C" void prstm_gpu_host_free(void *p) {
+static void gpu_host_free(void *p) {
   if (p && cudaFreeHost(p) != cudaSuccess) cudaGetLastError();
 }
+
+/* The pinned memory of prstm_batch_create_pinned's batches. */
+extern "C" const txtable_allocator prstm_gpu_pinned_allocator = {gpu_host_alloc, gpu_host_free};
 
 /* ---- streams (engine/stream.c): two slots, copies overlapping execution ---- */
 
@@ -389,7 +386,7 @@ extern "C" void prstm_gpu_host_free(void *p) {
 typedef struct gpu_slot {
   uint8_t *type, *status;
   uint64_t *args, *result, *quiesce, *row_id, *seq, *read_hash;
-  prstm_thread_stats *stats;
+  stm_thread_stats *stats;
   uint8_t *h_type, *h_status; /* pinned */
   uint64_t *h_args, *h_result, *h_q, *h_row_id, *h_seq, *h_read_hash;
   /* The bytes each pinned buffer holds: each is allocated when a unit first
@@ -421,7 +418,7 @@ struct prstm_gpu_stream {
 /* The per-thread counters of a unit summed into the stream's totals on the
  * device, so that a unit reads back a few words instead of one record per
  * thread. Committed, failed and abandoned come from the progress words. */
-__global__ void prstm_stream_stats_kernel(const prstm_thread_stats *st, uint32_t n, unsigned long long *totals) {
+__global__ void prstm_stream_stats_kernel(const stm_thread_stats *st, uint32_t n, unsigned long long *totals) {
   unsigned long long a = 0, p = 0, w = 0;
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
     a += st[i].aborts;
@@ -449,8 +446,8 @@ extern "C" void prstm_gpu_stream_free(prstm_gpu_stream *g) {
     gpu_slot *sl = &g->slot[k];
     if (!sl->busy || !g->monitor || !g->h_watch) continue;
     if (cudaEventSynchronize(sl->copy_end) != cudaSuccess) continue;
-    g->h_watch[PRSTM_Q_WORDS] = 1;
-    if (cudaMemcpyAsync(&sl->quiesce[PRSTM_Q_STOP], &g->h_watch[PRSTM_Q_WORDS], sizeof(uint64_t),
+    g->h_watch[STM_Q_WORDS] = 1;
+    if (cudaMemcpyAsync(&sl->quiesce[STM_Q_STOP], &g->h_watch[STM_Q_WORDS], sizeof(uint64_t),
                         cudaMemcpyHostToDevice, g->monitor) == cudaSuccess)
       cudaStreamSynchronize(g->monitor);
   }
@@ -496,7 +493,7 @@ static int gpu_stream_alloc_slot(prstm_gpu_stream *g, gpu_slot *sl, int results,
   GPU_CHECK(cudaMalloc((void **)&sl->status, r));
   if (g->ncols) GPU_CHECK(cudaMalloc((void **)&sl->args, 8 * (size_t)g->ncols * r));
   if (results) GPU_CHECK(cudaMalloc((void **)&sl->result, 8 * r));
-  GPU_CHECK(cudaMalloc((void **)&sl->quiesce, 8 * PRSTM_Q_WORDS));
+  GPU_CHECK(cudaMalloc((void **)&sl->quiesce, 8 * STM_Q_WORDS));
   /* Carried rows' prstm_row numbers; a unit of carried rows alone fills
    * the whole slot at close. */
   GPU_CHECK(cudaMalloc((void **)&sl->row_id, 8 * r));
@@ -504,13 +501,13 @@ static int gpu_stream_alloc_slot(prstm_gpu_stream *g, gpu_slot *sl, int results,
     GPU_CHECK(cudaMalloc((void **)&sl->seq, 8 * r));
     GPU_CHECK(cudaMalloc((void **)&sl->read_hash, 8 * r));
   }
-  GPU_CHECK(cudaMalloc((void **)&sl->stats, sizeof(prstm_thread_stats) * g->threads));
+  GPU_CHECK(cudaMalloc((void **)&sl->stats, sizeof(stm_thread_stats) * g->threads));
   /* The pinned staging and readback columns are allocated when a unit
    * first needs them (gpu_pinned_grow): a stream of pinned batches copies
    * and reads back its new rows in the batch's own memory, and needs them
    * only for carried rows, often none. On an H100 (2026-11-23) allocating
    * them here took 30 ms of a 100 ms stream. */
-  GPU_CHECK(cudaHostAlloc((void **)&sl->h_q, 8 * PRSTM_Q_WORDS, cudaHostAllocDefault));
+  GPU_CHECK(cudaHostAlloc((void **)&sl->h_q, 8 * STM_Q_WORDS, cudaHostAllocDefault));
   GPU_CHECK(cudaEventCreate(&sl->copy_start));
   GPU_CHECK(cudaEventCreate(&sl->copy_end));
   GPU_CHECK(cudaEventCreate(&sl->exec_start));
@@ -541,7 +538,7 @@ static int gpu_stream_open_checked(prstm_engine *e, prstm_gpu_stream *g, int res
    * rows and as many carried rows, hence four rows of table per unit row,
    * each with room for a carried row's id and, verified, its place in the
    * commit order and its read hash. */
-  uint64_t fixed = 8 * (g->nwords + g->nlocks) + 2 * (sizeof(prstm_thread_stats) * threads + 8 * PRSTM_Q_WORDS) +
+  uint64_t fixed = 8 * (g->nwords + g->nlocks) + 2 * (sizeof(stm_thread_stats) * threads + 8 * STM_Q_WORDS) +
                    3 * sizeof(unsigned long long);
   uint64_t row_bytes = 2 + 8ull * g->ncols + (results ? 8 : 0) + 8 + (g->verify ? 16 : 0);
   uint64_t usable = free_b - free_b / 32; /* headroom for the allocator's rounding */
@@ -562,10 +559,10 @@ static int gpu_stream_open_checked(prstm_engine *e, prstm_gpu_stream *g, int res
   GPU_CHECK(cudaStreamCreateWithFlags(&g->copy, cudaStreamNonBlocking));
   GPU_CHECK(cudaStreamCreateWithFlags(&g->back, cudaStreamNonBlocking));
   GPU_CHECK(cudaStreamCreateWithFlags(&g->monitor, cudaStreamNonBlocking));
-  GPU_CHECK(cudaHostAlloc((void **)&g->h_watch, 8 * (PRSTM_Q_WORDS + 1), cudaHostAllocDefault));
+  GPU_CHECK(cudaHostAlloc((void **)&g->h_watch, 8 * (STM_Q_WORDS + 1), cudaHostAllocDefault));
   /* Enough zeros for the progress words; gpu_stream_launch_checked grows
    * them to what a unit's cleared columns need. */
-  g->zero_bytes = 8 * PRSTM_Q_WORDS;
+  g->zero_bytes = 8 * STM_Q_WORDS;
   GPU_CHECK(cudaHostAlloc((void **)&g->h_zeros, g->zero_bytes, cudaHostAllocDefault));
   memset(g->h_zeros, 0, g->zero_bytes);
   GPU_CHECK(cudaMalloc((void **)&g->words, 8 * g->nwords));
@@ -747,7 +744,7 @@ static int gpu_stream_launch_checked(prstm_gpu_stream *g, unsigned slot, const p
   if (d) GPU_CHECK(cudaMemcpyAsync(sl->status, direct->status, d, cudaMemcpyHostToDevice, g->copy));
   if (staged) GPU_CHECK(cudaMemcpyAsync(sl->status + d, g->h_zeros, staged, cudaMemcpyHostToDevice, g->copy));
   if (results) GPU_CHECK(cudaMemcpyAsync(sl->result, g->h_zeros, 8 * n, cudaMemcpyHostToDevice, g->copy));
-  GPU_CHECK(cudaMemcpyAsync(sl->quiesce, g->h_zeros, 8 * PRSTM_Q_WORDS, cudaMemcpyHostToDevice, g->copy));
+  GPU_CHECK(cudaMemcpyAsync(sl->quiesce, g->h_zeros, 8 * STM_Q_WORDS, cudaMemcpyHostToDevice, g->copy));
   if (u->carried)
     GPU_CHECK(cudaMemcpyAsync(sl->row_id, sl->h_row_id, 8 * u->carried, cudaMemcpyHostToDevice, g->copy));
   GPU_CHECK(cudaEventRecord(sl->copy_end, g->copy));
@@ -778,7 +775,7 @@ static int gpu_stream_launch_checked(prstm_gpu_stream *g, unsigned slot, const p
   ctx.tag_mask = u->tag_mask;
   ctx.stats = sl->stats;
   ctx.quiesce = sl->quiesce;
-  if (u->flags & PRSTM_RUN_KEEP_POSTPONED) ctx.semantic |= PRSTM_SEMANTIC_KEEP_POSTPONED;
+  if (u->flags & PRSTM_RUN_KEEP_POSTPONED) ctx.semantic |= CMP_SEMANTIC_KEEP_POSTPONED;
   GPU_CHECK(cudaEventRecord(sl->exec_start, 0));
   int rc = g->v->gpu_launch(&ctx, g->threads, err, errlen);
   if (rc) return rc;
@@ -794,7 +791,7 @@ static int gpu_stream_launch_checked(prstm_gpu_stream *g, unsigned slot, const p
     GPU_CHECK(cudaMemcpyAsync(sl->h_seq, sl->seq, 8 * n, cudaMemcpyDeviceToHost, g->back));
     GPU_CHECK(cudaMemcpyAsync(sl->h_read_hash, sl->read_hash, 8 * n, cudaMemcpyDeviceToHost, g->back));
   }
-  GPU_CHECK(cudaMemcpyAsync(sl->h_q, sl->quiesce, 8 * PRSTM_Q_WORDS, cudaMemcpyDeviceToHost, g->back));
+  GPU_CHECK(cudaMemcpyAsync(sl->h_q, sl->quiesce, 8 * STM_Q_WORDS, cudaMemcpyDeviceToHost, g->back));
   GPU_CHECK(cudaEventRecord(sl->back, g->back));
   sl->busy = 1;
   return 0;
@@ -819,7 +816,7 @@ extern "C" int prstm_gpu_stream_launch(prstm_engine *e, prstm_gpu_stream *g, uns
  * every 20 ms it also reads the unit's progress words for the watchdog. */
 static int gpu_stream_wait_checked(prstm_engine *e, prstm_gpu_stream *g, gpu_slot *sl, int *stalled, char *err,
                                    size_t errlen) {
-  uint64_t *seen = g->h_watch, *stop_flag = g->h_watch + PRSTM_Q_WORDS;
+  uint64_t *seen = g->h_watch, *stop_flag = g->h_watch + STM_Q_WORDS;
   double start = prstm_now(), last_t = start, next_look = start + 0.02;
   uint64_t last = UINT64_MAX;
   *stalled = 0;
@@ -830,17 +827,17 @@ static int gpu_stream_wait_checked(prstm_engine *e, prstm_gpu_stream *g, gpu_slo
     double now = prstm_now();
     if (now >= next_look) {
       next_look = now + 0.02;
-      GPU_CHECK(cudaMemcpyAsync(seen, sl->quiesce, PRSTM_Q_WORDS * sizeof(uint64_t), cudaMemcpyDeviceToHost,
+      GPU_CHECK(cudaMemcpyAsync(seen, sl->quiesce, STM_Q_WORDS * sizeof(uint64_t), cudaMemcpyDeviceToHost,
                                 g->monitor));
       GPU_CHECK(cudaStreamSynchronize(g->monitor));
-      uint64_t decided = seen[PRSTM_Q_COMMITTED] + seen[PRSTM_Q_FAILED];
+      uint64_t decided = seen[STM_Q_COMMITTED] + seen[STM_Q_FAILED];
       if (decided != last) {
         last = decided;
         last_t = now;
       } else if (e->opt.watchdog_s && !*stalled && now - last_t > e->opt.watchdog_s) {
         *stalled = 1;
         *stop_flag = 1;
-        GPU_CHECK(cudaMemcpyAsync(&sl->quiesce[PRSTM_Q_STOP], stop_flag, sizeof(uint64_t), cudaMemcpyHostToDevice,
+        GPU_CHECK(cudaMemcpyAsync(&sl->quiesce[STM_Q_STOP], stop_flag, sizeof(uint64_t), cudaMemcpyHostToDevice,
                                   g->monitor));
         GPU_CHECK(cudaStreamSynchronize(g->monitor));
       }
@@ -881,7 +878,7 @@ extern "C" int prstm_gpu_stream_wait(prstm_engine *e, prstm_gpu_stream *g, unsig
                              "the limit)",
                              e->opt.watchdog_s, (unsigned long long)final, (unsigned long long)sl->n);
   }
-  memcpy(q, sl->h_q, PRSTM_Q_WORDS * sizeof(uint64_t));
+  memcpy(q, sl->h_q, STM_Q_WORDS * sizeof(uint64_t));
   out->status = sl->h_status;
   out->result = sl->results ? sl->h_result : NULL;
   out->seq = g->verify ? sl->h_seq : NULL;

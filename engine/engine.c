@@ -161,6 +161,7 @@ int prstm_engine_create(prstm_engine **out, const prstm_workload *wl, const prst
   *out = e;
   if (e->opt.lock_coverage == 0)
     return prstm_engine_fail(e, PRSTM_EINVAL, "lock_coverage must be at least 1");
+  _Static_assert(PRSTM_MAX_THREADS == CMP_MAX_RANK, "a rank must fit the lock word's owner field");
   if (e->opt.threads > PRSTM_MAX_THREADS)
     return prstm_engine_fail(e, PRSTM_EINVAL, "threads must be at most %u", PRSTM_MAX_THREADS);
   return 0;
@@ -175,6 +176,16 @@ void prstm_engine_destroy(prstm_engine *e) {
 
 const char *prstm_engine_error(const prstm_engine *e) { return e ? e->err : "no engine"; }
 const prstm_workload *prstm_engine_workload(const prstm_engine *e) { return e ? e->wl : NULL; }
+
+/* Only a request: each allocation of the columns records in the batch what
+ * it got, and where no GPU gives pinned memory the batch is ordinary. */
+int prstm_batch_create_pinned(prstm_batch **out, const prstm_workload *wl) {
+#ifdef PRSTM_HAVE_CUDA
+  return txtable_create(out, wl, &prstm_gpu_pinned_allocator);
+#else
+  return txtable_create(out, wl, NULL);
+#endif
+}
 const prstm_options *prstm_engine_options(const prstm_engine *e) { return e ? &e->opt : NULL; }
 
 int prstm_engine_set_state(prstm_engine *e, const prstm_word *words, uint64_t nwords) {
@@ -292,7 +303,7 @@ int prstm_cpu_run(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *v
   }
   prstm_exec_ctx ctx;
   prstm_ctx_fill_common(e, b, threads, &ctx);
-  if (flags & PRSTM_RUN_KEEP_POSTPONED) ctx.semantic |= PRSTM_SEMANTIC_KEEP_POSTPONED;
+  if (flags & PRSTM_RUN_KEEP_POSTPONED) ctx.semantic |= CMP_SEMANTIC_KEEP_POSTPONED;
   ctx.words = e->words;
   ctx.table.stride = b->cap;
   ctx.table.type = b->type;
@@ -304,7 +315,7 @@ int prstm_cpu_run(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *v
   ctx.table.row_base = b->row_base;
   ctx.table.ids_from = b->ids_from;
   ctx.table.row_id = b->row_id;
-  uint64_t quiesce[PRSTM_Q_WORDS] = {0};
+  uint64_t quiesce[STM_Q_WORDS] = {0};
   ctx.quiesce = quiesce;
   ctx.locks = calloc((size_t)ctx.nlocks, sizeof *ctx.locks);
   ctx.stats = calloc(threads, sizeof *ctx.stats);
@@ -336,7 +347,7 @@ int prstm_cpu_run(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *v
   cpu_gate_open(&gate, rc ? 2 : 1);
   int stalled = 0;
   prstm_progress_clock progress_clock = {t0, t0};
-  uint64_t seen[PRSTM_Q_WORDS] = {0};
+  uint64_t seen[STM_Q_WORDS] = {0};
   if (!rc) {
     /* Watch the run: progress is published by the workers in batches; a
      * run that publishes none for watchdog_s seconds is told to stop. */
@@ -345,22 +356,22 @@ int prstm_cpu_run(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *v
     /* The pause grows from 50 us to 20 ms, so a short run (a stream's unit
      * of a few rows) is not held up by a long first sleep. */
     long pause_ns = 50 * 1000;
-    while (__atomic_load_n(&quiesce[PRSTM_Q_FINISHED], __ATOMIC_ACQUIRE) < threads) {
+    while (__atomic_load_n(&quiesce[STM_Q_FINISHED], __ATOMIC_ACQUIRE) < threads) {
       struct timespec pause_ts = {0, pause_ns};
       nanosleep(&pause_ts, NULL);
       if (pause_ns < 20 * 1000 * 1000) pause_ns = pause_ns * 2 < 20 * 1000 * 1000 ? pause_ns * 2 : 20 * 1000 * 1000;
-      seen[PRSTM_Q_COMMITTED] = __atomic_load_n(&quiesce[PRSTM_Q_COMMITTED], __ATOMIC_RELAXED);
-      seen[PRSTM_Q_FAILED] = __atomic_load_n(&quiesce[PRSTM_Q_FAILED], __ATOMIC_RELAXED);
-      seen[PRSTM_Q_ABANDONED] = __atomic_load_n(&quiesce[PRSTM_Q_ABANDONED], __ATOMIC_RELAXED);
+      seen[STM_Q_COMMITTED] = __atomic_load_n(&quiesce[STM_Q_COMMITTED], __ATOMIC_RELAXED);
+      seen[STM_Q_FAILED] = __atomic_load_n(&quiesce[STM_Q_FAILED], __ATOMIC_RELAXED);
+      seen[STM_Q_ABANDONED] = __atomic_load_n(&quiesce[STM_Q_ABANDONED], __ATOMIC_RELAXED);
       if (!(flags & PRSTM_RUN_QUIET)) prstm_progress_report(e, b, seen, &progress_clock, 0);
-      uint64_t now_progress = seen[PRSTM_Q_COMMITTED] + seen[PRSTM_Q_FAILED];
+      uint64_t now_progress = seen[STM_Q_COMMITTED] + seen[STM_Q_FAILED];
       double now = prstm_now();
       if (now_progress != last) {
         last = now_progress;
         last_t = now;
       } else if (e->opt.watchdog_s && !stalled && now - last_t > e->opt.watchdog_s) {
         stalled = 1;
-        __atomic_store_n(&quiesce[PRSTM_Q_STOP], 1, __ATOMIC_RELEASE);
+        __atomic_store_n(&quiesce[STM_Q_STOP], 1, __ATOMIC_RELEASE);
       }
     }
   }
@@ -375,7 +386,7 @@ int prstm_cpu_run(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *v
   PRSTM_RANGE_POP();
   if (rc) goto out;
   for (uint32_t i = 0; i < threads; i++) prstm_results_add_stats(res, &ctx.stats[i]);
-  e->last_run_sequences = quiesce[PRSTM_Q_SEQUENCE];
+  e->last_run_sequences = quiesce[STM_Q_SEQUENCE];
   if (stalled) {
     rc = prstm_watchdog_error(e, b);
     goto out;
@@ -396,7 +407,7 @@ out:
 
 int prstm_watchdog_error(prstm_engine *e, const prstm_batch *b) {
   uint64_t final = 0;
-  for (uint64_t i = 0; i < b->n; i++) final += (b->status[i] & PRSTM_STATUS_MASK) != PRSTM_PENDING;
+  for (uint64_t i = 0; i < b->n; i++) final += (b->status[i] & TXTABLE_STATUS_MASK) != PRSTM_PENDING;
   return prstm_engine_fail(e, PRSTM_ESTALLED,
                            "no transaction committed or failed for %u s, so the watchdog stopped the run "
                            "(%llu of %llu transactions were final; engine.watchdog_s sets the limit)",
@@ -421,9 +432,9 @@ void prstm_progress_report(prstm_engine *e, const prstm_batch *b, const uint64_t
   p.transactions = b->n;
   /* Each word only grows, so counts built from them never decrease from one
    * report to the next, whatever order they were read in. */
-  p.committed = q[PRSTM_Q_COMMITTED];
-  p.decided = q[PRSTM_Q_COMMITTED] + q[PRSTM_Q_FAILED];
-  p.abandoned = q[PRSTM_Q_ABANDONED];
+  p.committed = q[STM_Q_COMMITTED];
+  p.decided = q[STM_Q_COMMITTED] + q[STM_Q_FAILED];
+  p.abandoned = q[STM_Q_ABANDONED];
   uint64_t final = p.decided + p.abandoned;
   p.pending = final < b->n ? b->n - final : 0;
   p.elapsed_s = now - clock->start;
@@ -444,7 +455,7 @@ void prstm_results_add(prstm_results *total, const prstm_results *run) {
   if (run->gpu_bytes > total->gpu_bytes) total->gpu_bytes = run->gpu_bytes;
 }
 
-void prstm_results_add_stats(prstm_results *res, const prstm_thread_stats *st) {
+void prstm_results_add_stats(prstm_results *res, const stm_thread_stats *st) {
   res->committed += st->committed;
   res->aborts += st->aborts;
   res->postponements += st->postponements;
@@ -540,7 +551,7 @@ const prstm_worker_variant *prstm_pick_variant(const prstm_workload *wl, uint32_
 }
 
 int prstm_run_serial(const prstm_workload *wl, const prstm_worker_variant *v, prstm_word *words, uint64_t nwords,
-                     uint64_t lock_coverage, prstm_table_view *table, char *err, size_t errlen) {
+                     uint64_t lock_coverage, txtable_view *table, char *err, size_t errlen) {
   prstm_exec_ctx ctx;
   memset(&ctx, 0, sizeof ctx);
   ctx.words = words;
@@ -553,8 +564,8 @@ int prstm_run_serial(const prstm_workload *wl, const prstm_worker_variant *v, pr
   ctx.nthreads = 1;
   ctx.semantic = PRSTM_SEMANTIC_RETRY;
   ctx.retry_limit = 0;
-  uint64_t quiesce[PRSTM_Q_WORDS] = {0};
-  prstm_thread_stats stats;
+  uint64_t quiesce[STM_Q_WORDS] = {0};
+  stm_thread_stats stats;
   ctx.quiesce = quiesce;
   ctx.stats = &stats;
   ctx.locks = calloc((size_t)ctx.nlocks, sizeof *ctx.locks);

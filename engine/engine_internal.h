@@ -3,6 +3,7 @@
 #define ENGINE_INTERNAL_H
 
 #include "prstm.h"
+#include "cmp_walk.h"
 #include "txtable.h"
 
 /* NVTX ranges around the phases of a run (transfer, execute, readback), for
@@ -65,7 +66,7 @@ typedef struct prstm_progress_clock {
 } prstm_progress_clock;
 
 /* Calls the engine's observer with the counts of the published progress
- * words q (PRSTM_Q_WORDS, read by the caller from host or device memory),
+ * words q (STM_Q_WORDS, read by the caller from host or device memory),
  * when PRSTM_PROGRESS_INTERVAL_MS passed since the last report or when
  * finished is set. Does nothing without an observer. */
 void prstm_progress_report(prstm_engine *e, const prstm_batch *b, const uint64_t *q, prstm_progress_clock *clock,
@@ -95,7 +96,7 @@ const prstm_worker_variant *prstm_pick_variant(const prstm_workload *wl, uint32_
  * committed, failed, or abandoned when its body postponed. The serial
  * executor of verification, built from the workload's own CPU worker. */
 int prstm_run_serial(const prstm_workload *wl, const prstm_worker_variant *v, prstm_word *words, uint64_t nwords,
-                     uint64_t lock_coverage, prstm_table_view *table, char *err, size_t errlen);
+                     uint64_t lock_coverage, txtable_view *table, char *err, size_t errlen);
 
 double prstm_now(void);
 /* Records a formatted message in the engine and returns code. */
@@ -105,7 +106,7 @@ int prstm_engine_fail(prstm_engine *e, int code, const char *fmt, ...)
 #endif
     ;
 void prstm_ctx_fill_common(const prstm_engine *e, const prstm_batch *b, uint32_t threads, prstm_exec_ctx *ctx);
-void prstm_results_add_stats(prstm_results *res, const prstm_thread_stats *st);
+void prstm_results_add_stats(prstm_results *res, const stm_thread_stats *st);
 /* Records the watchdog's message (how many rows were final) and returns PRSTM_ESTALLED. */
 int prstm_watchdog_error(prstm_engine *e, const prstm_batch *b);
 
@@ -129,6 +130,7 @@ int prstm_run_chunked(prstm_engine *e, prstm_batch *b, prstm_backend backend, co
 
 #ifdef PRSTM_HAVE_CUDA
 /* GPU backend (backend_gpu.cu). */
+extern const txtable_allocator prstm_gpu_pinned_allocator;
 int prstm_gpu_probe(char *why, size_t whylen);
 int prstm_gpu_run(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *v, prstm_results *res);
 

@@ -15,13 +15,6 @@
  * the carry queue when it is retired, and a later unit takes them from the
  * front of the queue. */
 
-/* The most new rows of one GPU unit: a larger batch is split into chunks of
- * this many, so that the pinned staging stays a few hundred MiB. */
-#define STREAM_GPU_MAX_UNIT_ROWS (8ull << 20)
-/* Copies smaller than this are made by the calling thread alone. */
-#define STREAM_PARALLEL_BYTES (4ull << 20)
-#define STREAM_MAX_COPY_THREADS 8
-
 typedef struct stream_item {
   prstm_batch *b;       /* NULL once reported done */
   uint64_t first;       /* prstm_row of its row 0: the rows of every earlier batch */
@@ -139,14 +132,14 @@ static void copy_jobs(const copy_job *jobs, size_t njobs) {
   for (size_t j = 0; j < njobs; j++) total += jobs[j].len;
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   size_t nthreads = cores > 1 ? (size_t)cores / 2 : 1;
-  if (nthreads > STREAM_MAX_COPY_THREADS) nthreads = STREAM_MAX_COPY_THREADS;
-  if (total < STREAM_PARALLEL_BYTES || nthreads < 2) {
+  if (nthreads > PRSTM_POLICY_STREAM_MAX_COPY_THREADS) nthreads = PRSTM_POLICY_STREAM_MAX_COPY_THREADS;
+  if (total < PRSTM_POLICY_STREAM_PARALLEL_BYTES || nthreads < 2) {
     copy_range(jobs, njobs, 0, total);
     return;
   }
-  pthread_t tid[STREAM_MAX_COPY_THREADS];
-  copy_part parts[STREAM_MAX_COPY_THREADS];
-  int started[STREAM_MAX_COPY_THREADS] = {0};
+  pthread_t tid[PRSTM_POLICY_STREAM_MAX_COPY_THREADS];
+  copy_part parts[PRSTM_POLICY_STREAM_MAX_COPY_THREADS];
+  int started[PRSTM_POLICY_STREAM_MAX_COPY_THREADS] = {0};
   size_t per = (total + nthreads - 1) / nthreads;
   for (size_t t = 0; t < nthreads; t++) {
     size_t from = t * per, to = from + per < total ? from + per : total;
@@ -254,10 +247,10 @@ static int stream_notify_done(prstm_stream *s) {
 
 static void stream_report_progress(prstm_stream *s, int finished) {
   if (!s->progress_batch) return;
-  uint64_t q[PRSTM_Q_WORDS] = {0};
-  q[PRSTM_Q_COMMITTED] = s->res.committed;
-  q[PRSTM_Q_FAILED] = s->res.failed;
-  q[PRSTM_Q_ABANDONED] = s->res.abandoned;
+  uint64_t q[STM_Q_WORDS] = {0};
+  q[STM_Q_COMMITTED] = s->res.committed;
+  q[STM_Q_FAILED] = s->res.failed;
+  q[STM_Q_ABANDONED] = s->res.abandoned;
   prstm_progress_report(s->e, s->progress_batch, q, &s->progress_clock, finished);
 }
 
@@ -289,7 +282,7 @@ static int stream_retire(prstm_stream *s, unsigned slot) {
   uint64_t sequences = u->sequences;
 #ifdef PRSTM_HAVE_CUDA
   if (s->backend == PRSTM_BACKEND_GPU) {
-    uint64_t q[PRSTM_Q_WORDS] = {0};
+    uint64_t q[STM_Q_WORDS] = {0};
     prstm_gpu_unit_outcomes g;
     int rc = prstm_gpu_stream_wait(s->e, s->gpu, slot, &g, q, &s->res.copy_s, &s->res.execute_s);
     if (rc) return rc;
@@ -297,10 +290,10 @@ static int stream_retire(prstm_stream *s, unsigned slot) {
     o.result = g.result;
     o.seq = g.seq;
     o.read_hash = g.read_hash;
-    sequences = q[PRSTM_Q_SEQUENCE];
-    s->res.committed += q[PRSTM_Q_COMMITTED];
-    s->res.failed += q[PRSTM_Q_FAILED];
-    s->res.abandoned += q[PRSTM_Q_ABANDONED];
+    sequences = q[STM_Q_SEQUENCE];
+    s->res.committed += q[STM_Q_COMMITTED];
+    s->res.failed += q[STM_Q_FAILED];
+    s->res.abandoned += q[STM_Q_ABANDONED];
   }
 #endif
   s->seq_base += sequences;
@@ -650,7 +643,7 @@ static int stream_start(prstm_stream *s, const prstm_batch *b) {
 #ifdef PRSTM_HAVE_CUDA
   uint64_t want = b->n ? b->n : 1;
   if (s->limit_rows && s->limit_rows < want) want = s->limit_rows;
-  if (want > STREAM_GPU_MAX_UNIT_ROWS) want = STREAM_GPU_MAX_UNIT_ROWS;
+  if (want > PRSTM_POLICY_STREAM_MAX_UNIT_ROWS) want = PRSTM_POLICY_STREAM_MAX_UNIT_ROWS;
   uint64_t rows = 0;
   double t0 = prstm_now();
   int rc = prstm_gpu_stream_open(e, s->v, s->ncols, s->results, s->verify, want, &s->gpu, &rows, &s->res.threads,

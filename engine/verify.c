@@ -26,7 +26,7 @@ static const char *status_word(unsigned status, unsigned reason, int replay) {
  * each keeping the number prstm_row gave it in the run, so that a body that
  * claims a slot by row claims the same slot in the replay. */
 typedef struct replay_table {
-  prstm_table_view view;
+  txtable_view view;
   uint8_t *type, *status;
   uint64_t *args, *result, *row_id, *read_hash;
 } replay_table;
@@ -111,7 +111,7 @@ static int verify_table_shape(const prstm_verify_source *src, const seq_row *ord
   const prstm_verify_counts *c = src->counts;
   char name[96];
   for (uint64_t i = 0; i < b->n; i++) {
-    if ((b->status[i] & PRSTM_STATUS_MASK) == PRSTM_PENDING)
+    if ((b->status[i] & TXTABLE_STATUS_MASK) == PRSTM_PENDING)
       return verify_fail(rep, src, (int64_t)i, "%s (%s) is still pending, but the run completed",
                          row_name(src, i, name, sizeof name), wl->types[b->type[i]].name);
   }
@@ -120,7 +120,7 @@ static int verify_table_shape(const prstm_verify_source *src, const seq_row *ord
     if (order[j].seq == UINT64_MAX)
       return verify_fail(rep, src, (int64_t)r, "%s (%s) is %s but has no place in the commit order",
                          row_name(src, r, name, sizeof name), wl->types[b->type[r]].name,
-                         status_word(b->status[r] & PRSTM_STATUS_MASK, 0, 0));
+                         status_word(b->status[r] & TXTABLE_STATUS_MASK, 0, 0));
     if (order[j].seq >= c->sequences)
       return verify_fail(rep, src, (int64_t)r,
                          "%s (%s) holds commit sequence %llu, but the run took only %llu sequence numbers",
@@ -148,7 +148,7 @@ int prstm_verify_rows(prstm_engine *e, const prstm_verify_source *src, prstm_ver
   /* Committed and failed rows, in the order their decisions were taken. */
   uint64_t m = 0, committed = 0, failed = 0, abandoned = 0;
   for (uint64_t i = 0; i < b->n; i++) {
-    unsigned st = b->status[i] & PRSTM_STATUS_MASK;
+    unsigned st = b->status[i] & TXTABLE_STATUS_MASK;
     committed += st == PRSTM_COMMITTED;
     failed += st == PRSTM_FAILED;
     abandoned += st == PRSTM_ABANDONED;
@@ -165,7 +165,7 @@ int prstm_verify_rows(prstm_engine *e, const prstm_verify_source *src, prstm_ver
   rep->ok = 1;
   uint64_t k = 0;
   for (uint64_t i = 0; i < b->n; i++) {
-    unsigned st = b->status[i] & PRSTM_STATUS_MASK;
+    unsigned st = b->status[i] & TXTABLE_STATUS_MASK;
     if (st != PRSTM_COMMITTED && st != PRSTM_FAILED) continue;
     order[k].seq = b->seq[i];
     order[k].row = i;
@@ -187,8 +187,8 @@ int prstm_verify_rows(prstm_engine *e, const prstm_verify_source *src, prstm_ver
   rep->replayed = m;
   for (uint64_t j = 0; j < m; j++) {
     uint64_t row = order[j].row;
-    unsigned st = b->status[row] & PRSTM_STATUS_MASK, reason = b->status[row] >> PRSTM_STATUS_REASON_SHIFT;
-    unsigned rst = t.status[j] & PRSTM_STATUS_MASK, rreason = t.status[j] >> PRSTM_STATUS_REASON_SHIFT;
+    unsigned st = b->status[row] & TXTABLE_STATUS_MASK, reason = b->status[row] >> TXTABLE_REASON_SHIFT;
+    unsigned rst = t.status[j] & TXTABLE_STATUS_MASK, rreason = t.status[j] >> TXTABLE_REASON_SHIFT;
     const char *type = wl->types[b->type[row]].name;
     if (st != rst || (st == PRSTM_FAILED && reason != rreason)) {
       verify_fail(rep, src, (int64_t)row,
@@ -228,7 +228,7 @@ int prstm_verify_rows(prstm_engine *e, const prstm_verify_source *src, prstm_ver
   if (e->opt.semantic == PRSTM_SEMANTIC_POSTPONE && abandoned) {
     uint64_t a = 0;
     for (uint64_t i = 0; i < b->n; i++) {
-      if ((b->status[i] & PRSTM_STATUS_MASK) != PRSTM_ABANDONED) continue;
+      if ((b->status[i] & TXTABLE_STATUS_MASK) != PRSTM_ABANDONED) continue;
       order[a].seq = a;
       order[a].row = i;
       a++;
@@ -243,7 +243,7 @@ int prstm_verify_rows(prstm_engine *e, const prstm_verify_source *src, prstm_ver
     if (rc) goto out;
     rep->checked_blocked = a;
     for (uint64_t j = 0; j < a; j++) {
-      unsigned rst = blocked.status[j] & PRSTM_STATUS_MASK, rreason = blocked.status[j] >> PRSTM_STATUS_REASON_SHIFT;
+      unsigned rst = blocked.status[j] & TXTABLE_STATUS_MASK, rreason = blocked.status[j] >> TXTABLE_REASON_SHIFT;
       if (rst != PRSTM_ABANDONED || rreason != PRSTM_REASON_RETRY_LIMIT) {
         uint64_t row = order[j].row;
         verify_fail(rep, src, (int64_t)row, "%s (%s) was abandoned, but on the final state it %s",

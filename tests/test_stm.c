@@ -13,11 +13,11 @@
 typedef struct fixture {
   uint64_t words[64];
   uint64_t locks[64];
-  uint64_t quiesce[PRSTM_Q_WORDS];
+  uint64_t quiesce[STM_Q_WORDS];
   prstm_exec_ctx ctx;
-  prstm_read_entry reads[4];
-  prstm_write_entry writes[4];
-  prstm_lock_entry lockset[4];
+  stm_read_entry reads[4];
+  stm_write_entry writes[4];
+  stm_lock_entry lockset[4];
   prstm_tx tx;
 } fixture;
 
@@ -37,32 +37,32 @@ static void fixture_init(fixture *f, uint64_t nwords, uint64_t coverage) {
 }
 
 Test(lock_word, fields_round_trip_without_overlap) {
-  uint64_t max_version = (1ull << (64 - PRSTM_LOCK_VERSION_SHIFT)) - 1;
-  uint64_t w = prstm_lock_make(max_version, PRSTM_LOCK_OWNER_MASK, PRSTM_LOCK_PRELOCKED);
-  cr_assert_eq(prstm_lock_version(w), max_version);
-  cr_assert_eq(prstm_lock_owner(w), PRSTM_LOCK_OWNER_MASK);
-  cr_assert(prstm_lock_is_prelocked(w));
-  cr_assert_not(prstm_lock_is_locked(w));
-  w = prstm_lock_make(12345, 7, PRSTM_LOCK_LOCKED);
-  cr_assert_eq(prstm_lock_version(w), 12345);
-  cr_assert_eq(prstm_lock_owner(w), 7);
-  cr_assert(prstm_lock_is_locked(w));
-  cr_assert_not(prstm_lock_is_prelocked(w));
+  uint64_t max_version = (1ull << (64 - STM_LOCK_VERSION_SHIFT)) - 1;
+  uint64_t w = stm_lock_make(max_version, STM_LOCK_OWNER_MASK, STM_LOCK_PRELOCKED);
+  cr_assert_eq(stm_lock_version(w), max_version);
+  cr_assert_eq(stm_lock_owner(w), STM_LOCK_OWNER_MASK);
+  cr_assert(stm_lock_is_prelocked(w));
+  cr_assert_not(stm_lock_is_locked(w));
+  w = stm_lock_make(12345, 7, STM_LOCK_LOCKED);
+  cr_assert_eq(stm_lock_version(w), 12345);
+  cr_assert_eq(stm_lock_owner(w), 7);
+  cr_assert(stm_lock_is_locked(w));
+  cr_assert_not(stm_lock_is_prelocked(w));
 }
 
 Test(lock_word, version_is_wide_enough_not_to_wrap_in_a_batch) {
   /* The paper's 11-bit version wraps after 2048 commits; ours must outlast any batch. */
-  cr_assert_geq(64 - PRSTM_LOCK_VERSION_SHIFT, 36);
+  cr_assert_geq(64 - STM_LOCK_VERSION_SHIFT, 36);
   uint64_t v = 1ull << 35;
-  cr_assert_eq(prstm_lock_version(prstm_lock_make(v + 1, 0, 0)), v + 1);
+  cr_assert_eq(stm_lock_version(stm_lock_make(v + 1, 0, 0)), v + 1);
 }
 
 Test(priority, higher_tag_wins_then_lower_rank) {
-  cr_assert_gt(prstm_priority(1, 1000), prstm_priority(0, 0));
-  cr_assert_gt(prstm_priority(0, 3), prstm_priority(0, 4));
-  cr_assert(prstm_may_steal(prstm_priority(0, 3), prstm_priority(0, 4)));
-  cr_assert_not(prstm_may_steal(prstm_priority(0, 4), prstm_priority(0, 3)));
-  cr_assert_gt(prstm_priority(0, PRSTM_MAX_THREADS - 1), 0);
+  cr_assert_gt(cmp_priority(1, 1000), cmp_priority(0, 0));
+  cr_assert_gt(cmp_priority(0, 3), cmp_priority(0, 4));
+  cr_assert(stm_may_steal(cmp_priority(0, 3), cmp_priority(0, 4)));
+  cr_assert_not(stm_may_steal(cmp_priority(0, 4), cmp_priority(0, 3)));
+  cr_assert_gt(cmp_priority(0, PRSTM_MAX_THREADS - 1), 0);
 }
 
 Test(read_set, repeated_reads_share_one_entry_per_lock) {
@@ -70,7 +70,7 @@ Test(read_set, repeated_reads_share_one_entry_per_lock) {
   fixture_init(&f, 64, 8);
   f.words[3] = 30;
   f.words[5] = 50;
-  prstm_tx_begin(&f.tx, 0, prstm_priority(0, 0));
+  stm_tx_begin(&f.tx, 0, cmp_priority(0, 0));
   cr_assert_eq(prstm_read(&f.tx, 3), 30);
   cr_assert_eq(prstm_read(&f.tx, 3), 30);
   cr_assert_eq(prstm_read(&f.tx, 5), 50); /* same lock under coverage 8 */
@@ -83,7 +83,7 @@ Test(read_set, repeated_reads_share_one_entry_per_lock) {
 Test(write_set, reads_see_own_writes_and_locks_deduplicate) {
   fixture f;
   fixture_init(&f, 64, 8);
-  prstm_tx_begin(&f.tx, 0, prstm_priority(0, 0));
+  stm_tx_begin(&f.tx, 0, cmp_priority(0, 0));
   prstm_write(&f.tx, 2, 20);
   prstm_write(&f.tx, 4, 40);
   prstm_write(&f.tx, 2, 21);
@@ -96,40 +96,40 @@ Test(write_set, reads_see_own_writes_and_locks_deduplicate) {
 Test(sets, overflow_dooms_the_attempt_as_capacity) {
   fixture f;
   fixture_init(&f, 64, 1);
-  prstm_tx_begin(&f.tx, 0, prstm_priority(0, 0));
+  stm_tx_begin(&f.tx, 0, cmp_priority(0, 0));
   for (uint64_t a = 0; a < 5; a++) prstm_read(&f.tx, a);
-  cr_assert_eq(f.tx.state, PRSTM_TX_CAPACITY);
-  prstm_tx_begin(&f.tx, 0, prstm_priority(0, 0));
+  cr_assert_eq(f.tx.state, STM_TX_CAPACITY);
+  stm_tx_begin(&f.tx, 0, cmp_priority(0, 0));
   for (uint64_t a = 0; a < 5; a++) prstm_write(&f.tx, a, 1);
-  cr_assert_eq(f.tx.state, PRSTM_TX_CAPACITY);
+  cr_assert_eq(f.tx.state, STM_TX_CAPACITY);
 }
 
 Test(read, out_of_range_address_dooms_without_touching_memory) {
   fixture f;
   fixture_init(&f, 8, 1);
-  prstm_tx_begin(&f.tx, 0, prstm_priority(0, 0));
+  stm_tx_begin(&f.tx, 0, cmp_priority(0, 0));
   cr_assert_eq(prstm_read(&f.tx, 8), 0);
-  cr_assert_eq(f.tx.state, PRSTM_TX_BAD_ADDRESS);
-  prstm_tx_begin(&f.tx, 0, prstm_priority(0, 0));
+  cr_assert_eq(f.tx.state, STM_TX_BAD_ADDRESS);
+  stm_tx_begin(&f.tx, 0, cmp_priority(0, 0));
   prstm_write(&f.tx, 1000000, 1);
-  cr_assert_eq(f.tx.state, PRSTM_TX_BAD_ADDRESS);
+  cr_assert_eq(f.tx.state, STM_TX_BAD_ADDRESS);
 }
 
 Test(read, finally_locked_word_is_a_conflict) {
   fixture f;
   fixture_init(&f, 8, 1);
-  f.locks[2] = prstm_lock_make(0, prstm_priority(0, 9), PRSTM_LOCK_LOCKED);
-  prstm_tx_begin(&f.tx, 0, prstm_priority(0, 0));
+  f.locks[2] = stm_lock_make(0, cmp_priority(0, 9), STM_LOCK_LOCKED);
+  stm_tx_begin(&f.tx, 0, cmp_priority(0, 0));
   prstm_read(&f.tx, 2);
-  cr_assert_eq(f.tx.state, PRSTM_TX_CONFLICT);
+  cr_assert_eq(f.tx.state, STM_TX_CONFLICT);
 }
 
 Test(read, prelocked_word_is_read_invisibly) {
   fixture f;
   fixture_init(&f, 8, 1);
   f.words[2] = 7;
-  f.locks[2] = prstm_lock_make(3, prstm_priority(0, 9), PRSTM_LOCK_PRELOCKED);
-  prstm_tx_begin(&f.tx, 0, prstm_priority(0, 0));
+  f.locks[2] = stm_lock_make(3, cmp_priority(0, 9), STM_LOCK_PRELOCKED);
+  stm_tx_begin(&f.tx, 0, cmp_priority(0, 0));
   cr_assert_eq(prstm_read(&f.tx, 2), 7);
   cr_assert(prstm_ok(&f.tx));
 }
@@ -138,23 +138,23 @@ Test(commit, writes_values_and_releases_with_next_version) {
   fixture f;
   fixture_init(&f, 8, 1);
   f.words[1] = 5;
-  prstm_tx_begin(&f.tx, 0, prstm_priority(0, 0));
+  stm_tx_begin(&f.tx, 0, cmp_priority(0, 0));
   prstm_write(&f.tx, 1, prstm_read(&f.tx, 1) + 1);
-  cr_assert(prstm_tx_commit(&f.tx, NULL));
+  cr_assert(stm_tx_commit(&f.tx, NULL));
   cr_assert_eq(f.words[1], 6);
-  cr_assert_eq(f.locks[1], prstm_lock_make(1, 0, 0));
+  cr_assert_eq(f.locks[1], stm_lock_make(1, 0, 0));
 }
 
 Test(commit, fails_when_a_read_version_moved_and_leaves_locks_free) {
   fixture f;
   fixture_init(&f, 8, 1);
-  prstm_tx_begin(&f.tx, 0, prstm_priority(0, 0));
+  stm_tx_begin(&f.tx, 0, cmp_priority(0, 0));
   uint64_t x = prstm_read(&f.tx, 0);
   prstm_write(&f.tx, 1, x + 1);
-  f.locks[0] = prstm_lock_make(1, 0, 0); /* someone committed word 0 meanwhile */
-  cr_assert_not(prstm_tx_commit(&f.tx, NULL));
+  f.locks[0] = stm_lock_make(1, 0, 0); /* someone committed word 0 meanwhile */
+  cr_assert_not(stm_tx_commit(&f.tx, NULL));
   cr_assert_eq(f.words[1], 0);
-  cr_assert_eq(f.locks[1], prstm_lock_make(0, 0, 0), "the pre-lock must be given back unchanged");
+  cr_assert_eq(f.locks[1], stm_lock_make(0, 0, 0), "the pre-lock must be given back unchanged");
 }
 
 /* The fast path (every lock read is also written): a commit on a word it
@@ -165,14 +165,14 @@ Test(commit, read_and_written_word_that_moved_before_the_prelock_aborts) {
   fixture f;
   fixture_init(&f, 8, 1);
   f.words[2] = 10;
-  prstm_tx_begin(&f.tx, 0, prstm_priority(0, 0));
+  stm_tx_begin(&f.tx, 0, cmp_priority(0, 0));
   uint64_t v = prstm_read(&f.tx, 2);
   prstm_write(&f.tx, 2, v + 1);
   f.words[2] = 20;
-  f.locks[2] = prstm_lock_make(1, 0, 0); /* someone committed word 2 meanwhile */
-  cr_assert_not(prstm_tx_commit(&f.tx, NULL));
+  f.locks[2] = stm_lock_make(1, 0, 0); /* someone committed word 2 meanwhile */
+  cr_assert_not(stm_tx_commit(&f.tx, NULL));
   cr_assert_eq(f.words[2], 20, "the stale value must not be written");
-  cr_assert_eq(f.locks[2], prstm_lock_make(1, 0, 0), "the pre-lock must be given back unchanged");
+  cr_assert_eq(f.locks[2], stm_lock_make(1, 0, 0), "the pre-lock must be given back unchanged");
 }
 
 /* A transfer-shaped commit (two words read and written) under verification
@@ -181,43 +181,43 @@ Test(commit, fast_path_takes_a_sequence_when_asked) {
   fixture f;
   fixture_init(&f, 8, 1);
   f.words[0] = 7;
-  f.quiesce[PRSTM_Q_SEQUENCE] = 41;
+  f.quiesce[STM_Q_SEQUENCE] = 41;
   uint64_t seq = 0;
-  prstm_tx_begin(&f.tx, 0, prstm_priority(0, 0));
+  stm_tx_begin(&f.tx, 0, cmp_priority(0, 0));
   uint64_t a = prstm_read(&f.tx, 0);
   prstm_write(&f.tx, 0, a - 2);
   uint64_t b = prstm_read(&f.tx, 1);
   prstm_write(&f.tx, 1, b + 2);
-  cr_assert(prstm_tx_commit(&f.tx, &seq));
+  cr_assert(stm_tx_commit(&f.tx, &seq));
   cr_assert_eq(seq, 41);
-  cr_assert_eq(f.quiesce[PRSTM_Q_SEQUENCE], 42);
+  cr_assert_eq(f.quiesce[STM_Q_SEQUENCE], 42);
   cr_assert_eq(f.words[0], 5);
   cr_assert_eq(f.words[1], 2);
-  cr_assert_eq(f.locks[0], prstm_lock_make(1, 0, 0));
-  cr_assert_eq(f.locks[1], prstm_lock_make(1, 0, 0));
+  cr_assert_eq(f.locks[0], stm_lock_make(1, 0, 0));
+  cr_assert_eq(f.locks[1], stm_lock_make(1, 0, 0));
 }
 
 Test(commit, higher_priority_steals_a_lower_prelock) {
   fixture f;
   fixture_init(&f, 8, 1);
-  uint64_t low = prstm_priority(0, 50);
-  f.locks[1] = prstm_lock_make(4, low, PRSTM_LOCK_PRELOCKED);
-  prstm_tx_begin(&f.tx, 0, prstm_priority(1, 60));
+  uint64_t low = cmp_priority(0, 50);
+  f.locks[1] = stm_lock_make(4, low, STM_LOCK_PRELOCKED);
+  stm_tx_begin(&f.tx, 0, cmp_priority(1, 60));
   prstm_write(&f.tx, 1, 9);
-  cr_assert(prstm_tx_commit(&f.tx, NULL));
+  cr_assert(stm_tx_commit(&f.tx, NULL));
   cr_assert_eq(f.words[1], 9);
-  cr_assert_eq(f.locks[1], prstm_lock_make(5, 0, 0));
+  cr_assert_eq(f.locks[1], stm_lock_make(5, 0, 0));
 }
 
 Test(commit, lower_priority_never_steals_a_prelock) {
   fixture f;
   fixture_init(&f, 8, 1);
-  uint64_t high = prstm_priority(0, 1);
-  uint64_t pre = prstm_lock_make(4, high, PRSTM_LOCK_PRELOCKED);
+  uint64_t high = cmp_priority(0, 1);
+  uint64_t pre = stm_lock_make(4, high, STM_LOCK_PRELOCKED);
   f.locks[1] = pre;
-  prstm_tx_begin(&f.tx, 0, prstm_priority(0, 2));
+  stm_tx_begin(&f.tx, 0, cmp_priority(0, 2));
   prstm_write(&f.tx, 1, 9);
-  cr_assert_not(prstm_tx_commit(&f.tx, NULL));
+  cr_assert_not(stm_tx_commit(&f.tx, NULL));
   cr_assert_eq(f.locks[1], pre);
   cr_assert_eq(f.words[1], 0);
 }
@@ -246,10 +246,10 @@ static int commit_against_holder(fixture *f, uint64_t lock, uint64_t release_ver
   h->lock = &f->locks[lock];
   h->held = f->locks[lock];
   h->watch = NULL;
-  h->release = prstm_lock_make(release_version, 0, 0);
+  h->release = stm_lock_make(release_version, 0, 0);
   pthread_t t;
   cr_assert_eq(pthread_create(&t, NULL, holder_main, h), 0);
-  int ok = prstm_tx_commit(&f->tx, NULL);
+  int ok = stm_tx_commit(&f->tx, NULL);
   pthread_join(t, NULL);
   return ok;
 }
@@ -257,38 +257,38 @@ static int commit_against_holder(fixture *f, uint64_t lock, uint64_t release_ver
 Test(commit, final_lock_is_waited_out_and_never_stolen) {
   fixture f;
   fixture_init(&f, 8, 1);
-  f.locks[1] = prstm_lock_make(4, prstm_priority(0, 3), PRSTM_LOCK_LOCKED);
-  prstm_tx_begin(&f.tx, 0, prstm_priority(15, 0));
+  f.locks[1] = stm_lock_make(4, cmp_priority(0, 3), STM_LOCK_LOCKED);
+  stm_tx_begin(&f.tx, 0, cmp_priority(15, 0));
   prstm_write(&f.tx, 1, 9);
   holder h;
   cr_assert(commit_against_holder(&f, 1, 5, &h), "a blind write commits after the holder's commit");
   cr_assert(h.untouched, "final locks are never stolen, whatever the priority");
   cr_assert_eq(f.words[1], 9);
-  cr_assert_eq(f.locks[1], prstm_lock_make(6, 0, 0));
+  cr_assert_eq(f.locks[1], stm_lock_make(6, 0, 0));
 }
 
 Test(commit, read_under_a_final_lock_fails_once_the_holder_commits) {
   fixture f;
   fixture_init(&f, 8, 1);
-  prstm_tx_begin(&f.tx, 0, prstm_priority(1, 0));
+  stm_tx_begin(&f.tx, 0, cmp_priority(1, 0));
   uint64_t x = prstm_read(&f.tx, 0);
   prstm_write(&f.tx, 1, x + 1);
-  f.locks[0] = prstm_lock_make(0, prstm_priority(0, 3), PRSTM_LOCK_LOCKED);
+  f.locks[0] = stm_lock_make(0, cmp_priority(0, 3), STM_LOCK_LOCKED);
   holder h;
   cr_assert_not(commit_against_holder(&f, 0, 1, &h));
   cr_assert(h.untouched);
   cr_assert_eq(f.words[1], 0);
-  cr_assert_eq(f.locks[1], prstm_lock_make(0, 0, 0), "the pre-lock must be given back");
+  cr_assert_eq(f.locks[1], stm_lock_make(0, 0, 0), "the pre-lock must be given back");
 }
 
 Test(commit, read_under_a_final_lock_commits_when_the_holder_gives_up) {
   /* The holder lost a later pre-lock and released this one unchanged. */
   fixture f;
   fixture_init(&f, 8, 1);
-  prstm_tx_begin(&f.tx, 0, prstm_priority(1, 0));
+  stm_tx_begin(&f.tx, 0, cmp_priority(1, 0));
   uint64_t x = prstm_read(&f.tx, 0);
   prstm_write(&f.tx, 1, x + 1);
-  f.locks[0] = prstm_lock_make(0, prstm_priority(0, 3), PRSTM_LOCK_LOCKED);
+  f.locks[0] = stm_lock_make(0, cmp_priority(0, 3), STM_LOCK_LOCKED);
   holder h;
   cr_assert(commit_against_holder(&f, 0, 0, &h));
   cr_assert_eq(f.words[1], 1);
@@ -298,24 +298,24 @@ Test(commit, read_prelocked_by_higher_priority_fails_validation) {
   /* Write skew guard: this attempt read word 0, which a higher priority is committing. */
   fixture f;
   fixture_init(&f, 8, 1);
-  prstm_tx_begin(&f.tx, 0, prstm_priority(0, 5));
+  stm_tx_begin(&f.tx, 0, cmp_priority(0, 5));
   uint64_t x = prstm_read(&f.tx, 0);
   prstm_write(&f.tx, 1, x + 1);
-  f.locks[0] = prstm_lock_make(0, prstm_priority(0, 1), PRSTM_LOCK_PRELOCKED);
-  cr_assert_not(prstm_tx_commit(&f.tx, NULL));
+  f.locks[0] = stm_lock_make(0, cmp_priority(0, 1), STM_LOCK_PRELOCKED);
+  cr_assert_not(stm_tx_commit(&f.tx, NULL));
   cr_assert_eq(f.words[1], 0);
 }
 
 Test(commit, read_prelocked_by_lower_priority_is_revoked) {
   fixture f;
   fixture_init(&f, 8, 1);
-  uint64_t low = prstm_priority(0, 9);
-  prstm_tx_begin(&f.tx, 0, prstm_priority(0, 5));
+  uint64_t low = cmp_priority(0, 9);
+  stm_tx_begin(&f.tx, 0, cmp_priority(0, 5));
   uint64_t x = prstm_read(&f.tx, 0);
   prstm_write(&f.tx, 1, x + 1);
-  f.locks[0] = prstm_lock_make(0, low, PRSTM_LOCK_PRELOCKED);
-  cr_assert(prstm_tx_commit(&f.tx, NULL));
-  cr_assert_eq(f.locks[0], prstm_lock_make(0, 0, 0), "the lower pre-lock is revoked, so its owner cannot lock");
+  f.locks[0] = stm_lock_make(0, low, STM_LOCK_PRELOCKED);
+  cr_assert(stm_tx_commit(&f.tx, NULL));
+  cr_assert_eq(f.locks[0], stm_lock_make(0, 0, 0), "the lower pre-lock is revoked, so its owner cannot lock");
   cr_assert_eq(f.words[1], 1);
 }
 
@@ -323,33 +323,33 @@ Test(commit, shared_lock_between_read_and_write_does_not_abort_itself) {
   fixture f;
   fixture_init(&f, 8, 8); /* everything under one lock */
   f.words[0] = 3;
-  prstm_tx_begin(&f.tx, 0, prstm_priority(0, 0));
+  stm_tx_begin(&f.tx, 0, cmp_priority(0, 0));
   uint64_t x = prstm_read(&f.tx, 0);
   prstm_write(&f.tx, 7, x);
   prstm_write(&f.tx, 0, x + 1);
   cr_assert_eq(f.tx.nlocks, 1);
-  cr_assert(prstm_tx_commit(&f.tx, NULL));
+  cr_assert(stm_tx_commit(&f.tx, NULL));
   cr_assert_eq(f.words[0], 4);
   cr_assert_eq(f.words[7], 3);
-  cr_assert_eq(f.locks[0], prstm_lock_make(1, 0, 0));
+  cr_assert_eq(f.locks[0], stm_lock_make(1, 0, 0));
 }
 
 Test(commit, sequence_is_taken_when_asked) {
   fixture f;
   fixture_init(&f, 8, 1);
   uint64_t seq = 99;
-  prstm_tx_begin(&f.tx, 0, prstm_priority(0, 0));
+  stm_tx_begin(&f.tx, 0, cmp_priority(0, 0));
   prstm_write(&f.tx, 0, 1);
-  cr_assert(prstm_tx_commit(&f.tx, &seq));
+  cr_assert(stm_tx_commit(&f.tx, &seq));
   cr_assert_eq(seq, 0);
-  cr_assert_eq(f.quiesce[PRSTM_Q_SEQUENCE], 1);
+  cr_assert_eq(f.quiesce[STM_Q_SEQUENCE], 1);
 }
 
 /* A transfer-shaped first attempt (its locks are exactly its reads) takes
  * its final locks directly, and still writes, releases with the next
  * version and takes its place in the commit order. */
 static void transfer_attempt(fixture *f, uint64_t prio, uint64_t from, uint64_t to, uint64_t amount) {
-  prstm_tx_begin(&f->tx, 0, prio);
+  stm_tx_begin(&f->tx, 0, prio);
   f->tx.direct = 1;
   uint64_t a = prstm_read(&f->tx, from);
   prstm_write(&f->tx, from, a - amount);
@@ -361,16 +361,16 @@ Test(direct, first_attempt_commits_with_next_versions_and_a_sequence) {
   fixture f;
   fixture_init(&f, 8, 1);
   f.words[0] = 7;
-  f.locks[0] = prstm_lock_make(3, 0, 0);
-  f.quiesce[PRSTM_Q_SEQUENCE] = 41;
+  f.locks[0] = stm_lock_make(3, 0, 0);
+  f.quiesce[STM_Q_SEQUENCE] = 41;
   uint64_t seq = 0;
-  transfer_attempt(&f, prstm_priority(0, 0), 0, 1, 2);
-  cr_assert(prstm_tx_commit(&f.tx, &seq));
+  transfer_attempt(&f, cmp_priority(0, 0), 0, 1, 2);
+  cr_assert(stm_tx_commit(&f.tx, &seq));
   cr_assert_eq(seq, 41);
   cr_assert_eq(f.words[0], 5);
   cr_assert_eq(f.words[1], 2);
-  cr_assert_eq(f.locks[0], prstm_lock_make(4, 0, 0));
-  cr_assert_eq(f.locks[1], prstm_lock_make(1, 0, 0));
+  cr_assert_eq(f.locks[0], stm_lock_make(4, 0, 0));
+  cr_assert_eq(f.locks[1], stm_lock_make(1, 0, 0));
 }
 
 /* The second lock is pre-locked by a higher priority: the direct path must
@@ -379,11 +379,11 @@ Test(direct, conflict_on_a_later_lock_gives_the_earlier_ones_back) {
   fixture f;
   fixture_init(&f, 8, 1);
   f.words[0] = 7;
-  transfer_attempt(&f, prstm_priority(0, 5), 0, 1, 2);
-  const uint64_t high = prstm_lock_make(0, prstm_priority(0, 1), PRSTM_LOCK_PRELOCKED);
+  transfer_attempt(&f, cmp_priority(0, 5), 0, 1, 2);
+  const uint64_t high = stm_lock_make(0, cmp_priority(0, 1), STM_LOCK_PRELOCKED);
   f.locks[1] = high;
-  cr_assert_not(prstm_tx_commit(&f.tx, NULL));
-  cr_assert_eq(f.locks[0], prstm_lock_make(0, 0, 0), "the first lock must be free at its old version");
+  cr_assert_not(stm_tx_commit(&f.tx, NULL));
+  cr_assert_eq(f.locks[0], stm_lock_make(0, 0, 0), "the first lock must be free at its old version");
   cr_assert_eq(f.locks[1], high, "a higher pre-lock is never taken");
   cr_assert_eq(f.words[0], 7);
   cr_assert_eq(f.words[1], 0);
@@ -395,12 +395,12 @@ Test(direct, a_lower_prelock_is_stolen_by_the_prelock_path) {
   fixture f;
   fixture_init(&f, 8, 1);
   f.words[0] = 7;
-  transfer_attempt(&f, prstm_priority(0, 5), 0, 1, 2);
-  f.locks[1] = prstm_lock_make(0, prstm_priority(0, 9), PRSTM_LOCK_PRELOCKED);
-  cr_assert(prstm_tx_commit(&f.tx, NULL));
+  transfer_attempt(&f, cmp_priority(0, 5), 0, 1, 2);
+  f.locks[1] = stm_lock_make(0, cmp_priority(0, 9), STM_LOCK_PRELOCKED);
+  cr_assert(stm_tx_commit(&f.tx, NULL));
   cr_assert_eq(f.words[0], 5);
   cr_assert_eq(f.words[1], 2);
-  cr_assert_eq(f.locks[1], prstm_lock_make(1, 0, 0));
+  cr_assert_eq(f.locks[1], stm_lock_make(1, 0, 0));
 }
 
 /* A word read and written that moved since the read: the direct CAS at the
@@ -409,13 +409,13 @@ Test(direct, a_version_moved_since_the_read_aborts) {
   fixture f;
   fixture_init(&f, 8, 1);
   f.words[0] = 7;
-  transfer_attempt(&f, prstm_priority(0, 0), 0, 1, 2);
+  transfer_attempt(&f, cmp_priority(0, 0), 0, 1, 2);
   f.words[0] = 20;
-  f.locks[0] = prstm_lock_make(1, 0, 0); /* someone committed word 0 meanwhile */
-  cr_assert_not(prstm_tx_commit(&f.tx, NULL));
+  f.locks[0] = stm_lock_make(1, 0, 0); /* someone committed word 0 meanwhile */
+  cr_assert_not(stm_tx_commit(&f.tx, NULL));
   cr_assert_eq(f.words[0], 20, "the stale value must not be written");
-  cr_assert_eq(f.locks[0], prstm_lock_make(1, 0, 0));
-  cr_assert_eq(f.locks[1], prstm_lock_make(0, 0, 0));
+  cr_assert_eq(f.locks[0], stm_lock_make(1, 0, 0));
+  cr_assert_eq(f.locks[1], stm_lock_make(0, 0, 0));
 }
 
 /* As many locks as reads, but not the same ones (read x, write y): the read
@@ -423,14 +423,14 @@ Test(direct, a_version_moved_since_the_read_aborts) {
 Test(direct, reads_that_are_not_written_are_still_validated) {
   fixture f;
   fixture_init(&f, 8, 1);
-  prstm_tx_begin(&f.tx, 0, prstm_priority(0, 0));
+  stm_tx_begin(&f.tx, 0, cmp_priority(0, 0));
   f.tx.direct = 1;
   uint64_t x = prstm_read(&f.tx, 0);
   prstm_write(&f.tx, 1, x + 1);
-  f.locks[0] = prstm_lock_make(1, 0, 0);
-  cr_assert_not(prstm_tx_commit(&f.tx, NULL));
+  f.locks[0] = stm_lock_make(1, 0, 0);
+  cr_assert_not(stm_tx_commit(&f.tx, NULL));
   cr_assert_eq(f.words[1], 0);
-  cr_assert_eq(f.locks[1], prstm_lock_make(0, 0, 0));
+  cr_assert_eq(f.locks[1], stm_lock_make(0, 0, 0));
 }
 
 /* A holder of final locks never waits: when the second lock is finally
@@ -441,21 +441,21 @@ Test(direct, a_final_lock_holder_never_waits_on_another) {
   fixture f;
   fixture_init(&f, 8, 1);
   f.words[0] = 7;
-  transfer_attempt(&f, prstm_priority(0, 5), 0, 1, 2);
-  f.locks[1] = prstm_lock_make(0, prstm_priority(0, 3), PRSTM_LOCK_LOCKED);
+  transfer_attempt(&f, cmp_priority(0, 5), 0, 1, 2);
+  f.locks[1] = stm_lock_make(0, cmp_priority(0, 3), STM_LOCK_LOCKED);
   holder h;
   h.lock = &f.locks[1];
   h.held = f.locks[1];
-  h.release = prstm_lock_make(0, 0, 0); /* it gives up: nothing written */
+  h.release = stm_lock_make(0, 0, 0); /* it gives up: nothing written */
   h.watch = &f.locks[0];
   h.watched = 0;
   pthread_t t;
   cr_assert_eq(pthread_create(&t, NULL, holder_main, &h), 0);
-  int ok = prstm_tx_commit(&f.tx, NULL);
+  int ok = stm_tx_commit(&f.tx, NULL);
   pthread_join(t, NULL);
   cr_assert(ok, "the commit goes through once the holder gives up");
   cr_assert(h.untouched);
-  cr_assert_not(prstm_lock_is_locked(h.watched), "the first lock was finally locked while its holder waited");
+  cr_assert_not(stm_lock_is_locked(h.watched), "the first lock was finally locked while its holder waited");
   cr_assert_eq(f.words[0], 5);
   cr_assert_eq(f.words[1], 2);
 }
@@ -463,40 +463,40 @@ Test(direct, a_final_lock_holder_never_waits_on_another) {
 Test(snapshot, postpone_decision_needs_unchanged_versions) {
   fixture f;
   fixture_init(&f, 8, 1);
-  prstm_tx_begin(&f.tx, 0, prstm_priority(0, 0));
+  stm_tx_begin(&f.tx, 0, cmp_priority(0, 0));
   prstm_read(&f.tx, 3);
-  cr_assert(prstm_tx_snapshot_valid(&f.tx));
-  f.locks[3] = prstm_lock_make(1, 0, 0);
-  cr_assert_not(prstm_tx_snapshot_valid(&f.tx));
+  cr_assert(stm_tx_snapshot_valid(&f.tx));
+  f.locks[3] = stm_lock_make(1, 0, 0);
+  cr_assert_not(stm_tx_snapshot_valid(&f.tx));
 }
 
 /* ---- The termination protocol's epoch word (cmp_walk.h), driven by hand. ---- */
 
 static uint64_t q_word(uint64_t epoch, uint64_t unconfirmed, uint64_t stalled) {
-  return (prstm_q_tag(epoch) << PRSTM_Q_EPOCH_SHIFT) | (unconfirmed << PRSTM_Q_COUNT_BITS) | stalled;
+  return (cmp_q_tag(epoch) << CMP_Q_EPOCH_SHIFT) | (unconfirmed << CMP_Q_COUNT_BITS) | stalled;
 }
 
 static void quiesce_init(fixture *f, uint32_t threads, uint64_t done, uint64_t epoch) {
   fixture_init(f, 8, 1);
   f->ctx.nthreads = threads;
-  f->quiesce[PRSTM_Q_DONE] = done;
-  f->quiesce[PRSTM_Q_EPOCH] = epoch;
-  f->quiesce[PRSTM_Q_EPOCH_STALLED] = q_word(epoch, 0, 0);
+  f->quiesce[STM_Q_DONE] = done;
+  f->quiesce[STM_Q_EPOCH] = epoch;
+  f->quiesce[STM_Q_EPOCH_STALLED] = q_word(epoch, 0, 0);
 }
 
 Test(quiescence, last_thread_to_stall_sees_quiescence_and_counts_itself_once) {
   fixture f;
   quiesce_init(&f, 3, 1, 5);
-  f.quiesce[PRSTM_Q_EPOCH_STALLED] = q_word(5, 0, 1); /* one other thread stalled in epoch 5 */
+  f.quiesce[STM_Q_EPOCH_STALLED] = q_word(5, 0, 1); /* one other thread stalled in epoch 5 */
   cr_assert_eq(cmp_wait_quiescent(&f.ctx, 5), 1);
-  cr_assert_eq(f.quiesce[PRSTM_Q_EPOCH_STALLED], q_word(5, 0, 2), "one stall added, no mark left");
+  cr_assert_eq(f.quiesce[STM_Q_EPOCH_STALLED], q_word(5, 0, 2), "one stall added, no mark left");
 }
 
 Test(quiescence, a_sweep_from_an_old_epoch_does_not_register) {
   fixture f;
   quiesce_init(&f, 1, 0, 7);
   cr_assert_eq(cmp_wait_quiescent(&f.ctx, 6), 0, "the epoch moved: sweep again");
-  cr_assert_eq(f.quiesce[PRSTM_Q_EPOCH_STALLED], q_word(7, 0, 0), "the word is untouched");
+  cr_assert_eq(f.quiesce[STM_Q_EPOCH_STALLED], q_word(7, 0, 0), "the word is untouched");
 }
 
 /* The tag moved but the full epoch has not yet followed (a bump between its
@@ -505,29 +505,29 @@ Test(quiescence, a_sweep_from_an_old_epoch_does_not_register) {
 Test(quiescence, a_registration_landing_in_a_later_epoch_is_taken_back) {
   fixture f;
   quiesce_init(&f, 2, 0, 7);
-  f.quiesce[PRSTM_Q_EPOCH_STALLED] = q_word(8, 0, 1);
+  f.quiesce[STM_Q_EPOCH_STALLED] = q_word(8, 0, 1);
   cr_assert_eq(cmp_wait_quiescent(&f.ctx, 7), 0);
-  cr_assert_eq(f.quiesce[PRSTM_Q_EPOCH_STALLED], q_word(8, 0, 1), "the later epoch's count is as it was");
+  cr_assert_eq(f.quiesce[STM_Q_EPOCH_STALLED], q_word(8, 0, 1), "the later epoch's count is as it was");
 }
 
 /* A tag equal to the sweep's epoch modulo 2^22 but from a later epoch: the
  * full epoch tells them apart. */
 Test(quiescence, a_tag_that_came_round_again_is_not_mistaken_for_the_epoch) {
   fixture f;
-  uint64_t later = 3 + (1ull << (64 - PRSTM_Q_EPOCH_SHIFT));
+  uint64_t later = 3 + (1ull << (64 - CMP_Q_EPOCH_SHIFT));
   quiesce_init(&f, 1, 0, later);
-  cr_assert_eq(prstm_q_tag(later), prstm_q_tag(3));
+  cr_assert_eq(cmp_q_tag(later), cmp_q_tag(3));
   cr_assert_eq(cmp_wait_quiescent(&f.ctx, 3), 0, "a stale sweep must not see quiescence");
-  cr_assert_eq(f.quiesce[PRSTM_Q_EPOCH_STALLED], q_word(later, 0, 0));
+  cr_assert_eq(f.quiesce[STM_Q_EPOCH_STALLED], q_word(later, 0, 0));
 }
 
 Test(quiescence, a_bump_drops_the_stalls_and_keeps_the_marks) {
   fixture f;
   quiesce_init(&f, 8, 0, 11);
-  f.quiesce[PRSTM_Q_EPOCH_STALLED] = q_word(11, 2, 5);
+  f.quiesce[STM_Q_EPOCH_STALLED] = q_word(11, 2, 5);
   cmp_bump_epoch(&f.ctx);
-  cr_assert_eq(f.quiesce[PRSTM_Q_EPOCH_STALLED], q_word(12, 2, 0));
-  cr_assert_eq(f.quiesce[PRSTM_Q_EPOCH], 12);
+  cr_assert_eq(f.quiesce[STM_Q_EPOCH_STALLED], q_word(12, 2, 0));
+  cr_assert_eq(f.quiesce[STM_Q_EPOCH], 12);
 }
 
 /* Another thread's unconfirmed registration holds quiescence back until it
@@ -540,15 +540,15 @@ static void *confirm_main(void *p) {
   confirm_later *c = p;
   struct timespec ts = {0, 50 * 1000 * 1000};
   nanosleep(&ts, NULL);
-  __atomic_fetch_sub(c->word, PRSTM_Q_UNCONFIRMED_ONE, __ATOMIC_SEQ_CST);
+  __atomic_fetch_sub(c->word, CMP_Q_UNCONFIRMED_ONE, __ATOMIC_SEQ_CST);
   return NULL;
 }
 
 Test(quiescence, an_unconfirmed_registration_holds_quiescence_back) {
   fixture f;
   quiesce_init(&f, 2, 0, 4);
-  f.quiesce[PRSTM_Q_EPOCH_STALLED] = q_word(4, 1, 1); /* registered, not yet confirmed */
-  confirm_later c = {&f.quiesce[PRSTM_Q_EPOCH_STALLED]};
+  f.quiesce[STM_Q_EPOCH_STALLED] = q_word(4, 1, 1); /* registered, not yet confirmed */
+  confirm_later c = {&f.quiesce[STM_Q_EPOCH_STALLED]};
   pthread_t t;
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -558,13 +558,13 @@ Test(quiescence, an_unconfirmed_registration_holds_quiescence_back) {
   pthread_join(t, NULL);
   double waited = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
   cr_assert_geq(waited, 0.04, "quiescence was seen after %.3f s, before the mark was confirmed", waited);
-  cr_assert_eq(f.quiesce[PRSTM_Q_EPOCH_STALLED], q_word(4, 0, 2));
+  cr_assert_eq(f.quiesce[STM_Q_EPOCH_STALLED], q_word(4, 0, 2));
 }
 
 Test(quiescence, a_stopped_run_leaves_the_wait) {
   fixture f;
   quiesce_init(&f, 4, 0, 2);
-  f.quiesce[PRSTM_Q_STOP] = 1;
+  f.quiesce[STM_Q_STOP] = 1;
   cr_assert_eq(cmp_wait_quiescent(&f.ctx, 2), -1);
 }
 
@@ -581,8 +581,8 @@ Test(table, blocks_are_interleaved_and_cover_every_row_once) {
 
 Test(table, status_packs_reason_beside_the_finish_flag) {
   uint8_t s = txtable_pack_status(PRSTM_ABANDONED, PRSTM_REASON_QUIESCENT);
-  cr_assert_eq(s & PRSTM_STATUS_MASK, PRSTM_ABANDONED);
-  cr_assert_eq(s >> PRSTM_STATUS_REASON_SHIFT, PRSTM_REASON_QUIESCENT);
+  cr_assert_eq(s & TXTABLE_STATUS_MASK, PRSTM_ABANDONED);
+  cr_assert_eq(s >> TXTABLE_REASON_SHIFT, PRSTM_REASON_QUIESCENT);
   cr_assert_eq(txtable_pack_status(PRSTM_PENDING, 0), 0, "a zero byte is the unset finish flag");
 }
 

@@ -2,7 +2,7 @@
 #ifndef TEST_WORKLOAD_H
 #define TEST_WORKLOAD_H
 
-#include "prstm.h"
+#include "prstm_tx.h"
 
 enum { PROBE_SKEW = 0, PROBE_INCREMENT = 1, PROBE_SUM = 2, PROBE_TOUCH = 3, PROBE_WILD = 4, PROBE_MOVE = 5, PROBE_LIVELOCK = 6 };
 #define PROBE_CAPACITY 16
@@ -57,7 +57,7 @@ PRSTM_INLINE int probe_move(prstm_tx *tx) {
  * livelock bug, which the watchdog must stop. */
 PRSTM_INLINE int probe_livelock(prstm_tx *tx) {
   prstm_read(tx, prstm_arg(tx, 0));
-  prstm_tx_doom(tx, PRSTM_TX_CONFLICT);
+  stm_tx_doom(tx, STM_TX_CONFLICT);
   return PRSTM_COMMIT;
 }
 

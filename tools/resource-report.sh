@@ -3,7 +3,7 @@
 # Usage: tools/resource-report.sh [ARCH]   (default 90). Compiles each workload's .cu file and the
 # ceiling kernel with the library's own flags plus -Xptxas -v, into a scratch folder, and prints one
 # row per kernel entry. Stack frame bytes are thread-local memory (the fixed-capacity read, write and
-# lock sets live there when they hold more than PRSTM_GPU_SHARED_SET_MAX entries; smaller ones are in
+# lock sets live there when they hold more than PRSTM_POLICY_SHARED_SET_MAX entries; smaller ones are in
 # shared memory); spill bytes are what ptxas moved out of registers.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)

@@ -4,68 +4,50 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef PRSTM_HAVE_CUDA
-/* In engine/backend_gpu.cu: cudaHostAlloc, or NULL without a usable GPU. */
-void *prstm_gpu_host_alloc(size_t bytes);
-void prstm_gpu_host_free(void *p);
-#endif
-
-/* Host memory for a batch's columns: page-locked where asked and CUDA can
- * give it, else ordinary. *pinned says which it got; free_columns gives it
- * back the same way, so that pinned memory never reaches free(). */
-static void *alloc_columns(size_t bytes, int want_pinned, int *pinned) {
+/* Host memory for a batch's columns: from the batch's pinned allocator
+ * where it was asked for and gives some, else ordinary. *pinned says which
+ * it got; free_columns gives it back the same way, so that pinned memory
+ * never reaches free(). */
+static void *alloc_columns(const txtable_allocator *pinned_alloc, size_t bytes, int want_pinned, int *pinned) {
   *pinned = 0;
   if (bytes == 0) bytes = 1;
-#ifdef PRSTM_HAVE_CUDA
-  if (want_pinned) {
-    void *p = prstm_gpu_host_alloc(bytes);
+  if (want_pinned && pinned_alloc) {
+    void *p = pinned_alloc->alloc(bytes);
     if (p) {
       *pinned = 1;
       return p;
     }
   }
-#else
-  (void)want_pinned;
-#endif
   return malloc(bytes);
 }
 
-static void free_columns(void *p, int pinned) {
+static void free_columns(const txtable_allocator *pinned_alloc, void *p, int pinned) {
   if (!p) return;
-#ifdef PRSTM_HAVE_CUDA
-  if (pinned) {
-    prstm_gpu_host_free(p);
-    return;
-  }
-#else
-  (void)pinned;
-#endif
-  free(p);
+  if (pinned)
+    pinned_alloc->free(p);
+  else
+    free(p);
 }
 
-static int batch_create(prstm_batch **out, const prstm_workload *wl, int want_pinned) {
+int txtable_create(prstm_batch **out, const prstm_workload *wl, const txtable_allocator *pinned) {
   if (!out || !wl) return PRSTM_EINVAL;
   prstm_batch *b = calloc(1, sizeof *b);
   if (!b) return PRSTM_ENOMEM;
   b->wl = wl;
-  b->want_pinned = want_pinned;
+  b->pinned_alloc = pinned;
   *out = b;
   return 0;
 }
 
-int prstm_batch_create(prstm_batch **out, const prstm_workload *wl) { return batch_create(out, wl, 0); }
-
-/* Only a request: each allocation of the columns records in b->pinned what
- * it got, and where CUDA gives no pinned memory the batch is ordinary. */
-int prstm_batch_create_pinned(prstm_batch **out, const prstm_workload *wl) { return batch_create(out, wl, 1); }
+int prstm_batch_create(prstm_batch **out, const prstm_workload *wl) { return txtable_create(out, wl, NULL); }
 
 int prstm_batch_pinned(const prstm_batch *b) { return b && b->pinned; }
 
 void prstm_batch_destroy(prstm_batch *b) {
   if (!b) return;
-  free_columns(b->type, b->pinned);
-  free_columns(b->status, b->pinned);
-  free_columns(b->args, b->pinned);
+  free_columns(b->pinned_alloc, b->type, b->pinned);
+  free_columns(b->pinned_alloc, b->status, b->pinned);
+  free_columns(b->pinned_alloc, b->args, b->pinned);
   free(b->result);
   free(b->seq);
   free(b->read_hash);
@@ -87,22 +69,22 @@ typedef struct batch_columns {
  * first), everything is given back and taken again from ordinary memory:
  * a batch's columns are all of one kind, and a batch is never refused for
  * want of pinned memory. */
-static int alloc_batch_columns(batch_columns *c, uint64_t cap, uint32_t ncols, int want_pinned) {
+static int alloc_batch_columns(const txtable_allocator *pa, batch_columns *c, uint64_t cap, uint32_t ncols) {
   for (int attempt = 0; attempt < 2; attempt++) {
-    const int want = attempt == 0 && want_pinned;
+    const int want = attempt == 0 && pa != NULL;
     int got_args = 0, got_type = 0, got_status = 0;
-    c->args = ncols ? alloc_columns((size_t)cap * ncols * sizeof *c->args, want, &got_args) : NULL;
-    c->type = alloc_columns((size_t)cap, want, &got_type);
-    c->status = alloc_columns((size_t)cap, want, &got_status);
+    c->args = ncols ? alloc_columns(pa, (size_t)cap * ncols * sizeof *c->args, want, &got_args) : NULL;
+    c->type = alloc_columns(pa, (size_t)cap, want, &got_type);
+    c->status = alloc_columns(pa, (size_t)cap, want, &got_status);
     const int complete = (!ncols || c->args) && c->type && c->status;
     const int one_kind = (!ncols || got_args == got_type) && got_type == got_status;
     if (complete && one_kind) {
       c->pinned = got_type;
       return 0;
     }
-    free_columns(c->args, got_args);
-    free_columns(c->type, got_type);
-    free_columns(c->status, got_status);
+    free_columns(pa, c->args, got_args);
+    free_columns(pa, c->type, got_type);
+    free_columns(pa, c->status, got_status);
     if (!want) break; /* ordinary memory failed: nothing else to try */
   }
   return PRSTM_ENOMEM;
@@ -114,7 +96,7 @@ static int alloc_batch_columns(batch_columns *c, uint64_t cap, uint32_t ncols, i
 static int txtable_reshape(prstm_batch *b, uint64_t cap, uint32_t ncols) {
   if (ncols && cap > UINT64_MAX / 8 / ncols) return PRSTM_ENOMEM;
   batch_columns c;
-  int rc = alloc_batch_columns(&c, cap, ncols, b->want_pinned);
+  int rc = alloc_batch_columns(b->pinned_alloc, &c, cap, ncols);
   if (rc) return rc;
   /* Only the existing rows are written: rows from n on are filled by the
    * append that adds them, and nothing reads past n. A column the batch did
@@ -132,9 +114,9 @@ static int txtable_reshape(prstm_batch *b, uint64_t cap, uint32_t ncols) {
     memcpy(c.type, b->type, (size_t)b->n);
     memcpy(c.status, b->status, (size_t)b->n);
   }
-  free_columns(b->args, b->pinned);
-  free_columns(b->type, b->pinned);
-  free_columns(b->status, b->pinned);
+  free_columns(b->pinned_alloc, b->args, b->pinned);
+  free_columns(b->pinned_alloc, b->type, b->pinned);
+  free_columns(b->pinned_alloc, b->status, b->pinned);
   b->args = c.args;
   b->type = c.type;
   b->status = c.status;
@@ -244,8 +226,8 @@ int prstm_batch_outcome(const prstm_batch *b, uint64_t i, prstm_status *status, 
                         prstm_word *result) {
   if (!b || i >= b->n) return PRSTM_EINVAL;
   uint8_t s = b->status[i];
-  if (status) *status = (prstm_status)(s & PRSTM_STATUS_MASK);
-  if (reason) *reason = s >> PRSTM_STATUS_REASON_SHIFT;
+  if (status) *status = (prstm_status)(s & TXTABLE_STATUS_MASK);
+  if (reason) *reason = s >> TXTABLE_REASON_SHIFT;
   if (result) *result = b->result ? b->result[i] : 0;
   return 0;
 }

@@ -3,6 +3,7 @@
 #define TXTABLE_H
 
 #include "prstm.h"
+#include "txtable_view.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -22,14 +23,26 @@ struct prstm_batch {
   uint64_t *result;      /* allocated by txtable_prepare_run when has_read_only */
   uint64_t *seq;         /* commit order, allocated by txtable_prepare_run when verifying */
   uint64_t *read_hash;   /* what each decided row read, allocated with seq */
-  /* How prstm_row numbers the rows (prstm_table_view): 0, 0 and NULL for a
+  /* How prstm_row numbers the rows (txtable_view): 0, 0 and NULL for a
    * caller's batch, whose rows are its own; a stream's working table gives
    * its rows their batch's numbers. */
   uint64_t row_base, ids_from;
   const uint64_t *row_id;
-  int want_pinned;       /* made by prstm_batch_create_pinned */
+  const struct txtable_allocator *pinned_alloc; /* prstm_batch_create_pinned's; NULL for an ordinary batch */
   int pinned;            /* type, status and args are page-locked now */
 };
+
+/* Page-locked host memory for a batch's columns, as a backend gives it
+ * (engine/backend_gpu.cu): alloc returns NULL where it has none to give,
+ * and the batch then takes ordinary memory. */
+typedef struct txtable_allocator {
+  void *(*alloc)(size_t bytes);
+  void (*free)(void *p);
+} txtable_allocator;
+
+/* A batch whose columns come from `pinned` where it gives memory (NULL: an
+ * ordinary batch). */
+int txtable_create(prstm_batch **out, const prstm_workload *wl, const txtable_allocator *pinned);
 
 /* Makes the batch ready for a run: all rows pending, results allocated, and
  * the commit-order column when `verify`. */

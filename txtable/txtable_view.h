@@ -3,12 +3,12 @@
 #define TXTABLE_VIEW_H
 
 #include <stdint.h>
-#include "prstm_port.h"
+#include "stm_port.h"
 
 /* Structure of arrays, so the threads of a warp read neighbouring rows of a
  * column in one transaction. Row i belongs to thread i % nthreads: blocks are
  * interleaved, which keeps a warp's accesses coalesced on every sweep. */
-typedef struct prstm_table_view {
+typedef struct txtable_view {
   uint64_t n;          /* rows */
   uint64_t stride;     /* distance between two argument columns, >= n */
   uint32_t ncols;      /* argument columns */
@@ -28,18 +28,18 @@ typedef struct prstm_table_view {
   uint64_t row_base;
   uint64_t ids_from;
   const uint64_t *row_id;
-} prstm_table_view;
+} txtable_view;
 
 /* The number of row r that prstm_row gives (see row_base above). */
-PRSTM_INLINE uint64_t txtable_row_number(const prstm_table_view *t, uint64_t r) {
+PRSTM_INLINE uint64_t txtable_row_number(const txtable_view *t, uint64_t r) {
   return t->row_id && r >= t->ids_from ? t->row_id[r - t->ids_from] : t->row_base + r;
 }
 
-#define PRSTM_STATUS_MASK 3u
-#define PRSTM_STATUS_REASON_SHIFT 2
+#define TXTABLE_STATUS_MASK 3u
+#define TXTABLE_REASON_SHIFT 2
 
 PRSTM_INLINE uint8_t txtable_pack_status(unsigned status, unsigned reason) {
-  return (uint8_t)((status & PRSTM_STATUS_MASK) | (reason << PRSTM_STATUS_REASON_SHIFT));
+  return (uint8_t)((status & TXTABLE_STATUS_MASK) | (reason << TXTABLE_REASON_SHIFT));
 }
 
 /* Rows of thread `rank`'s block: rank, rank + T, rank + 2T, ... */

@@ -9,21 +9,6 @@
 
 #include "prstm.h"
 
-/* ---- GPU hooks ----
- *
- * PRSTM_GPU_WORKER(NAME, ...) in a workload's .cu file defines NAME's GPU
- * launcher and thread limit. The host file declares them always (a
- * declaration that nothing uses costs nothing), and names them in its
- * variants only where prstm has its GPU backend; elsewhere the variant has
- * NULL hooks and runs on the CPU alone. */
-#define WL_DECLARE_GPU_HOOKS(NAME)                                                                      \
-  int NAME##_gpu_launch(const struct prstm_exec_ctx *ctx, uint32_t threads, char *err, size_t errlen); \
-  int NAME##_gpu_max_threads(uint32_t *max_threads, char *err, size_t errlen)
-#ifdef PRSTM_HAVE_CUDA
-#define WL_GPU_HOOKS(NAME) NAME##_gpu_launch, NAME##_gpu_max_threads
-#else
-#define WL_GPU_HOOKS(NAME) NULL, NULL
-#endif
 
 /* ---- The random stream ----
  *

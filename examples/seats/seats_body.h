@@ -2,7 +2,7 @@
 #ifndef SEATS_BODY_H
 #define SEATS_BODY_H
 
-#include "prstm.h"
+#include "prstm_tx.h"
 
 /* Type indices, in the order of seats_types[] in seats.c. */
 enum { SEATS_BOOK = 0, SEATS_RELEASE = 1, SEATS_FREE = 2 };

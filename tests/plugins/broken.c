@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "prstm.h"
+#include "prstm_tx.h"
 
 /* The state: word 0 says whether the workload's invariant holds (state knob
  * "invariant"), then `words` counters. */
@@ -32,7 +32,7 @@ static int broken_bump(prstm_tx *tx) {
  * stop the run. */
 static int broken_spin(prstm_tx *tx) {
   prstm_read(tx, BROKEN_FIRST_COUNTER + prstm_arg(tx, 0));
-  prstm_tx_doom(tx, PRSTM_TX_CONFLICT);
+  stm_tx_doom(tx, STM_TX_CONFLICT);
   return PRSTM_COMMIT;
 }
 

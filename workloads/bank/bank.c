@@ -9,9 +9,9 @@
 PRSTM_CPU_WORKER(bank_pair, bank_dispatch, BANK_PAIR_CAPACITY)
 PRSTM_CPU_WORKER(bank_small, bank_dispatch, BANK_SMALL_CAPACITY)
 PRSTM_CPU_WORKER(bank_wide, bank_dispatch, BANK_WIDE_CAPACITY)
-WL_DECLARE_GPU_HOOKS(bank_pair);
-WL_DECLARE_GPU_HOOKS(bank_small);
-WL_DECLARE_GPU_HOOKS(bank_wide);
+PRSTM_GPU_WORKER_DECLARE(bank_pair);
+PRSTM_GPU_WORKER_DECLARE(bank_small);
+PRSTM_GPU_WORKER_DECLARE(bank_wide);
 
 static const prstm_type_desc bank_types[] = {
     {"deposit", 1, 0, 2, {{"account", PRSTM_ARG_ADDRESS}, {"amount", PRSTM_ARG_UINT}}, {"balance would overflow"}},
@@ -240,15 +240,23 @@ const prstm_workload prstm_workload_bank = {
     .types = bank_types,
     .nvariants = 3,
     /* Rows of at most 3 words (every type but transfer_multi) run on the
-     * pair variant with every thread the GPU keeps resident (512 an SM): on
-     * an H100 (2026-11-23) configs/bank.json committed 1.73 G tx/s with
-     * 67,584 threads against 1.28 G with 33,792, and 312M two-account
-     * transfers 1.83 against 1.80 G (docs/PERFORMANCE.md). The wider
-     * variants keep the engine's default: their sets live in thread-local
-     * memory. */
-    .variants = {{BANK_PAIR_COLUMNS, BANK_PAIR_CAPACITY, bank_pair_cpu_worker, WL_GPU_HOOKS(bank_pair), 512},
-                 {BANK_SMALL_COLUMNS, BANK_SMALL_CAPACITY, bank_small_cpu_worker, WL_GPU_HOOKS(bank_small)},
-                 {PRSTM_MAX_COLUMNS, BANK_WIDE_CAPACITY, bank_wide_cpu_worker, WL_GPU_HOOKS(bank_wide)}},
+     * pair variant with every thread the GPU keeps resident (512 an SM),
+     * which commits the bank's configs faster than the engine's default
+     * (docs/PERFORMANCE.md, "Threads"). The wider variants keep the
+     * default: their sets live in thread-local memory. */
+    .variants = {{.max_columns = BANK_PAIR_COLUMNS,
+                  .set_capacity = BANK_PAIR_CAPACITY,
+                  .cpu_worker = bank_pair_cpu_worker,
+                  PRSTM_GPU_HOOKS(bank_pair),
+                  .gpu = {.threads_per_sm = 512}},
+                 {.max_columns = BANK_SMALL_COLUMNS,
+                  .set_capacity = BANK_SMALL_CAPACITY,
+                  .cpu_worker = bank_small_cpu_worker,
+                  PRSTM_GPU_HOOKS(bank_small)},
+                 {.max_columns = PRSTM_MAX_COLUMNS,
+                  .set_capacity = BANK_WIDE_CAPACITY,
+                  .cpu_worker = bank_wide_cpu_worker,
+                  PRSTM_GPU_HOOKS(bank_wide)}},
     .init_state = bank_init_state,
     .generate = bank_generate,
     .check_invariant = bank_check_invariant,

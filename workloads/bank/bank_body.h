@@ -2,7 +2,7 @@
 #ifndef BANK_BODY_H
 #define BANK_BODY_H
 
-#include "prstm.h"
+#include "prstm_tx.h"
 
 /* Type indices, in the order of bank_types[] in bank.c. */
 enum { BANK_DEPOSIT = 0, BANK_WITHDRAW = 1, BANK_TRANSFER = 2, BANK_BALANCE = 3, BANK_TRANSFER_MULTI = 4 };
@@ -79,7 +79,7 @@ PRSTM_INLINE int bank_dispatch(prstm_tx *tx, unsigned type) {
  * argument words (deposit, withdraw, transfer, balance) touch at most two
  * accounts, so the pair variant's sets hold two entries: 112 bytes a thread
  * instead of the small variant's 448, small enough for the GPU kernel to keep
- * them in shared memory (PRSTM_GPU_SHARED_SET_MAX, docs/PERFORMANCE.md).
+ * them in shared memory (PRSTM_POLICY_SHARED_SET_MAX, docs/PERFORMANCE.md).
  * Transfers of up to 127 sources plus the target fit the wide one. */
 #define BANK_PAIR_CAPACITY 2
 #define BANK_PAIR_COLUMNS 3

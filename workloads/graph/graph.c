@@ -8,7 +8,7 @@
 #include "graph_body.h"
 
 PRSTM_CPU_WORKER(graph, graph_dispatch, GRAPH_CAPACITY)
-WL_DECLARE_GPU_HOOKS(graph);
+PRSTM_GPU_WORKER_DECLARE(graph);
 
 static const prstm_type_desc graph_types[] = {
     {"push", 1, 0, 2, {{"vertex", PRSTM_ARG_UINT}, {"round", PRSTM_ARG_UINT}},
@@ -354,7 +354,10 @@ const prstm_workload prstm_workload_graph = {
     .ntypes = sizeof graph_types / sizeof graph_types[0],
     .types = graph_types,
     .nvariants = 1,
-    .variants = {{PRSTM_MAX_COLUMNS, GRAPH_CAPACITY, graph_cpu_worker, WL_GPU_HOOKS(graph)}},
+    .variants = {{.max_columns = PRSTM_MAX_COLUMNS,
+                  .set_capacity = GRAPH_CAPACITY,
+                  .cpu_worker = graph_cpu_worker,
+                  PRSTM_GPU_HOOKS(graph)}},
     .init_state = graph_init_state,
     .generate = graph_generate,
     .check_invariant = graph_check_invariant,

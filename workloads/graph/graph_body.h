@@ -2,7 +2,7 @@
 #ifndef GRAPH_BODY_H
 #define GRAPH_BODY_H
 
-#include "prstm.h"
+#include "prstm_tx.h"
 
 /* Type indices, in the order of graph_types[] in graph.c. */
 enum { GRAPH_PUSH = 0, GRAPH_VALUE = 1 };

@@ -7,7 +7,7 @@
 #include "kmeans_body.h"
 
 PRSTM_CPU_WORKER(kmeans, kmeans_dispatch, KMEANS_CAPACITY)
-WL_DECLARE_GPU_HOOKS(kmeans);
+PRSTM_GPU_WORKER_DECLARE(kmeans);
 
 #define KMEANS_TYPE(k)                                                                         \
   {"assign" #k, 15 - (k), 0, 2, {{"x", PRSTM_ARG_UINT}, {"y", PRSTM_ARG_UINT}},                 \
@@ -313,16 +313,18 @@ const prstm_workload prstm_workload_kmeans = {
     .ntypes = KMEANS_MAX_ITERATIONS,
     .types = kmeans_types,
     .nvariants = 1,
-    .variants = {{PRSTM_MAX_COLUMNS, KMEANS_CAPACITY, kmeans_cpu_worker, WL_GPU_HOOKS(kmeans)}},
+    /* Every assign meets one of a few clusters (16 by default), so commits
+     * serialise per cluster, and more threads than 4096 bring only
+     * contention (docs/workloads/kmeans.md). */
+    .variants = {{.max_columns = PRSTM_MAX_COLUMNS,
+                  .set_capacity = KMEANS_CAPACITY,
+                  .cpu_worker = kmeans_cpu_worker,
+                  PRSTM_GPU_HOOKS(kmeans),
+                  .gpu = {.threads_max = 4096}}},
     .init_state = kmeans_init_state,
     .generate = kmeans_generate,
     .check_invariant = kmeans_check_invariant,
     .config_keys = 0,
     .nparams = KP_COUNT,
     .params = kmeans_params,
-    /* Every assign meets one of a few clusters (16 by default), so commits
-     * serialise per cluster: on an H100, 512 to 4096 threads all ran at about
-     * 0.07 M tx/s, and a full GPU (152K threads) ran 5x slower than that
-     * (docs/workloads/kmeans.md). */
-    .gpu_threads_max = 4096,
 };

@@ -2,7 +2,7 @@
 #ifndef KMEANS_BODY_H
 #define KMEANS_BODY_H
 
-#include "prstm.h"
+#include "prstm_tx.h"
 
 /* State layout, all 64-bit words:
  *   [0] points, [1] clusters, [2] iterations, [3] coordinate_max  (the header,

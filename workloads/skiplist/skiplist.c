@@ -7,7 +7,7 @@
 #include "skiplist_body.h"
 
 PRSTM_CPU_WORKER(skiplist, skiplist_dispatch, SKIPLIST_CAPACITY)
-WL_DECLARE_GPU_HOOKS(skiplist);
+PRSTM_GPU_WORKER_DECLARE(skiplist);
 
 static const prstm_type_desc skiplist_types[] = {
     /* An insert may be the one a postponed delete waits for, so it goes first. */
@@ -492,7 +492,10 @@ const prstm_workload prstm_workload_skiplist = {
     .ntypes = sizeof skiplist_types / sizeof skiplist_types[0],
     .types = skiplist_types,
     .nvariants = 1,
-    .variants = {{PRSTM_MAX_COLUMNS, SKIPLIST_CAPACITY, skiplist_cpu_worker, WL_GPU_HOOKS(skiplist)}},
+    .variants = {{.max_columns = PRSTM_MAX_COLUMNS,
+                  .set_capacity = SKIPLIST_CAPACITY,
+                  .cpu_worker = skiplist_cpu_worker,
+                  PRSTM_GPU_HOOKS(skiplist)}},
     .init_state = skiplist_init_state,
     .generate = skiplist_generate,
     .check_invariant = skiplist_check_invariant,

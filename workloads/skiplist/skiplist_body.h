@@ -2,7 +2,7 @@
 #ifndef SKIPLIST_BODY_H
 #define SKIPLIST_BODY_H
 
-#include "prstm.h"
+#include "prstm_tx.h"
 
 /* Type indices, in the order of skiplist_types[] in skiplist.c. */
 enum { SKIPLIST_INSERT = 0, SKIPLIST_DELETE = 1, SKIPLIST_SEARCH = 2 };

@@ -8,7 +8,7 @@
 #include "vacation_body.h"
 
 PRSTM_CPU_WORKER(vacation, vacation_dispatch, VACATION_CAPACITY)
-WL_DECLARE_GPU_HOOKS(vacation);
+PRSTM_GPU_WORKER_DECLARE(vacation);
 
 static const prstm_type_desc vacation_types[] = {
     {"book", 0, 0, 2, {{"customer", PRSTM_ARG_UINT}, {"type", PRSTM_ARG_UINT}},
@@ -649,7 +649,10 @@ const prstm_workload prstm_workload_vacation = {
     .ntypes = sizeof vacation_types / sizeof vacation_types[0],
     .types = vacation_types,
     .nvariants = 1,
-    .variants = {{PRSTM_MAX_COLUMNS, VACATION_CAPACITY, vacation_cpu_worker, WL_GPU_HOOKS(vacation)}},
+    .variants = {{.max_columns = PRSTM_MAX_COLUMNS,
+                  .set_capacity = VACATION_CAPACITY,
+                  .cpu_worker = vacation_cpu_worker,
+                  PRSTM_GPU_HOOKS(vacation)}},
     .init_state = vacation_init_state,
     .generate = vacation_generate,
     .check_invariant = vacation_check_invariant,

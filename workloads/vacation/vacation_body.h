@@ -2,7 +2,7 @@
 #ifndef VACATION_BODY_H
 #define VACATION_BODY_H
 
-#include "prstm.h"
+#include "prstm_tx.h"
 
 /* Type indices, in the order of vacation_types[] in vacation.c. */
 enum { VACATION_BOOK = 0, VACATION_CANCEL = 1, VACATION_FREE_ROOMS = 2 };

@@ -1,8 +1,10 @@
-/* prstm_port.h: the thin host/device layer (qualifiers, atomics, fences) under the shared PR-STM code. */
-#ifndef PRSTM_PORT_H
-#define PRSTM_PORT_H
+/* stm_port.h: the thin host/device layer (qualifiers, atomics, fences) under the shared PR-STM code. */
+#ifndef STM_PORT_H
+#define STM_PORT_H
 
 #include <stdint.h>
+
+#include "stm_policy.h"
 
 /* The algorithm is written once and compiled by nvcc for the device and by a
  * C11 compiler for the CPU backend; these macros are the only difference. */
@@ -24,20 +26,20 @@
  * engine's kernels that fallback ran on global addresses and handed one
  * commit sequence number to two transactions; test_graph's verified GPU
  * runs catch it (docs/DESIGN-NOTES.md, "Memory model"). */
-PRSTM_INLINE uint64_t prstm_load_acquire(const uint64_t *p) {
+PRSTM_INLINE uint64_t port_load_acquire(const uint64_t *p) {
   uint64_t v;
   asm volatile("ld.acquire.gpu.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
   return v;
 }
-PRSTM_INLINE uint64_t prstm_load_relaxed(const uint64_t *p) {
+PRSTM_INLINE uint64_t port_load_relaxed(const uint64_t *p) {
   uint64_t v;
   asm volatile("ld.relaxed.gpu.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
   return v;
 }
-PRSTM_INLINE void prstm_store_relaxed(uint64_t *p, uint64_t v) {
+PRSTM_INLINE void port_store_relaxed(uint64_t *p, uint64_t v) {
   asm volatile("st.relaxed.gpu.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
-PRSTM_INLINE void prstm_store_release(uint64_t *p, uint64_t v) {
+PRSTM_INLINE void port_store_release(uint64_t *p, uint64_t v) {
   asm volatile("st.release.gpu.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 /* A row's type and arguments are read once per attempt and its status
@@ -45,18 +47,18 @@ PRSTM_INLINE void prstm_store_release(uint64_t *p, uint64_t v) {
  * push the state and the lock words out of L2. On an H100 (2026-11-23) that made 40M
  * bank transfers 1.087x faster and the mixed configs/bank.json 0.982x
  * (docs/PERFORMANCE.md). */
-PRSTM_INLINE uint8_t prstm_table_load_u8(const uint8_t *p) { return __ldcs(p); }
-PRSTM_INLINE uint64_t prstm_table_load_u64(const uint64_t *p) {
+PRSTM_INLINE uint8_t port_table_load_u8(const uint8_t *p) { return __ldcs(p); }
+PRSTM_INLINE uint64_t port_table_load_u64(const uint64_t *p) {
   return (uint64_t)__ldcs((const unsigned long long *)p);
 }
-PRSTM_INLINE void prstm_table_store_u8(uint8_t *p, uint8_t v) { __stcs(p, v); }
-PRSTM_INLINE int prstm_cas(uint64_t *p, uint64_t expected, uint64_t desired) {
+PRSTM_INLINE void port_table_store_u8(uint8_t *p, uint8_t v) { __stcs(p, v); }
+PRSTM_INLINE int port_cas(uint64_t *p, uint64_t expected, uint64_t desired) {
   return atomicCAS((unsigned long long *)p, (unsigned long long)expected,
                    (unsigned long long)desired) == (unsigned long long)expected;
 }
 /* Compare-and-swap with acquire order: nothing after it (the data writes of
  * a commit) can become visible before the lock it takes. */
-PRSTM_INLINE int prstm_cas_acquire(uint64_t *p, uint64_t expected, uint64_t desired) {
+PRSTM_INLINE int port_cas_acquire(uint64_t *p, uint64_t expected, uint64_t desired) {
   uint64_t old;
   asm volatile("atom.acquire.gpu.global.cas.b64 %0, [%1], %2, %3;"
                : "=l"(old)
@@ -66,34 +68,35 @@ PRSTM_INLINE int prstm_cas_acquire(uint64_t *p, uint64_t expected, uint64_t desi
 }
 /* Sequentially consistent fence: orders the pre-lock stores before the
  * validation loads (the Dekker pattern between two committing transactions). */
-PRSTM_INLINE void prstm_fence_sc(void) { asm volatile("fence.sc.gpu;" ::: "memory"); }
-PRSTM_INLINE void prstm_fence_acq_rel(void) { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
+PRSTM_INLINE void port_fence_sc(void) { asm volatile("fence.sc.gpu;" ::: "memory"); }
+PRSTM_INLINE void port_fence_acq_rel(void) { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
 /* Fetch-and-add with acquire and release order: used for the global counters
  * (commit sequence, finished threads) whose readers rely on what came before
  * the add and whose own later loads must not move above it. */
-PRSTM_INLINE uint64_t prstm_fetch_add(uint64_t *p, uint64_t v) {
-  prstm_fence_acq_rel();
+PRSTM_INLINE uint64_t port_fetch_add(uint64_t *p, uint64_t v) {
+  port_fence_acq_rel();
   uint64_t old = (uint64_t)atomicAdd((unsigned long long *)p, (unsigned long long)v);
-  prstm_fence_acq_rel();
+  port_fence_acq_rel();
   return old;
 }
 /* Fetch-and-add that is itself an acquire and a release, with no fence
- * around it: the commit sequence (prstm_tx_take_sequence says why that is
+ * around it: the commit sequence (stm_tx_take_sequence says why that is
  * the order it needs). */
-PRSTM_INLINE uint64_t prstm_fetch_add_acq_rel(uint64_t *p, uint64_t v) {
+PRSTM_INLINE uint64_t port_fetch_add_acq_rel(uint64_t *p, uint64_t v) {
   uint64_t old;
   asm volatile("atom.acq_rel.gpu.global.add.u64 %0, [%1], %2;" : "=l"(old) : "l"(p), "l"(v) : "memory");
   return old;
 }
-PRSTM_INLINE void prstm_pause(unsigned rounds) { __nanosleep(rounds < 64 ? 32u * rounds : 2048u); }
-/* Wait of a thread whose last sweep found nothing it could do: 128 ns
- * doubling up to 16 us, and at least 8 times what that sweep took, so that a
- * stalled thread spends at most a ninth of its time re-checking postponed
- * transactions; bounded by 2 ms. */
-PRSTM_INLINE void prstm_backoff(unsigned level, uint64_t sweep_ns) {
-  uint64_t ns = 128ull << (level < 7u ? level : 7u);
-  if (sweep_ns > ns / 8u) ns = sweep_ns * 8u;
-  if (ns > 2000000ull) ns = 2000000ull;
+PRSTM_INLINE void port_pause(unsigned rounds) {
+  __nanosleep(rounds < PRSTM_POLICY_PAUSE_MAX_NS / PRSTM_POLICY_PAUSE_NS ? PRSTM_POLICY_PAUSE_NS * rounds
+                                                                       : PRSTM_POLICY_PAUSE_MAX_NS);
+}
+/* Wait of a thread whose last sweep found nothing it could do (the
+ * PRSTM_POLICY_BACKOFF_* numbers say how long). */
+PRSTM_INLINE void port_backoff(unsigned level, uint64_t sweep_ns) {
+  uint64_t ns = PRSTM_POLICY_BACKOFF_MIN_NS << (level < 7u ? level : 7u);
+  if (sweep_ns > ns / PRSTM_POLICY_BACKOFF_SWEEP_FACTOR) ns = sweep_ns * PRSTM_POLICY_BACKOFF_SWEEP_FACTOR;
+  if (ns > PRSTM_POLICY_BACKOFF_MAX_NS) ns = PRSTM_POLICY_BACKOFF_MAX_NS;
   while (ns > 0) {
     unsigned part = ns > 1000000ull ? 1000000u : (unsigned)ns; /* __nanosleep's limit */
     __nanosleep(part);
@@ -103,73 +106,73 @@ PRSTM_INLINE void prstm_backoff(unsigned level, uint64_t sweep_ns) {
 /* The lanes of a thread's warp that execute the walk: ranks are numbered
  * along the grid, so the warp holds ranks [rank & ~31, + 32) and those at or
  * above nthreads returned before the walk. */
-PRSTM_INLINE unsigned prstm_warp_lanes(uint32_t rank, uint32_t nthreads) {
+PRSTM_INLINE unsigned port_warp_lanes(uint32_t rank, uint32_t nthreads) {
   const uint32_t left = nthreads - (rank & ~31u);
   return left >= 32u ? 0xffffffffu : (1u << left) - 1u;
 }
-PRSTM_INLINE uint32_t prstm_warp_lane(uint32_t rank) { return rank & 31u; }
+PRSTM_INLINE uint32_t port_warp_lane(uint32_t rank) { return rank & 31u; }
 /* Waits for every lane of `lanes` and leaves them converged. */
-PRSTM_INLINE void prstm_warp_sync(unsigned lanes) { __syncwarp(lanes); }
-PRSTM_INLINE int prstm_warp_any(unsigned lanes, int predicate) { return __any_sync(lanes, predicate); }
+PRSTM_INLINE void port_warp_sync(unsigned lanes) { __syncwarp(lanes); }
+PRSTM_INLINE int port_warp_any(unsigned lanes, int predicate) { return __any_sync(lanes, predicate); }
 /* Lane 0's v, on every lane of `lanes` (lane 0 is always one of them). */
-PRSTM_INLINE uint64_t prstm_warp_broadcast(unsigned lanes, uint64_t v) {
+PRSTM_INLINE uint64_t port_warp_broadcast(unsigned lanes, uint64_t v) {
   return (uint64_t)__shfl_sync(lanes, (unsigned long long)v, 0);
 }
 /* Nanoseconds of the GPU's global timer (coarse, but shared by all SMs). */
-PRSTM_INLINE uint64_t prstm_clock_ns(void) {
+PRSTM_INLINE uint64_t port_clock_ns(void) {
   uint64_t t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
 }
 #else
 /* Host side: GCC/Clang __atomic builtins with the same orderings. */
-PRSTM_INLINE uint64_t prstm_load_acquire(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
-PRSTM_INLINE uint64_t prstm_load_relaxed(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
-PRSTM_INLINE void prstm_store_relaxed(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
-PRSTM_INLINE void prstm_store_release(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
-PRSTM_INLINE uint8_t prstm_table_load_u8(const uint8_t *p) { return *p; }
-PRSTM_INLINE uint64_t prstm_table_load_u64(const uint64_t *p) { return *p; }
-PRSTM_INLINE void prstm_table_store_u8(uint8_t *p, uint8_t v) { *p = v; }
-PRSTM_INLINE int prstm_cas(uint64_t *p, uint64_t expected, uint64_t desired) {
+PRSTM_INLINE uint64_t port_load_acquire(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+PRSTM_INLINE uint64_t port_load_relaxed(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+PRSTM_INLINE void port_store_relaxed(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+PRSTM_INLINE void port_store_release(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+PRSTM_INLINE uint8_t port_table_load_u8(const uint8_t *p) { return *p; }
+PRSTM_INLINE uint64_t port_table_load_u64(const uint64_t *p) { return *p; }
+PRSTM_INLINE void port_table_store_u8(uint8_t *p, uint8_t v) { *p = v; }
+PRSTM_INLINE int port_cas(uint64_t *p, uint64_t expected, uint64_t desired) {
   return __atomic_compare_exchange_n(p, &expected, desired, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
 }
-PRSTM_INLINE int prstm_cas_acquire(uint64_t *p, uint64_t expected, uint64_t desired) {
+PRSTM_INLINE int port_cas_acquire(uint64_t *p, uint64_t expected, uint64_t desired) {
   return __atomic_compare_exchange_n(p, &expected, desired, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 }
-PRSTM_INLINE uint64_t prstm_fetch_add(uint64_t *p, uint64_t v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
-PRSTM_INLINE uint64_t prstm_fetch_add_acq_rel(uint64_t *p, uint64_t v) {
+PRSTM_INLINE uint64_t port_fetch_add(uint64_t *p, uint64_t v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
+PRSTM_INLINE uint64_t port_fetch_add_acq_rel(uint64_t *p, uint64_t v) {
   return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL);
 }
-PRSTM_INLINE void prstm_fence_sc(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
-PRSTM_INLINE void prstm_fence_acq_rel(void) { __atomic_thread_fence(__ATOMIC_ACQ_REL); }
+PRSTM_INLINE void port_fence_sc(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+PRSTM_INLINE void port_fence_acq_rel(void) { __atomic_thread_fence(__ATOMIC_ACQ_REL); }
 /* CPU threads often outnumber cores in tests; a waiting thread gives its core away. */
 #ifdef __cplusplus
 extern "C"
 #endif
 void prstm_host_yield(void);
-PRSTM_INLINE void prstm_pause(unsigned rounds) {
+PRSTM_INLINE void port_pause(unsigned rounds) {
   if (rounds > 2) prstm_host_yield();
 }
-PRSTM_INLINE void prstm_backoff(unsigned level, uint64_t sweep_ns) {
+PRSTM_INLINE void port_backoff(unsigned level, uint64_t sweep_ns) {
   (void)sweep_ns; /* a few host threads cannot saturate a cache line: yielding is enough */
   if (level > 0) prstm_host_yield();
 }
 /* A CPU thread is a warp of one lane. */
-PRSTM_INLINE unsigned prstm_warp_lanes(uint32_t rank, uint32_t nthreads) {
+PRSTM_INLINE unsigned port_warp_lanes(uint32_t rank, uint32_t nthreads) {
   (void)rank;
   (void)nthreads;
   return 1u;
 }
-PRSTM_INLINE uint32_t prstm_warp_lane(uint32_t rank) {
+PRSTM_INLINE uint32_t port_warp_lane(uint32_t rank) {
   (void)rank;
   return 0u;
 }
-PRSTM_INLINE void prstm_warp_sync(unsigned lanes) { (void)lanes; }
-PRSTM_INLINE int prstm_warp_any(unsigned lanes, int predicate) {
+PRSTM_INLINE void port_warp_sync(unsigned lanes) { (void)lanes; }
+PRSTM_INLINE int port_warp_any(unsigned lanes, int predicate) {
   (void)lanes;
   return predicate;
 }
-PRSTM_INLINE uint64_t prstm_warp_broadcast(unsigned lanes, uint64_t v) {
+PRSTM_INLINE uint64_t port_warp_broadcast(unsigned lanes, uint64_t v) {
   (void)lanes;
   return v;
 }
@@ -177,7 +180,7 @@ PRSTM_INLINE uint64_t prstm_warp_broadcast(unsigned lanes, uint64_t v) {
 extern "C"
 #endif
 uint64_t prstm_host_clock_ns(void);
-PRSTM_INLINE uint64_t prstm_clock_ns(void) { return prstm_host_clock_ns(); }
+PRSTM_INLINE uint64_t port_clock_ns(void) { return prstm_host_clock_ns(); }
 #endif
 
-#endif /* PRSTM_PORT_H */
+#endif /* STM_PORT_H */

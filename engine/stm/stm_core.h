@@ -1,46 +1,39 @@
-/* prstm_stm.h: the PR-STM core (read, write, validate, commit) written once for the GPU kernel and the CPU threads. */
-#ifndef PRSTM_STM_H
-#define PRSTM_STM_H
+/* stm_core.h: the PR-STM core (read, write, validate, commit) written once for the GPU kernel and the CPU threads. */
+#ifndef STM_CORE_H
+#define STM_CORE_H
 
 #include <stdint.h>
-#include "prstm_port.h"
-#include "cmp_priority.h"
+#include "stm_lock.h"
+#include "stm_port.h"
 #include "txtable_view.h"
 
-#define PRSTM_STM_MAX_TYPES 64
+#define STM_MAX_TYPES 64
 
 /* Counters each executing thread keeps privately and publishes once at the end. */
-typedef struct prstm_thread_stats {
+typedef struct stm_thread_stats {
   uint64_t committed, aborts, postponements, failed, abandoned, sweeps;
-  uint64_t published_committed; /* commits already added to PRSTM_Q_COMMITTED */
-  uint64_t published_ns;        /* when they were, by prstm_clock_ns */
-  uint64_t published_failed;    /* failures already added to PRSTM_Q_FAILED */
-  uint64_t published_abandoned; /* abandonments already added to PRSTM_Q_ABANDONED */
-} prstm_thread_stats;
+  uint64_t published_committed; /* commits already added to STM_Q_COMMITTED */
+  uint64_t published_ns;        /* when they were, by port_clock_ns */
+  uint64_t published_failed;    /* failures already added to STM_Q_FAILED */
+  uint64_t published_abandoned; /* abandonments already added to STM_Q_ABANDONED */
+} stm_thread_stats;
 
 /* Global words of the termination protocol (cmp_walk.h). */
 enum {
-  PRSTM_Q_EPOCH_STALLED = 0, /* epoch | unconfirmed | threads stalled in that epoch (cmp_walk.h) */
-  PRSTM_Q_DONE = 1,          /* threads whose block is entirely final */
-  PRSTM_Q_SEQUENCE = 2,      /* commit sequence (verification) */
-  PRSTM_Q_STOP = 3,          /* set by the host's watchdog: every thread leaves */
-  PRSTM_Q_COMMITTED = 4,     /* commits published so far (watchdog, progress observer) */
-  PRSTM_Q_FINISHED = 5,      /* threads that have left their walk */
-  PRSTM_Q_FAILED = 6,        /* failures published so far (watchdog, progress observer) */
-  PRSTM_Q_ABANDONED = 7,     /* abandonments published so far (progress observer) */
-  PRSTM_Q_EPOCH = 8,         /* the epoch in full; PRSTM_Q_EPOCH_STALLED holds its low bits */
-  PRSTM_Q_WORDS = 9
+  STM_Q_EPOCH_STALLED = 0, /* epoch | unconfirmed | threads stalled in that epoch (cmp_walk.h) */
+  STM_Q_DONE = 1,          /* threads whose block is entirely final */
+  STM_Q_SEQUENCE = 2,      /* commit sequence (verification) */
+  STM_Q_STOP = 3,          /* set by the host's watchdog: every thread leaves */
+  STM_Q_COMMITTED = 4,     /* commits published so far (watchdog, progress observer) */
+  STM_Q_FINISHED = 5,      /* threads that have left their walk */
+  STM_Q_FAILED = 6,        /* failures published so far (watchdog, progress observer) */
+  STM_Q_ABANDONED = 7,     /* abandonments published so far (progress observer) */
+  STM_Q_EPOCH = 8,         /* the epoch in full; STM_Q_EPOCH_STALLED holds its low bits */
+  STM_Q_WORDS = 9
 };
 
-/* A thread publishes its counts (PRSTM_Q_COMMITTED, _FAILED, _ABANDONED)
- * every this many decisions, or when this much time passed since it last
- * did: often enough for a watchdog or a progress bar even when each decision
- * is slow (heavy contention, a sanitizer), rarely enough to cost nothing. */
-#define PRSTM_PROGRESS_BATCH 256u
-#define PRSTM_PROGRESS_NS 50000000ull
-
 /* Whether the host asked every thread to stop (watchdog). */
-#define PRSTM_STOPPED(ctx) (prstm_load_relaxed(&(ctx)->quiesce[PRSTM_Q_STOP]) != 0)
+#define STM_STOPPED(ctx) (port_load_relaxed(&(ctx)->quiesce[STM_Q_STOP]) != 0)
 
 /* Everything a worker needs, as plain pointers into device or host memory.
  * Passed by value to the kernel, so it holds no host-only types. */
@@ -50,14 +43,14 @@ typedef struct prstm_exec_ctx {
   uint64_t *locks;
   uint64_t nlocks;
   uint64_t lock_coverage;
-  prstm_table_view table;
-  uint8_t type_tag[PRSTM_STM_MAX_TYPES];
+  txtable_view table;
+  uint8_t type_tag[STM_MAX_TYPES];
   uint32_t tag_mask; /* bit t set when some row has semantic tag t */
   uint32_t nthreads;
   uint32_t semantic; /* prstm_semantic_mode */
   uint32_t retry_limit;
-  prstm_thread_stats *stats; /* one per thread */
-  uint64_t *quiesce;         /* PRSTM_Q_WORDS words */
+  stm_thread_stats *stats; /* one per thread */
+  uint64_t *quiesce;         /* STM_Q_WORDS words */
 } prstm_exec_ctx;
 
 /* Outcomes a transaction body returns. */
@@ -65,22 +58,22 @@ enum { PRSTM_COMMIT = 0, PRSTM_POSTPONE = 1, PRSTM_FAIL = 2 };
 
 /* States of an attempt while its body runs. */
 enum {
-  PRSTM_TX_OK = 0,
-  PRSTM_TX_CONFLICT = 1,    /* concurrent conflict: the attempt is retried */
-  PRSTM_TX_CAPACITY = 2,    /* a set overflowed: fails the transaction if the snapshot holds */
-  PRSTM_TX_BAD_ADDRESS = 3  /* out-of-range word: fails the transaction if the snapshot holds */
+  STM_TX_OK = 0,
+  STM_TX_CONFLICT = 1,    /* concurrent conflict: the attempt is retried */
+  STM_TX_CAPACITY = 2,    /* a set overflowed: fails the transaction if the snapshot holds */
+  STM_TX_BAD_ADDRESS = 3  /* out-of-range word: fails the transaction if the snapshot holds */
 };
 
-typedef struct prstm_read_entry {
+typedef struct stm_read_entry {
   uint64_t lock, version;
-} prstm_read_entry;
-typedef struct prstm_write_entry {
+} stm_read_entry;
+typedef struct stm_write_entry {
   uint64_t addr, value;
-} prstm_write_entry;
-typedef struct prstm_lock_entry {
+} stm_write_entry;
+typedef struct stm_lock_entry {
   uint64_t lock, version;
   uint32_t held; /* 0 not held, 1 pre-locked, 2 locked */
-} prstm_lock_entry;
+} stm_lock_entry;
 
 /* One transaction attempt: thread-private sets of fixed capacity. */
 typedef struct prstm_tx {
@@ -102,13 +95,13 @@ typedef struct prstm_tx {
    * instead of racing the holder again; see cmp_wait_conflict. */
   uint64_t conflict_lock, conflict_word;
   uint32_t conflict_wait;
-  /* This attempt may take its final locks directly (prstm_tx_lock_direct):
+  /* This attempt may take its final locks directly (stm_tx_lock_direct):
    * set by the walk on a row's first attempt only, so that every retry runs
    * the priority rule unchanged. */
   uint32_t direct;
-  prstm_read_entry *reads;
-  prstm_write_entry *writes;
-  prstm_lock_entry *locks;
+  stm_read_entry *reads;
+  stm_write_entry *writes;
+  stm_lock_entry *locks;
 } prstm_tx;
 
 /* ---- The body API: what a transaction type's code calls. ---- */
@@ -118,8 +111,8 @@ typedef struct prstm_tx {
  * beyond what the row holds reads zeros, never another column's memory or
  * past the table. */
 PRSTM_INLINE uint64_t prstm_arg(const prstm_tx *tx, unsigned col) {
-  const prstm_table_view *t = &tx->ctx->table;
-  return col < t->ncols ? prstm_table_load_u64(&t->args[(uint64_t)col * t->stride + tx->row]) : 0;
+  const txtable_view *t = &tx->ctx->table;
+  return col < t->ncols ? port_table_load_u64(&t->args[(uint64_t)col * t->stride + tx->row]) : 0;
 }
 /* The transaction's row in its batch (after presorting), unique within the
  * run, so a body can use it to claim a slot of its own (a skiplist's new
@@ -129,7 +122,7 @@ PRSTM_INLINE uint64_t prstm_arg(const prstm_tx *tx, unsigned col) {
  * after another (the first batch's from 0, the next from where it ended). */
 PRSTM_INLINE uint64_t prstm_row(const prstm_tx *tx) { return txtable_row_number(&tx->ctx->table, tx->row); }
 /* False once the attempt is doomed; a body with loops checks it and returns. */
-PRSTM_INLINE int prstm_ok(const prstm_tx *tx) { return tx->state == PRSTM_TX_OK; }
+PRSTM_INLINE int prstm_ok(const prstm_tx *tx) { return tx->state == STM_TX_OK; }
 /* Number of shared words. */
 PRSTM_INLINE uint64_t prstm_nwords(const prstm_tx *tx) { return tx->ctx->nwords; }
 /* The value a read-only type reports for its transaction. */
@@ -140,14 +133,14 @@ PRSTM_INLINE int prstm_fail(prstm_tx *tx, unsigned reason) {
   return PRSTM_FAIL;
 }
 
-PRSTM_INLINE void prstm_tx_doom(prstm_tx *tx, uint32_t state) {
-  if (tx->state == PRSTM_TX_OK) tx->state = state;
+PRSTM_INLINE void stm_tx_doom(prstm_tx *tx, uint32_t state) {
+  if (tx->state == STM_TX_OK) tx->state = state;
 }
 
 /* Records that another transaction holds lock `l` (its word read as `w`), so
  * that the retry waits for that holder to move on. */
-PRSTM_INLINE void prstm_tx_note_holder(prstm_tx *tx, uint64_t l, uint64_t w) {
-  if (!prstm_lock_is_locked(w) && !prstm_lock_is_prelocked(w)) return; /* nobody holds it now */
+PRSTM_INLINE void stm_tx_note_holder(prstm_tx *tx, uint64_t l, uint64_t w) {
+  if (!stm_lock_is_locked(w) && !stm_lock_is_prelocked(w)) return; /* nobody holds it now */
   tx->conflict_lock = l;
   tx->conflict_word = w;
   tx->conflict_wait = 1;
@@ -155,13 +148,13 @@ PRSTM_INLINE void prstm_tx_note_holder(prstm_tx *tx, uint64_t l, uint64_t w) {
 
 /* One step of the read hash (prstm_tx.read_hash): order-dependent, and
  * cheap enough to leave the reads it follows as they are. */
-PRSTM_INLINE uint64_t prstm_read_hash_step(uint64_t h, uint64_t value) {
+PRSTM_INLINE uint64_t stm_read_hash_step(uint64_t h, uint64_t value) {
   return h ^ (value + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2));
 }
 
 /* Returns value, folded into the read hash when the run records it. */
-PRSTM_INLINE uint64_t prstm_tx_saw(prstm_tx *tx, uint64_t value) {
-  if (tx->ctx->table.read_hash) tx->read_hash = prstm_read_hash_step(tx->read_hash, value);
+PRSTM_INLINE uint64_t stm_tx_saw(prstm_tx *tx, uint64_t value) {
+  if (tx->ctx->table.read_hash) tx->read_hash = stm_read_hash_step(tx->read_hash, value);
   return value;
 }
 
@@ -171,39 +164,39 @@ PRSTM_INLINE uint64_t prstm_tx_saw(prstm_tx *tx, uint64_t value) {
  * value, so a value written after it always shows as a moved version (or a
  * held lock) at validation, which comes after a fence. */
 PRSTM_INLINE uint64_t prstm_read(prstm_tx *tx, uint64_t addr) {
-  if (tx->state != PRSTM_TX_OK) return 0;
+  if (tx->state != STM_TX_OK) return 0;
   const prstm_exec_ctx *ctx = tx->ctx;
   if (addr >= ctx->nwords) {
-    prstm_tx_doom(tx, PRSTM_TX_BAD_ADDRESS);
+    stm_tx_doom(tx, STM_TX_BAD_ADDRESS);
     return 0;
   }
   for (uint32_t i = 0; i < tx->nwrites; i++)
-    if (tx->writes[i].addr == addr) return prstm_tx_saw(tx, tx->writes[i].value);
-  uint64_t l = prstm_lock_index(addr, ctx->lock_coverage);
-  uint64_t before = prstm_load_acquire(&ctx->locks[l]);
-  if (prstm_lock_is_locked(before)) {
-    prstm_tx_note_holder(tx, l, before);
-    prstm_tx_doom(tx, PRSTM_TX_CONFLICT);
+    if (tx->writes[i].addr == addr) return stm_tx_saw(tx, tx->writes[i].value);
+  uint64_t l = stm_lock_index(addr, ctx->lock_coverage);
+  uint64_t before = port_load_acquire(&ctx->locks[l]);
+  if (stm_lock_is_locked(before)) {
+    stm_tx_note_holder(tx, l, before);
+    stm_tx_doom(tx, STM_TX_CONFLICT);
     return 0;
   }
-  uint64_t value = prstm_load_relaxed(&ctx->words[addr]);
-  uint64_t version = prstm_lock_version(before);
+  uint64_t value = port_load_relaxed(&ctx->words[addr]);
+  uint64_t version = stm_lock_version(before);
   /* With lock_coverage > 1 several addresses share a lock: one entry per lock,
    * and every read under it must have seen the same version. */
   for (uint32_t i = 0; i < tx->nreads; i++) {
     if (tx->reads[i].lock == l) {
-      if (tx->reads[i].version != version) prstm_tx_doom(tx, PRSTM_TX_CONFLICT);
-      return prstm_tx_saw(tx, value);
+      if (tx->reads[i].version != version) stm_tx_doom(tx, STM_TX_CONFLICT);
+      return stm_tx_saw(tx, value);
     }
   }
   if (tx->nreads == tx->cap) {
-    prstm_tx_doom(tx, PRSTM_TX_CAPACITY);
+    stm_tx_doom(tx, STM_TX_CAPACITY);
     return 0;
   }
   tx->reads[tx->nreads].lock = l;
   tx->reads[tx->nreads].version = version;
   tx->nreads++;
-  return prstm_tx_saw(tx, value);
+  return stm_tx_saw(tx, value);
 }
 
 /* Read of a word that no transaction of the batch ever writes (a graph's
@@ -219,20 +212,20 @@ PRSTM_INLINE uint64_t prstm_read(prstm_tx *tx, uint64_t addr) {
  * for validated reads. Anything the transaction writes or returns must come
  * from prstm_read or from words no transaction writes. */
 PRSTM_INLINE uint64_t prstm_read_immutable(prstm_tx *tx, uint64_t addr) {
-  if (tx->state != PRSTM_TX_OK) return 0;
+  if (tx->state != STM_TX_OK) return 0;
   if (addr >= tx->ctx->nwords) {
-    prstm_tx_doom(tx, PRSTM_TX_BAD_ADDRESS);
+    stm_tx_doom(tx, STM_TX_BAD_ADDRESS);
     return 0;
   }
-  return prstm_load_relaxed(&tx->ctx->words[addr]);
+  return port_load_relaxed(&tx->ctx->words[addr]);
 }
 
 /* Buffered write: the value reaches shared memory only at commit. */
 PRSTM_INLINE void prstm_write(prstm_tx *tx, uint64_t addr, uint64_t value) {
-  if (tx->state != PRSTM_TX_OK) return;
+  if (tx->state != STM_TX_OK) return;
   const prstm_exec_ctx *ctx = tx->ctx;
   if (addr >= ctx->nwords) {
-    prstm_tx_doom(tx, PRSTM_TX_BAD_ADDRESS);
+    stm_tx_doom(tx, STM_TX_BAD_ADDRESS);
     return;
   }
   for (uint32_t i = 0; i < tx->nwrites; i++) {
@@ -242,13 +235,13 @@ PRSTM_INLINE void prstm_write(prstm_tx *tx, uint64_t addr, uint64_t value) {
     }
   }
   if (tx->nwrites == tx->cap) {
-    prstm_tx_doom(tx, PRSTM_TX_CAPACITY);
+    stm_tx_doom(tx, STM_TX_CAPACITY);
     return;
   }
   tx->writes[tx->nwrites].addr = addr;
   tx->writes[tx->nwrites].value = value;
   tx->nwrites++;
-  uint64_t l = prstm_lock_index(addr, ctx->lock_coverage);
+  uint64_t l = stm_lock_index(addr, ctx->lock_coverage);
   for (uint32_t i = 0; i < tx->nlocks; i++)
     if (tx->locks[i].lock == l) return;
   /* The lock set can never outgrow the write set, whose capacity is the same. */
@@ -260,13 +253,13 @@ PRSTM_INLINE void prstm_write(prstm_tx *tx, uint64_t addr, uint64_t value) {
 
 /* ---- Engine side: begin, validate, commit, abort. ---- */
 
-PRSTM_INLINE void prstm_tx_begin(prstm_tx *tx, uint64_t row, uint64_t prio) {
+PRSTM_INLINE void stm_tx_begin(prstm_tx *tx, uint64_t row, uint64_t prio) {
   tx->row = row;
   tx->prio = prio;
   tx->result = 0;
   tx->read_hash = 0;
   tx->nreads = tx->nwrites = tx->nlocks = 0;
-  tx->state = PRSTM_TX_OK;
+  tx->state = STM_TX_OK;
   tx->reason = 0;
   tx->conflict_wait = 0;
   tx->direct = 0;
@@ -275,22 +268,22 @@ PRSTM_INLINE void prstm_tx_begin(prstm_tx *tx, uint64_t row, uint64_t prio) {
 
 /* Gives back every lock this attempt holds, without changing versions: no
  * data was written, so readers of the old values stay valid. */
-PRSTM_INLINE void prstm_tx_release_all(prstm_tx *tx) {
+PRSTM_INLINE void stm_tx_release_all(prstm_tx *tx) {
   uint64_t *locks = tx->ctx->locks;
   for (uint32_t i = 0; i < tx->nlocks; i++) {
-    prstm_lock_entry *e = &tx->locks[i];
+    stm_lock_entry *e = &tx->locks[i];
     if (e->held == 2) {
-      prstm_store_release(&locks[e->lock], prstm_lock_make(e->version, 0, 0));
+      port_store_release(&locks[e->lock], stm_lock_make(e->version, 0, 0));
     } else if (e->held == 1) {
       /* A pre-lock may have been stolen meanwhile; then it is not ours to clear. */
-      prstm_cas(&locks[e->lock], prstm_lock_make(e->version, tx->prio, PRSTM_LOCK_PRELOCKED),
-                prstm_lock_make(e->version, 0, 0));
+      port_cas(&locks[e->lock], stm_lock_make(e->version, tx->prio, STM_LOCK_PRELOCKED),
+                stm_lock_make(e->version, 0, 0));
     }
     e->held = 0;
   }
 }
 
-PRSTM_INLINE int prstm_tx_find_lock(const prstm_tx *tx, uint64_t l) {
+PRSTM_INLINE int stm_tx_find_lock(const prstm_tx *tx, uint64_t l) {
   for (uint32_t i = 0; i < tx->nlocks; i++)
     if (tx->locks[i].lock == l) return (int)i;
   return -1;
@@ -299,12 +292,12 @@ PRSTM_INLINE int prstm_tx_find_lock(const prstm_tx *tx, uint64_t l) {
 /* Light validation for a decision that writes nothing and needs no place in
  * the commit order (a postponement): every read lock still has the version
  * read and is not finally locked, so the snapshot the body saw was consistent. */
-PRSTM_INLINE int prstm_tx_snapshot_valid(const prstm_tx *tx) {
+PRSTM_INLINE int stm_tx_snapshot_valid(const prstm_tx *tx) {
   const uint64_t *locks = tx->ctx->locks;
-  prstm_fence_acq_rel(); /* the value reads before the version checks */
+  port_fence_acq_rel(); /* the value reads before the version checks */
   for (uint32_t i = 0; i < tx->nreads; i++) {
-    uint64_t w = prstm_load_acquire(&locks[tx->reads[i].lock]);
-    if (prstm_lock_is_locked(w) || prstm_lock_version(w) != tx->reads[i].version) return 0;
+    uint64_t w = port_load_acquire(&locks[tx->reads[i].lock]);
+    if (stm_lock_is_locked(w) || stm_lock_version(w) != tx->reads[i].version) return 0;
   }
   return 1;
 }
@@ -318,18 +311,18 @@ PRSTM_INLINE int prstm_tx_snapshot_valid(const prstm_tx *tx) {
  * fails take the highest one down with it. No wait cycle exists, because the
  * waited-on never wait, and on the GPU a waiting lane sleeps so that a
  * warp-mate holding the lock runs (independent thread scheduling, sm_70+). */
-PRSTM_INLINE uint64_t prstm_wait_unlocked(const prstm_exec_ctx *ctx, const uint64_t *lw, uint64_t w) {
-  for (unsigned round = 0; prstm_lock_is_locked(w); round++) {
+PRSTM_INLINE uint64_t stm_wait_unlocked(const prstm_exec_ctx *ctx, const uint64_t *lw, uint64_t w) {
+  for (unsigned round = 0; stm_lock_is_locked(w); round++) {
     /* A stopped run returns the lock as still held: the caller aborts. */
-    if (PRSTM_STOPPED(ctx)) return w;
-    prstm_pause(round);
-    w = prstm_load_acquire(lw);
+    if (STM_STOPPED(ctx)) return w;
+    port_pause(round);
+    w = port_load_acquire(lw);
   }
   return w;
 }
 
 /* The read-set entry of lock l, or -1 when the attempt did not read under it. */
-PRSTM_INLINE int prstm_tx_find_read(const prstm_tx *tx, uint64_t l) {
+PRSTM_INLINE int stm_tx_find_read(const prstm_tx *tx, uint64_t l) {
   for (uint32_t i = 0; i < tx->nreads; i++)
     if (tx->reads[i].lock == l) return (int)i;
   return -1;
@@ -342,25 +335,25 @@ PRSTM_INLINE int prstm_tx_find_read(const prstm_tx *tx, uint64_t l) {
  * Returns 2 when that first CAS took the lock, 1 when the slower path did
  * (the version may then differ from the one read, which validation checks),
  * 0 on a conflict. */
-PRSTM_INLINE int prstm_tx_prelock(prstm_tx *tx, prstm_lock_entry *e, int read_index) {
+PRSTM_INLINE int stm_tx_prelock(prstm_tx *tx, stm_lock_entry *e, int read_index) {
   uint64_t *lw = &tx->ctx->locks[e->lock];
   if (read_index >= 0) {
     uint64_t v = tx->reads[read_index].version;
-    if (prstm_cas(lw, prstm_lock_make(v, 0, 0), prstm_lock_make(v, tx->prio, PRSTM_LOCK_PRELOCKED))) {
+    if (port_cas(lw, stm_lock_make(v, 0, 0), stm_lock_make(v, tx->prio, STM_LOCK_PRELOCKED))) {
       e->version = v;
       e->held = 1;
       return 2;
     }
   }
   for (;;) {
-    uint64_t w = prstm_wait_unlocked(tx->ctx, lw, prstm_load_acquire(lw));
-    if (prstm_lock_is_locked(w)) return 0;
-    if (prstm_lock_is_prelocked(w) && !prstm_may_steal(tx->prio, prstm_lock_owner(w))) {
-      prstm_tx_note_holder(tx, e->lock, w);
+    uint64_t w = stm_wait_unlocked(tx->ctx, lw, port_load_acquire(lw));
+    if (stm_lock_is_locked(w)) return 0;
+    if (stm_lock_is_prelocked(w) && !stm_may_steal(tx->prio, stm_lock_owner(w))) {
+      stm_tx_note_holder(tx, e->lock, w);
       return 0;
     }
-    uint64_t v = prstm_lock_version(w);
-    if (prstm_cas(lw, w, prstm_lock_make(v, tx->prio, PRSTM_LOCK_PRELOCKED))) {
+    uint64_t v = stm_lock_version(w);
+    if (port_cas(lw, w, stm_lock_make(v, tx->prio, STM_LOCK_PRELOCKED))) {
       e->version = v;
       e->held = 1;
       return 1;
@@ -369,22 +362,22 @@ PRSTM_INLINE int prstm_tx_prelock(prstm_tx *tx, prstm_lock_entry *e, int read_in
 }
 
 /* Validate one read lock this attempt does not write. It waits out a final
- * lock (see prstm_wait_unlocked), then fails when the version moved or when a
+ * lock (see stm_wait_unlocked), then fails when the version moved or when a
  * higher priority holds the pre-lock; a lower-priority pre-lock is revoked, so
  * that of two crossed transactions (read x write y / read y write x) at most
  * one can reach its final locks: write skew cannot commit. Read-only sharing
  * takes no lock at all. */
-PRSTM_INLINE int prstm_tx_validate_read(prstm_tx *tx, const prstm_read_entry *r) {
+PRSTM_INLINE int stm_tx_validate_read(prstm_tx *tx, const stm_read_entry *r) {
   uint64_t *lw = &tx->ctx->locks[r->lock];
   for (;;) {
-    uint64_t w = prstm_wait_unlocked(tx->ctx, lw, prstm_load_acquire(lw));
-    if (prstm_lock_is_locked(w) || prstm_lock_version(w) != r->version) return 0;
-    if (!prstm_lock_is_prelocked(w)) return 1;
-    if (!prstm_may_steal(tx->prio, prstm_lock_owner(w))) {
-      prstm_tx_note_holder(tx, r->lock, w);
+    uint64_t w = stm_wait_unlocked(tx->ctx, lw, port_load_acquire(lw));
+    if (stm_lock_is_locked(w) || stm_lock_version(w) != r->version) return 0;
+    if (!stm_lock_is_prelocked(w)) return 1;
+    if (!stm_may_steal(tx->prio, stm_lock_owner(w))) {
+      stm_tx_note_holder(tx, r->lock, w);
       return 0;
     }
-    if (prstm_cas(lw, w, prstm_lock_make(r->version, 0, 0))) return 1;
+    if (port_cas(lw, w, stm_lock_make(r->version, 0, 0))) return 1;
   }
 }
 
@@ -402,16 +395,16 @@ PRSTM_INLINE int prstm_tx_validate_read(prstm_tx *tx, const prstm_read_entry *r)
  * pre-lock path. Readers meet the final lock for a few instructions longer
  * than on that path, and like any final lock it is gone within a CAS and a
  * few stores. Returns 1 with every lock final, 0 with none held. */
-PRSTM_INLINE int prstm_tx_lock_direct(prstm_tx *tx) {
+PRSTM_INLINE int stm_tx_lock_direct(prstm_tx *tx) {
   if (tx->nlocks == 0 || tx->nlocks != tx->nreads) return 0;
   uint64_t *locks = tx->ctx->locks;
   for (uint32_t i = 0; i < tx->nlocks; i++) {
-    prstm_lock_entry *e = &tx->locks[i];
-    const int r = prstm_tx_find_read(tx, e->lock);
+    stm_lock_entry *e = &tx->locks[i];
+    const int r = stm_tx_find_read(tx, e->lock);
     const uint64_t v = r >= 0 ? tx->reads[r].version : 0;
-    if (r < 0 || !prstm_cas_acquire(&locks[e->lock], prstm_lock_make(v, 0, 0),
-                                    prstm_lock_make(v, tx->prio, PRSTM_LOCK_LOCKED))) {
-      prstm_tx_release_all(tx);
+    if (r < 0 || !port_cas_acquire(&locks[e->lock], stm_lock_make(v, 0, 0),
+                                    stm_lock_make(v, tx->prio, STM_LOCK_LOCKED))) {
+      stm_tx_release_all(tx);
       return 0;
     }
     e->version = v;
@@ -422,19 +415,19 @@ PRSTM_INLINE int prstm_tx_lock_direct(prstm_tx *tx) {
 
 /* The end of every commit, with all final locks held: the new values, then
  * the locks given back with version + 1. */
-PRSTM_INLINE void prstm_tx_write_back(prstm_tx *tx) {
+PRSTM_INLINE void stm_tx_write_back(prstm_tx *tx) {
   const prstm_exec_ctx *ctx = tx->ctx;
   /* An acquire CAS orders later accesses after its read, not after its
    * write; the fence puts the final locks before every new value, so a reader
    * that sees a new value then sees the lock or the new version. */
-  if (tx->nwrites) prstm_fence_acq_rel();
+  if (tx->nwrites) port_fence_acq_rel();
   for (uint32_t i = 0; i < tx->nwrites; i++)
-    prstm_store_relaxed(&ctx->words[tx->writes[i].addr], tx->writes[i].value);
+    port_store_relaxed(&ctx->words[tx->writes[i].addr], tx->writes[i].value);
   /* One release fence orders all data writes before all new versions. */
-  if (tx->nlocks) prstm_fence_acq_rel();
+  if (tx->nlocks) port_fence_acq_rel();
   for (uint32_t i = 0; i < tx->nlocks; i++) {
-    prstm_lock_entry *e = &tx->locks[i];
-    prstm_store_relaxed(&ctx->locks[e->lock], prstm_lock_make(e->version + 1, 0, 0));
+    stm_lock_entry *e = &tx->locks[i];
+    port_store_relaxed(&ctx->locks[e->lock], stm_lock_make(e->version + 1, 0, 0));
     e->held = 0;
   }
 }
@@ -449,8 +442,8 @@ PRSTM_INLINE void prstm_tx_write_back(prstm_tx *tx) {
  * relies on. The fences the pre-lock path has around it besides are the
  * unverified run's own, so a verified run synchronises as the runs it
  * certifies do. */
-PRSTM_INLINE uint64_t prstm_tx_take_sequence(const prstm_exec_ctx *ctx) {
-  return prstm_fetch_add_acq_rel(&ctx->quiesce[PRSTM_Q_SEQUENCE], 1);
+PRSTM_INLINE uint64_t stm_tx_take_sequence(const prstm_exec_ctx *ctx) {
+  return port_fetch_add_acq_rel(&ctx->quiesce[STM_Q_SEQUENCE], 1);
 }
 
 /* Commit (PR-STM Algorithm 2 with the published gaps closed): pre-lock the
@@ -459,24 +452,24 @@ PRSTM_INLINE uint64_t prstm_tx_take_sequence(const prstm_exec_ctx *ctx) {
  * Returns 1 on commit, 0 on a concurrent conflict (all locks given back).
  * A transaction with an empty write set (read-only, or failing) goes through
  * the same steps so that its decision is ordered the same way. A first
- * attempt whose locks are exactly its reads tries prstm_tx_lock_direct first. */
-PRSTM_INLINE int prstm_tx_commit(prstm_tx *tx, uint64_t *sequence) {
+ * attempt whose locks are exactly its reads tries stm_tx_lock_direct first. */
+PRSTM_INLINE int stm_tx_commit(prstm_tx *tx, uint64_t *sequence) {
   const prstm_exec_ctx *ctx = tx->ctx;
-  if (tx->direct && prstm_tx_lock_direct(tx)) {
+  if (tx->direct && stm_tx_lock_direct(tx)) {
     /* Its place in the commit order is taken with every final lock held, as
      * on the pre-lock path's all-owned case below. */
-    if (sequence) *sequence = prstm_tx_take_sequence(ctx);
-    prstm_tx_write_back(tx);
+    if (sequence) *sequence = stm_tx_take_sequence(ctx);
+    stm_tx_write_back(tx);
     return 1;
   }
   /* Read locks that are also pre-locked here, and how many of those the
    * first CAS took at exactly the version read. */
   uint32_t own_reads = 0, own_at_read_version = 0;
   for (uint32_t i = 0; i < tx->nlocks; i++) {
-    int r = prstm_tx_find_read(tx, tx->locks[i].lock);
-    int got = prstm_tx_prelock(tx, &tx->locks[i], r);
+    int r = stm_tx_find_read(tx, tx->locks[i].lock);
+    int got = stm_tx_prelock(tx, &tx->locks[i], r);
     if (!got) {
-      prstm_tx_release_all(tx);
+      stm_tx_release_all(tx);
       return 0;
     }
     if (r >= 0) {
@@ -504,25 +497,25 @@ PRSTM_INLINE int prstm_tx_commit(prstm_tx *tx, uint64_t *sequence) {
      * validate under the PTX model, which allows that outcome with
      * acquire loads and acq_rel fences; only SC fences in the readers
      * forbid it. */
-    prstm_fence_sc();
-    if (sequence) *sequence = prstm_tx_take_sequence(ctx);
+    port_fence_sc();
+    if (sequence) *sequence = stm_tx_take_sequence(ctx);
     for (uint32_t i = 0; i < tx->nreads; i++) {
-      const prstm_read_entry *r = &tx->reads[i];
-      int own = own_reads ? prstm_tx_find_lock(tx, r->lock) : -1;
-      int ok = own >= 0 ? tx->locks[own].version == r->version : prstm_tx_validate_read(tx, r);
+      const stm_read_entry *r = &tx->reads[i];
+      int own = own_reads ? stm_tx_find_lock(tx, r->lock) : -1;
+      int ok = own >= 0 ? tx->locks[own].version == r->version : stm_tx_validate_read(tx, r);
       if (!ok) {
-        prstm_tx_release_all(tx);
+        stm_tx_release_all(tx);
         return 0;
       }
     }
   }
   for (uint32_t i = 0; i < tx->nlocks; i++) {
-    prstm_lock_entry *e = &tx->locks[i];
-    if (!prstm_cas_acquire(&ctx->locks[e->lock], prstm_lock_make(e->version, tx->prio, PRSTM_LOCK_PRELOCKED),
-                           prstm_lock_make(e->version, tx->prio, PRSTM_LOCK_LOCKED))) {
+    stm_lock_entry *e = &tx->locks[i];
+    if (!port_cas_acquire(&ctx->locks[e->lock], stm_lock_make(e->version, tx->prio, STM_LOCK_PRELOCKED),
+                           stm_lock_make(e->version, tx->prio, STM_LOCK_LOCKED))) {
       /* A higher priority stole or revoked this pre-lock. */
-      prstm_tx_note_holder(tx, e->lock, prstm_load_acquire(&ctx->locks[e->lock]));
-      prstm_tx_release_all(tx);
+      stm_tx_note_holder(tx, e->lock, port_load_acquire(&ctx->locks[e->lock]));
+      stm_tx_release_all(tx);
       return 0;
     }
     e->held = 2;
@@ -532,11 +525,9 @@ PRSTM_INLINE int prstm_tx_commit(prstm_tx *tx, uint64_t *sequence) {
    * release, and a reader that validated them did so before the lock, with
    * its place taken before its validation. So a verified run checks this
    * path against the serial replay too. */
-  if (all_reads_owned && sequence) *sequence = prstm_tx_take_sequence(ctx);
-  prstm_tx_write_back(tx);
+  if (all_reads_owned && sequence) *sequence = stm_tx_take_sequence(ctx);
+  stm_tx_write_back(tx);
   return 1;
 }
 
-#include "cmp_walk.h"
-
-#endif /* PRSTM_STM_H */
+#endif /* STM_CORE_H */

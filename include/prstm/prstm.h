@@ -15,12 +15,11 @@ extern "C" {
 #define PRSTM_VERSION_STRING "0.1.0"
 /* Raised whenever a structure a workload shares with the engine changes
  * (prstm_workload, the specs, prstm_exec_ctx, the table view): a plugin
- * built against another ABI is refused instead of misread. 4: the
- * semantic word of prstm_exec_ctx carries run flags (streams). 5:
- * prstm_worker_variant gained gpu_threads_per_sm. A program that builds
- * its own prstm_workload (prstm_add_workload) is compiled against this
- * header and needs no check; it must be rebuilt with the library. */
-#define PRSTM_ABI_VERSION 5
+ * built against another ABI is refused instead of misread (CHANGELOG.md
+ * lists the versions). A program that builds its own prstm_workload
+ * (prstm_add_workload) is compiled against this header and needs no check;
+ * it must be rebuilt with the library. */
+#define PRSTM_ABI_VERSION 6
 
 /* One table generates the error codes, their names and their messages, so the
  * three can never drift apart. Every function returns 0 or one of these. */
@@ -86,6 +85,9 @@ typedef struct prstm_arg_desc {
 } prstm_arg_desc;
 
 #define PRSTM_MAX_TAG 15
+/* The most executing threads of a run (a thread's rank fills 21 bits of a
+ * lock word's owner field). */
+#define PRSTM_MAX_THREADS 2097151u
 #define PRSTM_MAX_ARGS 8
 #define PRSTM_MAX_TYPES 64
 #define PRSTM_MAX_COLUMNS 1024
@@ -93,7 +95,7 @@ typedef struct prstm_arg_desc {
 
 /* A transaction type: its name, semantic tag (higher commits earlier), read-only
  * flag, argument layout and the strings of its own failure reasons. The body
- * itself is dispatched by the workload's instantiated workers (prstm_stm.h). */
+ * itself is dispatched by the workload's instantiated workers (stm_core.h). */
 typedef struct prstm_type_desc {
   const char *name;
   unsigned tag;
@@ -145,11 +147,25 @@ typedef struct prstm_state_spec {
 } prstm_state_spec;
 
 /* Host side of one worker instantiation, produced by PRSTM_CPU_WORKER /
- * PRSTM_GPU_WORKER (prstm_stm.h): the same bodies compiled for each substrate. */
+ * PRSTM_GPU_WORKER (prstm_tx.h): the same bodies compiled for each substrate. */
 typedef void (*prstm_cpu_worker_fn)(const struct prstm_exec_ctx *ctx, uint32_t rank);
 typedef int (*prstm_gpu_launch_fn)(const struct prstm_exec_ctx *ctx, uint32_t threads,
                                    char *err, size_t errlen);
 typedef int (*prstm_gpu_max_threads_fn)(uint32_t *max_threads, char *err, size_t errlen);
+
+/* How a worker variant runs on a GPU when the run leaves the thread count
+ * to the engine (options.threads 0); an explicit count is never changed.
+ * The kernel's fixed shape and the engine's other tuning constants are the
+ * PRSTM_POLICY_* of stm_policy.h. */
+typedef struct prstm_gpu_policy {
+  /* Threads per SM; 0: PRSTM_POLICY_THREADS_PER_SM (256). Capped by what
+   * the GPU keeps resident. */
+  uint32_t threads_per_sm;
+  /* The most threads worth launching: a variant whose every transaction
+   * meets a few hot words (k-means' clusters) gains nothing from more, only
+   * contention. 0: no limit. */
+  uint32_t threads_max;
+} prstm_gpu_policy;
 
 typedef struct prstm_worker_variant {
   unsigned max_columns;  /* widest batch (argument columns) it serves */
@@ -157,10 +173,7 @@ typedef struct prstm_worker_variant {
   prstm_cpu_worker_fn cpu_worker;
   prstm_gpu_launch_fn gpu_launch; /* NULL when built without CUDA */
   prstm_gpu_max_threads_fn gpu_max_threads;
-  /* GPU threads per SM when the run leaves the count to the engine (threads
-   * 0); 0 for the engine's default of 256. Capped by what the GPU keeps
-   * resident and by the workload's gpu_threads_max. */
-  uint32_t gpu_threads_per_sm;
+  prstm_gpu_policy gpu;
 } prstm_worker_variant;
 
 /* A workload: transaction types plus host hooks. Built-in workloads use exactly
@@ -194,11 +207,6 @@ typedef struct prstm_workload {
    * the run. NULL for single-batch workloads. */
   int (*next_round)(const struct prstm_engine *engine, const struct prstm_batch *done,
                     unsigned round, struct prstm_batch *next, char *err, size_t errlen);
-  /* The most GPU threads worth launching when the run leaves the count to
-   * the engine (threads 0): a workload whose every transaction meets a few hot words
-   * (k-means' clusters) gains nothing from more threads than that, only
-   * contention. 0: no limit. An explicit thread count is never changed. */
-  uint32_t gpu_threads_max;
 } prstm_workload;
 
 /* config_keys bits. PRSTM_KEYS_BANK: state.accounts (required),
@@ -254,9 +262,10 @@ typedef enum prstm_semantic_mode {
 
 typedef struct prstm_options {
   prstm_backend backend;
-  uint32_t threads;       /* 0: every host core (CPU), or on a GPU the variant's gpu_threads_per_sm per SM
-                             (256 unless it says otherwise; 512 for bank batches of rows of at
-                             most 3 words, that is without transfer_multi) */
+  uint32_t threads;       /* 0: every host core (CPU), or on a GPU the worker variant's
+                             gpu.threads_per_sm per SM (256 unless it says otherwise; 512 for
+                             bank batches of rows of at most 3 words, that is without
+                             transfer_multi) */
   uint32_t lock_coverage; /* consecutive words per lock, >= 1 */
   prstm_semantic_mode semantic;
   uint32_t retry_limit;
@@ -328,8 +337,8 @@ void prstm_results_add(prstm_results *total, const prstm_results *run);
 
 /* Live counts of a running batch, read from what the executing threads (CPU
  * threads or the GPU kernel) publish as they go, never estimated. Threads
- * publish in batches (PRSTM_PROGRESS_BATCH decisions, or every
- * PRSTM_PROGRESS_NS), so a report lags the run by at most that much. */
+ * publish in batches (PRSTM_POLICY_PROGRESS_BATCH decisions, or every
+ * PRSTM_POLICY_PROGRESS_NS), so a report lags the run by at most that much. */
 typedef struct prstm_progress {
   uint64_t transactions; /* rows of the batch being run */
   uint64_t committed;
@@ -566,8 +575,5 @@ int prstm_write_file_atomic(const char *path, const char *text, size_t len, char
 #ifdef __cplusplus
 }
 #endif
-
-/* The device-and-host body API for writing transaction types. */
-#include "prstm_stm.h"
 
 #endif /* PRSTM_H */

@@ -1,0 +1,61 @@
+/* stm_policy.h: the engine's tuning in one place: the GPU kernel's shape, where a transaction's sets live, how waits back off, how often threads publish their counts, and how a stream cuts and copies its units. */
+#ifndef STM_POLICY_H
+#define STM_POLICY_H
+
+/* Every number here was chosen by measurement on the workload configs and
+ * the contention sweeps; docs/PERFORMANCE.md says what each one bought. A
+ * worker variant's own GPU tuning (threads per SM, the most threads worth
+ * launching) is its prstm_gpu_policy (prstm.h). */
+
+/* ---- The GPU kernel's shape (compile time: launch bounds, shared arrays) ---- */
+
+/* Threads of a block of the persistent kernel. */
+#define PRSTM_POLICY_BLOCK_THREADS 128
+/* At least this many blocks an SM (512 threads), which leaves ptxas up to
+ * 128 registers a thread: with the block size alone as the bound it aimed
+ * at 16 blocks an SM, capped the walk at 40 to 72 registers and spilled. */
+#define PRSTM_POLICY_MIN_BLOCKS_PER_SM 4
+/* Sets of at most this many entries live in shared memory (56 bytes an
+ * entry a thread), wider ones in thread-local memory, whose stores go on to
+ * L2 and competed with the state's traffic there. */
+#define PRSTM_POLICY_SHARED_SET_MAX 4
+/* Threads per SM when neither the run nor the worker variant says: more
+ * threads in flight mostly add concurrent conflicts. */
+#define PRSTM_POLICY_THREADS_PER_SM 256u
+
+/* ---- Waiting ---- */
+
+/* Rounds an attempt that lost to a lock holder waits for the holder's lock
+ * word to change before it retries (cmp_wait_conflict). */
+#define PRSTM_POLICY_CONFLICT_WAIT_ROUNDS 128u
+/* A GPU pause of round r sleeps PAUSE_NS * r, at most PAUSE_MAX_NS. */
+#define PRSTM_POLICY_PAUSE_NS 32u
+#define PRSTM_POLICY_PAUSE_MAX_NS 2048u
+/* A stalled GPU thread's back-off: from BACKOFF_MIN_NS doubling, and at
+ * least BACKOFF_SWEEP_FACTOR times what its last sweep took, so that it
+ * spends at most a ninth of its time re-checking postponed rows; bounded
+ * by BACKOFF_MAX_NS. */
+#define PRSTM_POLICY_BACKOFF_MIN_NS 128ull
+#define PRSTM_POLICY_BACKOFF_SWEEP_FACTOR 8u
+#define PRSTM_POLICY_BACKOFF_MAX_NS 2000000ull
+
+/* ---- Publishing counts (watchdog, progress observer) ---- */
+
+/* A thread adds its commits, failures and abandonments to the global
+ * progress words every PROGRESS_BATCH decisions, or when PROGRESS_NS passed
+ * since it last did: often enough for a watchdog or a progress bar even
+ * when each decision is slow, rarely enough to cost nothing. */
+#define PRSTM_POLICY_PROGRESS_BATCH 256u
+#define PRSTM_POLICY_PROGRESS_NS 50000000ull
+
+/* ---- Streams and chunked runs (host) ---- */
+
+/* The most new rows of one GPU unit, so that its pinned staging stays a few
+ * hundred MiB. */
+#define PRSTM_POLICY_STREAM_MAX_UNIT_ROWS (8ull << 20)
+/* Copies into a unit's staging smaller than this are made by the calling
+ * thread alone; larger ones by up to STREAM_MAX_COPY_THREADS threads. */
+#define PRSTM_POLICY_STREAM_PARALLEL_BYTES (4ull << 20)
+#define PRSTM_POLICY_STREAM_MAX_COPY_THREADS 8
+
+#endif /* STM_POLICY_H */

@@ -1,0 +1,117 @@
+/* prstm_tx.h: the public body API of prstm: what a transaction type's code calls (arguments, reads, writes, outcomes) and the macros that make its CPU worker and GPU kernel. */
+#ifndef PRSTM_TX_H
+#define PRSTM_TX_H
+
+/* A workload's body header includes this one; a program that only builds,
+ * runs and reads batches needs prstm.h alone. The body API is inline code
+ * compiled both by nvcc for the GPU and by a C11 compiler for the CPU, so
+ * it brings the engine's core in with it (the headers of its detail folder:
+ * the port layer, the lock word, the table view, the STM core, the
+ * contention manager's walk); a body calls only what is documented here and
+ * in docs/TUTORIAL.md:
+ *
+ *   prstm_arg(tx, i)              argument i of the transaction
+ *   prstm_read(tx, addr)          a shared word, validated at commit
+ *   prstm_write(tx, addr, v)      a buffered write, applied at commit
+ *   prstm_read_immutable(tx, a)   a word no transaction of the batch writes
+ *   prstm_set_result(tx, v)       a read-only type's result
+ *   prstm_fail(tx, reason)        fail for good (PRSTM_REASON_USER + k)
+ *   prstm_ok(tx)                  false once the attempt is doomed
+ *   prstm_row(tx)                 the row in its batch, unique in the run
+ *   prstm_nwords(tx)              the number of shared words
+ *   PRSTM_COMMIT, PRSTM_POSTPONE  what a body returns (or prstm_fail's value)
+ *   PRSTM_CPU_WORKER, PRSTM_GPU_WORKER, PRSTM_GPU_WORKER_DECLARE
+ */
+#include "prstm.h"
+#include "stm_core.h"
+#include "cmp_walk.h"
+
+/* Instantiates a workload's worker with set capacity CAP: the one body of
+ * code, compiled into the CPU backend by PRSTM_CPU_WORKER (a .c file) and into
+ * a persistent kernel by PRSTM_GPU_WORKER (a .cu file). */
+#define PRSTM_DEFINE_WORKER(NAME, DISPATCH, CAP)                                           \
+  PRSTM_INLINE void NAME##_worker(const prstm_exec_ctx *ctx, uint32_t rank) {              \
+    stm_read_entry reads[CAP];                                                           \
+    stm_write_entry writes[CAP];                                                         \
+    stm_lock_entry locks[CAP];                                                           \
+    prstm_tx tx;                                                                           \
+    tx.ctx = ctx;                                                                          \
+    tx.cap = (CAP);                                                                        \
+    tx.reads = reads;                                                                      \
+    tx.writes = writes;                                                                    \
+    tx.locks = locks;                                                                      \
+    cmp_walk_block(&tx, ctx, rank, DISPATCH);                                              \
+  }
+
+#define PRSTM_CPU_WORKER(NAME, DISPATCH, CAP)                                              \
+  PRSTM_DEFINE_WORKER(NAME, DISPATCH, CAP)                                                 \
+  void NAME##_cpu_worker(const prstm_exec_ctx *ctx, uint32_t rank) { NAME##_worker(ctx, rank); }
+
+/* Declares the GPU side of a worker made by PRSTM_GPU_WORKER(NAME, ...) in a
+ * .cu file, for the host file that fills the workload's prstm_worker_variant
+ * (NAME_gpu_launch, NAME_gpu_max_threads); a build without CUDA leaves them
+ * out and the variant's GPU hooks NULL. */
+#ifdef __cplusplus
+#define PRSTM_GPU_WORKER_DECLARE(NAME)                                                        \
+  extern "C" int NAME##_gpu_launch(const prstm_exec_ctx *ctx, uint32_t threads, char *err, size_t errlen); \
+  extern "C" int NAME##_gpu_max_threads(uint32_t *max_threads, char *err, size_t errlen)
+#else
+#define PRSTM_GPU_WORKER_DECLARE(NAME)                                                        \
+  int NAME##_gpu_launch(const prstm_exec_ctx *ctx, uint32_t threads, char *err, size_t errlen); \
+  int NAME##_gpu_max_threads(uint32_t *max_threads, char *err, size_t errlen)
+#endif
+
+/* The GPU hooks of a prstm_worker_variant whose worker a .cu file made with
+ * PRSTM_GPU_WORKER(NAME, ...): where prstm_add_workload compiled the
+ * workload's CUDA sources (it then defines PRSTM_HAVE_CUDA for the host
+ * sources), its launcher and thread limit; elsewhere NULL, and the variant
+ * runs on the CPU alone. In a designated initializer:
+ *   {.max_columns = ..., .set_capacity = ..., .cpu_worker = NAME_cpu_worker, PRSTM_GPU_HOOKS(NAME)} */
+#ifdef PRSTM_HAVE_CUDA
+#define PRSTM_GPU_HOOKS(NAME) .gpu_launch = NAME##_gpu_launch, .gpu_max_threads = NAME##_gpu_max_threads
+#else
+#define PRSTM_GPU_HOOKS(NAME) .gpu_launch = NULL, .gpu_max_threads = NULL
+#endif
+
+#if defined(__CUDACC__)
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* In the library (engine/backend_gpu.cu): checked occupancy and cooperative launch. */
+int prstm_gpu_launch_kernel(const void *kernel, const prstm_exec_ctx *ctx, uint32_t threads, char *err,
+                            size_t errlen);
+int prstm_gpu_kernel_max_threads(const void *kernel, uint32_t *max_threads, char *err, size_t errlen);
+#ifdef __cplusplus
+}
+#endif
+#define PRSTM_GPU_WORKER(NAME, DISPATCH, CAP)                                              \
+  __global__ void __launch_bounds__(PRSTM_POLICY_BLOCK_THREADS, PRSTM_POLICY_MIN_BLOCKS_PER_SM)   \
+      NAME##_kernel(prstm_exec_ctx ctx) {                                                  \
+    const uint32_t rank = (uint32_t)(blockIdx.x * blockDim.x + threadIdx.x);               \
+    enum { SHARED_CAP = (CAP) <= PRSTM_POLICY_SHARED_SET_MAX ? (CAP) : 1,                      \
+           LOCAL_CAP = (CAP) <= PRSTM_POLICY_SHARED_SET_MAX ? 1 : (CAP) };                     \
+    __shared__ stm_read_entry shared_reads[PRSTM_POLICY_BLOCK_THREADS * SHARED_CAP];        \
+    __shared__ stm_write_entry shared_writes[PRSTM_POLICY_BLOCK_THREADS * SHARED_CAP];      \
+    __shared__ stm_lock_entry shared_locks[PRSTM_POLICY_BLOCK_THREADS * SHARED_CAP];        \
+    stm_read_entry local_reads[LOCAL_CAP];                                               \
+    stm_write_entry local_writes[LOCAL_CAP];                                             \
+    stm_lock_entry local_locks[LOCAL_CAP];                                               \
+    const int in_shared = (CAP) <= PRSTM_POLICY_SHARED_SET_MAX;                               \
+    prstm_tx tx;                                                                           \
+    tx.ctx = &ctx;                                                                         \
+    tx.cap = (CAP);                                                                        \
+    tx.reads = in_shared ? &shared_reads[threadIdx.x * SHARED_CAP] : local_reads;          \
+    tx.writes = in_shared ? &shared_writes[threadIdx.x * SHARED_CAP] : local_writes;       \
+    tx.locks = in_shared ? &shared_locks[threadIdx.x * SHARED_CAP] : local_locks;          \
+    cmp_walk_block(&tx, &ctx, rank, DISPATCH);                                             \
+  }                                                                                        \
+  extern "C" int NAME##_gpu_launch(const prstm_exec_ctx *ctx, uint32_t threads, char *err, \
+                                   size_t errlen) {                                        \
+    return prstm_gpu_launch_kernel((const void *)NAME##_kernel, ctx, threads, err, errlen); \
+  }                                                                                        \
+  extern "C" int NAME##_gpu_max_threads(uint32_t *max_threads, char *err, size_t errlen) {  \
+    return prstm_gpu_kernel_max_threads((const void *)NAME##_kernel, max_threads, err, errlen); \
+  }
+#endif
+
+#endif /* PRSTM_TX_H */
