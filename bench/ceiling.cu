@@ -5,32 +5,26 @@
 #include <time.h>
 
 #include "ceiling.h"
+#include "cuda_check.h"
 
 /* The kernel's threads per block, the engine's own block size, so that a
  * thread count means the same launch shape for both. */
 #define CEILING_BLOCK_THREADS PRSTM_POLICY_BLOCK_THREADS
 
-/* Every CUDA call goes through this: a failure becomes PRSTM_ECUDA with the
- * call, the runtime's message and the line, and the buffers are freed. */
-#define CEILING_CHECK(call)                                                                                        \
-  do {                                                                                                             \
-    cudaError_t ceiling_err_ = (call);                                                                             \
-    if (ceiling_err_ != cudaSuccess) {                                                                             \
-      snprintf(err, errlen, "%s failed: %s (%s:%d)", #call, cudaGetErrorString(ceiling_err_), __FILE__, __LINE__); \
-      rc = PRSTM_ECUDA;                                                                                            \
-      goto out;                                                                                                    \
-    }                                                                                                              \
-  } while (0)
+/* Every CUDA call is checked by the engine's own check (cuda_check.h): a
+ * failure becomes PRSTM_ECUDA with the call, the runtime's message and the
+ * line, and the buffers are freed. */
+#define CEILING_CHECK(call) PRSTM_CUDA_CHECK_GOTO(call, err, errlen, rc, out)
 
 /* The same for the releases on the way out, which must not jump: the first
  * failure is kept, and every buffer is still released. */
-#define CEILING_RELEASE(call)                                                                                      \
-  do {                                                                                                             \
-    cudaError_t ceiling_err_ = (call);                                                                             \
-    if (ceiling_err_ != cudaSuccess && rc == 0) {                                                                  \
-      snprintf(err, errlen, "%s failed: %s (%s:%d)", #call, cudaGetErrorString(ceiling_err_), __FILE__, __LINE__); \
-      rc = PRSTM_ECUDA;                                                                                            \
-    }                                                                                                              \
+#define CEILING_RELEASE(call)                                                                \
+  do {                                                                                       \
+    int ceiling_rc_ = prstm_cuda_error((call), #call, __FILE__, __LINE__, release_err, sizeof release_err); \
+    if (ceiling_rc_ && rc == 0) {                                                            \
+      snprintf(err, errlen, "%s", release_err);                                              \
+      rc = ceiling_rc_;                                                                      \
+    }                                                                                        \
   } while (0)
 
 typedef struct ceiling_args {
@@ -172,6 +166,7 @@ extern "C" int prstm_bench_ceiling_gpu(const prstm_bench_table *t, const prstm_w
                                        prstm_bench_ceiling_result *res, char *err, size_t errlen) {
   memset(res, 0, sizeof *res);
   int rc = 0;
+  char release_err[512];
   ceiling_args a;
   memset(&a, 0, sizeof a);
   cudaEvent_t start = NULL, stop = NULL;

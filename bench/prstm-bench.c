@@ -269,6 +269,39 @@ typedef struct engine_run {
   char verify_msg[600];
 } engine_run;
 
+/* What engine_run_once checks after each round, before the next replaces it. */
+typedef struct round_check {
+  const bench_ctx *c;
+  const bench_point *p;
+  prstm_engine *e;
+  uint64_t nwords;
+  int verify;
+  bench_row *row;
+  engine_run *out;
+} round_check;
+
+static int check_round(unsigned round, prstm_batch *batch, const prstm_results *r, void *user) {
+  round_check *k = user;
+  char err[1024] = "";
+  if (!check_outcomes(batch, r, err, sizeof err)) {
+    k->row->status = ROW_FAILED;
+    k->row->outcomes = "bad";
+    row_note(k->row, "round %u: %s", round, err);
+    return PRSTM_EINVAL;
+  }
+  if (round == 0) k->row->table_bytes_per_tx = table_bytes_per_tx(r, k->nwords, k->p->lock_coverage);
+  if (!k->verify) return 0;
+  prstm_verify_report v;
+  if (prstm_engine_verify(k->e, batch, &v)) {
+    k->row->status = ROW_FAILED;
+    row_note(k->row, "verification could not run: %s", prstm_engine_error(k->e));
+    return PRSTM_EINVAL;
+  }
+  k->out->verify_ok = v.ok;
+  snprintf(k->out->verify_msg, sizeof k->out->verify_msg, "round %u: %.560s", round, v.message);
+  return v.ok ? 0 : 1; /* a failed certificate ends the rounds; the row reports it */
+}
+
 static int engine_run_once(const bench_ctx *c, const bench_point *p, prstm_backend backend, prstm_semantic_mode mode,
                            uint32_t threads, int verify, prstm_batch *batch, bench_row *row, engine_run *out) {
   memset(out, 0, sizeof *out);
@@ -284,7 +317,6 @@ static int engine_run_once(const bench_ctx *c, const bench_point *p, prstm_backe
   opt.watchdog_s = (uint32_t)(c->o.timeout_point_s > 1 ? c->o.timeout_point_s : 1);
   prstm_engine *e = NULL;
   prstm_batch *current = batch;
-  char err[1024] = "";
   int rc = prstm_engine_create(&e, p->wl, &opt);
   if (!rc) rc = prstm_engine_init_state(e, &p->state);
   if (rc) {
@@ -296,61 +328,24 @@ static int engine_run_once(const bench_ctx *c, const bench_point *p, prstm_backe
   uint64_t nwords = 0;
   prstm_engine_state(e, &nwords);
   int result = PRSTM_EINVAL;
-  for (unsigned round = 0;; round++) {
-    prstm_results r;
-    double t0 = now_s();
-    rc = prstm_engine_run(e, current, &r);
-    double wall = now_s() - t0;
-    if (rc) {
+  /* Every round through the library's one driver, each checked before the
+   * next; the times are the rounds' own (prstm_results: the kernel's, and
+   * the wall of each prstm_engine_run), not the host's building of the next
+   * round. */
+  round_check check = {c, p, e, nwords, verify, row, out};
+  rc = prstm_engine_run_rounds(e, &current, check_round, &check, &out->sum, &out->rounds);
+  out->kernel_s = out->sum.execute_s;
+  out->e2e_s = out->sum.wall_s;
+  if (rc < 0) {
+    if (row->status != ROW_FAILED) {
       row->status = ROW_FAILED;
-      row_note(row, "round %u: %s: %s", round, prstm_err_name(rc), prstm_engine_error(e));
-      result = rc;
-      goto done;
+      row_note(row, "%s: %s", prstm_err_name(rc), prstm_engine_error(e));
     }
-    if (!check_outcomes(current, &r, err, sizeof err)) {
-      row->status = ROW_FAILED;
-      row->outcomes = "bad";
-      row_note(row, "round %u: %s", round, err);
-      goto done;
-    }
-    if (round == 0) {
-      out->sum = r;
-      row->table_bytes_per_tx = table_bytes_per_tx(&r, nwords, p->lock_coverage);
-    } else {
-      prstm_results_add(&out->sum, &r);
-    }
-    out->kernel_s += r.execute_s;
-    out->e2e_s += wall;
-    out->rounds = round + 1;
-    if (verify) {
-      prstm_verify_report v;
-      rc = prstm_engine_verify(e, current, &v);
-      if (rc) {
-        row->status = ROW_FAILED;
-        row_note(row, "verification could not run: %s", prstm_engine_error(e));
-        goto done;
-      }
-      out->verify_ok = v.ok;
-      snprintf(out->verify_msg, sizeof out->verify_msg, "round %u: %.560s", round, v.message);
-      if (!v.ok) break;
-    }
-    if (!p->wl->next_round) break;
-    prstm_batch *next = NULL;
-    rc = prstm_batch_create(&next, p->wl);
-    if (!rc) rc = p->wl->next_round(e, current, round, next, err, sizeof err);
-    if (rc) {
-      row->status = ROW_FAILED;
-      row_note(row, "round %u: next round: %s", round + 1, err[0] ? err : prstm_strerror(rc));
-      prstm_batch_destroy(next);
-      goto done;
-    }
-    if (prstm_batch_size(next) == 0) {
-      prstm_batch_destroy(next);
-      break;
-    }
-    if (current != batch) prstm_batch_destroy(current);
-    current = next;
+    result = rc;
+    goto done;
   }
+  /* rc > 0: a failed certificate ended the rounds; out->verify_ok reports
+   * it, and the invariant is judged on the state it ended on. */
   int ok = 0;
   char msg[512] = "";
   rc = p->wl->check_invariant(e, current, &ok, msg, sizeof msg);

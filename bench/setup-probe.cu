@@ -3,17 +3,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "cuda_check.h"
 #include <sys/mman.h>
 #include <time.h>
 
 /* Every CUDA call is checked; the probe stops at the first failure, naming it. */
-#define PROBE_CHECK(call)                                                               \
-  do {                                                                                  \
-    cudaError_t probe_err_ = (call);                                                    \
-    if (probe_err_ != cudaSuccess) {                                                    \
-      fprintf(stderr, "setup-probe: %s failed: %s\n", #call, cudaGetErrorString(probe_err_)); \
-      exit(1);                                                                          \
-    }                                                                                   \
+/* The engine's own check (cuda_check.h); this probe has nothing to release,
+ * so a failure ends it. */
+#define PROBE_CHECK(call)                                                                    \
+  do {                                                                                       \
+    char probe_err_[512];                                                                    \
+    if (prstm_cuda_error((call), #call, __FILE__, __LINE__, probe_err_, sizeof probe_err_)) { \
+      fprintf(stderr, "setup-probe: %s\n", probe_err_);                                      \
+      exit(1);                                                                               \
+    }                                                                                        \
   } while (0)
 
 static double now_s(void) {

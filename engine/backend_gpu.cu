@@ -6,21 +6,15 @@
 #include <string.h>
 #include <time.h>
 
-#include "engine_internal.h"
+#include "backend.h"
+#include "cuda_check.h"
+#include "watchdog.h"
 
-/* Every CUDA call goes through this: a failure becomes PRSTM_ECUDA with the
- * call, the runtime's message and where it happened, never a silent result. */
-#define GPU_CHECK(call)                                                                         \
-  do {                                                                                          \
-    cudaError_t gpu_check_err_ = (call);                                                        \
-    if (gpu_check_err_ != cudaSuccess) {                                                        \
-      snprintf(err, errlen, "%s failed: %s (%s:%d)", #call, cudaGetErrorString(gpu_check_err_), \
-               __FILE__, __LINE__);                                                             \
-      return PRSTM_ECUDA;                                                                       \
-    }                                                                                           \
-  } while (0)
+/* Every CUDA call goes through cuda_check.h: a failure becomes PRSTM_ECUDA
+ * with its message in err (the calling function's), never a silent result. */
+#define GPU_CHECK(call) PRSTM_CUDA_CHECK(call, err, errlen)
 
-extern "C" int prstm_gpu_probe(char *why, size_t whylen) {
+static int gpu_probe(char *why, size_t whylen) {
   int count = 0;
   cudaError_t rc = cudaGetDeviceCount(&count);
   if (rc != cudaSuccess) {
@@ -141,8 +135,8 @@ static int gpu_wait_watched(prstm_engine *e, const prstm_batch *b, gpu_buffers *
   GPU_CHECK(cudaMallocHost((void **)&g->host_words, (STM_Q_WORDS + 1) * sizeof(uint64_t)));
   uint64_t *seen = g->host_words;                   /* the progress words, as last copied */
   uint64_t *stop_flag = g->host_words + STM_Q_WORDS; /* the source of the stop word */
-  uint64_t last = 0;
-  double last_t = prstm_now();
+  watchdog dog;
+  watchdog_start(&dog, e->opt.watchdog_s, prstm_now());
   *stalled = 0;
   for (;;) {
     cudaError_t q = cudaEventQuery(g->stop);
@@ -153,12 +147,7 @@ static int gpu_wait_watched(prstm_engine *e, const prstm_batch *b, gpu_buffers *
     GPU_CHECK(cudaMemcpyAsync(seen, g->quiesce, STM_Q_WORDS * sizeof(uint64_t), cudaMemcpyDeviceToHost, g->monitor));
     GPU_CHECK(cudaStreamSynchronize(g->monitor));
     prstm_progress_report(e, b, seen, progress_clock, 0);
-    double now = prstm_now();
-    uint64_t decided = seen[STM_Q_COMMITTED] + seen[STM_Q_FAILED];
-    if (decided != last) {
-      last = decided;
-      last_t = now;
-    } else if (e->opt.watchdog_s && !*stalled && now - last_t > e->opt.watchdog_s) {
+    if (watchdog_tick(&dog, seen[STM_Q_COMMITTED] + seen[STM_Q_FAILED], prstm_now())) {
       *stalled = 1;
       *stop_flag = 1;
       GPU_CHECK(cudaMemcpyAsync(&g->quiesce[STM_Q_STOP], stop_flag, sizeof(uint64_t), cudaMemcpyHostToDevice,
@@ -347,7 +336,7 @@ static int gpu_run_checked(prstm_engine *e, prstm_batch *b, const prstm_worker_v
   return 0;
 }
 
-extern "C" int prstm_gpu_run(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *v, prstm_results *res) {
+static int gpu_run(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *v, prstm_results *res) {
   gpu_buffers g;
   memset(&g, 0, sizeof g);
   int rc = gpu_run_checked(e, b, v, res, &g, e->err, sizeof e->err);
@@ -375,7 +364,7 @@ static void gpu_host_free(void *p) {
 }
 
 /* The pinned memory of prstm_batch_create_pinned's batches. */
-extern "C" const txtable_allocator prstm_gpu_pinned_allocator = {gpu_host_alloc, gpu_host_free};
+static const txtable_allocator gpu_pinned_allocator = {gpu_host_alloc, gpu_host_free};
 
 /* ---- streams (engine/stream.c): two slots, copies overlapping execution ---- */
 
@@ -399,7 +388,7 @@ typedef struct gpu_slot {
   uint64_t n;
 } gpu_slot;
 
-struct prstm_gpu_stream {
+struct backend_stream {
   const prstm_worker_variant *v;
   uint32_t threads, ncols;
   int verify; /* each unit records its commit order and read hashes */
@@ -437,7 +426,7 @@ __global__ void prstm_stream_stats_kernel(const stm_thread_stats *st, uint32_t n
   }
 }
 
-extern "C" void prstm_gpu_stream_free(prstm_gpu_stream *g) {
+static void gpu_stream_free(backend_stream *g) {
   if (!g) return;
   /* A unit still in flight is told to stop, through the monitor stream
    * because the execution stream is busy with it, once its progress words
@@ -487,7 +476,7 @@ extern "C" void prstm_gpu_stream_free(prstm_gpu_stream *g) {
   free(g);
 }
 
-static int gpu_stream_alloc_slot(prstm_gpu_stream *g, gpu_slot *sl, int results, char *err, size_t errlen) {
+static int gpu_stream_alloc_slot(backend_stream *g, gpu_slot *sl, int results, char *err, size_t errlen) {
   uint64_t r = g->rows;
   GPU_CHECK(cudaMalloc((void **)&sl->type, r));
   GPU_CHECK(cudaMalloc((void **)&sl->status, r));
@@ -516,7 +505,7 @@ static int gpu_stream_alloc_slot(prstm_gpu_stream *g, gpu_slot *sl, int results,
   return 0;
 }
 
-static int gpu_stream_open_checked(prstm_engine *e, prstm_gpu_stream *g, int results, uint64_t want_rows,
+static int gpu_stream_open_checked(prstm_engine *e, backend_stream *g, int results, uint64_t want_rows,
                                    uint64_t *unit_rows, uint64_t *gpu_bytes, char *device, size_t device_len,
                                    char *err, size_t errlen) {
   uint32_t max_threads = 0;
@@ -595,21 +584,27 @@ static int gpu_stream_open_checked(prstm_engine *e, prstm_gpu_stream *g, int res
   return 0;
 }
 
-extern "C" int prstm_gpu_stream_open(prstm_engine *e, const prstm_worker_variant *v, uint32_t ncols, int results,
-                                     int verify, uint64_t want_rows, prstm_gpu_stream **out, uint64_t *unit_rows,
-                                     uint32_t *threads, uint64_t *gpu_bytes, char *device, size_t device_len) {
-  prstm_gpu_stream *g = (prstm_gpu_stream *)calloc(1, sizeof *g);
+static int gpu_stream_open(prstm_engine *e, const prstm_worker_variant *v, const backend_stream_shape *shape,
+                           backend_stream **out, backend_stream_info *info) {
+  backend_stream *g = (backend_stream *)calloc(1, sizeof *g);
   if (!g) return prstm_engine_fail(e, PRSTM_ENOMEM, "cannot allocate a GPU stream");
   g->v = v;
-  g->ncols = ncols;
-  g->verify = verify;
-  int rc = gpu_stream_open_checked(e, g, results, want_rows, unit_rows, gpu_bytes, device, device_len, e->err,
-                                   sizeof e->err);
+  g->ncols = shape->ncols;
+  g->verify = shape->verify;
+  /* Units the size of the first batch, within the limit, and at most
+   * PRSTM_POLICY_STREAM_MAX_UNIT_ROWS new rows, so that the pinned staging
+   * stays a few hundred MiB; fewer where the GPU's memory is short. */
+  uint64_t want = shape->first_rows ? shape->first_rows : 1;
+  if (shape->limit_rows && shape->limit_rows < want) want = shape->limit_rows;
+  if (want > PRSTM_POLICY_STREAM_MAX_UNIT_ROWS) want = PRSTM_POLICY_STREAM_MAX_UNIT_ROWS;
+  int rc = gpu_stream_open_checked(e, g, shape->results, want, &info->unit_rows, &info->gpu_bytes, info->device,
+                                   sizeof info->device, e->err, sizeof e->err);
   if (rc) {
-    prstm_gpu_stream_free(g);
+    gpu_stream_free(g);
     return rc;
   }
-  *threads = g->threads;
+  info->slot_rows = g->rows;
+  info->threads = g->threads;
   *out = g;
   return 0;
 }
@@ -619,7 +614,7 @@ extern "C" int prstm_gpu_stream_open(prstm_engine *e, const prstm_worker_variant
  * is taken again at most five times per stream, not per unit: pinned
  * allocation takes milliseconds, and freeing waits for the whole GPU. The
  * contents are not kept: the caller knows that nothing reads the old buffer
- * any more, and that no unit is in flight (prstm_gpu_stream_would_grow). A
+ * any more, and that no unit is in flight (gpu_unit_would_grow). A
  * need of 0 takes nothing. */
 static int gpu_pinned_grow(void **buf, uint64_t *have, uint64_t need, uint64_t most, char *err, size_t errlen) {
   if (need <= *have) return 0;
@@ -645,7 +640,7 @@ typedef struct gpu_unit_bytes {
   uint64_t type, args, status, result, row_id, seq, read_hash, zeros;
 } gpu_unit_bytes;
 
-static gpu_unit_bytes gpu_unit_needs(const prstm_gpu_stream *g, const prstm_gpu_unit *u) {
+static gpu_unit_bytes gpu_unit_needs(const backend_stream *g, const backend_unit *u) {
   gpu_unit_bytes b;
   b.type = u->staged;
   b.args = 8ull * g->ncols * u->staged;
@@ -659,7 +654,7 @@ static gpu_unit_bytes gpu_unit_needs(const prstm_gpu_stream *g, const prstm_gpu_
   return b;
 }
 
-extern "C" int prstm_gpu_stream_would_grow(const prstm_gpu_stream *g, unsigned slot, const prstm_gpu_unit *u) {
+static int gpu_unit_would_grow(const backend_stream *g, unsigned slot, const backend_unit *u) {
   const gpu_slot *sl = &g->slot[slot];
   const gpu_unit_bytes need = gpu_unit_needs(g, u);
   return need.type > sl->type_bytes || need.args > sl->args_bytes || need.status > sl->status_bytes ||
@@ -667,7 +662,7 @@ extern "C" int prstm_gpu_stream_would_grow(const prstm_gpu_stream *g, unsigned s
          need.read_hash > sl->read_hash_bytes || need.zeros > g->zero_bytes;
 }
 
-static int gpu_stream_reserve_checked(prstm_gpu_stream *g, gpu_slot *sl, const gpu_unit_bytes *need, char *err,
+static int gpu_stream_reserve_checked(backend_stream *g, gpu_slot *sl, const gpu_unit_bytes *need, char *err,
                                       size_t errlen) {
   int rc = gpu_pinned_grow((void **)&sl->h_type, &sl->type_bytes, need->type, g->rows, err, errlen);
   if (!rc)
@@ -685,8 +680,8 @@ static int gpu_stream_reserve_checked(prstm_gpu_stream *g, gpu_slot *sl, const g
   return rc;
 }
 
-extern "C" int prstm_gpu_stream_reserve(prstm_engine *e, prstm_gpu_stream *g, unsigned slot, const prstm_gpu_unit *u,
-                                        uint8_t **type, uint64_t **args, uint64_t **row_id) {
+static int gpu_unit_reserve(prstm_engine *e, backend_stream *g, unsigned slot, const backend_unit *u,
+                            backend_staging *staging) {
   if (u->n > g->rows || u->staged > u->n || u->carried > u->n)
     return prstm_engine_fail(e, PRSTM_EINVAL,
                              "a unit of %llu rows (%llu staged, %llu carried) exceeds the stream's slots of %llu",
@@ -696,23 +691,24 @@ extern "C" int prstm_gpu_stream_reserve(prstm_engine *e, prstm_gpu_stream *g, un
   const gpu_unit_bytes need = gpu_unit_needs(g, u);
   int rc = gpu_stream_reserve_checked(g, sl, &need, e->err, sizeof e->err);
   if (rc) return rc;
-  *type = sl->h_type;
-  *args = sl->h_args;
-  *row_id = sl->h_row_id;
+  staging->type = sl->h_type;
+  staging->args = sl->h_args;
+  staging->stride = u->staged;
+  staging->row_id = sl->h_row_id;
   return 0;
 }
 
-static int gpu_stream_launch_checked(prstm_gpu_stream *g, unsigned slot, const prstm_gpu_unit *u, char *err,
+static int gpu_stream_launch_checked(backend_stream *g, unsigned slot, const backend_unit *u, char *err,
                                      size_t errlen) {
   gpu_slot *sl = &g->slot[slot];
   const uint64_t n = u->n;
   const int results = u->results;
-  const prstm_gpu_direct_rows *direct = u->direct;
+  const backend_direct_rows *direct = u->direct;
   const uint64_t d = direct ? direct->n : 0;
   /* The statuses of direct rows are cleared from, and read back into, the
    * batch's own pinned status column (all zero, pending, since the batch
    * was submitted); only the other n - d rows use the slot's readback and
-   * the zeros, which prstm_gpu_stream_reserve sized. */
+   * the zeros, which gpu_unit_reserve_rows sized. */
   const uint64_t staged = n - d;
   sl->n = n;
   sl->results = results;
@@ -797,7 +793,7 @@ static int gpu_stream_launch_checked(prstm_gpu_stream *g, unsigned slot, const p
   return 0;
 }
 
-extern "C" int prstm_gpu_stream_launch(prstm_engine *e, prstm_gpu_stream *g, unsigned slot, const prstm_gpu_unit *u) {
+static int gpu_unit_launch(prstm_engine *e, backend_stream *g, unsigned slot, const backend_unit *u) {
   if (u->n > g->rows)
     return prstm_engine_fail(e, PRSTM_EINVAL, "a unit of %llu rows exceeds the stream's slots of %llu",
                              (unsigned long long)u->n, (unsigned long long)g->rows);
@@ -814,11 +810,12 @@ extern "C" int prstm_gpu_stream_launch(prstm_engine *e, prstm_gpu_stream *g, uns
 /* Waits for a slot's readback. A unit takes about a millisecond, so the wait
  * polls its event closely (a 20 ms sleep would idle the GPU between units);
  * every 20 ms it also reads the unit's progress words for the watchdog. */
-static int gpu_stream_wait_checked(prstm_engine *e, prstm_gpu_stream *g, gpu_slot *sl, int *stalled, char *err,
+static int gpu_stream_wait_checked(prstm_engine *e, backend_stream *g, gpu_slot *sl, int *stalled, char *err,
                                    size_t errlen) {
   uint64_t *seen = g->h_watch, *stop_flag = g->h_watch + STM_Q_WORDS;
-  double start = prstm_now(), last_t = start, next_look = start + 0.02;
-  uint64_t last = UINT64_MAX;
+  double start = prstm_now(), next_look = start + 0.02;
+  watchdog dog;
+  watchdog_start(&dog, e->opt.watchdog_s, start);
   *stalled = 0;
   for (unsigned spin = 0;; spin++) {
     cudaError_t q = cudaEventQuery(sl->back);
@@ -830,11 +827,7 @@ static int gpu_stream_wait_checked(prstm_engine *e, prstm_gpu_stream *g, gpu_slo
       GPU_CHECK(cudaMemcpyAsync(seen, sl->quiesce, STM_Q_WORDS * sizeof(uint64_t), cudaMemcpyDeviceToHost,
                                 g->monitor));
       GPU_CHECK(cudaStreamSynchronize(g->monitor));
-      uint64_t decided = seen[STM_Q_COMMITTED] + seen[STM_Q_FAILED];
-      if (decided != last) {
-        last = decided;
-        last_t = now;
-      } else if (e->opt.watchdog_s && !*stalled && now - last_t > e->opt.watchdog_s) {
+      if (watchdog_tick(&dog, seen[STM_Q_COMMITTED] + seen[STM_Q_FAILED], now)) {
         *stalled = 1;
         *stop_flag = 1;
         GPU_CHECK(cudaMemcpyAsync(&sl->quiesce[STM_Q_STOP], stop_flag, sizeof(uint64_t), cudaMemcpyHostToDevice,
@@ -852,8 +845,8 @@ static int gpu_stream_wait_checked(prstm_engine *e, prstm_gpu_stream *g, gpu_slo
   return 0;
 }
 
-extern "C" int prstm_gpu_stream_wait(prstm_engine *e, prstm_gpu_stream *g, unsigned slot, prstm_gpu_unit_outcomes *out,
-                                     uint64_t *q, double *copy_s, double *execute_s) {
+static int gpu_unit_wait(prstm_engine *e, backend_stream *g, unsigned slot, backend_outcomes *out, double *copy_s,
+                         double *execute_s) {
   gpu_slot *sl = &g->slot[slot];
   char *err = e->err;
   size_t errlen = sizeof e->err;
@@ -878,7 +871,7 @@ extern "C" int prstm_gpu_stream_wait(prstm_engine *e, prstm_gpu_stream *g, unsig
                              "the limit)",
                              e->opt.watchdog_s, (unsigned long long)final, (unsigned long long)sl->n);
   }
-  memcpy(q, sl->h_q, STM_Q_WORDS * sizeof(uint64_t));
+  memcpy(out->q, sl->h_q, STM_Q_WORDS * sizeof(uint64_t));
   out->status = sl->h_status;
   out->result = sl->results ? sl->h_result : NULL;
   out->seq = g->verify ? sl->h_seq : NULL;
@@ -886,7 +879,7 @@ extern "C" int prstm_gpu_stream_wait(prstm_engine *e, prstm_gpu_stream *g, unsig
   return 0;
 }
 
-extern "C" int prstm_gpu_stream_finish(prstm_engine *e, prstm_gpu_stream *g, uint64_t *aborts,
+static int gpu_stream_finish(prstm_engine *e, backend_stream *g, uint64_t *aborts,
                                        uint64_t *postponements, uint64_t *sweeps) {
   char *err = e->err;
   size_t errlen = sizeof e->err;
@@ -899,3 +892,26 @@ extern "C" int prstm_gpu_stream_finish(prstm_engine *e, prstm_gpu_stream *g, uin
   *sweeps += t[2];
   return 0;
 }
+
+/* ---- the backend ---- */
+
+static const backend_ops gpu_ops = {
+    PRSTM_BACKEND_GPU,
+    gpu_run,
+    2, /* one unit copying while the other executes */
+    1, /* a pinned batch's rows go straight to the device */
+    0, /* the copy to the device is timed on it */
+    gpu_stream_open,
+    gpu_unit_would_grow,
+    gpu_unit_reserve,
+    gpu_unit_launch,
+    gpu_unit_wait,
+    gpu_stream_finish,
+    gpu_stream_free,
+};
+
+extern "C" const backend_ops *backend_gpu_ops(void) { return &gpu_ops; }
+
+extern "C" int backend_gpu_probe(char *why, size_t whylen) { return gpu_probe(why, whylen); }
+
+extern "C" const txtable_allocator *backend_pinned_allocator(void) { return &gpu_pinned_allocator; }

@@ -107,7 +107,8 @@ int prstm_engine_fail(prstm_engine *e, int code, const char *fmt, ...)
     ;
 void prstm_ctx_fill_common(const prstm_engine *e, const prstm_batch *b, uint32_t threads, prstm_exec_ctx *ctx);
 void prstm_results_add_stats(prstm_results *res, const stm_thread_stats *st);
-/* Records the watchdog's message (how many rows were final) and returns PRSTM_ESTALLED. */
+/* Records the watchdog's message (how many rows were final) and returns
+ * PRSTM_ESTALLED (watchdog.c). */
 int prstm_watchdog_error(prstm_engine *e, const prstm_batch *b);
 
 /* Flags of one run on either backend. KEEP_POSTPONED: rows still postponed
@@ -115,8 +116,6 @@ int prstm_watchdog_error(prstm_engine *e, const prstm_batch *b);
  * progress reports, because the stream around the run makes its own. */
 #define PRSTM_RUN_KEEP_POSTPONED 1u
 #define PRSTM_RUN_QUIET 2u
-/* Runs a batch on the CPU backend; the counters are added to res. */
-int prstm_cpu_run(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *v, prstm_results *res, unsigned flags);
 /* The backend a run or stream of this engine uses: the GPU when one is
  * usable and not refused by the options; fallback says why auto chose the
  * CPU. Returns PRSTM_ENOGPU (message in the engine) when gpu was asked for
@@ -128,82 +127,6 @@ int prstm_choose_backend(prstm_engine *e, prstm_backend *backend, char *fallback
 int prstm_run_chunked(prstm_engine *e, prstm_batch *b, prstm_backend backend, const char *fallback, uint64_t unit_rows,
                       prstm_results *res);
 
-#ifdef PRSTM_HAVE_CUDA
-/* GPU backend (backend_gpu.cu). */
-extern const txtable_allocator prstm_gpu_pinned_allocator;
-int prstm_gpu_probe(char *why, size_t whylen);
-int prstm_gpu_run(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *v, prstm_results *res);
-
-/* The GPU side of a stream: the state and locks resident on the device, two
- * device tables (slots) each with pinned host staging, a copy stream and the
- * execution stream, so that a slot is filled while the other executes.
- * Errors are recorded in the engine. */
-typedef struct prstm_gpu_stream prstm_gpu_stream;
-/* Uploads the state and allocates two slots of 2 * unit_rows rows of ncols
- * argument words each (new rows plus carried rows), unit_rows being
- * want_rows or less where the GPU's memory is short. With verify, each slot
- * also records its rows' commit order and read hashes. */
-int prstm_gpu_stream_open(prstm_engine *e, const prstm_worker_variant *v, uint32_t ncols, int results, int verify,
-                          uint64_t want_rows, prstm_gpu_stream **out, uint64_t *unit_rows, uint32_t *threads,
-                          uint64_t *gpu_bytes, char *device, size_t device_len);
-/* Rows of a unit that are copied to the device straight from a pinned
- * batch instead of through the staging: the first n rows of the unit, from
- * type[0..n) and args[c * stride + 0..n) for each column c. Their statuses
- * are cleared from status[0..n), all zero (pending) at launch, and read
- * back into it. */
-typedef struct prstm_gpu_direct_rows {
-  const uint8_t *type;
-  const uint64_t *args;
-  uint64_t stride, n;
-  uint8_t *status;
-} prstm_gpu_direct_rows;
-/* One unit of a stream: n rows, the first direct->n of them straight from a
- * pinned batch when direct is set, the other `staged` through the slot's
- * staging (packed there at column stride `staged`). The last `carried`
- * rows were carried over from earlier units: prstm_row numbers them from
- * the row ids staged with them; the rows before them are numbered from
- * row_base on. */
-typedef struct prstm_gpu_unit {
-  uint64_t n, staged, carried, row_base;
-  uint32_t tag_mask;
-  int results;
-  unsigned flags; /* PRSTM_RUN_* */
-  const prstm_gpu_direct_rows *direct;
-} prstm_gpu_unit;
-/* Whether the unit needs pinned memory that the slot or the shared zeros
- * do not hold yet. Taking it frees the old buffers, and cudaFreeHost waits
- * for the whole GPU, so the caller first retires the other slot's unit
- * under the watchdog. */
-int prstm_gpu_stream_would_grow(const prstm_gpu_stream *g, unsigned slot, const prstm_gpu_unit *u);
-/* Makes sure the slot's pinned staging and readback, and the shared zeros,
- * hold what the unit needs (growing them, which prstm_gpu_stream_would_grow
- * predicts), and gives the staging: type[staged], args with column stride
- * `staged`, and row_id[carried]. The slot must be free (waited for). */
-int prstm_gpu_stream_reserve(prstm_engine *e, prstm_gpu_stream *g, unsigned slot, const prstm_gpu_unit *u,
-                             uint8_t **type, uint64_t **args, uint64_t **row_id);
-/* Queues the copy of the unit and, behind the previous unit on the
- * execution stream, its kernel, then the readback of its outcomes. */
-int prstm_gpu_stream_launch(prstm_engine *e, prstm_gpu_stream *g, unsigned slot, const prstm_gpu_unit *u);
-/* What a retired unit gives back: the statuses of its rows that were not
- * direct (the direct rows' are in their batch), every row's result when
- * the unit has results, and with verify every row's place in the unit's
- * commit order and read hash. */
-typedef struct prstm_gpu_unit_outcomes {
-  const uint8_t *status;
-  const uint64_t *result, *seq, *read_hash;
-} prstm_gpu_unit_outcomes;
-/* Waits for a slot's unit under the watchdog; then `out` holds its
- * outcomes, q its published counts (its sequence numbers taken among
- * them), and the copy and execution times are added. */
-int prstm_gpu_stream_wait(prstm_engine *e, prstm_gpu_stream *g, unsigned slot, prstm_gpu_unit_outcomes *out,
-                          uint64_t *q, double *copy_s, double *execute_s);
-/* With no unit in flight: brings the final state back to the engine and
- * gives the summed aborts, postponements and sweeps of every unit. */
-int prstm_gpu_stream_finish(prstm_engine *e, prstm_gpu_stream *g, uint64_t *aborts, uint64_t *postponements,
-                            uint64_t *sweeps);
-/* Stops and waits for whatever is in flight, then frees everything. */
-void prstm_gpu_stream_free(prstm_gpu_stream *g);
-#endif
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,6 @@
 /* stream.c: streams of batches on either backend: units of new and carried-over rows, their pipelining, outcomes scattered back, and the close that abandons only what nothing can fund. */
 #define _GNU_SOURCE
-#include "engine_internal.h"
+#include "backend.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -10,10 +10,12 @@
 
 /* A unit is one execution: up to unit_rows new rows of one submitted batch,
  * then carried rows, each row remembered by its origin so that its outcome
- * lands in the batch it came from. The GPU keeps two units in flight (one
- * copying while the other executes), the CPU one; a unit's pending rows join
- * the carry queue when it is retired, and a later unit takes them from the
- * front of the queue. */
+ * lands in the batch it came from. The backend (backend.h) keeps one or two
+ * units in flight (a GPU copies one while it executes the other); a unit's
+ * pending rows join the carry queue when it is retired, and a later unit
+ * takes them from the front of the queue. This file knows no backend: it
+ * cuts batches into units, fills their staging and scatters their outcomes
+ * back. */
 
 typedef struct stream_item {
   prstm_batch *b;       /* NULL once reported done */
@@ -30,12 +32,9 @@ typedef struct stream_unit {
   int busy;
   uint64_t item, off, n_new; /* new rows: item's rows [off, off + n_new) */
   stream_origin *carry;      /* carried rows, after the new ones */
-  uint64_t *carry_ids;       /* their prstm_row numbers */
   uint64_t n_carry, carry_alloc;
   int results;
-  int direct; /* GPU: the new rows' statuses were read back straight into their batch */
-  uint64_t sequences; /* CPU: sequence numbers the unit took (verification) */
-  prstm_batch work; /* CPU: the working table the threads run on */
+  int direct; /* the new rows' statuses were read back straight into their batch */
 } stream_unit;
 
 /* A verified stream's record of every row of its finished batches, so that
@@ -50,6 +49,8 @@ typedef struct stream_journal {
 struct prstm_stream {
   prstm_engine *e;
   prstm_backend backend;
+  const backend_ops *ops;
+  backend_stream *bs; /* the backend's side, from the first batch on */
   char fallback[256];
   const prstm_worker_variant *v;
   uint32_t ncols;       /* row width, fixed by the first batch; 0 before it */
@@ -83,9 +84,6 @@ struct prstm_stream {
   /* A chunked prstm_engine_run reports progress over its whole batch. */
   prstm_batch *progress_batch;
   prstm_progress_clock progress_clock;
-#ifdef PRSTM_HAVE_CUDA
-  prstm_gpu_stream *gpu;
-#endif
 };
 
 /* ---- copying rows, on several threads when there are many ---- */
@@ -276,26 +274,15 @@ static int stream_retire(prstm_stream *s, unsigned slot) {
   stream_unit *u = &s->slots[slot];
   if (!u->busy) return 0;
   u->busy = 0;
-  /* A CPU unit ran to its end in stream_launch, which added its counters;
-   * a GPU unit's are the progress words its threads published last. */
-  unit_outcomes o = {u->work.status, u->work.result, u->work.seq, u->work.read_hash, s->seq_base};
-  uint64_t sequences = u->sequences;
-#ifdef PRSTM_HAVE_CUDA
-  if (s->backend == PRSTM_BACKEND_GPU) {
-    uint64_t q[STM_Q_WORDS] = {0};
-    prstm_gpu_unit_outcomes g;
-    int rc = prstm_gpu_stream_wait(s->e, s->gpu, slot, &g, q, &s->res.copy_s, &s->res.execute_s);
-    if (rc) return rc;
-    o.status = g.status;
-    o.result = g.result;
-    o.seq = g.seq;
-    o.read_hash = g.read_hash;
-    sequences = q[STM_Q_SEQUENCE];
-    s->res.committed += q[STM_Q_COMMITTED];
-    s->res.failed += q[STM_Q_FAILED];
-    s->res.abandoned += q[STM_Q_ABANDONED];
-  }
-#endif
+  /* The unit's counts are the progress words its threads published last. */
+  backend_outcomes g;
+  int rc = s->ops->unit_wait(s->e, s->bs, slot, &g, &s->res.copy_s, &s->res.execute_s);
+  if (rc) return rc;
+  unit_outcomes o = {g.status, g.result, g.seq, g.read_hash, s->seq_base};
+  const uint64_t sequences = g.q[STM_Q_SEQUENCE];
+  s->res.committed += g.q[STM_Q_COMMITTED];
+  s->res.failed += g.q[STM_Q_FAILED];
+  s->res.abandoned += g.q[STM_Q_ABANDONED];
   s->seq_base += sequences;
   const uint8_t *carry_status = u->direct ? o.status : o.status + u->n_new;
   if (u->n_new) {
@@ -312,7 +299,7 @@ static int stream_retire(prstm_stream *s, unsigned slot) {
     const uint8_t *p = mine, *end = mine + u->n_new;
     /* Pending is status 0 with reason 0: a zero byte. */
     while ((p = memchr(p, 0, (size_t)(end - p))) != NULL) {
-      int rc = queue_push(s, u->item, u->off + (uint64_t)(p - mine));
+      rc = queue_push(s, u->item, u->off + (uint64_t)(p - mine));
       if (rc) return rc;
       pending++;
       p++;
@@ -324,7 +311,7 @@ static int stream_retire(prstm_stream *s, unsigned slot) {
     uint8_t st = carry_status[k];
     stream_origin og = u->carry[k];
     if (st == 0) {
-      int rc = queue_push(s, og.item, og.row);
+      rc = queue_push(s, og.item, og.row);
       if (rc) return rc;
       continue;
     }
@@ -348,40 +335,15 @@ static int stream_drain(prstm_stream *s) {
 
 /* ---- launching a unit ---- */
 
-static int cpu_work_reserve(prstm_stream *s, prstm_batch *w, uint64_t n) {
-  if (w->cap >= n && w->ncols == s->ncols) return 0;
-  uint64_t cap = w->cap ? w->cap : 1024;
-  while (cap < n) cap *= 2;
-  free(w->type);
-  free(w->status);
-  free(w->args);
-  free(w->result);
-  free(w->seq);
-  free(w->read_hash);
-  w->type = malloc((size_t)cap);
-  w->status = malloc((size_t)cap);
-  w->args = s->ncols ? malloc((size_t)cap * s->ncols * sizeof *w->args) : NULL;
-  w->result = s->results ? malloc((size_t)cap * sizeof *w->result) : NULL;
-  w->seq = s->verify ? malloc((size_t)cap * sizeof *w->seq) : NULL;
-  w->read_hash = s->verify ? malloc((size_t)cap * sizeof *w->read_hash) : NULL;
-  w->cap = cap;
-  w->ncols = s->ncols;
-  if (!w->type || !w->status || (s->ncols && !w->args) || (s->results && !w->result) ||
-      (s->verify && (!w->seq || !w->read_hash))) {
-    w->cap = 0;
-    return prstm_engine_fail(s->e, PRSTM_ENOMEM, "cannot allocate a working table of %llu transactions",
-                             (unsigned long long)cap);
-  }
-  return 0;
-}
-
-/* Fills a unit's table: the new rows, then the carried ones, every column
- * at stride `stride`, the columns a narrower batch lacks zeroed, and the
- * carried rows' prstm_row numbers into u->carry_ids (the new rows' follow
- * from their first). With with_new 0 (the GPU copies the new rows straight
- * from a pinned batch) only the carried rows are filled, packed from row 0. */
-static int stream_fill(prstm_stream *s, stream_unit *u, uint8_t *type, uint64_t *args, uint64_t stride,
-                       int with_new) {
+/* Fills a unit's staging: the new rows, then the carried ones, every column
+ * at the staging's stride, the columns a narrower batch lacks zeroed, and
+ * the carried rows' prstm_row numbers (the new rows' follow from their
+ * first). With with_new 0 (the backend copies the new rows straight from a
+ * pinned batch) only the carried rows are filled, packed from row 0. */
+static int stream_fill(prstm_stream *s, const stream_unit *u, const backend_staging *st, int with_new) {
+  uint8_t *type = st->type;
+  uint64_t *args = st->args;
+  const uint64_t stride = st->stride;
   size_t maxjobs = 1 + s->ncols;
   copy_job *jobs = malloc(maxjobs * sizeof *jobs);
   if (!jobs) return prstm_engine_fail(s->e, PRSTM_ENOMEM, "cannot plan the copy of a unit");
@@ -399,15 +361,16 @@ static int stream_fill(prstm_stream *s, stream_unit *u, uint8_t *type, uint64_t 
   for (uint64_t k = 0; k < u->n_carry; k++) {
     const prstm_batch *b = s->items[u->carry[k].item].b;
     uint64_t row = u->carry[k].row, at = (with_new ? u->n_new : 0) + k;
-    u->carry_ids[k] = s->items[u->carry[k].item].first + row;
+    st->row_id[k] = s->items[u->carry[k].item].first + row;
     type[at] = b->type[row];
-    for (uint32_t c = 0; c < s->ncols; c++) args[(uint64_t)c * stride + at] = c < b->ncols ? b->args[(uint64_t)c * b->cap + row] : 0;
+    for (uint32_t c = 0; c < s->ncols; c++)
+      args[(uint64_t)c * stride + at] = c < b->ncols ? b->args[(uint64_t)c * b->cap + row] : 0;
   }
   return 0;
 }
 
-/* Runs (CPU) or queues (GPU) one unit: n_new rows of `item` from its next
- * row, and up to max_carry rows from the front of the carry queue. */
+/* Starts one unit on the backend: n_new rows of `item` from its next row,
+ * and up to max_carry rows from the front of the carry queue. */
 static int stream_launch(prstm_stream *s, uint64_t item, uint64_t n_new, uint64_t max_carry, int final) {
   unsigned slot = s->next_slot;
   int rc = stream_retire(s, slot);
@@ -419,12 +382,10 @@ static int stream_launch(prstm_stream *s, uint64_t item, uint64_t n_new, uint64_
   stream_unit *u = &s->slots[slot];
   if (n_carry > u->carry_alloc) {
     stream_origin *c = realloc(u->carry, (size_t)n_carry * sizeof *c);
-    if (c) u->carry = c;
-    uint64_t *ids = realloc(u->carry_ids, (size_t)n_carry * sizeof *ids);
-    if (ids) u->carry_ids = ids;
-    if (!c || !ids)
+    if (!c)
       return prstm_engine_fail(s->e, PRSTM_ENOMEM, "cannot keep %llu carried transactions",
                                (unsigned long long)n_carry);
+    u->carry = c;
     u->carry_alloc = n_carry;
   }
   if (n_carry) memcpy(u->carry, s->queue + s->queue_head, (size_t)n_carry * sizeof *u->carry);
@@ -439,93 +400,51 @@ static int stream_launch(prstm_stream *s, uint64_t item, uint64_t n_new, uint64_
   /* The results column travels only when a row of the unit is read-only:
    * on the GPU it would otherwise cost a readback of 8 bytes a row. */
   u->results = n_new && s->items[item].b->has_read_only;
-  u->direct = 0;
   for (uint64_t k = 0; s->results && !u->results && k < n_carry; k++)
     u->results = s->e->wl->types[s->items[u->carry[k].item].b->type[u->carry[k].row]].read_only;
-  unsigned flags = PRSTM_RUN_QUIET | (final ? 0u : PRSTM_RUN_KEEP_POSTPONED);
   s->res.runs++;
   s->res.carry_runs += n_carry;
   s->next_slot = (slot + 1) % s->nslots;
-  if (s->backend == PRSTM_BACKEND_CPU) {
-    prstm_batch *w = &u->work;
-    rc = cpu_work_reserve(s, w, n);
-    if (rc) return rc;
-    double t0 = prstm_now();
-    rc = stream_fill(s, u, w->type, w->args, w->cap, 1);
-    if (rc) return rc;
-    memset(w->status, 0, (size_t)n);
-    if (w->result) memset(w->result, 0, (size_t)n * sizeof *w->result);
-    if (w->seq) memset(w->seq, 0xff, (size_t)n * sizeof *w->seq);
-    s->res.copy_s += prstm_now() - t0;
-    w->wl = s->e->wl;
-    w->n = n;
-    w->tag_mask = s->tag_mask;
-    w->has_read_only = s->results;
-    w->row_base = n_new ? s->items[item].first + u->off : 0;
-    w->ids_from = n_new;
-    w->row_id = u->carry_ids;
-    prstm_results ur;
-    memset(&ur, 0, sizeof ur);
-    rc = prstm_cpu_run(s->e, w, s->v, &ur, flags);
-    if (rc) return rc;
-    u->busy = 1;
-    u->sequences = s->e->last_run_sequences;
-    s->res.execute_s += ur.execute_s;
-    s->res.committed += ur.committed;
-    s->res.failed += ur.failed;
-    s->res.abandoned += ur.abandoned;
-    s->res.aborts += ur.aborts;
-    s->res.postponements += ur.postponements;
-    s->res.sweeps += ur.sweeps;
-    s->res.threads = ur.threads;
-    snprintf(s->res.device, sizeof s->res.device, "%s", ur.device);
-    return 0;
-  }
-#ifdef PRSTM_HAVE_CUDA
-  uint8_t *type = NULL;
-  uint64_t *args = NULL;
   /* A pinned batch with every column the unit needs is copied to the
    * device straight from its own memory, and its statuses come back
    * straight into it: no staging copy on the host, and only the carried
    * rows are staged. */
-  prstm_gpu_direct_rows direct = {NULL, NULL, 0, 0, NULL};
-  if (u->n_new) {
+  backend_direct_rows direct = {NULL, NULL, 0, 0, NULL};
+  if (u->n_new && s->ops->takes_direct_rows) {
     prstm_batch *b = s->items[item].b;
     if (prstm_batch_pinned(b) && b->ncols == s->ncols)
-      direct = (prstm_gpu_direct_rows){b->type + u->off, b->args ? b->args + u->off : NULL, b->cap, u->n_new,
-                                       b->status + u->off};
+      direct = (backend_direct_rows){b->type + u->off, b->args ? b->args + u->off : NULL, b->cap, u->n_new,
+                                     b->status + u->off};
   }
   u->direct = direct.n != 0;
-  prstm_gpu_unit gu;
-  gu.n = n;
-  gu.staged = direct.n ? n_carry : n;
-  gu.carried = n_carry;
-  gu.row_base = n_new ? s->items[item].first + u->off : 0;
-  gu.tag_mask = s->tag_mask;
-  gu.results = u->results;
-  gu.flags = flags;
-  gu.direct = direct.n ? &direct : NULL;
-  /* Pinned buffers are taken again only with no unit in flight: freeing one
-   * waits for the whole GPU, and waiting there for the other slot's kernel
-   * would put a stalled kernel out of the watchdog's reach (its retire
-   * waits for it under the watchdog instead). */
-  if (prstm_gpu_stream_would_grow(s->gpu, slot, &gu)) {
+  backend_unit bu;
+  bu.n = n;
+  bu.staged = direct.n ? n_carry : n;
+  bu.carried = n_carry;
+  bu.row_base = n_new ? s->items[item].first + u->off : 0;
+  bu.tag_mask = s->tag_mask;
+  bu.results = u->results;
+  bu.flags = PRSTM_RUN_QUIET | (final ? 0u : PRSTM_RUN_KEEP_POSTPONED);
+  bu.direct = direct.n ? &direct : NULL;
+  /* Device memory is taken again only with no unit in flight: freeing
+   * pinned memory waits for the whole GPU, and waiting there for the other
+   * slot's kernel would put a stalled kernel out of the watchdog's reach
+   * (its retire waits for it under the watchdog instead). */
+  if (s->ops->unit_would_grow(s->bs, slot, &bu)) {
     rc = stream_retire(s, (slot + 1) % s->nslots);
     if (rc) return rc;
   }
-  uint64_t *row_id = NULL;
-  rc = prstm_gpu_stream_reserve(s->e, s->gpu, slot, &gu, &type, &args, &row_id);
+  backend_staging staging;
+  rc = s->ops->unit_reserve(s->e, s->bs, slot, &bu, &staging);
   if (rc) return rc;
-  rc = stream_fill(s, u, type, args, gu.staged, direct.n == 0);
+  double t0 = prstm_now();
+  rc = stream_fill(s, u, &staging, direct.n == 0);
   if (rc) return rc;
-  if (n_carry) memcpy(row_id, u->carry_ids, (size_t)n_carry * sizeof *row_id);
-  rc = prstm_gpu_stream_launch(s->e, s->gpu, slot, &gu);
+  if (s->ops->staging_is_copy) s->res.copy_s += prstm_now() - t0;
+  rc = s->ops->unit_launch(s->e, s->bs, slot, &bu);
   if (rc) return rc;
   u->busy = 1;
   return 0;
-#else
-  return prstm_engine_fail(s->e, PRSTM_ENOGPU, "this build of prstm has no CUDA support");
-#endif
 }
 
 /* ---- the public calls ---- */
@@ -538,7 +457,12 @@ static int stream_open_on(prstm_engine *e, prstm_backend backend, const char *fa
   s->backend = backend;
   snprintf(s->fallback, sizeof s->fallback, "%s", fallback ? fallback : "");
   s->limit_rows = limit_rows;
-  s->nslots = backend == PRSTM_BACKEND_GPU ? 2 : 1;
+  s->ops = backend_of(backend);
+  if (!s->ops) {
+    free(s);
+    return prstm_engine_fail(e, PRSTM_ENOGPU, "this build of prstm has no CUDA support");
+  }
+  s->nslots = s->ops->stream_slots;
   s->opened_at = prstm_now();
   for (unsigned t = 0; t < e->wl->ntypes; t++) {
     if (e->wl->types[t].read_only) s->results = 1;
@@ -633,31 +557,21 @@ static int stream_start(prstm_stream *s, const prstm_batch *b) {
                              s->ncols, e->wl->name, e->wl->variants[e->wl->nvariants - 1].max_columns);
   s->res.backend = s->backend;
   snprintf(s->res.fallback, sizeof s->res.fallback, "%s", s->fallback);
-  if (s->backend == PRSTM_BACKEND_CPU) {
-    s->unit_rows = s->limit_rows ? s->limit_rows : UINT64_MAX;
-    s->carry_cap = s->unit_rows;
-    s->slot_rows = s->limit_rows ? 2 * s->limit_rows : UINT64_MAX;
-    s->res.unit_rows = s->unit_rows;
-    return 0;
-  }
-#ifdef PRSTM_HAVE_CUDA
-  uint64_t want = b->n ? b->n : 1;
-  if (s->limit_rows && s->limit_rows < want) want = s->limit_rows;
-  if (want > PRSTM_POLICY_STREAM_MAX_UNIT_ROWS) want = PRSTM_POLICY_STREAM_MAX_UNIT_ROWS;
-  uint64_t rows = 0;
+  backend_stream_shape shape = {s->ncols, s->results, s->verify, s->limit_rows, b->n};
+  backend_stream_info info;
+  memset(&info, 0, sizeof info);
   double t0 = prstm_now();
-  int rc = prstm_gpu_stream_open(e, s->v, s->ncols, s->results, s->verify, want, &s->gpu, &rows, &s->res.threads,
-                                 &s->res.gpu_bytes, s->res.device, sizeof s->res.device);
+  int rc = s->ops->stream_open(e, s->v, &shape, &s->bs, &info);
   s->res.setup_s += prstm_now() - t0;
   if (rc) return rc;
-  s->unit_rows = rows;
-  s->carry_cap = rows;
-  s->slot_rows = 2 * rows;
-  s->res.unit_rows = rows;
+  s->unit_rows = info.unit_rows;
+  s->carry_cap = info.unit_rows;
+  s->slot_rows = info.slot_rows;
+  s->res.unit_rows = info.unit_rows;
+  s->res.threads = info.threads;
+  s->res.gpu_bytes = info.gpu_bytes;
+  snprintf(s->res.device, sizeof s->res.device, "%s", info.device);
   return 0;
-#else
-  return prstm_engine_fail(e, PRSTM_ENOGPU, "this build of prstm has no CUDA support");
-#endif
 }
 
 static int stream_failed(prstm_stream *s, int rc) {
@@ -763,16 +677,15 @@ int prstm_stream_close(prstm_stream *s, prstm_stream_results *out) {
   s->closed = 1;
   int rc = stream_finish_rows(s);
   if (rc) return stream_failed(s, rc);
-#ifdef PRSTM_HAVE_CUDA
-  if (s->gpu) {
+  if (s->bs) {
+    /* The state comes back to the engine (a GPU gives it back here). */
     double t0 = prstm_now();
-    rc = prstm_gpu_stream_finish(e, s->gpu, &s->res.aborts, &s->res.postponements, &s->res.sweeps);
+    rc = s->ops->stream_finish(e, s->bs, &s->res.aborts, &s->res.postponements, &s->res.sweeps);
     if (rc) return stream_failed(s, rc);
-    prstm_gpu_stream_free(s->gpu);
-    s->gpu = NULL;
+    s->ops->stream_free(s->bs);
+    s->bs = NULL;
     s->res.setup_s += prstm_now() - t0;
   }
-#endif
   s->res.wall_s = prstm_now() - s->opened_at;
   if (s->backend == PRSTM_BACKEND_CPU && !s->res.device[0]) {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -786,26 +699,16 @@ int prstm_stream_close(prstm_stream *s, prstm_stream_results *out) {
 
 void prstm_stream_destroy(prstm_stream *s) {
   if (!s) return;
-#ifdef PRSTM_HAVE_CUDA
-  if (s->gpu) {
-    /* A stream given up: what already ran is kept, when the GPU can say. */
+  if (s->bs) {
+    /* A stream given up: what already ran is kept, when the backend can
+     * say (a GPU's state is read back). */
     if (!s->error && stream_drain(s) == 0) {
       uint64_t a, p, w;
-      prstm_gpu_stream_finish(s->e, s->gpu, &a, &p, &w);
+      s->ops->stream_finish(s->e, s->bs, &a, &p, &w);
     }
-    prstm_gpu_stream_free(s->gpu);
+    s->ops->stream_free(s->bs);
   }
-#endif
-  for (unsigned k = 0; k < 2; k++) {
-    free(s->slots[k].carry);
-    free(s->slots[k].carry_ids);
-    free(s->slots[k].work.type);
-    free(s->slots[k].work.status);
-    free(s->slots[k].work.args);
-    free(s->slots[k].work.result);
-    free(s->slots[k].work.seq);
-    free(s->slots[k].work.read_hash);
-  }
+  for (unsigned k = 0; k < 2; k++) free(s->slots[k].carry);
   if (s->journal) {
     prstm_batch_destroy(s->journal->rows);
     free(s->journal->number);

@@ -983,6 +983,25 @@ Test(stream_gpu, close_runs_the_carried_rows_before_abandoning) {
 
 /* ---- every workload, chunked at awkward sizes, certified ---- */
 
+/* After each round of run_config_chunked: chunked where the batch is larger
+ * than a chunk, and certified by its replay. */
+typedef struct chunk_check {
+  const char *name;
+  uint64_t chunk_rows;
+  prstm_engine *e;
+} chunk_check;
+
+static int chunked_round_verified(unsigned round, prstm_batch *b, const prstm_results *r, void *user) {
+  const chunk_check *k = user;
+  if (prstm_batch_size(b) > k->chunk_rows)
+    cr_assert(strstr(r->device, "chunked") != NULL, "%s round %u: %s", k->name, round, r->device);
+  prstm_verify_report rep;
+  cr_assert_eq(prstm_engine_verify(k->e, b, &rep), 0, "%s", prstm_engine_error(k->e));
+  cr_assert(rep.ok, "%s round %u, chunks of %llu: %s", k->name, round, (unsigned long long)k->chunk_rows,
+            rep.message);
+  return 0;
+}
+
 /* Runs a config's batch and every later round of its workload on backend,
  * in chunks of chunk_rows, each round verified against its serial replay and
  * the workload's invariant checked at the end. Returns the rows committed. */
@@ -1004,25 +1023,16 @@ static uint64_t run_config_chunked(const char *name, prstm_backend backend, uint
   prstm_engine_state(e, &nwords);
   cr_assert_eq(prstm_batch_create(&b, cfg.workload), 0);
   cr_assert_eq(prstm_config_load_batch(&cfg, nwords, b, err, sizeof err), 0, "%s", err);
-  uint64_t committed = 0;
-  for (unsigned round = 0;; round++) {
-    prstm_results r;
-    cr_assert_eq(prstm_engine_run(e, b, &r), 0, "%s round %u, chunks of %llu: %s", name, round,
-                 (unsigned long long)chunk_rows, prstm_engine_error(e));
-    if (prstm_batch_size(b) > chunk_rows)
-      cr_assert(strstr(r.device, "chunked") != NULL, "%s round %u: %s", name, round, r.device);
-    prstm_verify_report rep;
-    cr_assert_eq(prstm_engine_verify(e, b, &rep), 0, "%s", prstm_engine_error(e));
-    cr_assert(rep.ok, "%s round %u, chunks of %llu: %s", name, round, (unsigned long long)chunk_rows, rep.message);
-    committed += r.committed;
-    if (!cfg.workload->next_round) break;
-    prstm_batch *next = NULL;
-    cr_assert_eq(prstm_batch_create(&next, cfg.workload), 0);
-    cr_assert_eq(cfg.workload->next_round(e, b, round, next, err, sizeof err), 0, "%s", err);
+  chunk_check k = {name, chunk_rows, e};
+  prstm_batch *last = b;
+  prstm_results total;
+  cr_assert_eq(prstm_engine_run_rounds(e, &last, chunked_round_verified, &k, &total, NULL), 0, "%s, chunks of %llu: %s",
+               name, (unsigned long long)chunk_rows, prstm_engine_error(e));
+  if (last != b) {
     prstm_batch_destroy(b);
-    b = next;
-    if (prstm_batch_size(b) == 0) break;
+    b = last;
   }
+  const uint64_t committed = total.committed;
   int ok = 0;
   char msg[512];
   cr_assert_eq(prstm_engine_check_invariant(e, b, &ok, msg, sizeof msg), 0, "%s", msg);

@@ -15,8 +15,8 @@ wanted=("$@")
 # Each mutant: name | file | sed expression that changes exactly one line.
 # The promise each one breaks is in its name.
 mutants=(
-  "verify-mismatch-exits-0|tools/prstm-run.c|s/^    status = EXIT_VERIFY;\$/    status = EXIT_OK;/"
-  "violated-invariant-exits-0|tools/prstm-run.c|s/^  status = rep.invariant_ok ? EXIT_OK : EXIT_RUNTIME;\$/  status = EXIT_OK;/"
+  "verify-mismatch-exits-0|tools/prstm-run/main.c|s/^    status = EXIT_VERIFY;\$/    status = EXIT_OK;/"
+  "violated-invariant-exits-0|tools/prstm-run/main.c|s/^  status = rep.invariant_ok ? EXIT_OK : EXIT_RUNTIME;\$/  status = EXIT_OK;/"
   "close-abandons-without-the-final-run|engine/stream.c|s/^      rc = stream_launch(s, 0, 0, s->queue_len, 1);\$/      stream_abandon_queue(s); break;/"
   "lower-tags-first-in-a-sweep|cmp/cmp_walk.h|s/^    for (int tag = 15; tag >= 0; tag--) {\$/    for (int tag = 0; tag <= 15; tag++) {/"
   "results-written-in-place|loaders/write_atomic.c|s/^  return write_atomic_regular(path, text, len, err, errlen);\$/  return write_in_place(path, text, len, err, errlen);/"

@@ -263,49 +263,37 @@ static void count_outcomes(case_outcome *o, const prstm_batch *b) {
   o->rows += prstm_batch_size(b);
 }
 
-/* The whole batch through prstm_engine_run (chunked or not, by the
- * options), then each later round of a multi-round workload, every round
- * verified; the workload's invariant on the last. */
+/* After each round: its outcomes counted, and its certificate checked
+ * before the next round replaces the engine's initial state. */
+typedef struct round_check {
+  const sweep_settings *set;
+  prstm_engine *e;
+  case_outcome *o;
+} round_check;
+
+static int check_round(unsigned round, prstm_batch *b, const prstm_results *r, void *user) {
+  round_check *k = user;
+  (void)r;
+  count_outcomes(k->o, b);
+  if (k->set->tamper) tamper_state(k->e);
+  prstm_verify_report rep;
+  if (prstm_engine_verify(k->e, b, &rep))
+    return fail(k->o, "round %u: verification could not run: %s", round, prstm_engine_error(k->e)), 1;
+  if (!rep.ok) return fail(k->o, "round %u: verification failed: %s", round, rep.message), 1;
+  if (round >= 500) return fail(k->o, "no fixed point after 500 rounds"), 1;
+  return 0;
+}
+
+/* The whole batch through the library's rounds driver (prstm_engine_run,
+ * chunked or not by the options, then each later round of a multi-round
+ * workload), every round verified; the workload's invariant on the last. */
 static int run_batch(const sweep_settings *set, const sweep_case *c, prstm_engine *e, prstm_batch *first,
                      case_outcome *o) {
-  char err[512] = "";
-  prstm_batch *b = first; /* the round being run; later rounds are the campaign's own batches */
-  int rc = 0;
-  for (unsigned round = 0;; round++) {
-    prstm_results r;
-    if (prstm_engine_run(e, b, &r)) {
-      rc = fail(o, "round %u: the run failed: %s", round, prstm_engine_error(e));
-      break;
-    }
-    count_outcomes(o, b);
-    if (set->tamper) tamper_state(e);
-    prstm_verify_report rep;
-    if (prstm_engine_verify(e, b, &rep)) {
-      rc = fail(o, "round %u: verification could not run: %s", round, prstm_engine_error(e));
-      break;
-    }
-    if (!rep.ok) {
-      rc = fail(o, "round %u: verification failed: %s", round, rep.message);
-      break;
-    }
-    if (!c->wl->next_round || round >= 500) break;
-    prstm_batch *next = NULL;
-    if (prstm_batch_create(&next, c->wl)) {
-      rc = fail(o, "out of memory");
-      break;
-    }
-    if (c->wl->next_round(e, b, round, next, err, sizeof err)) {
-      prstm_batch_destroy(next);
-      rc = fail(o, "round %u: the next round could not be made: %s", round + 1, err);
-      break;
-    }
-    if (prstm_batch_size(next) == 0) {
-      prstm_batch_destroy(next);
-      break;
-    }
-    if (b != first) prstm_batch_destroy(b);
-    b = next;
-  }
+  round_check k = {set, e, o};
+  prstm_batch *b = first;
+  prstm_results total;
+  int rc = prstm_engine_run_rounds(e, &b, check_round, &k, &total, NULL);
+  if (rc < 0) rc = fail(o, "the run failed: %s", prstm_engine_error(e));
   /* Retry mode abandons on a schedule, and a workload's invariant may rest
    * on every row that can commit committing (k-means' sequential result). */
   int ok = 0;

@@ -217,6 +217,23 @@ int txtable_prepare_run(prstm_batch *b, int verify) {
   return 0;
 }
 
+void txtable_view_of(prstm_batch *b, txtable_view *v) {
+  memset(v, 0, sizeof *v);
+  v->n = b->n;
+  v->stride = b->cap;
+  v->ncols = b->ncols;
+  v->has_results = (uint32_t)b->has_read_only;
+  v->type = b->type;
+  v->status = b->status;
+  v->args = b->args;
+  v->result = b->result;
+  v->seq = b->seq;
+  v->read_hash = b->read_hash;
+  v->row_base = b->row_base;
+  v->ids_from = b->ids_from;
+  v->row_id = b->row_id;
+}
+
 uint64_t txtable_device_bytes(const prstm_batch *b, int verify) {
   uint64_t per_row = 2 + 8ull * b->ncols + (b->has_read_only ? 8 : 0) + (verify ? 16 : 0);
   return per_row * b->n;

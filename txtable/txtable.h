@@ -47,6 +47,9 @@ int txtable_create(prstm_batch **out, const prstm_workload *wl, const txtable_al
 /* Makes the batch ready for a run: all rows pending, results allocated, and
  * the commit-order column when `verify`. */
 int txtable_prepare_run(prstm_batch *batch, int verify);
+/* The view the executing threads take of a batch in host memory: its
+ * columns at stride cap, and its rows numbered as the batch says. */
+void txtable_view_of(prstm_batch *batch, txtable_view *view);
 /* Bytes a table of this shape takes on the GPU (type, status, args, results). */
 uint64_t txtable_device_bytes(const prstm_batch *batch, int verify);
 

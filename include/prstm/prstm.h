@@ -294,6 +294,7 @@ typedef struct prstm_results {
   uint64_t postponements; /* semantic conflicts met */
   uint64_t sweeps;        /* block sweeps summed over threads */
   double transfer_s, execute_s;
+  double wall_s; /* the whole of prstm_engine_run: set-up, transfer, execution, readback */
   prstm_backend backend;
   uint32_t threads;
   uint32_t lock_coverage;
@@ -329,8 +330,24 @@ const prstm_state_spec *prstm_engine_state_spec(const prstm_engine *engine);
  * order differs (a withdrawal may find its funds taken by a later chunk's
  * earlier-ordered rows, or given by them). */
 int prstm_engine_run(prstm_engine *engine, struct prstm_batch *batch, prstm_results *res);
+/* Called by prstm_engine_run_rounds after each round ran, with the round's
+ * batch (its outcomes) and results, before the next round replaces it:
+ * verify it, check it, report it. Return 0 to go on, or a code that stops
+ * the rounds and is returned. */
+typedef int (*prstm_round_fn)(unsigned round, struct prstm_batch *batch, const prstm_results *results, void *user);
+/* Runs *batch, then each round the workload's next_round makes of the last
+ * one, until it makes an empty one: the one driver of a multi-round
+ * workload (a single-round workload runs once). *total gets the first
+ * round's results with every later round's added (prstm_results_add), and
+ * *rounds (may be NULL) the rounds that ran. On return *batch is the last
+ * round's batch: the caller's own when there was one round, else a batch
+ * the driver made, which the caller destroys besides its own. Returns the
+ * first error (a run's, the callback's, or PRSTM_ECONFIG and the engine's
+ * message when next_round failed). */
+int prstm_engine_run_rounds(prstm_engine *engine, struct prstm_batch **batch, prstm_round_fn each, void *user,
+                            prstm_results *total, unsigned *rounds);
 /* Adds one run's counts and times to `total` (rounds of a multi-round
- * workload, repeated runs): counts and transfer and execute times add up,
+ * workload, repeated runs): counts and transfer, execute and wall times add up,
  * gpu_bytes keeps the largest; the backend, device, thread count and
  * fallback stay those of `total`, so start it as a copy of the first run. */
 void prstm_results_add(prstm_results *total, const prstm_results *run);

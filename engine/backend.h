@@ -1,0 +1,141 @@
+/* backend.h: the one internal interface between the engine (runs, chunked runs, streams) and the backends that execute: CPU threads and a GPU. */
+#ifndef BACKEND_H
+#define BACKEND_H
+
+#include "engine_internal.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The engine calls down into a backend through these operations and never
+ * the other way: engine.c runs a batch (ops->run), stream.c cuts batches
+ * into units and retires them (the stream operations), and each backend
+ * lives in a file of its own (backend_cpu.c, backend_gpu.cu). */
+
+typedef struct backend_stream backend_stream; /* a backend's own state of one stream */
+
+/* What a stream's units look like, fixed when it opens. */
+typedef struct backend_stream_shape {
+  uint32_t ncols;     /* argument words of every row */
+  int results;        /* the workload has a read-only type: a unit may carry results */
+  int verify;         /* units record their commit order and read hashes */
+  uint64_t limit_rows; /* the most new rows a unit takes (options.chunk_rows, a chunked run's); 0: no limit */
+  uint64_t first_rows; /* the first batch's rows: the size to expect */
+} backend_stream_shape;
+
+/* What the backend made of it. */
+typedef struct backend_stream_info {
+  uint64_t unit_rows; /* new rows one unit takes (UINT64_MAX: no limit) */
+  uint64_t slot_rows; /* rows one unit can hold, carried rows included */
+  uint32_t threads;
+  uint64_t gpu_bytes;
+  char device[128];
+} backend_stream_info;
+
+/* Rows of a unit that the backend copies straight from a pinned batch
+ * instead of through the staging (a GPU's only): the first n rows of the
+ * unit, from type[0..n) and args[c * stride + 0..n) for each column c. Their
+ * statuses are cleared from status[0..n), all zero (pending) at launch, and
+ * read back into it. */
+typedef struct backend_direct_rows {
+  const uint8_t *type;
+  const uint64_t *args;
+  uint64_t stride, n;
+  uint8_t *status;
+} backend_direct_rows;
+
+/* One unit: n rows, the first direct->n of them straight from a pinned
+ * batch when direct is set, the other `staged` through the slot's staging.
+ * The last `carried` rows were carried over from earlier units: prstm_row
+ * numbers them from the row ids staged with them; the rows before them are
+ * numbered from row_base on. */
+typedef struct backend_unit {
+  uint64_t n, staged, carried, row_base;
+  uint32_t tag_mask;
+  int results;
+  unsigned flags; /* PRSTM_RUN_* */
+  const backend_direct_rows *direct;
+} backend_unit;
+
+/* Where the caller writes a unit's staged rows: type[staged], args with
+ * column stride `stride`, and the carried rows' ids, row_id[carried]. */
+typedef struct backend_staging {
+  uint8_t *type;
+  uint64_t *args;
+  uint64_t stride;
+  uint64_t *row_id;
+} backend_staging;
+
+/* What a retired unit gives back: the statuses of its rows that were not
+ * direct (the direct rows' are in their batch), every row's result when the
+ * unit has results, and with verify every row's place in the unit's commit
+ * order and read hash; q holds the unit's published counts and the
+ * sequence numbers it took. */
+typedef struct backend_outcomes {
+  const uint8_t *status;
+  const uint64_t *result, *seq, *read_hash;
+  uint64_t q[STM_Q_WORDS];
+} backend_outcomes;
+
+typedef struct backend_ops {
+  prstm_backend id;
+  /* Runs a whole batch in one execution; PRSTM_ETOOBIG when its table does
+   * not fit (the engine then runs it in chunks). */
+  int (*run)(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *v, prstm_results *res);
+  /* Units in flight at once: the GPU copies one while it executes another. */
+  unsigned stream_slots;
+  /* Whether units may take direct rows from a pinned batch. */
+  int takes_direct_rows;
+  /* Whether filling the staging is the unit's whole copy (the CPU runs on
+   * it): the stream counts the fill as copy time. */
+  int staging_is_copy;
+  int (*stream_open)(prstm_engine *e, const prstm_worker_variant *v, const backend_stream_shape *shape,
+                     backend_stream **out, backend_stream_info *info);
+  /* Whether the unit needs memory the slot does not hold yet. Taking it may
+   * wait for the whole device (cudaFreeHost), so the caller first retires
+   * the other slot's unit under the watchdog. */
+  int (*unit_would_grow)(const backend_stream *s, unsigned slot, const backend_unit *u);
+  /* Makes the slot (free: waited for) ready for the unit and gives its
+   * staging. */
+  int (*unit_reserve)(prstm_engine *e, backend_stream *s, unsigned slot, const backend_unit *u,
+                      backend_staging *staging);
+  /* Starts the unit (the CPU runs it to its end here). */
+  int (*unit_launch)(prstm_engine *e, backend_stream *s, unsigned slot, const backend_unit *u);
+  /* Waits for the slot's unit under the watchdog and gives its outcomes,
+   * valid until the slot's next reserve; adds its copy and execution times. */
+  int (*unit_wait)(prstm_engine *e, backend_stream *s, unsigned slot, backend_outcomes *out, double *copy_s,
+                   double *execute_s);
+  /* With no unit in flight: the final state back in the engine, and the
+   * summed aborts, postponements and sweeps of every unit. */
+  int (*stream_finish)(prstm_engine *e, backend_stream *s, uint64_t *aborts, uint64_t *postponements,
+                       uint64_t *sweeps);
+  /* Stops and waits for whatever is in flight, then frees everything. */
+  void (*stream_free)(backend_stream *s);
+} backend_ops;
+
+/* The backends of this build; backend_gpu_ops is NULL without CUDA. */
+extern const backend_ops backend_cpu_ops;
+const backend_ops *backend_gpu_ops(void);
+/* The backend that runs `backend` (CPU or GPU). */
+const backend_ops *backend_of(prstm_backend backend);
+
+/* Whether a GPU is usable for wl in this build; writes why not otherwise. */
+int backend_gpu_usable(const prstm_workload *wl, char *why, size_t whylen);
+#ifdef PRSTM_HAVE_CUDA
+/* Whether the CUDA runtime sees a GPU that can run the persistent kernel. */
+int backend_gpu_probe(char *why, size_t whylen);
+#endif
+/* Pinned host memory for batches: the GPU backend's, or NULL. */
+const txtable_allocator *backend_pinned_allocator(void);
+
+/* The CPU backend's run of a batch with run flags (PRSTM_RUN_*), the
+ * serial replay of verification and a stream's unit use it too. */
+int backend_cpu_run(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *v, prstm_results *res,
+                    unsigned flags);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* BACKEND_H */

@@ -1,0 +1,316 @@
+/* backend_cpu.c: the CPU backend: pthreads running the workload's shared worker over a batch, and a stream's units run one at a time on a working table. */
+#define _GNU_SOURCE
+#include "backend.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "watchdog.h"
+
+/* Every thread waits at a gate until all exist, because a worker's block
+ * and the termination count assume the full thread set; if one cannot be
+ * created the others are sent home before touching the table. */
+typedef struct cpu_gate {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int state; /* 0 wait, 1 run, 2 cancel */
+} cpu_gate;
+
+typedef struct cpu_thread_arg {
+  const prstm_exec_ctx *ctx;
+  prstm_cpu_worker_fn worker;
+  cpu_gate *gate;
+  uint32_t rank;
+  double finished_at; /* prstm_now() when its walk ended; read after the join */
+} cpu_thread_arg;
+
+static void *cpu_thread_main(void *p) {
+  cpu_thread_arg *a = p;
+  pthread_mutex_lock(&a->gate->mu);
+  while (a->gate->state == 0) pthread_cond_wait(&a->gate->cv, &a->gate->mu);
+  int run = a->gate->state == 1;
+  pthread_mutex_unlock(&a->gate->mu);
+  if (run) a->worker(a->ctx, a->rank);
+  a->finished_at = prstm_now();
+  return NULL;
+}
+
+static void cpu_gate_open(cpu_gate *g, int state) {
+  pthread_mutex_lock(&g->mu);
+  g->state = state;
+  pthread_cond_broadcast(&g->cv);
+  pthread_mutex_unlock(&g->mu);
+}
+
+static uint32_t cpu_threads(const prstm_engine *e) {
+  if (e->opt.threads) return e->opt.threads;
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  return cores > 0 ? (uint32_t)cores : 1;
+}
+
+int backend_cpu_run(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *v, prstm_results *res,
+                    unsigned flags) {
+  uint32_t threads = cpu_threads(e);
+  prstm_exec_ctx ctx;
+  prstm_ctx_fill_common(e, b, threads, &ctx);
+  if (flags & PRSTM_RUN_KEEP_POSTPONED) ctx.semantic |= CMP_SEMANTIC_KEEP_POSTPONED;
+  ctx.words = e->words;
+  txtable_view_of(b, &ctx.table);
+  uint64_t quiesce[STM_Q_WORDS] = {0};
+  ctx.quiesce = quiesce;
+  ctx.locks = calloc((size_t)ctx.nlocks, sizeof *ctx.locks);
+  ctx.stats = calloc(threads, sizeof *ctx.stats);
+  pthread_t *tids = calloc(threads, sizeof *tids);
+  cpu_thread_arg *args = calloc(threads, sizeof *args);
+  int rc = 0;
+  if (!ctx.locks || !ctx.stats || !tids || !args) {
+    rc = prstm_engine_fail(e, PRSTM_ENOMEM, "cannot allocate %llu locks for %u threads",
+                           (unsigned long long)ctx.nlocks, threads);
+    goto out;
+  }
+  cpu_gate gate = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 256 * 1024);
+  uint32_t created = 0;
+  for (; created < threads; created++) {
+    args[created] = (cpu_thread_arg){&ctx, v->cpu_worker, &gate, created, 0.0};
+    int err = pthread_create(&tids[created], &attr, cpu_thread_main, &args[created]);
+    if (err) {
+      rc = prstm_engine_fail(e, PRSTM_ETHREAD, "cannot create CPU thread %u of %u: %s", created + 1, threads,
+                             strerror(err));
+      break;
+    }
+  }
+  pthread_attr_destroy(&attr);
+  PRSTM_RANGE_PUSH("execute");
+  double t0 = prstm_now();
+  cpu_gate_open(&gate, rc ? 2 : 1);
+  prstm_progress_clock progress_clock = {t0, t0};
+  uint64_t seen[STM_Q_WORDS] = {0};
+  watchdog dog;
+  watchdog_start(&dog, e->opt.watchdog_s, t0);
+  if (!rc) {
+    /* Watch the run: progress is published by the workers in batches. The
+     * pause grows from 50 us to 20 ms, so a short run (a stream's unit of a
+     * few rows) is not held up by a long first sleep. */
+    long pause_ns = 50 * 1000;
+    while (__atomic_load_n(&quiesce[STM_Q_FINISHED], __ATOMIC_ACQUIRE) < threads) {
+      struct timespec pause_ts = {0, pause_ns};
+      nanosleep(&pause_ts, NULL);
+      if (pause_ns < 20 * 1000 * 1000) pause_ns = pause_ns * 2 < 20 * 1000 * 1000 ? pause_ns * 2 : 20 * 1000 * 1000;
+      seen[STM_Q_COMMITTED] = __atomic_load_n(&quiesce[STM_Q_COMMITTED], __ATOMIC_RELAXED);
+      seen[STM_Q_FAILED] = __atomic_load_n(&quiesce[STM_Q_FAILED], __ATOMIC_RELAXED);
+      seen[STM_Q_ABANDONED] = __atomic_load_n(&quiesce[STM_Q_ABANDONED], __ATOMIC_RELAXED);
+      if (!(flags & PRSTM_RUN_QUIET)) prstm_progress_report(e, b, seen, &progress_clock, 0);
+      if (watchdog_tick(&dog, seen[STM_Q_COMMITTED] + seen[STM_Q_FAILED], prstm_now()))
+        __atomic_store_n(&quiesce[STM_Q_STOP], 1, __ATOMIC_RELEASE);
+    }
+  }
+  for (uint32_t i = 0; i < created; i++) pthread_join(tids[i], NULL);
+  /* The run ends when its last thread does, not when the watcher's poll
+   * (up to 20 ms apart) notices: measured that way, a short run on many
+   * cores was overstated. */
+  double end = t0;
+  for (uint32_t i = 0; i < created; i++)
+    if (args[i].finished_at > end) end = args[i].finished_at;
+  res->execute_s = (created ? end : prstm_now()) - t0;
+  PRSTM_RANGE_POP();
+  if (rc) goto out;
+  for (uint32_t i = 0; i < threads; i++) prstm_results_add_stats(res, &ctx.stats[i]);
+  e->last_run_sequences = quiesce[STM_Q_SEQUENCE];
+  if (dog.stalled) {
+    rc = prstm_watchdog_error(e, b);
+    goto out;
+  }
+  /* Every worker published its last counts before it finished. */
+  if (!(flags & PRSTM_RUN_QUIET)) prstm_progress_report(e, b, quiesce, &progress_clock, 1);
+  res->threads = threads;
+  res->backend = PRSTM_BACKEND_CPU;
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  snprintf(res->device, sizeof res->device, "CPU, %u threads on %ld cores", threads, cores);
+out:
+  free(ctx.locks);
+  free(ctx.stats);
+  free(tids);
+  free(args);
+  return rc;
+}
+
+static int cpu_run(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *v, prstm_results *res) {
+  return backend_cpu_run(e, b, v, res, 0);
+}
+
+/* ---- streams: one unit at a time, on a working table ---- */
+
+/* A unit runs to its end in unit_launch, on the engine's own words; its
+ * outcomes wait in the working table until unit_wait hands them over. */
+struct backend_stream {
+  const prstm_worker_variant *v;
+  backend_stream_shape shape;
+  prstm_batch work;    /* the working table the threads run on */
+  uint64_t *row_id;    /* the carried rows' ids */
+  uint64_t row_id_cap;
+  prstm_results last;  /* the last unit's counts */
+  uint64_t last_sequences;
+  uint64_t aborts, postponements, sweeps;
+};
+
+static int cpu_stream_open(prstm_engine *e, const prstm_worker_variant *v, const backend_stream_shape *shape,
+                           backend_stream **out, backend_stream_info *info) {
+  backend_stream *s = calloc(1, sizeof *s);
+  if (!s) return prstm_engine_fail(e, PRSTM_ENOMEM, "cannot allocate a CPU stream");
+  s->v = v;
+  s->shape = *shape;
+  s->work.wl = e->wl;
+  /* The CPU has no device memory to fit: a unit takes what it is given. */
+  info->unit_rows = shape->limit_rows ? shape->limit_rows : UINT64_MAX;
+  info->slot_rows = shape->limit_rows ? 2 * shape->limit_rows : UINT64_MAX;
+  info->threads = cpu_threads(e);
+  info->gpu_bytes = 0;
+  snprintf(info->device, sizeof info->device, "CPU, %u threads on %ld cores", info->threads,
+           sysconf(_SC_NPROCESSORS_ONLN));
+  *out = s;
+  return 0;
+}
+
+static int cpu_unit_would_grow(const backend_stream *s, unsigned slot, const backend_unit *u) {
+  (void)s;
+  (void)slot;
+  (void)u;
+  return 0; /* growing host memory waits for nothing */
+}
+
+/* The working table of n rows: every column the threads read or write. */
+static int cpu_unit_reserve(prstm_engine *e, backend_stream *s, unsigned slot, const backend_unit *u,
+                            backend_staging *staging) {
+  (void)slot;
+  prstm_batch *w = &s->work;
+  const uint32_t ncols = s->shape.ncols;
+  if (w->cap < u->n || w->ncols != ncols) {
+    uint64_t cap = w->cap ? w->cap : 1024;
+    while (cap < u->n) cap *= 2;
+    free(w->type);
+    free(w->status);
+    free(w->args);
+    free(w->result);
+    free(w->seq);
+    free(w->read_hash);
+    w->type = malloc((size_t)cap);
+    w->status = malloc((size_t)cap);
+    w->args = ncols ? malloc((size_t)cap * ncols * sizeof *w->args) : NULL;
+    w->result = s->shape.results ? malloc((size_t)cap * sizeof *w->result) : NULL;
+    w->seq = s->shape.verify ? malloc((size_t)cap * sizeof *w->seq) : NULL;
+    w->read_hash = s->shape.verify ? malloc((size_t)cap * sizeof *w->read_hash) : NULL;
+    w->cap = cap;
+    w->ncols = ncols;
+    if (!w->type || !w->status || (ncols && !w->args) || (s->shape.results && !w->result) ||
+        (s->shape.verify && (!w->seq || !w->read_hash))) {
+      w->cap = 0;
+      return prstm_engine_fail(e, PRSTM_ENOMEM, "cannot allocate a working table of %llu transactions",
+                               (unsigned long long)cap);
+    }
+  }
+  if (u->carried > s->row_id_cap) {
+    uint64_t *ids = realloc(s->row_id, (size_t)u->carried * sizeof *ids);
+    if (!ids)
+      return prstm_engine_fail(e, PRSTM_ENOMEM, "cannot keep %llu carried transactions",
+                               (unsigned long long)u->carried);
+    s->row_id = ids;
+    s->row_id_cap = u->carried;
+  }
+  staging->type = w->type;
+  staging->args = w->args;
+  staging->stride = w->cap;
+  staging->row_id = s->row_id;
+  return 0;
+}
+
+static int cpu_unit_launch(prstm_engine *e, backend_stream *s, unsigned slot, const backend_unit *u) {
+  (void)slot;
+  prstm_batch *w = &s->work;
+  memset(w->status, 0, (size_t)u->n);
+  if (w->result) memset(w->result, 0, (size_t)u->n * sizeof *w->result);
+  if (w->seq) memset(w->seq, 0xff, (size_t)u->n * sizeof *w->seq);
+  w->n = u->n;
+  w->tag_mask = u->tag_mask;
+  w->has_read_only = s->shape.results;
+  w->row_base = u->row_base;
+  w->ids_from = u->n - u->carried;
+  w->row_id = s->row_id;
+  memset(&s->last, 0, sizeof s->last);
+  int rc = backend_cpu_run(e, w, s->v, &s->last, u->flags);
+  if (rc) return rc;
+  s->last_sequences = e->last_run_sequences;
+  s->aborts += s->last.aborts;
+  s->postponements += s->last.postponements;
+  s->sweeps += s->last.sweeps;
+  return 0;
+}
+
+static int cpu_unit_wait(prstm_engine *e, backend_stream *s, unsigned slot, backend_outcomes *out, double *copy_s,
+                         double *execute_s) {
+  (void)e;
+  (void)slot;
+  (void)copy_s;
+  memset(out, 0, sizeof *out);
+  out->status = s->work.status;
+  out->result = s->work.result;
+  out->seq = s->work.seq;
+  out->read_hash = s->work.read_hash;
+  out->q[STM_Q_COMMITTED] = s->last.committed;
+  out->q[STM_Q_FAILED] = s->last.failed;
+  out->q[STM_Q_ABANDONED] = s->last.abandoned;
+  out->q[STM_Q_SEQUENCE] = s->last_sequences;
+  *execute_s += s->last.execute_s;
+  return 0;
+}
+
+static int cpu_stream_finish(prstm_engine *e, backend_stream *s, uint64_t *aborts, uint64_t *postponements,
+                             uint64_t *sweeps) {
+  (void)e; /* the units ran on the engine's own words */
+  *aborts += s->aborts;
+  *postponements += s->postponements;
+  *sweeps += s->sweeps;
+  return 0;
+}
+
+static void cpu_stream_free(backend_stream *s) {
+  if (!s) return;
+  free(s->work.type);
+  free(s->work.status);
+  free(s->work.args);
+  free(s->work.result);
+  free(s->work.seq);
+  free(s->work.read_hash);
+  free(s->row_id);
+  free(s);
+}
+
+const backend_ops backend_cpu_ops = {
+    .id = PRSTM_BACKEND_CPU,
+    .run = cpu_run,
+    .stream_slots = 1,
+    .takes_direct_rows = 0,
+    .staging_is_copy = 1,
+    .stream_open = cpu_stream_open,
+    .unit_would_grow = cpu_unit_would_grow,
+    .unit_reserve = cpu_unit_reserve,
+    .unit_launch = cpu_unit_launch,
+    .unit_wait = cpu_unit_wait,
+    .stream_finish = cpu_stream_finish,
+    .stream_free = cpu_stream_free,
+};
+
+void prstm_host_yield(void) { sched_yield(); }
+
+uint64_t prstm_host_clock_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}

@@ -1,0 +1,30 @@
+/* watchdog.h: the one watchdog of every run and stream unit: when neither a commit nor a failure is published for watchdog_s seconds, the run is told to stop. */
+#ifndef WATCHDOG_H
+#define WATCHDOG_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Each backend's wait loop reads the published progress words in its own
+ * way (host atomics, or a copy from the device) and hands the count of
+ * decisions to watchdog_tick; the loop sets the stop word when told to. */
+typedef struct watchdog {
+  uint32_t limit_s; /* 0: never stop */
+  uint64_t last;    /* commits plus failures last seen; UINT64_MAX before the first tick */
+  double last_t;    /* when they last moved */
+  int stalled;      /* the run was told to stop */
+} watchdog;
+
+void watchdog_start(watchdog *w, uint32_t limit_s, double now);
+/* Feeds the commits plus failures read at `now`; returns 1 once, the first
+ * time they have not moved for the limit: the caller then stops the run. */
+int watchdog_tick(watchdog *w, uint64_t decided, double now);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WATCHDOG_H */

@@ -1,0 +1,382 @@
+/* main.c: prstm-run, the command line: load a JSON config, run its batch on the GPU or CPU backend, print a summary, write results. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+/* NVTX ranges around the CLI's own phases (load, verify), for Nsight
+ * Systems; the engine marks transfer, execute and readback. Without NVTX in
+ * the build they compile to nothing. */
+#ifdef PRSTM_HAVE_NVTX
+#include <nvtx3/nvToolsExt.h>
+#define CLI_RANGE_PUSH(name) nvtxRangePushA(name)
+#define CLI_RANGE_POP() nvtxRangePop()
+#else
+#define CLI_RANGE_PUSH(name) ((void)0)
+#define CLI_RANGE_POP() ((void)0)
+#endif
+
+static const char usage_text[] =
+    "usage: prstm-run CONFIG [options]\n"
+    "\n"
+    "Runs the batch of transactions a JSON config describes through PR-STM,\n"
+    "prints a summary and writes the results file the config names.\n"
+    "\n"
+    "options:\n"
+    "  --backend auto|gpu|cpu   where to run (default: the config's, else auto:\n"
+    "                           the GPU when one is usable, else the CPU)\n"
+    "  --threads N              executing threads (0: every core, or 256 per SM of a GPU,\n"
+    "                           512 for bank batches without transfer_multi)\n"
+    "  --lock-coverage N        consecutive words per lock (>= 1)\n"
+    "  --results FILE           write the results JSON here (overrides output.results)\n"
+    "  --final-state FILE       write the final shared words here (overrides output.final_state)\n"
+    "                           (output paths are relative to the working directory;\n"
+    "                           batch.file is relative to the config's folder)\n"
+    "  --verify                 record the commit order, replay it serially on the CPU\n"
+    "                           and check final state and every outcome (exit 3 if not)\n"
+    "  --watchdog SECONDS       stop a run in which nothing commits or fails for this\n"
+    "                           long (default 60; 0 turns the watchdog off)\n"
+    "  --chunk-rows N           run the batch in chunks of at most N rows, carrying\n"
+    "                           postponed transactions from chunk to chunk (default:\n"
+    "                           engine.chunk_rows, else PRSTM_CHUNK_ROWS, else chunks\n"
+    "                           only when the batch does not fit the GPU's memory;\n"
+    "                           a chunked run is verified like any other)\n"
+    "  --quiet                  print nothing but errors (and no progress bar)\n"
+    "  --help                   show this help and exit\n"
+    "  --version                show the version and exit\n"
+    "\n"
+    "exit status: 0 the run completed (abandoned transactions are results),\n"
+    "             1 runtime failure (no usable GPU for --backend gpu, CUDA error,\n"
+    "               a state too large for the GPU's memory,\n"
+    "               a run stopped by the watchdog,\n"
+    "               violated invariant, unwritable output),\n"
+    "             2 bad usage or input (the message names the file and the problem),\n"
+    "             3 --verify found the run not equal to its serial replay.\n"
+    "\n"
+    "progress: when stderr is a terminal and the run has lasted more than a\n"
+    "second, one line on stderr shows the share of transactions final, the\n"
+    "committed and pending counts read live from the running threads or kernel,\n"
+    "and the commit rate; it is erased before the summary. Nothing is drawn\n"
+    "when stderr is not a terminal, or with --quiet.\n";
+
+int cli_exit_status(int rc, cli_phase phase) {
+  if (rc == PRSTM_ENOMEM) return EXIT_RUNTIME;
+  if (phase == CLI_LOADING) return EXIT_INPUT;
+  return prstm_is_input_error(rc) ? EXIT_INPUT : EXIT_RUNTIME;
+}
+
+double cli_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+const char *cli_backend_name(prstm_backend b) {
+  return b == PRSTM_BACKEND_GPU ? "gpu" : b == PRSTM_BACKEND_CPU ? "cpu" : "auto";
+}
+
+static int parse_u64(const char *s, uint64_t *out) {
+  if (!s || !*s) return -1;
+  errno = 0;
+  char *end = NULL;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno || *end || s[0] == '-') return -1;
+  *out = (uint64_t)v;
+  return 0;
+}
+
+static int parse_uint(const char *s, uint32_t *out) {
+  uint64_t v = 0;
+  if (parse_u64(s, &v) || v > UINT32_MAX) return -1;
+  *out = (uint32_t)v;
+  return 0;
+}
+
+
+typedef struct cli_args {
+  const char *config;
+  const char *backend;
+  const char *threads;
+  const char *lock_coverage;
+  const char *watchdog;
+  const char *chunk_rows;
+  const char *results;
+  const char *final_state;
+  int quiet;
+  int verify;
+} cli_args;
+
+/* Command-line options override the config's engine and output sections. */
+static int apply_overrides(const cli_args *a, prstm_config *cfg) {
+  if (a->backend) {
+    if (strcmp(a->backend, "auto") == 0) cfg->options.backend = PRSTM_BACKEND_AUTO;
+    else if (strcmp(a->backend, "gpu") == 0) cfg->options.backend = PRSTM_BACKEND_GPU;
+    else if (strcmp(a->backend, "cpu") == 0) cfg->options.backend = PRSTM_BACKEND_CPU;
+    else {
+      fprintf(stderr, "prstm-run: --backend: expected auto, gpu or cpu, got '%s'\n", a->backend);
+      return -1;
+    }
+  }
+  if (a->threads && parse_uint(a->threads, &cfg->options.threads)) {
+    fprintf(stderr, "prstm-run: --threads: expected a non-negative integer, got '%s'\n", a->threads);
+    return -1;
+  }
+  if (a->lock_coverage &&
+      (parse_uint(a->lock_coverage, &cfg->options.lock_coverage) || cfg->options.lock_coverage == 0)) {
+    fprintf(stderr, "prstm-run: --lock-coverage: expected a positive integer, got '%s'\n", a->lock_coverage);
+    return -1;
+  }
+  if (a->watchdog && parse_uint(a->watchdog, &cfg->options.watchdog_s)) {
+    fprintf(stderr, "prstm-run: --watchdog: expected a whole number of seconds, got '%s'\n", a->watchdog);
+    return -1;
+  }
+  if (a->chunk_rows && (parse_u64(a->chunk_rows, &cfg->options.chunk_rows) || cfg->options.chunk_rows == 0)) {
+    fprintf(stderr, "prstm-run: --chunk-rows: expected a positive number of rows, got '%s'\n", a->chunk_rows);
+    return -1;
+  }
+  if (a->verify) cfg->options.verify = 1;
+  if (a->threads && cfg->options.threads > PRSTM_MAX_THREADS) {
+    fprintf(stderr, "prstm-run: --threads: at most %u, got '%s'\n", PRSTM_MAX_THREADS, a->threads);
+    return -1;
+  }
+  if ((a->results && strlen(a->results) >= sizeof cfg->results_path) ||
+      (a->final_state && strlen(a->final_state) >= sizeof cfg->final_state_path)) {
+    fprintf(stderr, "prstm-run: %s: path too long (at most %zu bytes)\n", a->results ? "--results" : "--final-state",
+            sizeof cfg->results_path - 1);
+    return -1;
+  }
+  if (a->results) snprintf(cfg->results_path, sizeof cfg->results_path, "%s", a->results);
+  if (a->final_state) snprintf(cfg->final_state_path, sizeof cfg->final_state_path, "%s", a->final_state);
+  return 0;
+}
+
+/* Returns -1 to continue, or an exit status. */
+static int parse_args(int argc, char **argv, cli_args *a) {
+  static const struct option longopts[] = {
+      {"backend", required_argument, NULL, 'b'}, {"threads", required_argument, NULL, 't'},
+      {"lock-coverage", required_argument, NULL, 'l'}, {"results", required_argument, NULL, 'r'},
+      {"final-state", required_argument, NULL, 'f'}, {"quiet", no_argument, NULL, 'q'},
+      {"verify", no_argument, NULL, 'v'}, {"watchdog", required_argument, NULL, 'w'},
+      {"chunk-rows", required_argument, NULL, 'c'},
+      {"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, 'V'}, {NULL, 0, NULL, 0}};
+  memset(a, 0, sizeof *a);
+  opterr = 0;
+  int c;
+  while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
+    switch (c) {
+      case 'b': a->backend = optarg; break;
+      case 't': a->threads = optarg; break;
+      case 'l': a->lock_coverage = optarg; break;
+      case 'r': a->results = optarg; break;
+      case 'f': a->final_state = optarg; break;
+      case 'q': a->quiet = 1; break;
+      case 'v': a->verify = 1; break;
+      case 'w': a->watchdog = optarg; break;
+      case 'c': a->chunk_rows = optarg; break;
+      case 'h': fputs(usage_text, stdout); return EXIT_OK;
+      case 'V': printf("prstm-run %s\n", PRSTM_VERSION_STRING); return EXIT_OK;
+      case ':':
+        fprintf(stderr, "prstm-run: option %s needs a value (see --help)\n", argv[optind - 1]);
+        return EXIT_INPUT;
+      default:
+        /* A short option names itself through optopt; a long one is the
+         * argument just consumed. */
+        if (optopt && strncmp(argv[optind - 1], "--", 2) != 0)
+          fprintf(stderr, "prstm-run: unknown option '-%c' (see --help)\n", optopt);
+        else
+          fprintf(stderr, "prstm-run: unknown option '%s' (see --help)\n", argv[optind - 1]);
+        return EXIT_INPUT;
+    }
+  }
+  if (optind >= argc) {
+    fprintf(stderr, "prstm-run: missing CONFIG (see --help)\n");
+    return EXIT_INPUT;
+  }
+  if (optind + 1 < argc) {
+    fprintf(stderr, "prstm-run: one CONFIG expected, got '%s' too (see --help)\n", argv[optind + 1]);
+    return EXIT_INPUT;
+  }
+  a->config = argv[optind];
+  /* Option values are checked before the config is read, so a bad option is
+   * reported as such whatever the config holds. */
+  prstm_config probe;
+  memset(&probe, 0, sizeof probe);
+  if (apply_overrides(a, &probe)) return EXIT_INPUT;
+  return -1;
+}
+
+/* After each round of prstm_engine_run_rounds: the bar is erased, the
+ * fallback noticed once, and with verify the round is replayed before the
+ * next one replaces the engine's initial state; the first failing round
+ * ends the run. */
+typedef struct round_ctx {
+  prstm_engine *e;
+  const prstm_config *cfg;
+  run_report *rep;
+  progress_bar *bar;
+  int quiet;
+  int exit_status; /* set when the callback stops the rounds */
+} round_ctx;
+
+static int after_round(unsigned round, prstm_batch *b, const prstm_results *r, void *user) {
+  round_ctx *c = user;
+  progress_clear(c->bar);
+  c->bar->round = round + 1;
+  if (round == 0 && r->fallback[0] && !c->quiet)
+    fprintf(stderr, "prstm-run: no usable GPU (%s); running on the CPU backend\n", r->fallback);
+  if (!c->cfg->options.verify) return 0;
+  run_report *rep = c->rep;
+  prstm_verify_report v;
+  CLI_RANGE_PUSH("verify");
+  int rc = prstm_engine_verify(c->e, b, &v);
+  CLI_RANGE_POP();
+  if (rc) {
+    fprintf(stderr, "prstm-run: verification could not run: %s\n", prstm_engine_error(c->e));
+    c->exit_status = EXIT_RUNTIME;
+    return 1;
+  }
+  uint64_t replayed = rep->verify.replayed + v.replayed;
+  uint64_t checked = rep->verify.checked_blocked + v.checked_blocked;
+  double replay_s = rep->verify.replay_s + v.replay_s;
+  rep->verify = v;
+  rep->verify.replayed = replayed;
+  rep->verify.checked_blocked = checked;
+  rep->verify.replay_s = replay_s;
+  rep->verified = 1;
+  if (v.ok && round > 0)
+    snprintf(rep->verify.message, sizeof rep->verify.message,
+             "%u rounds, each replayed serially in commit order: %llu transactions, final states and every "
+             "outcome match; %llu abandoned still blocked",
+             round + 1, (unsigned long long)replayed, (unsigned long long)checked);
+  if (!v.ok) {
+    if (round > 0) snprintf(rep->verify.message, sizeof rep->verify.message, "round %u: %.480s", round, v.message);
+    c->exit_status = EXIT_OK; /* the verdict is reported as the run's */
+    return 1;
+  }
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  cli_args a;
+  int status = parse_args(argc, argv, &a);
+  if (status >= 0) return status;
+
+  double t0 = cli_now();
+  char err[1024] = "";
+  prstm_config cfg;
+  /* The load range spans the config, the initial state and the batch; it is
+   * closed where loading ends, or at done: when loading failed. */
+  CLI_RANGE_PUSH("load");
+  int load_range_open = 1;
+  int rc = prstm_config_load(a.config, &cfg, err, sizeof err);
+  if (rc) {
+    CLI_RANGE_POP();
+    fprintf(stderr, "prstm-run: %s\n", err[0] ? err : prstm_strerror(rc));
+    return cli_exit_status(rc, CLI_LOADING);
+  }
+  prstm_engine *e = NULL;
+  prstm_batch *b = NULL;
+  status = EXIT_INPUT;
+  if (apply_overrides(&a, &cfg)) goto done;
+
+  rc = prstm_engine_create(&e, cfg.workload, &cfg.options);
+  if (!rc) rc = prstm_engine_init_state(e, &cfg.state);
+  if (rc) {
+    fprintf(stderr, "prstm-run: %s: %s\n", cfg.path, e ? prstm_engine_error(e) : prstm_strerror(rc));
+    status = cli_exit_status(rc, CLI_LOADING);
+    goto done;
+  }
+  uint64_t nwords = 0;
+  prstm_engine_state(e, &nwords);
+  rc = prstm_batch_create(&b, cfg.workload);
+  if (!rc) rc = prstm_config_load_batch(&cfg, nwords, b, err, sizeof err);
+  if (rc) {
+    fprintf(stderr, "prstm-run: %s\n", err[0] ? err : prstm_strerror(rc));
+    status = cli_exit_status(rc, CLI_LOADING);
+    goto done;
+  }
+  run_report rep;
+  memset(&rep, 0, sizeof rep);
+  rep.load_s = cli_now() - t0;
+  CLI_RANGE_POP();
+  load_range_open = 0;
+
+  /* The bar belongs to a person watching a terminal: a pipe or a file gets
+   * none, and --quiet means quiet. */
+  progress_bar bar;
+  memset(&bar, 0, sizeof bar);
+  bar.enabled = !a.quiet && isatty(STDERR_FILENO);
+  if (bar.enabled) prstm_engine_set_progress(e, progress_draw, &bar);
+
+  prstm_results r;
+  round_ctx rounds = {e, &cfg, &rep, &bar, a.quiet, EXIT_OK};
+  prstm_batch *last = b;
+  bar.start = cli_now();
+  rc = prstm_engine_run_rounds(e, &last, after_round, &rounds, &r, &rep.rounds);
+  progress_clear(&bar);
+  if (last != b) {
+    /* The rounds' own batch replaces the configured one, which is done. */
+    prstm_batch_destroy(b);
+    b = last;
+  }
+  if (rc > 0 && rounds.exit_status != EXIT_OK) {
+    status = rounds.exit_status;
+    goto done;
+  }
+  if (rc < 0) {
+    fprintf(stderr, "prstm-run: %s\n", prstm_engine_error(e));
+    status = cli_exit_status(rc, CLI_RUNNING);
+    goto done;
+  }
+  rc = cfg.workload->check_invariant(e, b, &rep.invariant_ok, rep.invariant, sizeof rep.invariant);
+  if (rc) {
+    fprintf(stderr, "prstm-run: invariant check failed to run: %s\n", prstm_strerror(rc));
+    status = EXIT_RUNTIME;
+    goto done;
+  }
+  rep.total_s = cli_now() - t0;
+  if (!a.quiet) cli_print_summary(&cfg, &r, &rep);
+
+  status = rep.invariant_ok ? EXIT_OK : EXIT_RUNTIME;
+  if (!rep.invariant_ok) fprintf(stderr, "prstm-run: invariant violated: %s\n", rep.invariant);
+  if (rep.verified && !rep.verify.ok) {
+    fprintf(stderr, "prstm-run: verification failed: %s\n", rep.verify.message);
+    status = EXIT_VERIFY;
+  }
+  if (cfg.results_path[0]) {
+    char *text = cli_results_json(&cfg, e, b, &r, &rep);
+    rc = text ? prstm_write_file_atomic(cfg.results_path, text, strlen(text), err, sizeof err) : PRSTM_ENOMEM;
+    free(text);
+    if (rc) {
+      fprintf(stderr, "prstm-run: %s\n", err[0] ? err : prstm_strerror(rc));
+      if (status == EXIT_OK) status = EXIT_RUNTIME;
+    } else if (!a.quiet) {
+      printf("  results            %s\n", cfg.results_path);
+    }
+  }
+  if (cfg.final_state_path[0]) {
+    size_t len = 0;
+    char *text = cli_final_state_json(&cfg, e, &len);
+    rc = text ? prstm_write_file_atomic(cfg.final_state_path, text, len, err, sizeof err) : PRSTM_ENOMEM;
+    free(text);
+    if (rc) {
+      fprintf(stderr, "prstm-run: %s\n", err[0] ? err : prstm_strerror(rc));
+      if (status == EXIT_OK) status = EXIT_RUNTIME;
+    } else if (!a.quiet) {
+      printf("  final state        %s\n", cfg.final_state_path);
+    }
+  }
+done:
+  if (load_range_open) CLI_RANGE_POP();
+  prstm_batch_destroy(b);
+  prstm_engine_destroy(e);
+  prstm_config_free(&cfg);
+  return status;
+}

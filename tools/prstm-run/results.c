@@ -1,0 +1,119 @@
+/* results.c: prstm-run's summary on stdout, its results file (JSON) and its final-state file. */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cli.h"
+
+#define SAMPLE_LIMIT 100
+
+/* Lists up to SAMPLE_LIMIT transactions of one status with their reasons. */
+static cJSON *outcome_samples(const prstm_engine *e, const prstm_batch *b, prstm_status want) {
+  cJSON *arr = cJSON_CreateArray();
+  const prstm_workload *wl = prstm_engine_workload(e);
+  uint64_t n = prstm_batch_size(b), listed = 0;
+  for (uint64_t i = 0; i < n && listed < SAMPLE_LIMIT; i++) {
+    prstm_status st;
+    unsigned reason;
+    prstm_batch_outcome(b, i, &st, &reason, NULL);
+    if (st != want) continue;
+    unsigned t = prstm_batch_type(b, i);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "index", (double)i);
+    cJSON_AddStringToObject(o, "type", wl->types[t].name);
+    cJSON_AddStringToObject(o, "reason", prstm_reason_string(wl, t, reason));
+    cJSON_AddItemToArray(arr, o);
+    listed++;
+  }
+  return arr;
+}
+
+char *cli_results_json(const prstm_config *cfg, const prstm_engine *e, const prstm_batch *b,
+                          const prstm_results *r, const run_report *rep) {
+  cJSON *root = cJSON_CreateObject();
+  cJSON_AddStringToObject(root, "prstm_version", PRSTM_VERSION_STRING);
+  cJSON_AddStringToObject(root, "config", cfg->path);
+  cJSON_AddStringToObject(root, "workload", cfg->workload->name);
+  cJSON_AddNumberToObject(root, "transactions", (double)r->transactions);
+  cJSON_AddNumberToObject(root, "rounds", rep->rounds);
+  cJSON_AddNumberToObject(root, "committed", (double)r->committed);
+  cJSON_AddNumberToObject(root, "abandoned", (double)r->abandoned);
+  cJSON_AddNumberToObject(root, "failed", (double)r->failed);
+  cJSON_AddNumberToObject(root, "aborts", (double)r->aborts);
+  cJSON_AddNumberToObject(root, "postponements", (double)r->postponements);
+  cJSON_AddNumberToObject(root, "sweeps", (double)r->sweeps);
+  cJSON *t = cJSON_AddObjectToObject(root, "time_s");
+  cJSON_AddNumberToObject(t, "load", rep->load_s);
+  cJSON_AddNumberToObject(t, "transfer", r->transfer_s);
+  cJSON_AddNumberToObject(t, "execute", r->execute_s);
+  cJSON_AddNumberToObject(t, "total", rep->total_s);
+  cJSON_AddNumberToObject(root, "throughput_tx_s", r->execute_s > 0 ? (double)r->committed / r->execute_s : 0);
+  cJSON_AddBoolToObject(root, "invariant_ok", rep->invariant_ok);
+  cJSON_AddStringToObject(root, "invariant", rep->invariant);
+  if (rep->verified) {
+    cJSON_AddBoolToObject(root, "verify_ok", rep->verify.ok);
+    cJSON *v = cJSON_AddObjectToObject(root, "verify");
+    cJSON_AddStringToObject(v, "message", rep->verify.message);
+    cJSON_AddNumberToObject(v, "replayed", (double)rep->verify.replayed);
+    cJSON_AddNumberToObject(v, "abandoned_checked", (double)rep->verify.checked_blocked);
+    cJSON_AddNumberToObject(v, "first_transaction", (double)rep->verify.first_transaction);
+    cJSON_AddNumberToObject(v, "first_word", (double)rep->verify.first_word);
+    cJSON_AddNumberToObject(v, "replay_s", rep->verify.replay_s);
+  }
+  cJSON_AddStringToObject(root, "backend", cli_backend_name(r->backend));
+  cJSON_AddStringToObject(root, "device", r->device);
+  if (r->fallback[0]) cJSON_AddStringToObject(root, "fallback", r->fallback);
+  cJSON_AddNumberToObject(root, "gpu_bytes", (double)r->gpu_bytes);
+  cJSON *eng = cJSON_AddObjectToObject(root, "engine");
+  cJSON_AddStringToObject(eng, "backend_requested", cli_backend_name(cfg->options.backend));
+  cJSON_AddNumberToObject(eng, "threads", r->threads);
+  cJSON_AddNumberToObject(eng, "lock_coverage", r->lock_coverage);
+  cJSON_AddStringToObject(eng, "semantic", cfg->options.semantic == PRSTM_SEMANTIC_RETRY ? "retry" : "postpone");
+  cJSON_AddNumberToObject(eng, "retry_limit", cfg->options.retry_limit);
+  cJSON_AddItemToObject(root, "abandoned_sample", outcome_samples(e, b, PRSTM_ABANDONED));
+  cJSON_AddItemToObject(root, "failed_sample", outcome_samples(e, b, PRSTM_FAILED));
+  char *text = cJSON_Print(root);
+  cJSON_Delete(root);
+  return text;
+}
+
+/* {"workload": ..., "words": N, "state": [w0, w1, ...]}, built by hand because
+ * millions of numbers as cJSON nodes would cost far more memory. */
+char *cli_final_state_json(const prstm_config *cfg, const prstm_engine *e, size_t *len) {
+  uint64_t n = 0;
+  const prstm_word *w = prstm_engine_state(e, &n);
+  size_t cap = 128 + (size_t)n * 22;
+  char *s = malloc(cap);
+  if (!s) return NULL;
+  size_t at = (size_t)snprintf(s, cap, "{\"workload\": \"%s\", \"words\": %llu, \"state\": [", cfg->workload->name,
+                               (unsigned long long)n);
+  for (uint64_t i = 0; i < n; i++)
+    at += (size_t)snprintf(s + at, cap - at, "%s%llu", i ? "," : "", (unsigned long long)w[i]);
+  at += (size_t)snprintf(s + at, cap - at, "]}\n");
+  *len = at;
+  return s;
+}
+
+void cli_print_summary(const prstm_config *cfg, const prstm_results *r, const run_report *rep) {
+  double thr = r->execute_s > 0 ? (double)r->committed / r->execute_s : 0;
+  printf("prstm-run %s: %s (workload %s)\n", PRSTM_VERSION_STRING, cfg->path, cfg->workload->name);
+  printf("  transactions       %llu\n", (unsigned long long)r->transactions);
+  if (rep->rounds > 1) printf("  rounds             %u\n", rep->rounds);
+  printf("  committed          %llu\n", (unsigned long long)r->committed);
+  printf("  abandoned          %llu\n", (unsigned long long)r->abandoned);
+  printf("  failed             %llu\n", (unsigned long long)r->failed);
+  printf("  concurrent aborts  %llu\n", (unsigned long long)r->aborts);
+  printf("  postponements      %llu\n", (unsigned long long)r->postponements);
+  printf("  time               load %.3f s, transfer %.3f s, execute %.3f s, total %.3f s\n", rep->load_s,
+         r->transfer_s, r->execute_s, rep->total_s);
+  printf("  throughput         %.3f M committed tx/s of execution\n", thr / 1e6);
+  printf("  invariant          %s: %s\n", rep->invariant_ok ? "ok" : "VIOLATED", rep->invariant);
+  if (rep->verified)
+    printf("  verify             %s: %s (replay %.3f s)\n", rep->verify.ok ? "ok" : "FAILED", rep->verify.message,
+           rep->verify.replay_s);
+  printf("  backend            %s: %s, lock_coverage %u, semantic %s\n", cli_backend_name(r->backend), r->device,
+         r->lock_coverage, cfg->options.semantic == PRSTM_SEMANTIC_RETRY ? "retry" : "postpone");
+  if (r->backend == PRSTM_BACKEND_GPU)
+    printf("  gpu memory         %.1f MiB (%.1f bytes per transaction in the table)\n", r->gpu_bytes / 1048576.0,
+           r->transactions ? (double)r->gpu_bytes / (double)r->transactions : 0.0);
+}
