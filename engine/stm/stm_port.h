@@ -125,7 +125,13 @@ PRSTM_INLINE uint64_t port_clock_ns(void) {
   return t;
 }
 #else
-/* Host side: GCC/Clang __atomic builtins with the same orderings. */
+/* Host side: GCC/Clang __atomic builtins with exactly the device's orders,
+ * no stronger, so that the CPU backend (and ThreadSanitizer, which models
+ * the atomics' orders) runs the protocol the GPU runs: atomicCAS is
+ * relaxed, so port_cas is; atomicAdd between two acq_rel fences is written
+ * the same way here. (x86 makes every read-modify-write a full barrier in
+ * hardware; the compiler may still move plain accesses across a relaxed
+ * one, as the GPU's may.) */
 PRSTM_INLINE uint64_t port_load_acquire(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 PRSTM_INLINE uint64_t port_load_relaxed(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 PRSTM_INLINE void port_store_relaxed(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
@@ -134,17 +140,22 @@ PRSTM_INLINE uint8_t port_table_load_u8(const uint8_t *p) { return *p; }
 PRSTM_INLINE uint64_t port_table_load_u64(const uint64_t *p) { return *p; }
 PRSTM_INLINE void port_table_store_u8(uint8_t *p, uint8_t v) { *p = v; }
 PRSTM_INLINE int port_cas(uint64_t *p, uint64_t expected, uint64_t desired) {
-  return __atomic_compare_exchange_n(p, &expected, desired, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+  return __atomic_compare_exchange_n(p, &expected, desired, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 }
 PRSTM_INLINE int port_cas_acquire(uint64_t *p, uint64_t expected, uint64_t desired) {
-  return __atomic_compare_exchange_n(p, &expected, desired, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
-}
-PRSTM_INLINE uint64_t port_fetch_add(uint64_t *p, uint64_t v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
-PRSTM_INLINE uint64_t port_fetch_add_acq_rel(uint64_t *p, uint64_t v) {
-  return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL);
+  return __atomic_compare_exchange_n(p, &expected, desired, 0, __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE);
 }
 PRSTM_INLINE void port_fence_sc(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 PRSTM_INLINE void port_fence_acq_rel(void) { __atomic_thread_fence(__ATOMIC_ACQ_REL); }
+PRSTM_INLINE uint64_t port_fetch_add(uint64_t *p, uint64_t v) {
+  port_fence_acq_rel();
+  uint64_t old = __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+  port_fence_acq_rel();
+  return old;
+}
+PRSTM_INLINE uint64_t port_fetch_add_acq_rel(uint64_t *p, uint64_t v) {
+  return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL);
+}
 /* CPU threads often outnumber cores in tests; a waiting thread gives its core away. */
 #ifdef __cplusplus
 extern "C"

@@ -1,0 +1,373 @@
+/* experiments.c: prstm-bench's experiments, the papers' sweeps, as a table: each makes its points, runs them and writes its CSV. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+
+/* ---- Experiments ---- */
+
+sizes sizes_of(const bench_opts *o) {
+  sizes s;
+  if (o->quick) {
+    /* 100,000 accounts, not fewer: 2,000 transfers of 128 accounts on
+     * 10,000 took each account into about 25 transactions at once, every
+     * transaction conflicted with every other, and a GPU committed 28 of
+     * them a second (H100, 2026-11-25), past the quick points' 60 s. On
+     * 100,000 the point takes 15 s there (131 a second; --quick --backend
+     * gpu all: 59 s). */
+    s = (sizes){100000, 20000, 10000, 5000, 1000, 2000, 10000};
+  } else {
+    s = (sizes){2500000, 8000000, 4000000, 1000000, 200000, 200000, 2000000};
+  }
+  if (o->transactions) {
+    s.transactions = o->transactions;
+    s.vacation_transactions = o->transactions;
+    s.skiplist_transactions = o->transactions;
+  }
+  return s;
+}
+
+static int set_param(const prstm_workload *wl, double *params, const char *name, double v) {
+  int i = prstm_param_find(wl, name);
+  if (i < 0) {
+    fprintf(stderr, "prstm-bench: workload %s has no knob '%s'\n", wl->name, name);
+    return PRSTM_EUNKNOWN;
+  }
+  params[i] = v;
+  return 0;
+}
+
+/* A point of workload wl with what every experiment's points share: the
+ * workload's own state and generator defaults, the run's seed and CPU
+ * threads, lock coverage 1, every runner. */
+static void point_init(const bench_ctx *c, bench_point *p, const prstm_workload *wl, const char *experiment,
+                       const char *series) {
+  memset(p, 0, sizeof *p);
+  p->experiment = experiment;
+  p->series = series;
+  p->wl = wl;
+  prstm_state_spec_init(wl, &p->state);
+  prstm_generate_spec_init(wl, &p->gen);
+  p->gen.seed = c->o.seed;
+  p->cpu_threads = c->o.cpu_threads;
+  p->lock_coverage = 1;
+  p->runners = RUNNERS_ALL;
+}
+
+/* A bank point of 2-account transfers (or accounts_per_tx-wide ones) on the
+ * configured accounts, no semantic pairs unless asked. */
+bench_point bank_point(const bench_ctx *c, const char *experiment, const char *series, uint64_t transactions,
+                              double read_only) {
+  const sizes s = sizes_of(&c->o);
+  bench_point p;
+  point_init(c, &p, &prstm_workload_bank, experiment, series);
+  p.state.accounts = s.bank_accounts;
+  /* Balances no transfer of the batch can exhaust: the issue's bank points
+   * have no semantic conflicts unless semantic pairs are asked for (those
+   * are built to need their deposit whatever the balance). With 1,000, the
+   * 89M-transfer target batch left 1.2M transfers underfunded, and postpone
+   * mode spent most of its time waiting for money that never came. */
+  p.state.initial_balance = 1000000000;
+  p.gen.transactions = transactions;
+  p.gen.nmix = 1;
+  p.gen.mix_names[0] = "transfer";
+  p.gen.mix_weights[0] = 1.0;
+  p.gen.accounts_per_tx = 2;
+  p.gen.amount_min = 1;
+  p.gen.amount_max = 100;
+  p.gen.read_only = read_only;
+  return p;
+}
+
+/* The most threads the GPU keeps resident for a workload's first (narrowest)
+ * worker variant, the one every sweep's batch runs on (the bank's 2-account
+ * transfers; the other workloads have one variant), or 0 without a GPU. */
+uint32_t gpu_full_threads(const bench_ctx *c, const prstm_workload *wl) {
+  if (!c->gpu_ok || c->o.backend == PRSTM_BACKEND_CPU || !wl->variants[0].gpu_max_threads) return 0;
+  uint32_t t = 0;
+  char err[256];
+  if (wl->variants[0].gpu_max_threads(&t, err, sizeof err)) {
+    fprintf(stderr, "prstm-bench: %s: %s\n", wl->name, err);
+    return 0;
+  }
+  return t;
+}
+
+/* Thread counts of a sweep: 960 doubling (sparse: quadrupling) up to a full
+ * GPU, and the full GPU itself as the last, where the GPU runners run; else
+ * host threads, 1 doubling to twice the cores (with --quick, up to 4). */
+static unsigned thread_sweep(const bench_ctx *c, const prstm_workload *wl, int sparse, uint32_t *out, int *on_gpu) {
+  unsigned n = 0;
+  uint32_t full = gpu_full_threads(c, wl);
+  *on_gpu = full > 0;
+  if (full) {
+    for (uint32_t t = 960; t < full && n < 30; t *= sparse ? 4 : 2) out[n++] = t;
+    out[n++] = full;
+    return n;
+  }
+  uint32_t top = c->o.quick ? 4 : (uint32_t)(2 * c->host_cores);
+  for (uint32_t t = 1; t <= top && n < 30; t *= 2) out[n++] = t;
+  return n;
+}
+
+FILE *bench_open_csv(const bench_ctx *c, const char *name) {
+  char path[1300];
+  snprintf(path, sizeof path, "%s/%s.csv", c->o.out_dir, name);
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    fprintf(stderr, "prstm-bench: cannot write %s: %s\n", path, strerror(errno));
+    return NULL;
+  }
+  fputs(bench_csv_header, f);
+  return f;
+}
+
+static int exp_bank_accounts(bench_ctx *c) {
+  FILE *f = bench_open_csv(c, "bank-accounts");
+  if (!f) return PRSTM_EIO;
+  const sizes s = sizes_of(&c->o);
+  static const unsigned full[] = {2, 4, 8, 16, 32, 64, 128}, quick[] = {2, 16, 128};
+  const unsigned *ks = c->o.quick ? quick : full;
+  unsigned nk = c->o.quick ? 3 : 7;
+  bench_row rows[R_COUNT];
+  for (int ro = 0; ro < 2; ro++) {
+    for (unsigned i = 0; i < nk; i++) {
+      /* The same number of account touches per point, but never fewer rows
+       * than a full GPU has threads (or, quick, than a small batch). */
+      uint64_t n = s.transactions * 2 / ks[i], floor_n = c->o.quick ? 2000 : 1000000;
+      if (n < floor_n) n = floor_n;
+      bench_point p = bank_point(c, "bank-accounts", ro ? "ro20" : "update", n, ro ? 0.2 : 0.0);
+      p.x_name = "accounts_per_tx";
+      p.x = ks[i];
+      p.gen.accounts_per_tx = ks[i];
+      run_point(c, &p, f, rows);
+    }
+  }
+  fclose(f);
+  return 0;
+}
+
+static int exp_bank_coverage(bench_ctx *c) {
+  FILE *f = bench_open_csv(c, "bank-coverage");
+  if (!f) return PRSTM_EIO;
+  const sizes s = sizes_of(&c->o);
+  static const uint32_t full[] = {1, 4, 16, 64, 256, 1024}, quick[] = {1, 32, 1024};
+  const uint32_t *cov = c->o.quick ? quick : full;
+  unsigned ncov = c->o.quick ? 3 : 6;
+  bench_row rows[R_COUNT];
+  for (int ro = 0; ro < 2; ro++) {
+    for (unsigned i = 0; i < ncov; i++) {
+      bench_point p = bank_point(c, "bank-coverage", ro ? "ro20" : "update", s.transactions, ro ? 0.2 : 0.0);
+      p.x_name = "lock_coverage";
+      p.x = cov[i];
+      p.lock_coverage = cov[i];
+      run_point(c, &p, f, rows);
+    }
+  }
+  fclose(f);
+  return 0;
+}
+
+static int exp_bank_threads(bench_ctx *c) {
+  FILE *f = bench_open_csv(c, "bank-threads");
+  if (!f) return PRSTM_EIO;
+  const sizes s = sizes_of(&c->o);
+  uint32_t t[32];
+  int on_gpu = 0;
+  unsigned nt = thread_sweep(c, &prstm_workload_bank, 0, t, &on_gpu);
+  bench_row rows[R_COUNT];
+  for (int ro = 0; ro < 2; ro++) {
+    for (unsigned i = 0; i < nt; i++) {
+      bench_point p = bank_point(c, "bank-threads", ro ? "ro20" : "update", s.transactions, ro ? 0.2 : 0.0);
+      p.x_name = on_gpu ? "gpu_threads" : "cpu_threads";
+      p.x = t[i];
+      if (on_gpu) {
+        /* The last point is the full GPU, named explicitly: the engine's
+         * default (threads 0) may be less (256 per SM for wider rows). */
+        p.gpu_threads = t[i];
+      } else {
+        /* Without GPU runners the sweep is over the CPU backend's threads;
+         * the serial replay stays the baseline. */
+        p.cpu_threads = t[i];
+      }
+      run_point(c, &p, f, rows);
+    }
+  }
+  fclose(f);
+  return 0;
+}
+
+/* The engine and the ceiling against batch size, on the targets' transfers:
+ * on the H100 and the H200 the engine committed 8 to 11% more slowly on
+ * 300-400M transfers than on 40M (docs/PERFORMANCE.md), and whether the
+ * ceiling slows too decides how much of that belongs to the engine. Only
+ * those two runners run with a GPU (a serial replay of 400M transfers
+ * would take minutes a point); without one, the CPU backend on smaller
+ * batches, so that the experiment still runs and checks everywhere. */
+static int exp_bank_size(bench_ctx *c) {
+  FILE *f = bench_open_csv(c, "bank-size");
+  if (!f) return PRSTM_EIO;
+  const int gpu = c->gpu_ok && c->o.backend != PRSTM_BACKEND_CPU;
+  static const uint64_t on_gpu[] = {10000000, 40000000, 100000000, 200000000, 400000000},
+                        on_cpu[] = {1000000, 4000000, 16000000}, quick[] = {20000, 50000, 200000};
+  const uint64_t *ns = c->o.quick ? quick : gpu ? on_gpu : on_cpu;
+  const unsigned count = c->o.quick ? 3 : gpu ? 5 : 3;
+  bench_row rows[R_COUNT];
+  for (unsigned i = 0; i < count; i++) {
+    bench_point p = bank_point(c, "bank-size", "transfers", ns[i], 0.0);
+    p.x_name = "transactions";
+    p.x = (double)ns[i];
+    p.runners = gpu ? RUNNER_BIT(R_GPU_POSTPONE) | RUNNER_BIT(R_GPU_CEILING) : RUNNER_BIT(R_CPU_POSTPONE);
+    run_point(c, &p, f, rows);
+  }
+  fclose(f);
+  return 0;
+}
+
+static bench_point vacation_point(const bench_ctx *c, const char *experiment, const char *series, double ratio,
+                                  int presorted) {
+  const sizes s = sizes_of(&c->o);
+  bench_point p;
+  point_init(c, &p, prstm_workload_find("vacation"), experiment, series);
+  if (c->o.quick) {
+    set_param(p.wl, p.state.params, "customers", 2000);
+    set_param(p.wl, p.state.params, "room_types", 50);
+    set_param(p.wl, p.state.params, "rooms", 20);
+  }
+  p.gen.transactions = s.vacation_transactions;
+  p.gen.semantic_ratio = ratio;
+  p.gen.presorted = presorted;
+  p.x_name = "semantic_ratio";
+  p.x = ratio;
+  return p;
+}
+
+static int exp_semantic(bench_ctx *c, int vacation) {
+  const char *name = vacation ? "semantic-vacation" : "semantic-bank";
+  if (vacation && !prstm_workload_find("vacation")) {
+    fprintf(stderr, "prstm-bench: %s: this build has no vacation workload\n", name);
+    return PRSTM_EUNKNOWN;
+  }
+  FILE *f = bench_open_csv(c, name);
+  if (!f) return PRSTM_EIO;
+  const sizes s = sizes_of(&c->o);
+  static const double full[] = {0, 0.1, 0.25, 0.5, 0.75, 1.0}, quick[] = {0, 0.5, 1.0};
+  const double *ratios = c->o.quick ? quick : full;
+  unsigned nr = c->o.quick ? 3 : 6;
+  bench_row rows[R_COUNT];
+  for (int presorted = 0; presorted < 2; presorted++) {
+    for (unsigned i = 0; i < nr; i++) {
+      bench_point p;
+      if (vacation) {
+        p = vacation_point(c, name, presorted ? "presorted" : "unsorted", ratios[i], presorted);
+      } else {
+        p = bank_point(c, name, presorted ? "presorted" : "unsorted", s.transactions, 0.0);
+        p.x_name = "semantic_ratio";
+        p.x = ratios[i];
+        p.gen.semantic_ratio = ratios[i];
+        p.gen.presorted = presorted;
+      }
+      run_point(c, &p, f, rows);
+    }
+  }
+  fclose(f);
+  return 0;
+}
+
+/* The three other workloads at the sizes of their papers' experiments, or
+ * small ones with --quick; knobs are set by name so that a renamed knob is
+ * an error, not a silent default. */
+static int workload_point(const bench_ctx *c, const char *wl_name, bench_point *p) {
+  const sizes s = sizes_of(&c->o);
+  const prstm_workload *wl = prstm_workload_find(wl_name);
+  if (!wl) {
+    memset(p, 0, sizeof *p);
+    fprintf(stderr, "prstm-bench: this build has no %s workload\n", wl_name);
+    return PRSTM_EUNKNOWN;
+  }
+  point_init(c, p, wl, NULL, wl_name);
+  int rc = 0;
+  double *sp = p->state.params;
+  if (strcmp(wl_name, "skiplist") == 0) {
+    double initial = c->o.quick ? 500 : 5000, n = (double)s.skiplist_transactions;
+    rc |= set_param(p->wl, sp, "initial_keys", initial);
+    rc |= set_param(p->wl, sp, "capacity", initial + n + 1);
+    p->gen.transactions = s.skiplist_transactions;
+    p->gen.read_only = 0.2;
+    p->gen.semantic_ratio = 0.1;
+  } else if (strcmp(wl_name, "kmeans") == 0) {
+    rc |= set_param(p->wl, sp, "points", s.kmeans_points);
+    rc |= set_param(p->wl, sp, "iterations", c->o.quick ? 3 : 5);
+  } else if (strcmp(wl_name, "graph") == 0) {
+    rc |= set_param(p->wl, sp, "vertices", s.graph_vertices);
+    rc |= set_param(p->wl, sp, "edges", s.graph_edges);
+    rc |= set_param(p->wl, sp, "seed", (double)c->o.seed);
+  }
+  return rc ? PRSTM_EUNKNOWN : 0;
+}
+
+static int exp_workloads(bench_ctx *c, int coverage) {
+  const char *name = coverage ? "workloads-coverage" : "workloads-threads";
+  FILE *f = bench_open_csv(c, name);
+  if (!f) return PRSTM_EIO;
+  static const char *const wls[] = {"skiplist", "kmeans", "graph"};
+  static const uint32_t full[] = {1, 4, 16, 64, 256, 1024}, quick[] = {1, 16, 256};
+  int status = 0;
+  bench_row rows[R_COUNT];
+  for (unsigned w = 0; w < 3; w++) {
+    bench_point base;
+    if (workload_point(c, wls[w], &base)) {
+      status = PRSTM_EUNKNOWN;
+      continue;
+    }
+    base.experiment = name;
+    uint32_t xs[32];
+    unsigned nx;
+    int on_gpu = 0;
+    if (coverage) {
+      nx = c->o.quick ? 3 : 6;
+      memcpy(xs, c->o.quick ? quick : full, nx * sizeof *xs);
+    } else {
+      nx = thread_sweep(c, base.wl, 1, xs, &on_gpu);
+    }
+    for (unsigned i = 0; i < nx; i++) {
+      bench_point p = base;
+      p.x = xs[i];
+      if (coverage) {
+        p.x_name = "lock_coverage";
+        p.lock_coverage = xs[i];
+      } else if (on_gpu) {
+        p.x_name = "gpu_threads";
+        p.gpu_threads = xs[i]; /* the last: a full GPU, named explicitly, as in bank-threads */
+      } else {
+        p.x_name = "cpu_threads";
+        p.cpu_threads = xs[i];
+      }
+      run_point(c, &p, f, rows);
+    }
+  }
+  fclose(f);
+  return status;
+}
+
+
+static int exp_semantic_bank(bench_ctx *c) { return exp_semantic(c, 0); }
+static int exp_semantic_vacation(bench_ctx *c) { return exp_semantic(c, 1); }
+static int exp_workloads_threads(bench_ctx *c) { return exp_workloads(c, 0); }
+static int exp_workloads_coverage(bench_ctx *c) { return exp_workloads(c, 1); }
+
+/* In the order they run; `prstm-bench NAME` selects by these names. */
+const bench_experiment bench_experiments[] = {
+    {"bank-accounts", exp_bank_accounts},
+    {"bank-coverage", exp_bank_coverage},
+    {"bank-threads", exp_bank_threads},
+    {"bank-size", exp_bank_size},
+    {"semantic-bank", exp_semantic_bank},
+    {"semantic-vacation", exp_semantic_vacation},
+    {"workloads-threads", exp_workloads_threads},
+    {"workloads-coverage", exp_workloads_coverage},
+    {"targets", exp_targets},
+};
+const unsigned bench_experiment_count = sizeof bench_experiments / sizeof bench_experiments[0];
