@@ -1,4 +1,4 @@
-/* test_bank.c: integration tests of the whole engine on the CPU backend (many more threads than cores) and, where a GPU is, on the GPU backend. */
+/* test_bank.c: the bank workload through the whole engine on the CPU backend (many more threads than cores) and, where a GPU is, on the GPU backend. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,73 +7,10 @@
 #include "bank_body.h"
 #include "prstm.h"
 #include "test_backend.h"
+#include "test_bank_run.h"
 #include "test_workload.h"
 #include "txtable.h"
 #include "engine_internal.h"
-
-/* GPU runs use a few thousand threads (CPU runs: TEST_CPU_THREADS). */
-#define GPU_THREADS 4096
-
-/* GPU tests need a GPU that can run the bank. */
-static void need_backend(prstm_backend backend) { test_need_backend(prstm_workload_find("bank"), backend); }
-
-static uint32_t threads_for(prstm_backend backend) {
-  return test_threads(backend, GPU_THREADS);
-}
-
-typedef struct bank_run {
-  prstm_engine *engine;
-  prstm_batch *batch;
-  prstm_results res;
-  const prstm_workload *wl;
-} bank_run;
-
-static void run_open_threads(bank_run *r, const prstm_workload *wl, prstm_backend backend, uint32_t coverage,
-                             prstm_semantic_mode semantic, uint32_t retry_limit, uint32_t threads) {
-  memset(r, 0, sizeof *r);
-  prstm_options opt;
-  test_options(&opt, backend, threads ? threads : threads_for(backend), coverage);
-  opt.semantic = semantic;
-  opt.retry_limit = retry_limit;
-  r->wl = wl;
-  test_open(wl, &opt, &r->engine, &r->batch);
-}
-
-static void run_open(bank_run *r, const prstm_workload *wl, prstm_backend backend, uint32_t coverage,
-                     prstm_semantic_mode semantic, uint32_t retry_limit) {
-  run_open_threads(r, wl, backend, coverage, semantic, retry_limit, 0);
-}
-
-static void run_state(bank_run *r, uint64_t accounts, uint64_t initial) {
-  prstm_state_spec spec = {.accounts = accounts, .initial_balance = initial};
-  cr_assert_eq(prstm_engine_init_state(r->engine, &spec), 0);
-}
-
-static void run_words(bank_run *r, const prstm_word *words, uint64_t n) {
-  cr_assert_eq(prstm_engine_set_state(r->engine, words, n), 0);
-}
-
-static void add(bank_run *r, const char *type, prstm_word a0, prstm_word a1, prstm_word a2) {
-  int t = prstm_type_find(r->wl, type);
-  cr_assert_geq(t, 0, "unknown type %s", type);
-  prstm_word args[3] = {a0, a1, a2};
-  cr_assert_eq(prstm_batch_append(r->batch, (unsigned)t, args, r->wl->types[t].nargs), 0);
-}
-
-static void run_exec(bank_run *r) { test_run_verified(r->engine, r->batch, &r->res, "run"); }
-
-static void run_close(bank_run *r) { test_close(r->engine, r->batch); }
-
-static prstm_status status_of(bank_run *r, uint64_t i, unsigned *reason) {
-  prstm_status st;
-  cr_assert_eq(prstm_batch_outcome(r->batch, i, &st, reason, NULL), 0);
-  return st;
-}
-
-static void check_bank_invariant(bank_run *r) {
-  char msg[512];
-  cr_assert(test_invariant(r->wl, r->engine, r->batch, msg, sizeof msg), "bank invariant: %s", msg);
-}
 
 /* Random transfers, deposits and withdrawals on a tiny bank: money is
  * conserved, no balance wraps below zero, every transaction ends final. */
@@ -446,43 +383,6 @@ BOTH_BACKENDS(set_overflow_and_wild_address_fail_with_reason, t_overflow)
 BOTH_BACKENDS(multi_account_transfers_conserve_money, t_multi)
 BOTH_BACKENDS(read_only_balances_report_results, t_readonly)
 
-Test(engine, gpu_backend_without_gpu_is_a_clear_error) {
-  char why[256];
-  if (prstm_gpu_available(prstm_workload_find("bank"), why, sizeof why))
-    cr_skip_test("a GPU is usable here; the no-GPU path cannot be exercised");
-  bank_run r;
-  run_open(&r, prstm_workload_find("bank"), PRSTM_BACKEND_GPU, 1, PRSTM_SEMANTIC_POSTPONE, 100);
-  run_state(&r, 4, 0);
-  add(&r, "deposit", 0, 1, 0);
-  cr_assert_eq(prstm_engine_run(r.engine, r.batch, &r.res), PRSTM_ENOGPU);
-  cr_assert(strstr(prstm_engine_error(r.engine), "no GPU is usable") != NULL, "%s", prstm_engine_error(r.engine));
-  run_close(&r);
-}
-
-Test(engine, auto_backend_falls_back_to_cpu_with_a_reason) {
-  char why[256];
-  if (prstm_gpu_available(prstm_workload_find("bank"), why, sizeof why))
-    cr_skip_test("a GPU is usable here; auto picks it");
-  bank_run r;
-  run_open(&r, prstm_workload_find("bank"), PRSTM_BACKEND_AUTO, 1, PRSTM_SEMANTIC_POSTPONE, 100);
-  run_state(&r, 4, 0);
-  add(&r, "deposit", 0, 1, 0);
-  run_exec(&r);
-  cr_assert_eq(r.res.backend, PRSTM_BACKEND_CPU);
-  cr_assert_neq(r.res.fallback[0], 0);
-  run_close(&r);
-}
-
-Test(engine, empty_batch_and_missing_state_are_refused) {
-  bank_run r;
-  run_open(&r, prstm_workload_find("bank"), PRSTM_BACKEND_CPU, 1, PRSTM_SEMANTIC_POSTPONE, 100);
-  cr_assert_eq(prstm_engine_run(r.engine, r.batch, &r.res), PRSTM_EINVAL, "no state yet");
-  run_state(&r, 4, 0);
-  cr_assert_eq(prstm_engine_run(r.engine, r.batch, &r.res), PRSTM_ECONFIG);
-  cr_assert(strstr(prstm_engine_error(r.engine), "empty") != NULL);
-  run_close(&r);
-}
-
 /* Many small random runs: thread count, state size, lock coverage, mix,
  * semantic ratio and order all vary with the seed, and each run must end
  * with every transaction final and the bank invariant holding. */
@@ -561,35 +461,3 @@ static void partial_warps_end_every_row(prstm_backend backend) {
 }
 BOTH_BACKENDS(partial_warps_end_every_row, partial_warps_end_every_row)
 
-/* With the thread count left to the engine, a batch of two-account transfers
- * runs 512 threads an SM and a batch with a wider row (a multi-transfer of
- * four argument words: the next worker variant) the engine's 256. The SM
- * count is read from the run's device line, "NAME (S SMs, T threads)". */
-Test(engine_gpu, default_threads_are_the_worker_variants_choice) {
-  need_backend(PRSTM_BACKEND_GPU);
-  uint32_t threads[2] = {0, 0};
-  unsigned sms = 0;
-  for (int wide = 0; wide < 2; wide++) {
-    bank_run r;
-    memset(&r, 0, sizeof r);
-    prstm_options opt;
-    test_options(&opt, PRSTM_BACKEND_GPU, 0, 1);
-    opt.threads = 0;
-    r.wl = prstm_workload_find("bank");
-    test_open(r.wl, &opt, &r.engine, &r.batch);
-    run_state(&r, 64, 1000);
-    for (int i = 0; i < 1000; i++) add(&r, "transfer", (prstm_word)i % 64, (prstm_word)(i + 1) % 64, 1);
-    if (wide) {
-      prstm_word multi[4] = {5, 2, 1, 6}; /* to 5, amount 2, one source: 6 */
-      cr_assert_eq(prstm_batch_append_named(r.batch, "transfer_multi", multi, 4), 0);
-    }
-    run_exec(&r);
-    cr_assert_eq(r.res.backend, PRSTM_BACKEND_GPU);
-    const char *p = strrchr(r.res.device, '(');
-    cr_assert(p && sscanf(p, "(%u SMs", &sms) == 1 && sms > 0, "no SM count in '%s'", r.res.device);
-    threads[wide] = r.res.threads;
-    run_close(&r);
-  }
-  cr_assert_eq(threads[0], 512u * sms, "transfers: 512 an SM of %u SMs, ran %u threads", sms, threads[0]);
-  cr_assert_eq(threads[1], 256u * sms, "a wider row: 256 an SM of %u SMs, ran %u threads", sms, threads[1]);
-}

@@ -1,10 +1,13 @@
-/* test_cmp.c: the semantic contention manager's walk over the table: the order of a sweep, postponement, and what a thread does at quiescence. */
+/* test_cmp.c: the semantic contention manager: the priority rule, the order of a sweep, postponement, and the termination protocol (epochs, stalls, global quiescence). */
 #include <criterion/criterion.h>
+#include <pthread.h>
+#include <time.h>
 #include <string.h>
 
 #include "bank_body.h"
 #include "prstm.h"
 #include "test_backend.h"
+#include "test_fixture.h"
 
 /* A verified bank run on one CPU thread, so that the sweep's order alone
  * decides what meets a semantic conflict. */
@@ -61,3 +64,119 @@ Test(cmp, equal_tags_run_in_table_order_and_the_blocked_one_is_abandoned) {
   cr_assert_eq(res.sweeps, 2);
   test_close(e, b);
 }
+
+Test(priority, higher_tag_wins_then_lower_rank) {
+  cr_assert_gt(cmp_priority(1, 1000), cmp_priority(0, 0));
+  cr_assert_gt(cmp_priority(0, 3), cmp_priority(0, 4));
+  cr_assert(stm_may_steal(cmp_priority(0, 3), cmp_priority(0, 4)));
+  cr_assert_not(stm_may_steal(cmp_priority(0, 4), cmp_priority(0, 3)));
+  cr_assert_gt(cmp_priority(0, PRSTM_MAX_THREADS - 1), 0);
+}
+
+
+static uint64_t q_word(uint64_t epoch, uint64_t unconfirmed, uint64_t stalled) {
+  return (cmp_q_tag(epoch) << CMP_Q_EPOCH_SHIFT) | (unconfirmed << CMP_Q_COUNT_BITS) | stalled;
+}
+
+
+static void quiesce_init(fixture *f, uint32_t threads, uint64_t done, uint64_t epoch) {
+  fixture_init(f, 8, 1);
+  f->ctx.nthreads = threads;
+  f->quiesce[STM_Q_DONE] = done;
+  f->quiesce[STM_Q_EPOCH] = epoch;
+  f->quiesce[STM_Q_EPOCH_STALLED] = q_word(epoch, 0, 0);
+}
+
+
+Test(quiescence, last_thread_to_stall_sees_quiescence_and_counts_itself_once) {
+  fixture f;
+  quiesce_init(&f, 3, 1, 5);
+  f.quiesce[STM_Q_EPOCH_STALLED] = q_word(5, 0, 1); /* one other thread stalled in epoch 5 */
+  cr_assert_eq(cmp_wait_quiescent(&f.ctx, 5), 1);
+  cr_assert_eq(f.quiesce[STM_Q_EPOCH_STALLED], q_word(5, 0, 2), "one stall added, no mark left");
+}
+
+
+Test(quiescence, a_sweep_from_an_old_epoch_does_not_register) {
+  fixture f;
+  quiesce_init(&f, 1, 0, 7);
+  cr_assert_eq(cmp_wait_quiescent(&f.ctx, 6), 0, "the epoch moved: sweep again");
+  cr_assert_eq(f.quiesce[STM_Q_EPOCH_STALLED], q_word(7, 0, 0), "the word is untouched");
+}
+
+
+/* The tag moved but the full epoch has not yet followed (a bump between its
+ * CAS and its add): the registration lands in the new epoch and is taken
+ * back, stall and mark. */
+Test(quiescence, a_registration_landing_in_a_later_epoch_is_taken_back) {
+  fixture f;
+  quiesce_init(&f, 2, 0, 7);
+  f.quiesce[STM_Q_EPOCH_STALLED] = q_word(8, 0, 1);
+  cr_assert_eq(cmp_wait_quiescent(&f.ctx, 7), 0);
+  cr_assert_eq(f.quiesce[STM_Q_EPOCH_STALLED], q_word(8, 0, 1), "the later epoch's count is as it was");
+}
+
+
+/* A tag equal to the sweep's epoch modulo 2^22 but from a later epoch: the
+ * full epoch tells them apart. */
+Test(quiescence, a_tag_that_came_round_again_is_not_mistaken_for_the_epoch) {
+  fixture f;
+  uint64_t later = 3 + (1ull << (64 - CMP_Q_EPOCH_SHIFT));
+  quiesce_init(&f, 1, 0, later);
+  cr_assert_eq(cmp_q_tag(later), cmp_q_tag(3));
+  cr_assert_eq(cmp_wait_quiescent(&f.ctx, 3), 0, "a stale sweep must not see quiescence");
+  cr_assert_eq(f.quiesce[STM_Q_EPOCH_STALLED], q_word(later, 0, 0));
+}
+
+
+Test(quiescence, a_bump_drops_the_stalls_and_keeps_the_marks) {
+  fixture f;
+  quiesce_init(&f, 8, 0, 11);
+  f.quiesce[STM_Q_EPOCH_STALLED] = q_word(11, 2, 5);
+  cmp_bump_epoch(&f.ctx);
+  cr_assert_eq(f.quiesce[STM_Q_EPOCH_STALLED], q_word(12, 2, 0));
+  cr_assert_eq(f.quiesce[STM_Q_EPOCH], 12);
+}
+
+
+/* Another thread's unconfirmed registration holds quiescence back until it
+ * is confirmed, even though the counts already add up. */
+typedef struct confirm_later {
+  uint64_t *word;
+} confirm_later;
+
+
+static void *confirm_main(void *p) {
+  confirm_later *c = p;
+  struct timespec ts = {0, 50 * 1000 * 1000};
+  nanosleep(&ts, NULL);
+  __atomic_fetch_sub(c->word, CMP_Q_UNCONFIRMED_ONE, __ATOMIC_SEQ_CST);
+  return NULL;
+}
+
+
+Test(quiescence, an_unconfirmed_registration_holds_quiescence_back) {
+  fixture f;
+  quiesce_init(&f, 2, 0, 4);
+  f.quiesce[STM_Q_EPOCH_STALLED] = q_word(4, 1, 1); /* registered, not yet confirmed */
+  confirm_later c = {&f.quiesce[STM_Q_EPOCH_STALLED]};
+  pthread_t t;
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  cr_assert_eq(pthread_create(&t, NULL, confirm_main, &c), 0);
+  cr_assert_eq(cmp_wait_quiescent(&f.ctx, 4), 1);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  pthread_join(t, NULL);
+  double waited = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+  cr_assert_geq(waited, 0.04, "quiescence was seen after %.3f s, before the mark was confirmed", waited);
+  cr_assert_eq(f.quiesce[STM_Q_EPOCH_STALLED], q_word(4, 0, 2));
+}
+
+
+Test(quiescence, a_stopped_run_leaves_the_wait) {
+  fixture f;
+  quiesce_init(&f, 4, 0, 2);
+  f.quiesce[STM_Q_STOP] = 1;
+  cr_assert_eq(cmp_wait_quiescent(&f.ctx, 2), -1);
+}
+

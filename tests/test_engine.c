@@ -1,0 +1,181 @@
+/* test_engine.c: the engine handle: backend choice and its fallback, refused runs, the GPU thread count a worker variant asks for, and the rounds driver. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "prstm.h"
+#include "test_backend.h"
+#include "test_bank_run.h"
+
+Test(engine, gpu_backend_without_gpu_is_a_clear_error) {
+  char why[256];
+  if (prstm_gpu_available(prstm_workload_find("bank"), why, sizeof why))
+    cr_skip_test("a GPU is usable here; the no-GPU path cannot be exercised");
+  bank_run r;
+  run_open(&r, prstm_workload_find("bank"), PRSTM_BACKEND_GPU, 1, PRSTM_SEMANTIC_POSTPONE, 100);
+  run_state(&r, 4, 0);
+  add(&r, "deposit", 0, 1, 0);
+  cr_assert_eq(prstm_engine_run(r.engine, r.batch, &r.res), PRSTM_ENOGPU);
+  cr_assert(strstr(prstm_engine_error(r.engine), "no GPU is usable") != NULL, "%s", prstm_engine_error(r.engine));
+  run_close(&r);
+}
+
+
+Test(engine, auto_backend_falls_back_to_cpu_with_a_reason) {
+  char why[256];
+  if (prstm_gpu_available(prstm_workload_find("bank"), why, sizeof why))
+    cr_skip_test("a GPU is usable here; auto picks it");
+  bank_run r;
+  run_open(&r, prstm_workload_find("bank"), PRSTM_BACKEND_AUTO, 1, PRSTM_SEMANTIC_POSTPONE, 100);
+  run_state(&r, 4, 0);
+  add(&r, "deposit", 0, 1, 0);
+  run_exec(&r);
+  cr_assert_eq(r.res.backend, PRSTM_BACKEND_CPU);
+  cr_assert_neq(r.res.fallback[0], 0);
+  run_close(&r);
+}
+
+
+Test(engine, empty_batch_and_missing_state_are_refused) {
+  bank_run r;
+  run_open(&r, prstm_workload_find("bank"), PRSTM_BACKEND_CPU, 1, PRSTM_SEMANTIC_POSTPONE, 100);
+  cr_assert_eq(prstm_engine_run(r.engine, r.batch, &r.res), PRSTM_EINVAL, "no state yet");
+  run_state(&r, 4, 0);
+  cr_assert_eq(prstm_engine_run(r.engine, r.batch, &r.res), PRSTM_ECONFIG);
+  cr_assert(strstr(prstm_engine_error(r.engine), "empty") != NULL);
+  run_close(&r);
+}
+
+
+/* With the thread count left to the engine, a batch of two-account transfers
+ * runs 512 threads an SM and a batch with a wider row (a multi-transfer of
+ * four argument words: the next worker variant) the engine's 256. The SM
+ * count is read from the run's device line, "NAME (S SMs, T threads)". */
+Test(engine_gpu, default_threads_are_the_worker_variants_choice) {
+  need_backend(PRSTM_BACKEND_GPU);
+  uint32_t threads[2] = {0, 0};
+  unsigned sms = 0;
+  for (int wide = 0; wide < 2; wide++) {
+    bank_run r;
+    memset(&r, 0, sizeof r);
+    prstm_options opt;
+    test_options(&opt, PRSTM_BACKEND_GPU, 0, 1);
+    opt.threads = 0;
+    r.wl = prstm_workload_find("bank");
+    test_open(r.wl, &opt, &r.engine, &r.batch);
+    run_state(&r, 64, 1000);
+    for (int i = 0; i < 1000; i++) add(&r, "transfer", (prstm_word)i % 64, (prstm_word)(i + 1) % 64, 1);
+    if (wide) {
+      prstm_word multi[4] = {5, 2, 1, 6}; /* to 5, amount 2, one source: 6 */
+      cr_assert_eq(prstm_batch_append_named(r.batch, "transfer_multi", multi, 4), 0);
+    }
+    run_exec(&r);
+    cr_assert_eq(r.res.backend, PRSTM_BACKEND_GPU);
+    const char *p = strrchr(r.res.device, '(');
+    cr_assert(p && sscanf(p, "(%u SMs", &sms) == 1 && sms > 0, "no SM count in '%s'", r.res.device);
+    threads[wide] = r.res.threads;
+    run_close(&r);
+  }
+  cr_assert_eq(threads[0], 512u * sms, "transfers: 512 an SM of %u SMs, ran %u threads", sms, threads[0]);
+  cr_assert_eq(threads[1], 256u * sms, "a wider row: 256 an SM of %u SMs, ran %u threads", sms, threads[1]);
+}
+
+/* ---- prstm_engine_run_rounds ---- */
+
+typedef struct rounds_seen {
+  unsigned calls, stop_at;
+  uint64_t transactions;
+} rounds_seen;
+
+static int count_round(unsigned round, prstm_batch *batch, const prstm_results *res, void *user) {
+  rounds_seen *r = user;
+  cr_assert_eq(round, r->calls, "rounds are reported in order");
+  cr_assert_eq(res->transactions, prstm_batch_size(batch));
+  r->calls++;
+  r->transactions += res->transactions;
+  return r->stop_at && r->calls == r->stop_at ? 42 : 0;
+}
+
+/* A single-round workload runs once, and the caller's batch comes back. */
+Test(rounds, a_single_round_workload_runs_once_and_keeps_the_callers_batch) {
+  bank_run r;
+  run_open(&r, prstm_workload_find("bank"), PRSTM_BACKEND_CPU, 1, PRSTM_SEMANTIC_POSTPONE, 100);
+  run_state(&r, 4, 10);
+  for (int i = 0; i < 50; i++) add(&r, "transfer", (prstm_word)i % 4, (prstm_word)(i + 1) % 4, 1);
+  prstm_batch *b = r.batch;
+  prstm_results total;
+  unsigned rounds = 0;
+  rounds_seen seen = {0, 0, 0};
+  cr_assert_eq(prstm_engine_run_rounds(r.engine, &b, count_round, &seen, &total, &rounds), 0, "%s",
+               prstm_engine_error(r.engine));
+  cr_assert_eq(b, r.batch);
+  cr_assert_eq(rounds, 1);
+  cr_assert_eq(seen.calls, 1);
+  cr_assert_eq(total.committed, 50);
+  cr_assert_gt(total.wall_s, 0);
+  cr_assert_geq(total.wall_s, total.execute_s);
+  run_close(&r);
+}
+
+/* A multi-round workload (graph) runs round after round until its next
+ * round is empty; the totals add every round's, and the last round's batch
+ * comes back in place of the caller's, which stays the caller's. */
+Test(rounds, a_multi_round_workload_runs_until_its_next_round_is_empty) {
+  const prstm_workload *wl = prstm_workload_find("graph");
+  prstm_options opt;
+  test_options(&opt, PRSTM_BACKEND_CPU, 8, 1);
+  prstm_engine *e = NULL;
+  prstm_batch *first = NULL;
+  test_open(wl, &opt, &e, &first);
+  prstm_state_spec s;
+  prstm_state_spec_init(wl, &s);
+  test_set_knob(wl, s.params, "vertices", 500);
+  test_set_knob(wl, s.params, "edges", 2000);
+  test_set_knob(wl, s.params, "max_degree", 8);
+  cr_assert_eq(prstm_engine_init_state(e, &s), 0, "%s", prstm_engine_error(e));
+  prstm_generate_spec g;
+  prstm_generate_spec_init(wl, &g);
+  char err[256] = "";
+  cr_assert_eq(wl->generate(&g, &s, first, err, sizeof err), 0, "%s", err);
+  prstm_batch *last = first;
+  prstm_results total;
+  unsigned rounds = 0;
+  rounds_seen seen = {0, 0, 0};
+  cr_assert_eq(prstm_engine_run_rounds(e, &last, count_round, &seen, &total, &rounds), 0, "%s",
+               prstm_engine_error(e));
+  cr_assert_geq(rounds, 2, "a random graph takes a frontier round after round 0");
+  cr_assert_eq(seen.calls, rounds);
+  cr_assert_eq(total.transactions, seen.transactions, "the totals add every round");
+  cr_assert_neq(last, first, "the last round's batch is the driver's");
+  cr_assert_eq(prstm_batch_size(first), 500, "the caller's batch is left as it ran");
+  prstm_batch_destroy(last);
+  test_close(e, first);
+}
+
+/* A non-zero code from the callback stops the rounds and is returned. */
+Test(rounds, the_callbacks_code_stops_the_rounds_and_is_returned) {
+  const prstm_workload *wl = prstm_workload_find("graph");
+  prstm_options opt;
+  test_options(&opt, PRSTM_BACKEND_CPU, 4, 1);
+  prstm_engine *e = NULL;
+  prstm_batch *first = NULL;
+  test_open(wl, &opt, &e, &first);
+  prstm_state_spec s;
+  prstm_state_spec_init(wl, &s);
+  test_set_knob(wl, s.params, "vertices", 300);
+  test_set_knob(wl, s.params, "edges", 1200);
+  test_set_knob(wl, s.params, "max_degree", 8);
+  cr_assert_eq(prstm_engine_init_state(e, &s), 0, "%s", prstm_engine_error(e));
+  prstm_generate_spec g;
+  prstm_generate_spec_init(wl, &g);
+  char err[256] = "";
+  cr_assert_eq(wl->generate(&g, &s, first, err, sizeof err), 0, "%s", err);
+  prstm_batch *last = first;
+  prstm_results total;
+  unsigned rounds = 0;
+  rounds_seen seen = {0, 1, 0};
+  cr_assert_eq(prstm_engine_run_rounds(e, &last, count_round, &seen, &total, &rounds), 42);
+  cr_assert_eq(rounds, 1);
+  cr_assert_eq(last, first, "no later round was made");
+  test_close(e, first);
+}

@@ -1,0 +1,36 @@
+/* test_fixture.h: one transaction attempt driven by hand on a small host context, for the unit tests of the STM core and the contention manager. */
+#ifndef TEST_FIXTURE_H
+#define TEST_FIXTURE_H
+
+#include <string.h>
+
+#include "prstm_tx.h"
+
+/* A host context of `nwords` words, all zero, for driving one attempt by hand. */
+typedef struct fixture {
+  uint64_t words[64];
+  uint64_t locks[64];
+  uint64_t quiesce[STM_Q_WORDS];
+  prstm_exec_ctx ctx;
+  stm_read_entry reads[4];
+  stm_write_entry writes[4];
+  stm_lock_entry lockset[4];
+  prstm_tx tx;
+} fixture;
+
+static inline void fixture_init(fixture *f, uint64_t nwords, uint64_t coverage) {
+  memset(f, 0, sizeof *f);
+  f->ctx.words = f->words;
+  f->ctx.nwords = nwords;
+  f->ctx.locks = f->locks;
+  f->ctx.lock_coverage = coverage;
+  f->ctx.nlocks = (nwords + coverage - 1) / coverage;
+  f->ctx.quiesce = f->quiesce;
+  f->tx.ctx = &f->ctx;
+  f->tx.cap = 4;
+  f->tx.reads = f->reads;
+  f->tx.writes = f->writes;
+  f->tx.locks = f->lockset;
+}
+
+#endif /* TEST_FIXTURE_H */
