@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # smoke.sh: the bench smoke test: prstm-bench --quick into a fresh folder, then check-csv.sh on what it wrote.
 # usage: smoke.sh PRSTM_BENCH OUT_DIR CHECK_CSV
-# On the GPU machine (PRSTM_REQUIRE_GPU=1) the GPU runners must run and pass too.
+# On a machine with a GPU (PRSTM_REQUIRE_GPU=1) the GPU runners must run and pass too.
 set -uo pipefail
 bench=$1 out=$2 check=$3
 rm -rf "$out"

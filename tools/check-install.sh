@@ -3,7 +3,7 @@
 #
 # Usage: tools/check-install.sh [BUILD_DIR]   (default: build, configured by tools/setup.sh)
 # Exits non-zero, naming the step, when any step fails. Every run is on the
-# CPU backend, so it needs no GPU; with PRSTM_REQUIRE_GPU=1 (the GPU machine)
+# CPU backend, so it needs no GPU; with PRSTM_REQUIRE_GPU=1 (a machine with a GPU)
 # the embed example also runs on the GPU, and must.
 set -euo pipefail
 cd "$(dirname "$0")/.."

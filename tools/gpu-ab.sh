@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
-# gpu-ab.sh: on the GPU machine, times two builds of prstm-run on the same configs in alternation and prints each run and the median ratio.
-# Usage: tools/gpu-ab.sh BUNDLE_A BUNDLE_B CONFIG... (bundles made by ../shared/tools/device-pack, each
-# holding prstm-run). Knobs: RUNS (default 3 per build and config), ARGS (extra prstm-run options, such
-# as "--threads 65536"), NCU=1 also profiles the first engine kernel launch of each build on the first
-# config with ncu (sections for throughput, memory, warp stalls), SASS=1 dumps each bundle's library
-# disassembly (cuobjdump). Logs go to $OUT (or ./gpu-ab-out). Runs alternate A, B, A, B... so that a
-# drift of the machine hits both builds alike; every run must pass its invariant check to count.
+# gpu-ab.sh: on a machine with a GPU, times two builds of prstm-run on the same configs in alternation and prints each run and the median ratio.
+# usage: tools/gpu-ab.sh BUNDLE_A BUNDLE_B CONFIG...   (bundles made by tools/bundle.sh)
+# Knobs: RUNS (default 3 per build and config), ARGS (extra prstm-run
+# options, such as "--threads 65536"), LOGDIR (default ./gpu-ab-out),
+# NCU=1 also profiles the first engine kernel launch of each build on the
+# first config with ncu (throughput, memory, warp stalls), SASS=1 dumps each
+# bundle's library disassembly (cuobjdump). Runs alternate A, B, A, B... so
+# that a drift of the machine hits both builds alike; every run must pass
+# its invariant check to count.
 set -uo pipefail
-[ $# -ge 3 ] || { sed -n '2,9p' "$0" >&2; exit 2; }
+[ $# -ge 3 ] || { sed -n '2,11p' "$0" >&2; exit 2; }
 a=$1 b=$2
 shift 2
-out=${OUT:-./gpu-ab-out}
+out=${LOGDIR:-./gpu-ab-out}
 mkdir -p "$out"
 runs=${RUNS:-3}
 read -r -a extra <<<"${ARGS:-}"

@@ -1,24 +1,26 @@
 #!/usr/bin/env bash
-# gpu-check.sh: on the GPU machine, runs every test program against the GPU and the example configs; logs go to $OUT (or ./gpu-check-out).
-# Expects a bundle made by ../shared/tools/device-pack in .device (see docs/PERFORMANCE.md). Knobs:
-# WORKLOADS="vacation kmeans" runs configs/NAME.json on the GPU, with --verify, and on the CPU;
-# SANITIZE=0 skips compute-sanitizer; SANITIZERS="memcheck racecheck"; SAN_WATCHDOG=seconds.
+# gpu-check.sh: on a machine with a GPU, runs every test program against the GPU (a GPU test fails there instead of skipping), the example configs, a batch too large for the GPU's memory, and compute-sanitizer on the stress configs.
+# usage: tools/gpu-check.sh BUNDLE [LOGDIR]   (BUNDLE made by tools/bundle.sh; logs in LOGDIR, default ./gpu-check-out)
+# Knobs: WORKLOADS="vacation kmeans" also runs configs/NAME.json on the GPU,
+# verified, and on the CPU; SANITIZE=0 skips compute-sanitizer;
+# SANITIZERS="memcheck racecheck"; SAN_WATCHDOG=seconds.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-out=${OUT:-$root/gpu-check-out}
+bundle=$(cd "${1:?usage: tools/gpu-check.sh BUNDLE [LOGDIR]}" && pwd)
+out=${2:-$PWD/gpu-check-out}
 mkdir -p "$out"
-export PRSTM_REQUIRE_GPU=1 PRSTM_TEST_DATA_DIR="$root/tests/data" PRSTM_RUN="$root/.device/bin/prstm-run"
-export PRSTM_TEST_BIN_DIR="$root/.device/bin" PRSTM_SOURCE_DIR="$root"
+export PRSTM_REQUIRE_GPU=1 PRSTM_TEST_DATA_DIR="$root/tests/data" PRSTM_RUN="$bundle/bin/prstm-run"
+export PRSTM_TEST_BIN_DIR="$bundle/bin" PRSTM_SOURCE_DIR="$root"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
 status=0
-for t in $(ls "$root/.device/bin" | grep '^test_'); do
-  timeout 300 "$root/.device/run" "$t" --jobs 1 >"$out/$t.log" 2>&1
+for t in $(ls "$bundle/bin" | grep '^test_'); do
+  timeout 300 "$bundle/run" "$t" --jobs 1 >"$out/$t.log" 2>&1
   rc=$?
   [ $rc -eq 0 ] || status=1
   echo "$t: exit $rc: $(tail -1 "$out/$t.log")"
 done
 cd "$out" || exit 1
-run() { timeout 200 "$root/.device/run" prstm-run "$@"; }
+run() { timeout 200 "$bundle/run" prstm-run "$@"; }
 run "$root/configs/bank.json" >bank-gpu.log 2>&1 || status=1
 run "$root/configs/bank.json" --backend cpu >bank-cpu.log 2>&1 || status=1
 # Every other workload's config, on the GPU and verified on the GPU, then on the CPU.
@@ -50,7 +52,7 @@ if [ "${SANITIZE:-1}" = 1 ]; then
   for tool in ${SANITIZERS:-memcheck racecheck}; do
     for cfg in "$root"/tests/data/stress/*.json; do
       n=$(basename "$cfg" .json)
-      timeout 300 compute-sanitizer --tool "$tool" --target-processes all --error-exitcode 9 "$root/.device/run" prstm-run "$cfg" \
+      timeout 300 compute-sanitizer --tool "$tool" --target-processes all --error-exitcode 9 "$bundle/run" prstm-run "$cfg" \
         --backend gpu --threads 4096 --quiet --watchdog "${SAN_WATCHDOG:-60}" >"san-$tool-$n.log" 2>&1
       rc=$?
       [ $rc -eq 0 ] || status=1
