@@ -69,7 +69,8 @@ typedef struct bench_point {
   const prstm_workload *wl;
   prstm_state_spec state;
   prstm_generate_spec gen;
-  uint32_t gpu_threads; /* 0: each kernel's default (the engine: its worker variant's threads per SM; the ceiling: a full GPU) */
+  uint32_t
+      gpu_threads; /* 0: each kernel's default (the engine: its worker variant's threads per SM; the ceiling: a full GPU) */
   uint32_t cpu_threads; /* threads of the CPU backend runners; 0: every host core */
   uint32_t lock_coverage;
   unsigned runners;
@@ -106,7 +107,6 @@ typedef struct bench_row {
   char verify[16];           /* "ok", "failed" or "" */
   char note[512];
 } bench_row;
-
 
 /* ---- helpers (runners.c) ---- */
 double bench_now(void);

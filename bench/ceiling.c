@@ -8,19 +8,26 @@
 /* Accounts a row touches and the argument columns it uses, by operation. */
 static unsigned row_accounts(unsigned op, uint64_t count) {
   switch (op) {
-    case PRSTM_BENCH_OP_TRANSFER: return 2;
-    case PRSTM_BENCH_OP_MULTI: return (unsigned)count + 1;
-    default: return 1;
+    case PRSTM_BENCH_OP_TRANSFER:
+      return 2;
+    case PRSTM_BENCH_OP_MULTI:
+      return (unsigned)count + 1;
+    default:
+      return 1;
   }
 }
 
 static unsigned row_columns(unsigned op, uint64_t count) {
   switch (op) {
     case PRSTM_BENCH_OP_DEPOSIT:
-    case PRSTM_BENCH_OP_WITHDRAW: return 2;
-    case PRSTM_BENCH_OP_TRANSFER: return 3;
-    case PRSTM_BENCH_OP_BALANCE: return 1;
-    default: return 3 + (unsigned)count;
+    case PRSTM_BENCH_OP_WITHDRAW:
+      return 2;
+    case PRSTM_BENCH_OP_TRANSFER:
+      return 3;
+    case PRSTM_BENCH_OP_BALANCE:
+      return 1;
+    default:
+      return 3 + (unsigned)count;
   }
 }
 
@@ -100,8 +107,12 @@ void prstm_bench_ceiling_reference(const prstm_bench_table *t, prstm_word *words
   (void)nwords; /* the generator only emits addresses below nwords */
   for (uint64_t i = 0; i < n; i++) {
     switch (t->op[i]) {
-      case PRSTM_BENCH_OP_DEPOSIT: words[a[i]] += a[n + i]; break;
-      case PRSTM_BENCH_OP_WITHDRAW: words[a[i]] -= a[n + i]; break;
+      case PRSTM_BENCH_OP_DEPOSIT:
+        words[a[i]] += a[n + i];
+        break;
+      case PRSTM_BENCH_OP_WITHDRAW:
+        words[a[i]] -= a[n + i];
+        break;
       case PRSTM_BENCH_OP_TRANSFER:
         words[a[i]] -= a[2 * n + i];
         words[a[n + i]] += a[2 * n + i];
@@ -112,7 +123,8 @@ void prstm_bench_ceiling_reference(const prstm_bench_table *t, prstm_word *words
         words[a[i]] += amount * count;
         break;
       }
-      default: break; /* a balance query changes nothing */
+      default:
+        break; /* a balance query changes nothing */
     }
   }
 }

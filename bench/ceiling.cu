@@ -14,17 +14,17 @@
 /* Every CUDA call is checked by the engine's own check (cuda_check.h): a
  * failure becomes PRSTM_ECUDA with the call, the runtime's message and the
  * line, and the buffers are freed. */
-#define CEILING_CHECK(call) PRSTM_CUDA_CHECK_GOTO(call, err, errlen, rc, out)
+#define CEILING_CHECK(call) CUDA_CHECK_GOTO(call, err, errlen, rc, out)
 
 /* The same for the releases on the way out, which must not jump: the first
  * failure is kept, and every buffer is still released. */
-#define CEILING_RELEASE(call)                                                                \
-  do {                                                                                       \
-    int ceiling_rc_ = prstm_cuda_error((call), #call, __FILE__, __LINE__, release_err, sizeof release_err); \
-    if (ceiling_rc_ && rc == 0) {                                                            \
-      snprintf(err, errlen, "%s", release_err);                                              \
-      rc = ceiling_rc_;                                                                      \
-    }                                                                                        \
+#define CEILING_RELEASE(call)                                                                               \
+  do {                                                                                                      \
+    int ceiling_rc_ = cuda_check_error((call), #call, __FILE__, __LINE__, release_err, sizeof release_err); \
+    if (ceiling_rc_ && rc == 0) {                                                                           \
+      snprintf(err, errlen, "%s", release_err);                                                             \
+      rc = ceiling_rc_;                                                                                     \
+    }                                                                                                       \
   } while (0)
 
 typedef struct ceiling_args {
@@ -126,13 +126,12 @@ __global__ void __launch_bounds__(CEILING_BLOCK_THREADS) ceiling_kernel(ceiling_
         if (!a.direct)
           port_cas(lw, stm_lock_make(version[i], 0, 0), stm_lock_make(version[i], prio, STM_LOCK_PRELOCKED));
         port_cas(lw, stm_lock_make(version[i], a.direct ? 0 : prio, a.direct ? 0 : STM_LOCK_PRELOCKED),
-                  stm_lock_make(version[i], prio, STM_LOCK_LOCKED));
+                 stm_lock_make(version[i], prio, STM_LOCK_LOCKED));
       })
       port_fence_acq_rel();
       CEILING_FOR_SLOTS(i, m, atomicAdd((unsigned long long *)&a.words[account[i]], (unsigned long long)delta[i]);)
       CEILING_FOR_SLOTS(i, m, {
-        port_store_relaxed(&a.locks[stm_lock_index(account[i], a.lock_coverage)],
-                            stm_lock_make(version[i] + 1, 0, 0));
+        port_store_relaxed(&a.locks[stm_lock_index(account[i], a.lock_coverage)], stm_lock_make(version[i] + 1, 0, 0));
       })
     }
     port_table_store_u8(&a.status[row], PRSTM_COMMITTED);
@@ -162,8 +161,8 @@ static double wall_now(void) {
 
 extern "C" int prstm_bench_ceiling_gpu(const prstm_bench_table *t, const prstm_word *initial, uint64_t nwords,
                                        uint32_t lock_coverage, uint32_t threads, int direct_locks,
-                                       prstm_word *final_words,
-                                       prstm_bench_ceiling_result *res, char *err, size_t errlen) {
+                                       prstm_word *final_words, prstm_bench_ceiling_result *res, char *err,
+                                       size_t errlen) {
   memset(res, 0, sizeof *res);
   int rc = 0;
   char release_err[512];

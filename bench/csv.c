@@ -11,12 +11,8 @@ const char bench_csv_header[] =
     "committed,abandoned,failed,aborts,postponements,repeats,kernel_s,e2e_s,tx_s,e2e_tx_s,vs_ceiling,vs_serial,"
     "vs_cpu,gpu_bytes,gpu_bytes_per_tx,table_bytes_per_tx,invariant,outcomes,verify,note\n";
 
-double row_tx_s(const bench_row *r) {
-  return r->status == ROW_OK && r->kernel_s > 0 ? r->committed / r->kernel_s : 0;
-}
-double row_e2e_tx_s(const bench_row *r) {
-  return r->status == ROW_OK && r->e2e_s > 0 ? r->committed / r->e2e_s : 0;
-}
+double row_tx_s(const bench_row *r) { return r->status == ROW_OK && r->kernel_s > 0 ? r->committed / r->kernel_s : 0; }
+double row_e2e_tx_s(const bench_row *r) { return r->status == ROW_OK && r->e2e_s > 0 ? r->committed / r->e2e_s : 0; }
 
 static void csv_num(FILE *f, double v) {
   if (v > 0 && isfinite(v))
@@ -66,4 +62,3 @@ void write_rows(FILE *f, const bench_point *p, bench_row *rows) {
   }
   fflush(f);
 }
-

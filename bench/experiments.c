@@ -12,11 +12,9 @@ sizes sizes_of(const bench_opts *o) {
   sizes s;
   if (o->quick) {
     /* 100,000 accounts, not fewer: 2,000 transfers of 128 accounts on
-     * 10,000 took each account into about 25 transactions at once, every
-     * transaction conflicted with every other, and a GPU committed 28 of
-     * them a second (H100, 2026-11-25), past the quick points' 60 s. On
-     * 100,000 the point takes 15 s there (131 a second; --quick --backend
-     * gpu all: 59 s). */
+     * 10,000 put each account into about 25 transactions at once, every
+     * transaction conflicted with every other, and the GPU point ran past
+     * the quick points' 60 s (docs/PERFORMANCE.md, "Limits"). */
     s = (sizes){100000, 20000, 10000, 5000, 1000, 2000, 10000};
   } else {
     s = (sizes){2500000, 8000000, 4000000, 1000000, 200000, 200000, 2000000};
@@ -59,12 +57,12 @@ static void point_init(const bench_ctx *c, bench_point *p, const prstm_workload 
 /* A bank point of 2-account transfers (or accounts_per_tx-wide ones) on the
  * configured accounts, no semantic pairs unless asked. */
 bench_point bank_point(const bench_ctx *c, const char *experiment, const char *series, uint64_t transactions,
-                              double read_only) {
+                       double read_only) {
   const sizes s = sizes_of(&c->o);
   bench_point p;
   point_init(c, &p, &prstm_workload_bank, experiment, series);
   p.state.accounts = s.bank_accounts;
-  /* Balances no transfer of the batch can exhaust: the issue's bank points
+  /* Balances no transfer of the batch can exhaust: the bank points
    * have no semantic conflicts unless semantic pairs are asked for (those
    * are built to need their deposit whatever the balance). With 1,000, the
    * 89M-transfer target batch left 1.2M transfers underfunded, and postpone
@@ -200,8 +198,8 @@ static int exp_bank_threads(bench_ctx *c) {
 }
 
 /* The engine and the ceiling against batch size, on the targets' transfers:
- * on the H100 and the H200 the engine committed 8 to 11% more slowly on
- * 300-400M transfers than on 40M (docs/PERFORMANCE.md), and whether the
+ * the engine commits more slowly on hundreds of millions of transfers than
+ * on tens (docs/PERFORMANCE.md), and whether the
  * ceiling slows too decides how much of that belongs to the engine. Only
  * those two runners run with a GPU (a serial replay of 400M transfers
  * would take minutes a point); without one, the CPU backend on smaller
@@ -351,7 +349,6 @@ static int exp_workloads(bench_ctx *c, int coverage) {
   fclose(f);
   return status;
 }
-
 
 static int exp_semantic_bank(bench_ctx *c) { return exp_semantic(c, 0); }
 static int exp_semantic_vacation(bench_ctx *c) { return exp_semantic(c, 1); }

@@ -33,7 +33,8 @@ static const char usage_text[] =
     "  semantic-vacation   vacation throughput against semantic ratio, presorted and not\n"
     "  workloads-threads   skiplist, kmeans and graph against thread count\n"
     "  workloads-coverage  skiplist, kmeans and graph against lock coverage\n"
-    "  targets             the issue's target table (targets.csv, runs in targets-runs.csv)\n"
+    "  targets             the engine's targets against the ceiling and the CPU (targets.csv,\n"
+    "                      runs in targets-runs.csv; docs/BENCHMARKS.md)\n"
     "  bank                the four bank-* experiments\n"
     "  semantic            semantic-bank and semantic-vacation\n"
     "  workloads           workloads-threads and workloads-coverage\n"
@@ -65,7 +66,7 @@ static const char usage_text[] =
     "                          the ceiling's lock traffic per account: direct (default), one\n"
     "                          CAS straight to the final lock, as the engine's commit takes on\n"
     "                          a transfer's first attempt; prelock, a pre-lock CAS and a\n"
-    "                          final-lock CAS (DESIGN section 9's STM-shaped kernel)\n"
+    "                          final-lock CAS (the STM-shaped traffic)\n"
     "  --help                  show this help and exit\n"
     "\n"
     "exit status: 0 every run that ran passed its checks; 1 a run failed, violated its\n"
@@ -131,7 +132,8 @@ static int select_experiment(const char *name, unsigned *mask) {
   for (unsigned g = 0; g < sizeof groups / sizeof groups[0]; g++) {
     if (strcmp(name, groups[g].name) != 0) continue;
     for (unsigned i = 0; i < bench_experiment_count; i++)
-      if (strcmp(bench_experiments[i].name, groups[g].first) == 0) return *mask |= ((1u << groups[g].count) - 1) << i, 0;
+      if (strcmp(bench_experiments[i].name, groups[g].first) == 0)
+        return *mask |= ((1u << groups[g].count) - 1) << i, 0;
   }
   if (strcmp(name, "all") == 0) return *mask |= (1u << bench_experiment_count) - 1, 0;
   fprintf(stderr, "prstm-bench: unknown experiment '%s' (see --help)\n", name);
@@ -228,8 +230,12 @@ int main(int argc, char **argv) {
   uint64_t v;
   while ((opt = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
     switch (opt) {
-      case 'o': c.o.out_dir = optarg; break;
-      case 'q': c.o.quick = 1; break;
+      case 'o':
+        c.o.out_dir = optarg;
+        break;
+      case 'q':
+        c.o.quick = 1;
+        break;
       case 'b':
         if (strcmp(optarg, "auto") == 0)
           c.o.backend = PRSTM_BACKEND_AUTO;
@@ -298,11 +304,15 @@ int main(int argc, char **argv) {
           return EXIT_USAGE;
         }
         break;
-      case 'h': fputs(usage_text, stdout); return EXIT_OK;
+      case 'h':
+        fputs(usage_text, stdout);
+        return EXIT_OK;
       case ':':
         fprintf(stderr, "prstm-bench: option %s needs a value (see --help)\n", argv[optind - 1]);
         return EXIT_USAGE;
-      default: fprintf(stderr, "prstm-bench: unknown option '%s' (see --help)\n", argv[optind - 1]); return EXIT_USAGE;
+      default:
+        fprintf(stderr, "prstm-bench: unknown option '%s' (see --help)\n", argv[optind - 1]);
+        return EXIT_USAGE;
     }
   }
   unsigned experiments = 0;

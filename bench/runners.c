@@ -577,4 +577,3 @@ void run_point(bench_ctx *c, const bench_point *p, FILE *csv, bench_row *rows) {
   write_rows(csv, p, rows);
   print_point(p, rows);
 }
-

@@ -11,13 +11,13 @@
 /* Every CUDA call is checked; the probe stops at the first failure, naming it. */
 /* The engine's own check (cuda_check.h); this probe has nothing to release,
  * so a failure ends it. */
-#define PROBE_CHECK(call)                                                                    \
-  do {                                                                                       \
-    char probe_err_[512];                                                                    \
-    if (prstm_cuda_error((call), #call, __FILE__, __LINE__, probe_err_, sizeof probe_err_)) { \
-      fprintf(stderr, "setup-probe: %s\n", probe_err_);                                      \
-      exit(1);                                                                               \
-    }                                                                                        \
+#define PROBE_CHECK(call)                                                                     \
+  do {                                                                                        \
+    char probe_err_[512];                                                                     \
+    if (cuda_check_error((call), #call, __FILE__, __LINE__, probe_err_, sizeof probe_err_)) { \
+      fprintf(stderr, "setup-probe: %s\n", probe_err_);                                       \
+      exit(1);                                                                                \
+    }                                                                                         \
   } while (0)
 
 static double now_s(void) {
@@ -46,7 +46,10 @@ static void probe_register(size_t bytes, int huge) {
   PROBE_CHECK(cudaHostUnregister(p));
   free(p);
   printf("%8.0f MiB  %s + touch %.4f s, cudaHostRegister %.4f s\n", mib,
-         !huge ? "malloc" : advised ? "huge-page malloc" : "huge-page malloc (madvise refused)", touch, reg);
+         !huge     ? "malloc"
+         : advised ? "huge-page malloc"
+                   : "huge-page malloc (madvise refused)",
+         touch, reg);
 }
 
 /* Three ways to get `bytes` of pinned host memory, each timed with its first
@@ -62,17 +65,17 @@ static void probe_pinned(size_t bytes) {
   double touch = now_s() - t;
   t = now_s();
   PROBE_CHECK(cudaFreeHost(p));
-  printf("%8.0f MiB  cudaHostAlloc %.4f s, first touch %.4f s, cudaFreeHost %.4f s\n", mib, alloc, touch,
-         now_s() - t);
+  printf("%8.0f MiB  cudaHostAlloc %.4f s, first touch %.4f s, cudaFreeHost %.4f s\n", mib, alloc, touch, now_s() - t);
   probe_register(bytes, 0);
   probe_register(bytes, 1);
 }
 
 int main(int argc, char **argv) {
   if (argc > 1) {
-    printf("usage: setup-probe\n\nTimes, on this machine's GPU: the CUDA context, pinned host memory of 16, 64\n"
-           "and 160 MiB got three ways, a 160 MiB device allocation and upload, stream and\n"
-           "event creation. No options.\n");
+    printf(
+        "usage: setup-probe\n\nTimes, on this machine's GPU: the CUDA context, pinned host memory of 16, 64\n"
+        "and 160 MiB got three ways, a 160 MiB device allocation and upload, stream and\n"
+        "event creation. No options.\n");
     return strcmp(argv[1], "--help") == 0 ? 0 : 2;
   }
   double t = now_s();

@@ -58,8 +58,9 @@ int exp_targets(bench_ctx *c) {
    * GPU), a batch whose kernel runs over 100 ms:
    * sized by a probe run of the engine and grown until it does. */
   uint64_t n = c->o.transactions ? c->o.transactions : c->o.quick ? 50000 : 40000000;
-  /* At 4.2 G tx/s (H200, 2026-11-24) 400M transfers ran 95 ms, so the cap
-   * is a billion: 26 GB of GPU memory for the table, state and locks. */
+  /* At the engine's rate on a full GPU, 400M transfers run under 100 ms,
+   * so the cap is a billion: 26 GB of GPU memory for the table, state and
+   * locks. */
   const uint64_t n_cap = c->o.quick ? 200000 : 1000000000;
   if (gpu) {
     for (int attempt = 0; attempt < 3; attempt++) {
@@ -111,11 +112,12 @@ int exp_targets(bench_ctx *c) {
            eng->gpu_bytes / 1048576.0, eng->transactions ? (double)eng->gpu_bytes / (double)eng->transactions : 0.0);
   target_line(f, "table_bytes_per_tx", cond, have ? eng->table_bytes_per_tx : NAN, "<= 32",
               verdict_of(c, have, eng->table_bytes_per_tx <= 32), backend, detail);
-  /* DESIGN section 9 gives 6.4 G tx/s for this traffic on an H200 at 2.5M
-   * accounts: on that kind of GPU the ceiling must reach it to be one. */
+  /* The STM-shaped traffic of the ceiling ran at 6.4 G tx/s on an H200 at
+   * 2.5M accounts when the engine was designed (docs/BENCHMARKS.md,
+   * "Targets"): on that kind of GPU the ceiling must reach it to be one. */
   have = gpu && ceil->status == ROW_OK;
   const int h200 = strstr(ceil->device, "H200") != NULL;
-  snprintf(detail, sizeof detail, "%s; DESIGN section 9: 6.4 G tx/s on an H200 at 2.5M accounts%s", ceil->device,
+  snprintf(detail, sizeof detail, "%s; the design figure: 6.4 G tx/s on an H200 at 2.5M accounts%s", ceil->device,
            h200 ? "" : " (another GPU kind: reported, not judged)");
   target_line(f, "ceiling_vs_design", cond, have ? row_tx_s(ceil) : NAN, ">= 6.4e9 on an H200",
               !have                     ? "unavailable"
@@ -150,7 +152,7 @@ int exp_targets(bench_ctx *c) {
   uint64_t hc_n = c->o.quick ? 20000 : 2000000;
   bench_point hc = bank_point(c, "targets", "contention", hc_n, 0.0);
   hc.state.accounts = 1000;
-  hc.gpu_threads = gpu_full_threads(c, hc.wl); /* the issue asks for a full GPU here; 0 without one */
+  hc.gpu_threads = gpu_full_threads(c, hc.wl); /* the target is on a full GPU; 0 without one */
   hc.x_name = "accounts";
   hc.x = 1000;
   hc.verify = 1;
@@ -168,4 +170,3 @@ int exp_targets(bench_ctx *c) {
   fclose(runs);
   return 0;
 }
-

@@ -72,9 +72,8 @@ PRSTM_INLINE void cmp_record_order(const prstm_exec_ctx *ctx, const prstm_tx *tx
  * status, or CMP_POSTPONED. */
 #define CMP_POSTPONED 0u
 #define CMP_STOPPED 4u /* the watchdog stopped the run: the row stays pending */
-PRSTM_INLINE unsigned cmp_attempt(prstm_tx *tx, const prstm_exec_ctx *ctx, uint64_t row, unsigned type,
-                                  uint32_t rank, cmp_dispatch_fn dispatch, stm_thread_stats *st,
-                                  unsigned *reason) {
+PRSTM_INLINE unsigned cmp_attempt(prstm_tx *tx, const prstm_exec_ctx *ctx, uint64_t row, unsigned type, uint32_t rank,
+                                  cmp_dispatch_fn dispatch, stm_thread_stats *st, unsigned *reason) {
   uint64_t prio = cmp_priority(ctx->type_tag[type], rank);
   /* With verification on, every final decision takes its place in the commit
    * order, failures included: they too were decided on some snapshot. */
@@ -216,8 +215,7 @@ PRSTM_INLINE int cmp_wait_quiescent(const prstm_exec_ctx *ctx, uint64_t epoch) {
     if (STM_STOPPED(ctx)) return -1;
     uint64_t s1 = port_load_acquire(&q[STM_Q_EPOCH_STALLED]);
     /* The full epoch too: a tag can come round again after 2^22 bumps. */
-    if (cmp_q_epoch(s1) != cmp_q_tag(epoch) || port_load_acquire(&q[STM_Q_EPOCH]) != epoch)
-      return cmp_woken(round);
+    if (cmp_q_epoch(s1) != cmp_q_tag(epoch) || port_load_acquire(&q[STM_Q_EPOCH]) != epoch) return cmp_woken(round);
     uint64_t done = port_load_acquire(&q[STM_Q_DONE]);
     /* The epoch word read again unchanged proves no commit-and-finish slipped
      * in between the two reads. */
@@ -251,9 +249,12 @@ PRSTM_INLINE void cmp_publish(const prstm_exec_ctx *ctx, stm_thread_stats *st) {
 PRSTM_INLINE void cmp_finish_row(const prstm_exec_ctx *ctx, uint64_t row, unsigned status, unsigned reason,
                                  stm_thread_stats *st) {
   port_table_store_u8(&ctx->table.status[row], txtable_pack_status(status, reason));
-  if (status == 1u) st->committed++;
-  else if (status == 2u) st->abandoned++;
-  else st->failed++;
+  if (status == 1u)
+    st->committed++;
+  else if (status == 2u)
+    st->abandoned++;
+  else
+    st->failed++;
   uint64_t unpublished = (st->committed - st->published_committed) + (st->failed - st->published_failed) +
                          (st->abandoned - st->published_abandoned);
   /* The clock is read once every 16 decisions, not per transaction: on the
@@ -266,8 +267,8 @@ PRSTM_INLINE void cmp_finish_row(const prstm_exec_ctx *ctx, uint64_t row, unsign
 
 /* The papers' comparator: a semantic conflict is retried in place, and the
  * transaction is abandoned after retry_limit retries. */
-PRSTM_INLINE void cmp_walk_retry(prstm_tx *tx, const prstm_exec_ctx *ctx, uint32_t rank,
-                                 cmp_dispatch_fn dispatch, stm_thread_stats *st) {
+PRSTM_INLINE void cmp_walk_retry(prstm_tx *tx, const prstm_exec_ctx *ctx, uint32_t rank, cmp_dispatch_fn dispatch,
+                                 stm_thread_stats *st) {
   const uint64_t n = ctx->table.n, step = ctx->nthreads;
   /* The lanes of a warp walk their rows together, as in cmp_walk_postpone:
    * the comparator gets the same coalesced table reads as the engine. A lane
@@ -316,15 +317,13 @@ PRSTM_INLINE void cmp_walk_retry(prstm_tx *tx, const prstm_exec_ctx *ctx, uint32
  * nothing, until the whole warp is done. Left alone, the lanes drifted
  * apart after their first aborts (a retry of one lane let the others run
  * ahead), and each lane then read its row of every table column on its own,
- * a sector at a time, with streaming loads that L2 evicts first: ncu (H200,
- * 2026-11-24, 40M transfers) counted 8.8 L2 read sectors and 9.6 DRAM read
- * sectors a transfer, against the ceiling kernel's 4.8 and 1.2. Walking
- * together, a warp reads 32 consecutive rows of each column at once: 5.2 L2
- * and 1.3 DRAM read sectors a transfer, and 1.53x the throughput (1.75x on
- * 400M transfers, whose lanes had drifted further apart). On the CPU a warp
- * is one lane and the walk is the plain loop. */
-PRSTM_INLINE void cmp_walk_postpone(prstm_tx *tx, const prstm_exec_ctx *ctx, uint32_t rank,
-                                    cmp_dispatch_fn dispatch, stm_thread_stats *st) {
+ * a sector at a time, with streaming loads that L2 evicts first: several
+ * times the sectors a transfer that the ceiling kernel reads. Walking
+ * together, a warp reads 32 consecutive rows of each column at once
+ * (docs/PERFORMANCE.md, "Memory traffic"). On the CPU a warp is one lane and
+ * the walk is the plain loop. */
+PRSTM_INLINE void cmp_walk_postpone(prstm_tx *tx, const prstm_exec_ctx *ctx, uint32_t rank, cmp_dispatch_fn dispatch,
+                                    stm_thread_stats *st) {
   const uint64_t n = ctx->table.n, step = ctx->nthreads;
   const unsigned lanes = port_warp_lanes(rank, ctx->nthreads);
   /* The warp's first row of a round is row - lane: the same for every lane,
@@ -419,8 +418,7 @@ PRSTM_INLINE void cmp_walk_postpone(prstm_tx *tx, const prstm_exec_ctx *ctx, uin
 }
 
 /* One executing thread's whole life: its block of the table, then its counters. */
-PRSTM_INLINE void cmp_walk_block(prstm_tx *tx, const prstm_exec_ctx *ctx, uint32_t rank,
-                                 cmp_dispatch_fn dispatch) {
+PRSTM_INLINE void cmp_walk_block(prstm_tx *tx, const prstm_exec_ctx *ctx, uint32_t rank, cmp_dispatch_fn dispatch) {
   if (rank >= ctx->nthreads) return;
   stm_thread_stats st = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
   st.published_ns = port_clock_ns();

@@ -17,9 +17,9 @@ typedef struct backend_stream backend_stream; /* a backend's own state of one st
 
 /* What a stream's units look like, fixed when it opens. */
 typedef struct backend_stream_shape {
-  uint32_t ncols;     /* argument words of every row */
-  int results;        /* the workload has a read-only type: a unit may carry results */
-  int verify;         /* units record their commit order and read hashes */
+  uint32_t ncols;      /* argument words of every row */
+  int results;         /* the workload has a read-only type: a unit may carry results */
+  int verify;          /* units record their commit order and read hashes */
   uint64_t limit_rows; /* the most new rows a unit takes (options.chunk_rows, a chunked run's); 0: no limit */
   uint64_t first_rows; /* the first batch's rows: the size to expect */
 } backend_stream_shape;
@@ -108,8 +108,7 @@ typedef struct backend_ops {
                    double *execute_s);
   /* With no unit in flight: the final state back in the engine, and the
    * summed aborts, postponements and sweeps of every unit. */
-  int (*stream_finish)(prstm_engine *e, backend_stream *s, uint64_t *aborts, uint64_t *postponements,
-                       uint64_t *sweeps);
+  int (*stream_finish)(prstm_engine *e, backend_stream *s, uint64_t *aborts, uint64_t *postponements, uint64_t *sweeps);
   /* Stops and waits for whatever is in flight, then frees everything. */
   void (*stream_free)(backend_stream *s);
 } backend_ops;
@@ -131,8 +130,7 @@ const txtable_allocator *backend_pinned_allocator(void);
 
 /* The CPU backend's run of a batch with run flags (PRSTM_RUN_*), the
  * serial replay of verification and a stream's unit use it too. */
-int backend_cpu_run(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *v, prstm_results *res,
-                    unsigned flags);
+int backend_cpu_run(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *v, prstm_results *res, unsigned flags);
 
 #ifdef __cplusplus
 }

@@ -26,7 +26,7 @@ typedef struct cpu_thread_arg {
   prstm_cpu_worker_fn worker;
   cpu_gate *gate;
   uint32_t rank;
-  double finished_at; /* prstm_now() when its walk ended; read after the join */
+  double finished_at; /* engine_now() when its walk ended; read after the join */
 } cpu_thread_arg;
 
 static void *cpu_thread_main(void *p) {
@@ -36,7 +36,7 @@ static void *cpu_thread_main(void *p) {
   int run = a->gate->state == 1;
   pthread_mutex_unlock(&a->gate->mu);
   if (run) a->worker(a->ctx, a->rank);
-  a->finished_at = prstm_now();
+  a->finished_at = engine_now();
   return NULL;
 }
 
@@ -57,8 +57,8 @@ int backend_cpu_run(prstm_engine *e, prstm_batch *b, const prstm_worker_variant 
                     unsigned flags) {
   uint32_t threads = cpu_threads(e);
   prstm_exec_ctx ctx;
-  prstm_ctx_fill_common(e, b, threads, &ctx);
-  if (flags & PRSTM_RUN_KEEP_POSTPONED) ctx.semantic |= CMP_SEMANTIC_KEEP_POSTPONED;
+  engine_ctx_fill_common(e, b, threads, &ctx);
+  if (flags & ENGINE_RUN_KEEP_POSTPONED) ctx.semantic |= CMP_SEMANTIC_KEEP_POSTPONED;
   ctx.words = e->words;
   txtable_view_of(b, &ctx.table);
   uint64_t quiesce[STM_Q_WORDS] = {0};
@@ -69,8 +69,8 @@ int backend_cpu_run(prstm_engine *e, prstm_batch *b, const prstm_worker_variant 
   cpu_thread_arg *args = calloc(threads, sizeof *args);
   int rc = 0;
   if (!ctx.locks || !ctx.stats || !tids || !args) {
-    rc = prstm_engine_fail(e, PRSTM_ENOMEM, "cannot allocate %llu locks for %u threads",
-                           (unsigned long long)ctx.nlocks, threads);
+    rc = engine_fail(e, PRSTM_ENOMEM, "cannot allocate %llu locks for %u threads", (unsigned long long)ctx.nlocks,
+                     threads);
     goto out;
   }
   cpu_gate gate = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
@@ -82,16 +82,15 @@ int backend_cpu_run(prstm_engine *e, prstm_batch *b, const prstm_worker_variant 
     args[created] = (cpu_thread_arg){&ctx, v->cpu_worker, &gate, created, 0.0};
     int err = pthread_create(&tids[created], &attr, cpu_thread_main, &args[created]);
     if (err) {
-      rc = prstm_engine_fail(e, PRSTM_ETHREAD, "cannot create CPU thread %u of %u: %s", created + 1, threads,
-                             strerror(err));
+      rc = engine_fail(e, PRSTM_ETHREAD, "cannot create CPU thread %u of %u: %s", created + 1, threads, strerror(err));
       break;
     }
   }
   pthread_attr_destroy(&attr);
-  PRSTM_RANGE_PUSH("execute");
-  double t0 = prstm_now();
+  ENGINE_RANGE_PUSH("execute");
+  double t0 = engine_now();
   cpu_gate_open(&gate, rc ? 2 : 1);
-  prstm_progress_clock progress_clock = {t0, t0};
+  engine_progress_clock progress_clock = {t0, t0};
   uint64_t seen[STM_Q_WORDS] = {0};
   watchdog dog;
   watchdog_start(&dog, e->opt.watchdog_s, t0);
@@ -107,8 +106,8 @@ int backend_cpu_run(prstm_engine *e, prstm_batch *b, const prstm_worker_variant 
       seen[STM_Q_COMMITTED] = __atomic_load_n(&quiesce[STM_Q_COMMITTED], __ATOMIC_RELAXED);
       seen[STM_Q_FAILED] = __atomic_load_n(&quiesce[STM_Q_FAILED], __ATOMIC_RELAXED);
       seen[STM_Q_ABANDONED] = __atomic_load_n(&quiesce[STM_Q_ABANDONED], __ATOMIC_RELAXED);
-      if (!(flags & PRSTM_RUN_QUIET)) prstm_progress_report(e, b, seen, &progress_clock, 0);
-      if (watchdog_tick(&dog, seen[STM_Q_COMMITTED] + seen[STM_Q_FAILED], prstm_now()))
+      if (!(flags & ENGINE_RUN_QUIET)) engine_progress_report(e, b, seen, &progress_clock, 0);
+      if (watchdog_tick(&dog, seen[STM_Q_COMMITTED] + seen[STM_Q_FAILED], engine_now()))
         __atomic_store_n(&quiesce[STM_Q_STOP], 1, __ATOMIC_RELEASE);
     }
   }
@@ -119,17 +118,17 @@ int backend_cpu_run(prstm_engine *e, prstm_batch *b, const prstm_worker_variant 
   double end = t0;
   for (uint32_t i = 0; i < created; i++)
     if (args[i].finished_at > end) end = args[i].finished_at;
-  res->execute_s = (created ? end : prstm_now()) - t0;
-  PRSTM_RANGE_POP();
+  res->execute_s = (created ? end : engine_now()) - t0;
+  ENGINE_RANGE_POP();
   if (rc) goto out;
-  for (uint32_t i = 0; i < threads; i++) prstm_results_add_stats(res, &ctx.stats[i]);
+  for (uint32_t i = 0; i < threads; i++) engine_results_add_stats(res, &ctx.stats[i]);
   e->last_run_sequences = quiesce[STM_Q_SEQUENCE];
   if (dog.stalled) {
-    rc = prstm_watchdog_error(e, b);
+    rc = engine_watchdog_error(e, b);
     goto out;
   }
   /* Every worker published its last counts before it finished. */
-  if (!(flags & PRSTM_RUN_QUIET)) prstm_progress_report(e, b, quiesce, &progress_clock, 1);
+  if (!(flags & ENGINE_RUN_QUIET)) engine_progress_report(e, b, quiesce, &progress_clock, 1);
   res->threads = threads;
   res->backend = PRSTM_BACKEND_CPU;
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -153,10 +152,10 @@ static int cpu_run(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *
 struct backend_stream {
   const prstm_worker_variant *v;
   backend_stream_shape shape;
-  prstm_batch work;    /* the working table the threads run on */
-  uint64_t *row_id;    /* the carried rows' ids */
+  prstm_batch work; /* the working table the threads run on */
+  uint64_t *row_id; /* the carried rows' ids */
   uint64_t row_id_cap;
-  prstm_results last;  /* the last unit's counts */
+  prstm_results last; /* the last unit's counts */
   uint64_t last_sequences;
   uint64_t aborts, postponements, sweeps;
 };
@@ -164,7 +163,7 @@ struct backend_stream {
 static int cpu_stream_open(prstm_engine *e, const prstm_worker_variant *v, const backend_stream_shape *shape,
                            backend_stream **out, backend_stream_info *info) {
   backend_stream *s = calloc(1, sizeof *s);
-  if (!s) return prstm_engine_fail(e, PRSTM_ENOMEM, "cannot allocate a CPU stream");
+  if (!s) return engine_fail(e, PRSTM_ENOMEM, "cannot allocate a CPU stream");
   s->v = v;
   s->shape = *shape;
   s->work.wl = e->wl;
@@ -212,15 +211,14 @@ static int cpu_unit_reserve(prstm_engine *e, backend_stream *s, unsigned slot, c
     if (!w->type || !w->status || (ncols && !w->args) || (s->shape.results && !w->result) ||
         (s->shape.verify && (!w->seq || !w->read_hash))) {
       w->cap = 0;
-      return prstm_engine_fail(e, PRSTM_ENOMEM, "cannot allocate a working table of %llu transactions",
-                               (unsigned long long)cap);
+      return engine_fail(e, PRSTM_ENOMEM, "cannot allocate a working table of %llu transactions",
+                         (unsigned long long)cap);
     }
   }
   if (u->carried > s->row_id_cap) {
     uint64_t *ids = realloc(s->row_id, (size_t)u->carried * sizeof *ids);
     if (!ids)
-      return prstm_engine_fail(e, PRSTM_ENOMEM, "cannot keep %llu carried transactions",
-                               (unsigned long long)u->carried);
+      return engine_fail(e, PRSTM_ENOMEM, "cannot keep %llu carried transactions", (unsigned long long)u->carried);
     s->row_id = ids;
     s->row_id_cap = u->carried;
   }
@@ -307,9 +305,9 @@ const backend_ops backend_cpu_ops = {
     .stream_free = cpu_stream_free,
 };
 
-void prstm_host_yield(void) { sched_yield(); }
+void port_host_yield(void) { sched_yield(); }
 
-uint64_t prstm_host_clock_ns(void) {
+uint64_t port_host_clock_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;

@@ -12,7 +12,7 @@
 
 /* Every CUDA call goes through cuda_check.h: a failure becomes PRSTM_ECUDA
  * with its message in err (the calling function's), never a silent result. */
-#define GPU_CHECK(call) PRSTM_CUDA_CHECK(call, err, errlen)
+#define GPU_CHECK(call) CUDA_CHECK(call, err, errlen)
 
 static int gpu_probe(char *why, size_t whylen) {
   int count = 0;
@@ -129,14 +129,14 @@ static void gpu_free(gpu_buffers *g) {
  * non-blocking stream; after watchdog_s seconds without progress it sets the
  * stop word, which every thread polls, and reports the stall. The same copy
  * of the progress words feeds the engine's progress observer. */
-static int gpu_wait_watched(prstm_engine *e, const prstm_batch *b, gpu_buffers *g, prstm_progress_clock *progress_clock,
-                            int *stalled, char *err, size_t errlen) {
+static int gpu_wait_watched(prstm_engine *e, const prstm_batch *b, gpu_buffers *g,
+                            engine_progress_clock *progress_clock, int *stalled, char *err, size_t errlen) {
   GPU_CHECK(cudaStreamCreateWithFlags(&g->monitor, cudaStreamNonBlocking));
   GPU_CHECK(cudaMallocHost((void **)&g->host_words, (STM_Q_WORDS + 1) * sizeof(uint64_t)));
-  uint64_t *seen = g->host_words;                   /* the progress words, as last copied */
+  uint64_t *seen = g->host_words;                    /* the progress words, as last copied */
   uint64_t *stop_flag = g->host_words + STM_Q_WORDS; /* the source of the stop word */
   watchdog dog;
-  watchdog_start(&dog, e->opt.watchdog_s, prstm_now());
+  watchdog_start(&dog, e->opt.watchdog_s, engine_now());
   *stalled = 0;
   for (;;) {
     cudaError_t q = cudaEventQuery(g->stop);
@@ -146,12 +146,12 @@ static int gpu_wait_watched(prstm_engine *e, const prstm_batch *b, gpu_buffers *
     nanosleep(&pause_ts, NULL);
     GPU_CHECK(cudaMemcpyAsync(seen, g->quiesce, STM_Q_WORDS * sizeof(uint64_t), cudaMemcpyDeviceToHost, g->monitor));
     GPU_CHECK(cudaStreamSynchronize(g->monitor));
-    prstm_progress_report(e, b, seen, progress_clock, 0);
-    if (watchdog_tick(&dog, seen[STM_Q_COMMITTED] + seen[STM_Q_FAILED], prstm_now())) {
+    engine_progress_report(e, b, seen, progress_clock, 0);
+    if (watchdog_tick(&dog, seen[STM_Q_COMMITTED] + seen[STM_Q_FAILED], engine_now())) {
       *stalled = 1;
       *stop_flag = 1;
-      GPU_CHECK(cudaMemcpyAsync(&g->quiesce[STM_Q_STOP], stop_flag, sizeof(uint64_t), cudaMemcpyHostToDevice,
-                                g->monitor));
+      GPU_CHECK(
+          cudaMemcpyAsync(&g->quiesce[STM_Q_STOP], stop_flag, sizeof(uint64_t), cudaMemcpyHostToDevice, g->monitor));
       GPU_CHECK(cudaStreamSynchronize(g->monitor));
     }
   }
@@ -205,8 +205,8 @@ static int gpu_execute(prstm_engine *e, const prstm_batch *b, const prstm_worker
   GPU_CHECK(cudaEventCreate(&g->start));
   GPU_CHECK(cudaEventCreate(&g->stop));
   GPU_CHECK(cudaEventRecord(g->start));
-  double t0 = prstm_now();
-  prstm_progress_clock progress_clock = {t0, t0};
+  double t0 = engine_now();
+  engine_progress_clock progress_clock = {t0, t0};
   int rc = v->gpu_launch(ctx, threads, err, errlen);
   if (rc) return rc;
   GPU_CHECK(cudaEventRecord(g->stop));
@@ -220,7 +220,7 @@ static int gpu_execute(prstm_engine *e, const prstm_batch *b, const prstm_worker
   if (*stalled) return 0;
   GPU_CHECK(cudaMemcpy(g->host_words, g->quiesce, STM_Q_WORDS * sizeof(uint64_t), cudaMemcpyDeviceToHost));
   e->last_run_sequences = g->host_words[STM_Q_SEQUENCE];
-  prstm_progress_report(e, b, g->host_words, &progress_clock, 1);
+  engine_progress_report(e, b, g->host_words, &progress_clock, 1);
   return 0;
 }
 
@@ -242,7 +242,7 @@ static int gpu_readback(prstm_engine *e, prstm_batch *b, uint32_t threads, gpu_b
     free(stats);
     GPU_CHECK(crc);
   }
-  for (uint32_t i = 0; i < threads; i++) prstm_results_add_stats(res, &stats[i]);
+  for (uint32_t i = 0; i < threads; i++) engine_results_add_stats(res, &stats[i]);
   free(stats);
   return 0;
 }
@@ -255,8 +255,7 @@ static int gpu_readback(prstm_engine *e, prstm_batch *b, uint32_t threads, gpu_b
  * PRSTM_POLICY_THREADS_PER_SM, lowered to the policy's threads_max
  * (docs/PERFORMANCE.md, "Threads"). */
 static int gpu_pick_threads(const prstm_engine *e, const prstm_worker_variant *v, uint32_t max_threads,
-                            uint32_t *threads, char *err,
-                            size_t errlen) {
+                            uint32_t *threads, char *err, size_t errlen) {
   if (e->opt.threads) {
     if (e->opt.threads > max_threads) {
       snprintf(err, errlen,
@@ -289,7 +288,7 @@ static int gpu_run_checked(prstm_engine *e, prstm_batch *b, const prstm_worker_v
   rc = gpu_pick_threads(e, v, max_threads, &threads, err, errlen);
   if (rc) return rc;
   prstm_exec_ctx ctx;
-  prstm_ctx_fill_common(e, b, threads, &ctx);
+  engine_ctx_fill_common(e, b, threads, &ctx);
   ctx.table.stride = b->n;
 
   cudaDeviceProp prop;
@@ -297,8 +296,8 @@ static int gpu_run_checked(prstm_engine *e, prstm_batch *b, const prstm_worker_v
   size_t free_b = 0;
   rc = gpu_usable_memory(&free_b, err, errlen);
   if (rc) return rc;
-  uint64_t need = 8 * (e->nwords + ctx.nlocks) + txtable_device_bytes(b, e->opt.verify) + sizeof(stm_thread_stats) * threads +
-                  8 * STM_Q_WORDS;
+  uint64_t need = 8 * (e->nwords + ctx.nlocks) + txtable_device_bytes(b, e->opt.verify) +
+                  sizeof(stm_thread_stats) * threads + 8 * STM_Q_WORDS;
   if (need > free_b) {
     snprintf(err, errlen,
              "the run needs %.1f MiB of GPU memory (state, locks and a table of %llu transactions); %s has %.1f MiB "
@@ -309,26 +308,26 @@ static int gpu_run_checked(prstm_engine *e, prstm_batch *b, const prstm_worker_v
   res->gpu_bytes = need;
 
   /* Each phase is one NVTX range, closed on its error paths too. */
-  PRSTM_RANGE_PUSH("transfer");
-  double t0 = prstm_now();
+  ENGINE_RANGE_PUSH("transfer");
+  double t0 = engine_now();
   rc = gpu_upload(e, b, threads, &ctx, g, err, errlen);
-  double upload_s = prstm_now() - t0;
-  PRSTM_RANGE_POP();
+  double upload_s = engine_now() - t0;
+  ENGINE_RANGE_POP();
   if (rc) return rc;
 
   int stalled = 0;
-  PRSTM_RANGE_PUSH("execute");
+  ENGINE_RANGE_PUSH("execute");
   rc = gpu_execute(e, b, v, &ctx, threads, g, res, &stalled, err, errlen);
-  PRSTM_RANGE_POP();
+  ENGINE_RANGE_POP();
   if (rc) return rc;
 
-  PRSTM_RANGE_PUSH("readback");
-  t0 = prstm_now();
+  ENGINE_RANGE_PUSH("readback");
+  t0 = engine_now();
   rc = gpu_readback(e, b, threads, g, res, err, errlen);
-  double readback_s = prstm_now() - t0;
-  PRSTM_RANGE_POP();
+  double readback_s = engine_now() - t0;
+  ENGINE_RANGE_POP();
   if (rc) return rc;
-  if (stalled) return prstm_watchdog_error(e, b);
+  if (stalled) return engine_watchdog_error(e, b);
   res->transfer_s = upload_s + readback_s;
   res->threads = threads;
   res->backend = PRSTM_BACKEND_GPU;
@@ -391,7 +390,7 @@ typedef struct gpu_slot {
 struct backend_stream {
   const prstm_worker_variant *v;
   uint32_t threads, ncols;
-  int verify; /* each unit records its commit order and read hashes */
+  int verify;    /* each unit records its commit order and read hashes */
   uint64_t rows; /* rows of one slot */
   uint64_t *words, *locks;
   unsigned long long *totals; /* device: aborts, postponements, sweeps of every unit */
@@ -436,8 +435,8 @@ static void gpu_stream_free(backend_stream *g) {
     if (!sl->busy || !g->monitor || !g->h_watch) continue;
     if (cudaEventSynchronize(sl->copy_end) != cudaSuccess) continue;
     g->h_watch[STM_Q_WORDS] = 1;
-    if (cudaMemcpyAsync(&sl->quiesce[STM_Q_STOP], &g->h_watch[STM_Q_WORDS], sizeof(uint64_t),
-                        cudaMemcpyHostToDevice, g->monitor) == cudaSuccess)
+    if (cudaMemcpyAsync(&sl->quiesce[STM_Q_STOP], &g->h_watch[STM_Q_WORDS], sizeof(uint64_t), cudaMemcpyHostToDevice,
+                        g->monitor) == cudaSuccess)
       cudaStreamSynchronize(g->monitor);
   }
   cudaDeviceSynchronize();
@@ -494,8 +493,8 @@ static int gpu_stream_alloc_slot(backend_stream *g, gpu_slot *sl, int results, c
   /* The pinned staging and readback columns are allocated when a unit
    * first needs them (gpu_pinned_grow): a stream of pinned batches copies
    * and reads back its new rows in the batch's own memory, and needs them
-   * only for carried rows, often none. On an H100 (2026-11-23) allocating
-   * them here took 30 ms of a 100 ms stream. */
+   * only for carried rows, often none; allocated here, they took a third
+   * of a short stream's time. */
   GPU_CHECK(cudaHostAlloc((void **)&sl->h_q, 8 * STM_Q_WORDS, cudaHostAllocDefault));
   GPU_CHECK(cudaEventCreate(&sl->copy_start));
   GPU_CHECK(cudaEventCreate(&sl->copy_end));
@@ -506,8 +505,8 @@ static int gpu_stream_alloc_slot(backend_stream *g, gpu_slot *sl, int results, c
 }
 
 static int gpu_stream_open_checked(prstm_engine *e, backend_stream *g, int results, uint64_t want_rows,
-                                   uint64_t *unit_rows, uint64_t *gpu_bytes, char *device, size_t device_len,
-                                   char *err, size_t errlen) {
+                                   uint64_t *unit_rows, uint64_t *gpu_bytes, char *device, size_t device_len, char *err,
+                                   size_t errlen) {
   uint32_t max_threads = 0;
   int rc = g->v->gpu_max_threads(&max_threads, err, errlen);
   if (rc) return rc;
@@ -567,7 +566,7 @@ static int gpu_stream_open_checked(prstm_engine *e, backend_stream *g, int resul
    * lazy loading loads it now, while nothing runs. Loaded at its first real
    * launch, queued behind a unit's persistent kernel, it waited for the GPU
    * to go idle; behind a unit that stalled it waited forever, and the
-   * watchdog never got to stop the unit (seen on an H100, 2026-11-23). The
+   * watchdog never got to stop the unit (test_stream's stalled-unit test). The
    * worker kernel needs no such launch: the stream's first unit launches it
    * while nothing else runs. */
   prstm_stream_stats_kernel<<<1, 32, 0, 0>>>(NULL, 0, g->totals);
@@ -577,7 +576,7 @@ static int gpu_stream_open_checked(prstm_engine *e, backend_stream *g, int resul
   /* The parts of the context every unit shares; the table is set per unit. */
   prstm_batch none;
   memset(&none, 0, sizeof none);
-  prstm_ctx_fill_common(e, &none, threads, &g->base);
+  engine_ctx_fill_common(e, &none, threads, &g->base);
   g->base.words = g->words;
   g->base.locks = g->locks;
   snprintf(device, device_len, "%.80s (%d SMs, %u threads)", prop.name, prop.multiProcessorCount, threads);
@@ -587,7 +586,7 @@ static int gpu_stream_open_checked(prstm_engine *e, backend_stream *g, int resul
 static int gpu_stream_open(prstm_engine *e, const prstm_worker_variant *v, const backend_stream_shape *shape,
                            backend_stream **out, backend_stream_info *info) {
   backend_stream *g = (backend_stream *)calloc(1, sizeof *g);
-  if (!g) return prstm_engine_fail(e, PRSTM_ENOMEM, "cannot allocate a GPU stream");
+  if (!g) return engine_fail(e, PRSTM_ENOMEM, "cannot allocate a GPU stream");
   g->v = v;
   g->ncols = shape->ncols;
   g->verify = shape->verify;
@@ -683,10 +682,10 @@ static int gpu_stream_reserve_checked(backend_stream *g, gpu_slot *sl, const gpu
 static int gpu_unit_reserve(prstm_engine *e, backend_stream *g, unsigned slot, const backend_unit *u,
                             backend_staging *staging) {
   if (u->n > g->rows || u->staged > u->n || u->carried > u->n)
-    return prstm_engine_fail(e, PRSTM_EINVAL,
-                             "a unit of %llu rows (%llu staged, %llu carried) exceeds the stream's slots of %llu",
-                             (unsigned long long)u->n, (unsigned long long)u->staged, (unsigned long long)u->carried,
-                             (unsigned long long)g->rows);
+    return engine_fail(e, PRSTM_EINVAL,
+                       "a unit of %llu rows (%llu staged, %llu carried) exceeds the stream's slots of %llu",
+                       (unsigned long long)u->n, (unsigned long long)u->staged, (unsigned long long)u->carried,
+                       (unsigned long long)g->rows);
   gpu_slot *sl = &g->slot[slot];
   const gpu_unit_bytes need = gpu_unit_needs(g, u);
   int rc = gpu_stream_reserve_checked(g, sl, &need, e->err, sizeof e->err);
@@ -741,8 +740,7 @@ static int gpu_stream_launch_checked(backend_stream *g, unsigned slot, const bac
   if (staged) GPU_CHECK(cudaMemcpyAsync(sl->status + d, g->h_zeros, staged, cudaMemcpyHostToDevice, g->copy));
   if (results) GPU_CHECK(cudaMemcpyAsync(sl->result, g->h_zeros, 8 * n, cudaMemcpyHostToDevice, g->copy));
   GPU_CHECK(cudaMemcpyAsync(sl->quiesce, g->h_zeros, 8 * STM_Q_WORDS, cudaMemcpyHostToDevice, g->copy));
-  if (u->carried)
-    GPU_CHECK(cudaMemcpyAsync(sl->row_id, sl->h_row_id, 8 * u->carried, cudaMemcpyHostToDevice, g->copy));
+  if (u->carried) GPU_CHECK(cudaMemcpyAsync(sl->row_id, sl->h_row_id, 8 * u->carried, cudaMemcpyHostToDevice, g->copy));
   GPU_CHECK(cudaEventRecord(sl->copy_end, g->copy));
 
   /* The execution stream is the legacy default stream, which the kernel
@@ -771,7 +769,7 @@ static int gpu_stream_launch_checked(backend_stream *g, unsigned slot, const bac
   ctx.tag_mask = u->tag_mask;
   ctx.stats = sl->stats;
   ctx.quiesce = sl->quiesce;
-  if (u->flags & PRSTM_RUN_KEEP_POSTPONED) ctx.semantic |= CMP_SEMANTIC_KEEP_POSTPONED;
+  if (u->flags & ENGINE_RUN_KEEP_POSTPONED) ctx.semantic |= CMP_SEMANTIC_KEEP_POSTPONED;
   GPU_CHECK(cudaEventRecord(sl->exec_start, 0));
   int rc = g->v->gpu_launch(&ctx, g->threads, err, errlen);
   if (rc) return rc;
@@ -795,15 +793,15 @@ static int gpu_stream_launch_checked(backend_stream *g, unsigned slot, const bac
 
 static int gpu_unit_launch(prstm_engine *e, backend_stream *g, unsigned slot, const backend_unit *u) {
   if (u->n > g->rows)
-    return prstm_engine_fail(e, PRSTM_EINVAL, "a unit of %llu rows exceeds the stream's slots of %llu",
-                             (unsigned long long)u->n, (unsigned long long)g->rows);
+    return engine_fail(e, PRSTM_EINVAL, "a unit of %llu rows exceeds the stream's slots of %llu",
+                       (unsigned long long)u->n, (unsigned long long)g->rows);
   const uint64_t d = u->direct ? u->direct->n : 0;
   if (d > u->n || d + u->staged != u->n || u->carried > u->staged)
-    return prstm_engine_fail(e, PRSTM_EINVAL,
-                             "a unit of %llu rows cannot take %llu rows from its batch and %llu from the staging "
-                             "(%llu carried)",
-                             (unsigned long long)u->n, (unsigned long long)d, (unsigned long long)u->staged,
-                             (unsigned long long)u->carried);
+    return engine_fail(e, PRSTM_EINVAL,
+                       "a unit of %llu rows cannot take %llu rows from its batch and %llu from the staging "
+                       "(%llu carried)",
+                       (unsigned long long)u->n, (unsigned long long)d, (unsigned long long)u->staged,
+                       (unsigned long long)u->carried);
   return gpu_stream_launch_checked(g, slot, u, e->err, sizeof e->err);
 }
 
@@ -813,7 +811,7 @@ static int gpu_unit_launch(prstm_engine *e, backend_stream *g, unsigned slot, co
 static int gpu_stream_wait_checked(prstm_engine *e, backend_stream *g, gpu_slot *sl, int *stalled, char *err,
                                    size_t errlen) {
   uint64_t *seen = g->h_watch, *stop_flag = g->h_watch + STM_Q_WORDS;
-  double start = prstm_now(), next_look = start + 0.02;
+  double start = engine_now(), next_look = start + 0.02;
   watchdog dog;
   watchdog_start(&dog, e->opt.watchdog_s, start);
   *stalled = 0;
@@ -821,17 +819,16 @@ static int gpu_stream_wait_checked(prstm_engine *e, backend_stream *g, gpu_slot 
     cudaError_t q = cudaEventQuery(sl->back);
     if (q == cudaSuccess) break;
     if (q != cudaErrorNotReady) GPU_CHECK(q);
-    double now = prstm_now();
+    double now = engine_now();
     if (now >= next_look) {
       next_look = now + 0.02;
-      GPU_CHECK(cudaMemcpyAsync(seen, sl->quiesce, STM_Q_WORDS * sizeof(uint64_t), cudaMemcpyDeviceToHost,
-                                g->monitor));
+      GPU_CHECK(cudaMemcpyAsync(seen, sl->quiesce, STM_Q_WORDS * sizeof(uint64_t), cudaMemcpyDeviceToHost, g->monitor));
       GPU_CHECK(cudaStreamSynchronize(g->monitor));
       if (watchdog_tick(&dog, seen[STM_Q_COMMITTED] + seen[STM_Q_FAILED], now)) {
         *stalled = 1;
         *stop_flag = 1;
-        GPU_CHECK(cudaMemcpyAsync(&sl->quiesce[STM_Q_STOP], stop_flag, sizeof(uint64_t), cudaMemcpyHostToDevice,
-                                  g->monitor));
+        GPU_CHECK(
+            cudaMemcpyAsync(&sl->quiesce[STM_Q_STOP], stop_flag, sizeof(uint64_t), cudaMemcpyHostToDevice, g->monitor));
         GPU_CHECK(cudaStreamSynchronize(g->monitor));
       }
     }
@@ -850,7 +847,7 @@ static int gpu_unit_wait(prstm_engine *e, backend_stream *g, unsigned slot, back
   gpu_slot *sl = &g->slot[slot];
   char *err = e->err;
   size_t errlen = sizeof e->err;
-  if (!sl->busy) return prstm_engine_fail(e, PRSTM_EINVAL, "no unit is in flight in slot %u", slot);
+  if (!sl->busy) return engine_fail(e, PRSTM_EINVAL, "no unit is in flight in slot %u", slot);
   int stalled = 0;
   int rc = gpu_stream_wait_checked(e, g, sl, &stalled, err, errlen);
   if (rc) return rc;
@@ -865,11 +862,11 @@ static int gpu_unit_wait(prstm_engine *e, backend_stream *g, unsigned slot, back
     uint64_t final = 0;
     for (uint64_t i = 0; i < sl->direct_n; i++) final += sl->direct_status[i] != 0;
     for (uint64_t i = sl->direct_n; i < sl->n; i++) final += sl->h_status[i - sl->direct_n] != 0;
-    return prstm_engine_fail(e, PRSTM_ESTALLED,
-                             "no transaction committed or failed for %u s, so the watchdog stopped the stream "
-                             "(%llu of the %llu transactions of the running unit were final; engine.watchdog_s sets "
-                             "the limit)",
-                             e->opt.watchdog_s, (unsigned long long)final, (unsigned long long)sl->n);
+    return engine_fail(e, PRSTM_ESTALLED,
+                       "no transaction committed or failed for %u s, so the watchdog stopped the stream "
+                       "(%llu of the %llu transactions of the running unit were final; engine.watchdog_s sets "
+                       "the limit)",
+                       e->opt.watchdog_s, (unsigned long long) final, (unsigned long long)sl->n);
   }
   memcpy(out->q, sl->h_q, STM_Q_WORDS * sizeof(uint64_t));
   out->status = sl->h_status;
@@ -879,8 +876,8 @@ static int gpu_unit_wait(prstm_engine *e, backend_stream *g, unsigned slot, back
   return 0;
 }
 
-static int gpu_stream_finish(prstm_engine *e, backend_stream *g, uint64_t *aborts,
-                                       uint64_t *postponements, uint64_t *sweeps) {
+static int gpu_stream_finish(prstm_engine *e, backend_stream *g, uint64_t *aborts, uint64_t *postponements,
+                             uint64_t *sweeps) {
   char *err = e->err;
   size_t errlen = sizeof e->err;
   unsigned long long t[3] = {0, 0, 0};

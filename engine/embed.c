@@ -29,11 +29,16 @@ int prstm_batch_append_named(prstm_batch *batch, const char *type, const prstm_w
 
 const char *prstm_status_name(prstm_status status) {
   switch (status) {
-    case PRSTM_PENDING: return "pending";
-    case PRSTM_COMMITTED: return "committed";
-    case PRSTM_ABANDONED: return "abandoned";
-    case PRSTM_FAILED: return "failed";
-    default: return "unknown status";
+    case PRSTM_PENDING:
+      return "pending";
+    case PRSTM_COMMITTED:
+      return "committed";
+    case PRSTM_ABANDONED:
+      return "abandoned";
+    case PRSTM_FAILED:
+      return "failed";
+    default:
+      return "unknown status";
   }
 }
 

@@ -9,13 +9,13 @@
 #include <time.h>
 #include <unistd.h>
 
-double prstm_now(void) {
+double engine_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-int prstm_engine_fail(prstm_engine *e, int code, const char *fmt, ...) {
+int engine_fail(prstm_engine *e, int code, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(e->err, sizeof e->err, fmt, ap);
@@ -45,8 +45,7 @@ void prstm_options_init(prstm_options *opt) {
 }
 
 int prstm_engine_create(prstm_engine **out, const prstm_workload *wl, const prstm_options *opt) {
-  if (!out || !wl || wl->ntypes == 0 || wl->ntypes > PRSTM_MAX_TYPES || wl->nvariants == 0)
-    return PRSTM_EINVAL;
+  if (!out || !wl || wl->ntypes == 0 || wl->ntypes > PRSTM_MAX_TYPES || wl->nvariants == 0) return PRSTM_EINVAL;
   prstm_engine *e = calloc(1, sizeof *e);
   if (!e) return PRSTM_ENOMEM;
   e->wl = wl;
@@ -55,11 +54,10 @@ int prstm_engine_create(prstm_engine **out, const prstm_workload *wl, const prst
   else
     prstm_options_init(&e->opt);
   *out = e;
-  if (e->opt.lock_coverage == 0)
-    return prstm_engine_fail(e, PRSTM_EINVAL, "lock_coverage must be at least 1");
+  if (e->opt.lock_coverage == 0) return engine_fail(e, PRSTM_EINVAL, "lock_coverage must be at least 1");
   _Static_assert(PRSTM_MAX_THREADS == CMP_MAX_RANK, "a rank must fit the lock word's owner field");
   if (e->opt.threads > PRSTM_MAX_THREADS)
-    return prstm_engine_fail(e, PRSTM_EINVAL, "threads must be at most %u", PRSTM_MAX_THREADS);
+    return engine_fail(e, PRSTM_EINVAL, "threads must be at most %u", PRSTM_MAX_THREADS);
   return 0;
 }
 
@@ -82,10 +80,10 @@ const prstm_options *prstm_engine_options(const prstm_engine *e) { return e ? &e
 
 int prstm_engine_set_state(prstm_engine *e, const prstm_word *words, uint64_t nwords) {
   if (!e) return PRSTM_EINVAL;
-  if (e->stream) return prstm_engine_fail(e, PRSTM_EINVAL, "a stream is open on this engine: close it first");
-  if (nwords == 0 || !words) return prstm_engine_fail(e, PRSTM_EINVAL, "state must hold at least one word");
+  if (e->stream) return engine_fail(e, PRSTM_EINVAL, "a stream is open on this engine: close it first");
+  if (nwords == 0 || !words) return engine_fail(e, PRSTM_EINVAL, "state must hold at least one word");
   prstm_word *copy = malloc((size_t)nwords * sizeof *copy);
-  if (!copy) return prstm_engine_fail(e, PRSTM_ENOMEM, "cannot allocate %llu state words", (unsigned long long)nwords);
+  if (!copy) return engine_fail(e, PRSTM_ENOMEM, "cannot allocate %llu state words", (unsigned long long)nwords);
   memcpy(copy, words, (size_t)nwords * sizeof *copy);
   free(e->words);
   e->words = copy;
@@ -98,9 +96,8 @@ int prstm_engine_set_state(prstm_engine *e, const prstm_word *words, uint64_t nw
 
 int prstm_engine_init_state(prstm_engine *e, const prstm_state_spec *spec) {
   if (!e || !spec) return PRSTM_EINVAL;
-  if (e->stream) return prstm_engine_fail(e, PRSTM_EINVAL, "a stream is open on this engine: close it first");
-  if (!e->wl->init_state)
-    return prstm_engine_fail(e, PRSTM_EINVAL, "workload %s has no state initialiser", e->wl->name);
+  if (e->stream) return engine_fail(e, PRSTM_EINVAL, "a stream is open on this engine: close it first");
+  if (!e->wl->init_state) return engine_fail(e, PRSTM_EINVAL, "workload %s has no state initialiser", e->wl->name);
   prstm_word *words = NULL;
   uint64_t nwords = 0;
   int rc = e->wl->init_state(spec, &words, &nwords, e->err, sizeof e->err);
@@ -119,16 +116,14 @@ const prstm_word *prstm_engine_state(const prstm_engine *e, uint64_t *nwords) {
   return e->words;
 }
 
-const prstm_state_spec *prstm_engine_state_spec(const prstm_engine *e) {
-  return e && e->has_spec ? &e->spec : NULL;
-}
+const prstm_state_spec *prstm_engine_state_spec(const prstm_engine *e) { return e && e->has_spec ? &e->spec : NULL; }
 
 int prstm_gpu_available(const prstm_workload *wl, char *why, size_t whylen) {
   return backend_gpu_usable(wl, why, whylen);
 }
 
 /* Fills the parts of the execution context that both backends share. */
-void prstm_ctx_fill_common(const prstm_engine *e, const prstm_batch *b, uint32_t threads, prstm_exec_ctx *ctx) {
+void engine_ctx_fill_common(const prstm_engine *e, const prstm_batch *b, uint32_t threads, prstm_exec_ctx *ctx) {
   memset(ctx, 0, sizeof *ctx);
   ctx->nwords = e->nwords;
   ctx->lock_coverage = e->opt.lock_coverage;
@@ -150,10 +145,10 @@ int prstm_engine_set_progress(prstm_engine *e, prstm_progress_fn fn, void *user)
   return 0;
 }
 
-void prstm_progress_report(prstm_engine *e, const prstm_batch *b, const uint64_t *q, prstm_progress_clock *clock,
-                           int finished) {
+void engine_progress_report(prstm_engine *e, const prstm_batch *b, const uint64_t *q, engine_progress_clock *clock,
+                            int finished) {
   if (!e->progress_fn) return;
-  double now = prstm_now();
+  double now = engine_now();
   if (!finished && now - clock->last < PRSTM_PROGRESS_INTERVAL_MS / 1000.0) return;
   clock->last = now;
   prstm_progress p;
@@ -185,7 +180,7 @@ void prstm_results_add(prstm_results *total, const prstm_results *run) {
   if (run->gpu_bytes > total->gpu_bytes) total->gpu_bytes = run->gpu_bytes;
 }
 
-void prstm_results_add_stats(prstm_results *res, const stm_thread_stats *st) {
+void engine_results_add_stats(prstm_results *res, const stm_thread_stats *st) {
   res->committed += st->committed;
   res->aborts += st->aborts;
   res->postponements += st->postponements;
@@ -197,9 +192,9 @@ void prstm_results_add_stats(prstm_results *res, const stm_thread_stats *st) {
 static int engine_run(prstm_engine *e, prstm_batch *b, prstm_results *res);
 
 int prstm_engine_run(prstm_engine *e, prstm_batch *b, prstm_results *res) {
-  double t0 = prstm_now();
+  double t0 = engine_now();
   int rc = engine_run(e, b, res);
-  if (res) res->wall_s = prstm_now() - t0;
+  if (res) res->wall_s = engine_now() - t0;
   return rc;
 }
 
@@ -207,31 +202,31 @@ static int engine_run(prstm_engine *e, prstm_batch *b, prstm_results *res) {
   if (!e || !b || !res) return PRSTM_EINVAL;
   e->err[0] = 0;
   memset(res, 0, sizeof *res);
-  if (e->stream) return prstm_engine_fail(e, PRSTM_EINVAL, "a stream is open on this engine: close it first");
+  if (e->stream) return engine_fail(e, PRSTM_EINVAL, "a stream is open on this engine: close it first");
   if (b->wl != e->wl)
-    return prstm_engine_fail(e, PRSTM_EINVAL, "batch of workload %s given to an engine of workload %s",
-                             b->wl->name, e->wl->name);
-  if (!e->words) return prstm_engine_fail(e, PRSTM_EINVAL, "the engine has no state: set or init it first");
-  if (b->n == 0) return prstm_engine_fail(e, PRSTM_ECONFIG, "batch is empty");
-  const prstm_worker_variant *v = prstm_pick_variant(e->wl, b->ncols);
+    return engine_fail(e, PRSTM_EINVAL, "batch of workload %s given to an engine of workload %s", b->wl->name,
+                       e->wl->name);
+  if (!e->words) return engine_fail(e, PRSTM_EINVAL, "the engine has no state: set or init it first");
+  if (b->n == 0) return engine_fail(e, PRSTM_ECONFIG, "batch is empty");
+  const prstm_worker_variant *v = engine_pick_variant(e->wl, b->ncols);
   if (!v)
-    return prstm_engine_fail(e, PRSTM_ECONFIG, "batch rows have %u argument words; workload %s takes at most %u",
-                             b->ncols, e->wl->name, e->wl->variants[e->wl->nvariants - 1].max_columns);
+    return engine_fail(e, PRSTM_ECONFIG, "batch rows have %u argument words; workload %s takes at most %u", b->ncols,
+                       e->wl->name, e->wl->variants[e->wl->nvariants - 1].max_columns);
   int rc = txtable_prepare_run(b, e->opt.verify);
-  if (rc) return prstm_engine_fail(e, rc, "cannot allocate the results and commit-order columns");
+  if (rc) return engine_fail(e, rc, "cannot allocate the results and commit-order columns");
   e->verify_batch = NULL;
   free(e->initial);
   e->initial = NULL;
   if (e->opt.verify) {
     e->initial = malloc((size_t)e->nwords * sizeof *e->initial);
-    if (!e->initial) return prstm_engine_fail(e, PRSTM_ENOMEM, "cannot keep the initial state for verification");
+    if (!e->initial) return engine_fail(e, PRSTM_ENOMEM, "cannot keep the initial state for verification");
     memcpy(e->initial, e->words, (size_t)e->nwords * sizeof *e->initial);
   }
   res->transactions = b->n;
   res->lock_coverage = e->opt.lock_coverage;
 
   prstm_backend backend;
-  rc = prstm_choose_backend(e, &backend, res->fallback, sizeof res->fallback);
+  rc = engine_choose_backend(e, &backend, res->fallback, sizeof res->fallback);
   if (rc) return rc;
   /* chunk_rows runs a larger batch in chunks on either backend, so the
    * chunked path is tested without a GPU too. A chunked run has one commit
@@ -240,10 +235,10 @@ static int engine_run(prstm_engine *e, prstm_batch *b, prstm_results *res) {
   const prstm_worker_variant *ran = v;
   const backend_ops *ops = backend_of(backend);
   if (chunk && b->n > chunk) {
-    rc = prstm_run_chunked(e, b, backend, res->fallback, chunk, res);
+    rc = engine_run_chunked(e, b, backend, res->fallback, chunk, res);
     ran = e->last_run_variant;
   } else if (!ops) {
-    rc = prstm_engine_fail(e, PRSTM_ENOGPU, "this build of prstm has no CUDA support");
+    rc = engine_fail(e, PRSTM_ENOGPU, "this build of prstm has no CUDA support");
   } else {
     rc = ops->run(e, b, v, res);
     /* A batch whose table does not fit the device's memory runs as a
@@ -252,20 +247,20 @@ static int engine_run(prstm_engine *e, prstm_batch *b, prstm_results *res) {
       char fallback[sizeof res->fallback];
       memcpy(fallback, res->fallback, sizeof fallback);
       e->err[0] = 0;
-      rc = prstm_run_chunked(e, b, backend, fallback, 0, res);
+      rc = engine_run_chunked(e, b, backend, fallback, 0, res);
       ran = e->last_run_variant;
     }
   }
   if (rc == 0 && e->opt.verify) {
     e->verify_batch = b;
     e->verify_variant = ran;
-    e->verify_counts = (prstm_verify_counts){e->last_run_sequences, res->committed, res->failed, res->abandoned};
+    e->verify_counts = (engine_verify_counts){e->last_run_sequences, res->committed, res->failed, res->abandoned};
   }
   return rc;
 }
 
-int prstm_engine_run_rounds(prstm_engine *e, prstm_batch **batch, prstm_round_fn each, void *user,
-                            prstm_results *total, unsigned *rounds) {
+int prstm_engine_run_rounds(prstm_engine *e, prstm_batch **batch, prstm_round_fn each, void *user, prstm_results *total,
+                            unsigned *rounds) {
   if (!e || !batch || !*batch || !total) return PRSTM_EINVAL;
   prstm_batch *first = *batch, *b = first;
   char err[sizeof e->err] = "";
@@ -289,7 +284,7 @@ int prstm_engine_run_rounds(prstm_engine *e, prstm_batch **batch, prstm_round_fn
     if (!rc) rc = e->wl->next_round(e, b, round, next, err, sizeof err);
     if (rc) {
       prstm_batch_destroy(next);
-      rc = prstm_engine_fail(e, rc, "round %u: %s", round + 1, err[0] ? err : prstm_strerror(rc));
+      rc = engine_fail(e, rc, "round %u: %s", round + 1, err[0] ? err : prstm_strerror(rc));
       break;
     }
     if (prstm_batch_size(next) == 0) {
@@ -303,7 +298,7 @@ int prstm_engine_run_rounds(prstm_engine *e, prstm_batch **batch, prstm_round_fn
   return rc;
 }
 
-int prstm_choose_backend(prstm_engine *e, prstm_backend *backend, char *fallback, size_t fallback_len) {
+int engine_choose_backend(prstm_engine *e, prstm_backend *backend, char *fallback, size_t fallback_len) {
   *backend = e->opt.backend;
   if (fallback_len) fallback[0] = 0;
   if (*backend == PRSTM_BACKEND_CPU) return 0;
@@ -313,20 +308,20 @@ int prstm_choose_backend(prstm_engine *e, prstm_backend *backend, char *fallback
     return 0;
   }
   if (*backend == PRSTM_BACKEND_GPU)
-    return prstm_engine_fail(e, PRSTM_ENOGPU, "backend gpu requested but no GPU is usable: %s", why);
+    return engine_fail(e, PRSTM_ENOGPU, "backend gpu requested but no GPU is usable: %s", why);
   *backend = PRSTM_BACKEND_CPU;
   snprintf(fallback, fallback_len, "%s", why);
   return 0;
 }
 
-const prstm_worker_variant *prstm_pick_variant(const prstm_workload *wl, uint32_t ncols) {
+const prstm_worker_variant *engine_pick_variant(const prstm_workload *wl, uint32_t ncols) {
   for (unsigned i = 0; i < wl->nvariants; i++)
     if (wl->variants[i].max_columns >= ncols) return &wl->variants[i];
   return NULL;
 }
 
-int prstm_run_serial(const prstm_workload *wl, const prstm_worker_variant *v, prstm_word *words, uint64_t nwords,
-                     uint64_t lock_coverage, txtable_view *table, char *err, size_t errlen) {
+int engine_run_serial(const prstm_workload *wl, const prstm_worker_variant *v, prstm_word *words, uint64_t nwords,
+                      uint64_t lock_coverage, txtable_view *table, char *err, size_t errlen) {
   prstm_exec_ctx ctx;
   memset(&ctx, 0, sizeof ctx);
   ctx.words = words;

@@ -11,11 +11,11 @@
  * with it they cost nothing unless a profiler is attached. */
 #ifdef PRSTM_HAVE_NVTX
 #include <nvtx3/nvToolsExt.h>
-#define PRSTM_RANGE_PUSH(name) nvtxRangePushA(name)
-#define PRSTM_RANGE_POP() nvtxRangePop()
+#define ENGINE_RANGE_PUSH(name) nvtxRangePushA(name)
+#define ENGINE_RANGE_POP() nvtxRangePop()
 #else
-#define PRSTM_RANGE_PUSH(name) ((void)0)
-#define PRSTM_RANGE_POP() ((void)0)
+#define ENGINE_RANGE_PUSH(name) ((void)0)
+#define ENGINE_RANGE_POP() ((void)0)
 #endif
 
 #ifdef __cplusplus
@@ -27,10 +27,10 @@ extern "C" {
  * `sequences`, and the statuses must add up to the decisions counted, so
  * that a number recorded without being taken, or a row decided twice,
  * cannot pass. */
-typedef struct prstm_verify_counts {
+typedef struct engine_verify_counts {
   uint64_t sequences;
   uint64_t committed, failed, abandoned;
-} prstm_verify_counts;
+} engine_verify_counts;
 
 struct prstm_engine {
   const prstm_workload *wl;
@@ -44,7 +44,7 @@ struct prstm_engine {
    * they decided), for the certificate to hold against the table. */
   prstm_word *initial;
   const prstm_batch *verify_batch;
-  prstm_verify_counts verify_counts;
+  engine_verify_counts verify_counts;
   const prstm_worker_variant *verify_variant;
   /* Sequence numbers taken by the last execution on either backend (a
    * whole run, or one unit of a stream), and a chunked run's worker. */
@@ -60,73 +60,71 @@ struct prstm_engine {
 
 /* When a run last reported progress, so that both backends report at the
  * same pace from their own wait loops. */
-typedef struct prstm_progress_clock {
-  double start; /* when execution started, by prstm_now */
+typedef struct engine_progress_clock {
+  double start; /* when execution started, by engine_now */
   double last;  /* when the observer was last called */
-} prstm_progress_clock;
+} engine_progress_clock;
 
 /* Calls the engine's observer with the counts of the published progress
  * words q (STM_Q_WORDS, read by the caller from host or device memory),
  * when PRSTM_PROGRESS_INTERVAL_MS passed since the last report or when
  * finished is set. Does nothing without an observer. */
-void prstm_progress_report(prstm_engine *e, const prstm_batch *b, const uint64_t *q, prstm_progress_clock *clock,
-                           int finished);
-
+void engine_progress_report(prstm_engine *e, const prstm_batch *b, const uint64_t *q, engine_progress_clock *clock,
+                            int finished);
 
 /* What a certificate checks: the rows of one run in one table, with their
  * outcomes, commit order and read hashes (a batch, or a stream's journal of
  * its batches), the state they started from and what the run counted. */
-typedef struct prstm_verify_source {
+typedef struct engine_verify_source {
   const prstm_batch *table;
   const uint64_t *row_number; /* the number prstm_row gave each row; NULL: its place in the table */
   const uint64_t *item;       /* streams: the batch each row came from, else NULL */
   const uint64_t *item_row;   /* streams: its row in that batch */
   const prstm_word *initial;
-  const prstm_word *final;    /* NULL: the engine's words */
-  const prstm_verify_counts *counts;
+  const prstm_word *final; /* NULL: the engine's words */
+  const engine_verify_counts *counts;
   const prstm_worker_variant *variant; /* the run's worker, whose set capacity the replay must share */
-} prstm_verify_source;
+} engine_verify_source;
 /* Replays the source and fills the report (verify.c). */
-int prstm_verify_rows(prstm_engine *e, const prstm_verify_source *src, prstm_verify_report *rep);
-void prstm_verify_report_init(prstm_verify_report *rep);
+int engine_verify_rows(prstm_engine *e, const engine_verify_source *src, prstm_verify_report *rep);
+void engine_verify_report_init(prstm_verify_report *rep);
 
 /* The first worker variant whose max_columns covers ncols, or NULL. */
-const prstm_worker_variant *prstm_pick_variant(const prstm_workload *wl, uint32_t ncols);
+const prstm_worker_variant *engine_pick_variant(const prstm_workload *wl, uint32_t ncols);
 /* Runs rows on one host thread in retry mode with no retries: each row ends
  * committed, failed, or abandoned when its body postponed. The serial
  * executor of verification, built from the workload's own CPU worker. */
-int prstm_run_serial(const prstm_workload *wl, const prstm_worker_variant *v, prstm_word *words, uint64_t nwords,
-                     uint64_t lock_coverage, txtable_view *table, char *err, size_t errlen);
+int engine_run_serial(const prstm_workload *wl, const prstm_worker_variant *v, prstm_word *words, uint64_t nwords,
+                      uint64_t lock_coverage, txtable_view *table, char *err, size_t errlen);
 
-double prstm_now(void);
+double engine_now(void);
 /* Records a formatted message in the engine and returns code. */
-int prstm_engine_fail(prstm_engine *e, int code, const char *fmt, ...)
+int engine_fail(prstm_engine *e, int code, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
-void prstm_ctx_fill_common(const prstm_engine *e, const prstm_batch *b, uint32_t threads, prstm_exec_ctx *ctx);
-void prstm_results_add_stats(prstm_results *res, const stm_thread_stats *st);
+void engine_ctx_fill_common(const prstm_engine *e, const prstm_batch *b, uint32_t threads, prstm_exec_ctx *ctx);
+void engine_results_add_stats(prstm_results *res, const stm_thread_stats *st);
 /* Records the watchdog's message (how many rows were final) and returns
  * PRSTM_ESTALLED (watchdog.c). */
-int prstm_watchdog_error(prstm_engine *e, const prstm_batch *b);
+int engine_watchdog_error(prstm_engine *e, const prstm_batch *b);
 
 /* Flags of one run on either backend. KEEP_POSTPONED: rows still postponed
  * at quiescence stay pending (a stream carries them over). QUIET: no
  * progress reports, because the stream around the run makes its own. */
-#define PRSTM_RUN_KEEP_POSTPONED 1u
-#define PRSTM_RUN_QUIET 2u
+#define ENGINE_RUN_KEEP_POSTPONED 1u
+#define ENGINE_RUN_QUIET 2u
 /* The backend a run or stream of this engine uses: the GPU when one is
  * usable and not refused by the options; fallback says why auto chose the
  * CPU. Returns PRSTM_ENOGPU (message in the engine) when gpu was asked for
  * and none is usable. */
-int prstm_choose_backend(prstm_engine *e, prstm_backend *backend, char *fallback, size_t fallback_len);
+int engine_choose_backend(prstm_engine *e, prstm_backend *backend, char *fallback, size_t fallback_len);
 /* Runs one batch as a stream of chunks of at most unit_rows rows (0: as
  * many as the backend's memory allows), with carry-over between chunks and
  * abandonment only at the end (engine/stream.c). */
-int prstm_run_chunked(prstm_engine *e, prstm_batch *b, prstm_backend backend, const char *fallback, uint64_t unit_rows,
-                      prstm_results *res);
-
+int engine_run_chunked(prstm_engine *e, prstm_batch *b, prstm_backend backend, const char *fallback, uint64_t unit_rows,
+                       prstm_results *res);
 
 #ifdef __cplusplus
 }

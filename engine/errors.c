@@ -3,23 +3,29 @@
 
 const char *prstm_strerror(int err) {
   switch (err) {
-    case 0: return "success";
+    case 0:
+      return "success";
 #define PRSTM_STRERROR_CASE(name, code, msg) \
-  case PRSTM_##name: return msg;
-    PRSTM_ERRNO_MAP(PRSTM_STRERROR_CASE)
+  case PRSTM_##name:                         \
+    return msg;
+      PRSTM_ERRNO_MAP(PRSTM_STRERROR_CASE)
 #undef PRSTM_STRERROR_CASE
-    default: return "unknown error";
+    default:
+      return "unknown error";
   }
 }
 
 const char *prstm_err_name(int err) {
   switch (err) {
-    case 0: return "0";
+    case 0:
+      return "0";
 #define PRSTM_ERRNAME_CASE(name, code, msg) \
-  case PRSTM_##name: return "PRSTM_" #name;
-    PRSTM_ERRNO_MAP(PRSTM_ERRNAME_CASE)
+  case PRSTM_##name:                        \
+    return "PRSTM_" #name;
+      PRSTM_ERRNO_MAP(PRSTM_ERRNAME_CASE)
 #undef PRSTM_ERRNAME_CASE
-    default: return "PRSTM_UNKNOWN_ERROR";
+    default:
+      return "PRSTM_UNKNOWN_ERROR";
   }
 }
 

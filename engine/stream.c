@@ -53,13 +53,13 @@ struct prstm_stream {
   backend_stream *bs; /* the backend's side, from the first batch on */
   char fallback[256];
   const prstm_worker_variant *v;
-  uint32_t ncols;       /* row width, fixed by the first batch; 0 before it */
-  uint32_t tag_mask;    /* tags of every batch so far */
-  int results;          /* the workload has a read-only type */
-  uint64_t unit_rows;   /* the most new rows of one unit */
-  uint64_t carry_cap;   /* the most carried rows alongside new ones */
-  uint64_t slot_rows;   /* the most rows of one unit */
-  uint64_t limit_rows;  /* options.chunk_rows or the chunked run's limit; 0: none */
+  uint32_t ncols;      /* row width, fixed by the first batch; 0 before it */
+  uint32_t tag_mask;   /* tags of every batch so far */
+  int results;         /* the workload has a read-only type */
+  uint64_t unit_rows;  /* the most new rows of one unit */
+  uint64_t carry_cap;  /* the most carried rows alongside new ones */
+  uint64_t slot_rows;  /* the most rows of one unit */
+  uint64_t limit_rows; /* options.chunk_rows or the chunked run's limit; 0: none */
   unsigned nslots, next_slot;
   stream_unit slots[2];
   stream_item *items;
@@ -73,17 +73,17 @@ struct prstm_stream {
   int started; /* the first batch set the row width and the units */
   int closed;
   int in_done; /* inside the done callback, which must not call into the stream */
-  int error; /* sticky: the code that stopped the stream */
+  int error;   /* sticky: the code that stopped the stream */
   /* Verification (options.verify): each unit's sequence numbers follow the
    * numbers every earlier unit took, so a stream has one commit order. */
   int verify;
-  uint64_t seq_base;      /* numbers taken by the units retired so far */
+  uint64_t seq_base;       /* numbers taken by the units retired so far */
   uint64_t rows_submitted; /* prstm_row of the next batch's row 0 */
   prstm_word *initial;     /* the state at open (a verified stream of its own) */
   stream_journal *journal; /* a verified stream of its own; NULL for a chunked run */
   /* A chunked prstm_engine_run reports progress over its whole batch. */
   prstm_batch *progress_batch;
-  prstm_progress_clock progress_clock;
+  engine_progress_clock progress_clock;
 };
 
 /* ---- copying rows, on several threads when there are many ---- */
@@ -164,8 +164,7 @@ static int queue_push(prstm_stream *s, uint64_t item, uint64_t row) {
     if (s->queue_len == s->queue_alloc) {
       uint64_t cap = s->queue_alloc ? 2 * s->queue_alloc : 1024;
       stream_origin *q = realloc(s->queue, (size_t)cap * sizeof *q);
-      if (!q) return prstm_engine_fail(s->e, PRSTM_ENOMEM, "cannot keep %llu carried transactions",
-                                       (unsigned long long)cap);
+      if (!q) return engine_fail(s->e, PRSTM_ENOMEM, "cannot keep %llu carried transactions", (unsigned long long)cap);
       s->queue = q;
       s->queue_alloc = cap;
     }
@@ -198,8 +197,8 @@ static int journal_add(prstm_stream *s, uint64_t index, const prstm_batch *b) {
     uint64_t *item_row = realloc(j->item_row, (size_t)cap * sizeof *item_row);
     if (item_row) j->item_row = item_row;
     if (rc || !seq || !hash || (s->results && !result) || !number || !item || !item_row)
-      return prstm_engine_fail(s->e, PRSTM_ENOMEM, "cannot keep %llu rows for the stream's verification",
-                               (unsigned long long)cap);
+      return engine_fail(s->e, PRSTM_ENOMEM, "cannot keep %llu rows for the stream's verification",
+                         (unsigned long long)cap);
     j->alloc = cap;
   }
   prstm_word args[PRSTM_MAX_COLUMNS];
@@ -207,7 +206,7 @@ static int journal_add(prstm_stream *s, uint64_t index, const prstm_batch *b) {
     for (uint32_t c = 0; c < b->ncols; c++) args[c] = b->args[(uint64_t)c * b->cap + r];
     uint64_t at = rows->n;
     int rc = prstm_batch_append(rows, b->type[r], args, b->ncols);
-    if (rc) return prstm_engine_fail(s->e, rc, "cannot keep a row for the stream's verification");
+    if (rc) return engine_fail(s->e, rc, "cannot keep a row for the stream's verification");
     rows->status[at] = b->status[r];
     rows->seq[at] = b->seq ? b->seq[r] : UINT64_MAX;
     rows->read_hash[at] = b->read_hash ? b->read_hash[r] : 0;
@@ -249,7 +248,7 @@ static void stream_report_progress(prstm_stream *s, int finished) {
   q[STM_Q_COMMITTED] = s->res.committed;
   q[STM_Q_FAILED] = s->res.failed;
   q[STM_Q_ABANDONED] = s->res.abandoned;
-  prstm_progress_report(s->e, s->progress_batch, q, &s->progress_clock, finished);
+  engine_progress_report(s->e, s->progress_batch, q, &s->progress_clock, finished);
 }
 
 /* A final row's outcome, written into row `row` of its batch from row k of
@@ -346,7 +345,7 @@ static int stream_fill(prstm_stream *s, const stream_unit *u, const backend_stag
   const uint64_t stride = st->stride;
   size_t maxjobs = 1 + s->ncols;
   copy_job *jobs = malloc(maxjobs * sizeof *jobs);
-  if (!jobs) return prstm_engine_fail(s->e, PRSTM_ENOMEM, "cannot plan the copy of a unit");
+  if (!jobs) return engine_fail(s->e, PRSTM_ENOMEM, "cannot plan the copy of a unit");
   size_t nj = 0;
   if (u->n_new && with_new) {
     const prstm_batch *b = s->items[u->item].b;
@@ -383,8 +382,7 @@ static int stream_launch(prstm_stream *s, uint64_t item, uint64_t n_new, uint64_
   if (n_carry > u->carry_alloc) {
     stream_origin *c = realloc(u->carry, (size_t)n_carry * sizeof *c);
     if (!c)
-      return prstm_engine_fail(s->e, PRSTM_ENOMEM, "cannot keep %llu carried transactions",
-                               (unsigned long long)n_carry);
+      return engine_fail(s->e, PRSTM_ENOMEM, "cannot keep %llu carried transactions", (unsigned long long)n_carry);
     u->carry = c;
     u->carry_alloc = n_carry;
   }
@@ -424,7 +422,7 @@ static int stream_launch(prstm_stream *s, uint64_t item, uint64_t n_new, uint64_
   bu.row_base = n_new ? s->items[item].first + u->off : 0;
   bu.tag_mask = s->tag_mask;
   bu.results = u->results;
-  bu.flags = PRSTM_RUN_QUIET | (final ? 0u : PRSTM_RUN_KEEP_POSTPONED);
+  bu.flags = ENGINE_RUN_QUIET | (final ? 0u : ENGINE_RUN_KEEP_POSTPONED);
   bu.direct = direct.n ? &direct : NULL;
   /* Device memory is taken again only with no unit in flight: freeing
    * pinned memory waits for the whole GPU, and waiting there for the other
@@ -437,10 +435,10 @@ static int stream_launch(prstm_stream *s, uint64_t item, uint64_t n_new, uint64_
   backend_staging staging;
   rc = s->ops->unit_reserve(s->e, s->bs, slot, &bu, &staging);
   if (rc) return rc;
-  double t0 = prstm_now();
+  double t0 = engine_now();
   rc = stream_fill(s, u, &staging, direct.n == 0);
   if (rc) return rc;
-  if (s->ops->staging_is_copy) s->res.copy_s += prstm_now() - t0;
+  if (s->ops->staging_is_copy) s->res.copy_s += engine_now() - t0;
   rc = s->ops->unit_launch(s->e, s->bs, slot, &bu);
   if (rc) return rc;
   u->busy = 1;
@@ -452,7 +450,7 @@ static int stream_launch(prstm_stream *s, uint64_t item, uint64_t n_new, uint64_
 static int stream_open_on(prstm_engine *e, prstm_backend backend, const char *fallback, uint64_t limit_rows,
                           prstm_stream **out) {
   prstm_stream *s = calloc(1, sizeof *s);
-  if (!s) return prstm_engine_fail(e, PRSTM_ENOMEM, "cannot allocate a stream");
+  if (!s) return engine_fail(e, PRSTM_ENOMEM, "cannot allocate a stream");
   s->e = e;
   s->backend = backend;
   snprintf(s->fallback, sizeof s->fallback, "%s", fallback ? fallback : "");
@@ -460,10 +458,10 @@ static int stream_open_on(prstm_engine *e, prstm_backend backend, const char *fa
   s->ops = backend_of(backend);
   if (!s->ops) {
     free(s);
-    return prstm_engine_fail(e, PRSTM_ENOGPU, "this build of prstm has no CUDA support");
+    return engine_fail(e, PRSTM_ENOGPU, "this build of prstm has no CUDA support");
   }
   s->nslots = s->ops->stream_slots;
-  s->opened_at = prstm_now();
+  s->opened_at = engine_now();
   for (unsigned t = 0; t < e->wl->ntypes; t++) {
     if (e->wl->types[t].read_only) s->results = 1;
   }
@@ -477,11 +475,11 @@ int prstm_stream_open(prstm_engine *e, prstm_stream **out) {
   if (!e || !out) return PRSTM_EINVAL;
   *out = NULL;
   e->err[0] = 0;
-  if (e->stream) return prstm_engine_fail(e, PRSTM_EINVAL, "a stream is already open on this engine");
-  if (!e->words) return prstm_engine_fail(e, PRSTM_EINVAL, "the engine has no state: set or init it first");
+  if (e->stream) return engine_fail(e, PRSTM_EINVAL, "a stream is already open on this engine");
+  if (!e->words) return engine_fail(e, PRSTM_EINVAL, "the engine has no state: set or init it first");
   prstm_backend backend;
   char fallback[256];
-  int rc = prstm_choose_backend(e, &backend, fallback, sizeof fallback);
+  int rc = engine_choose_backend(e, &backend, fallback, sizeof fallback);
   if (rc) return rc;
   /* No earlier run's certificate may be checked against a state the stream
    * changed. A verified stream keeps the state it starts from and a
@@ -498,7 +496,7 @@ int prstm_stream_open(prstm_engine *e, prstm_stream **out) {
     if (!initial || !journal || rc) {
       free(initial);
       free(journal);
-      return prstm_engine_fail(e, PRSTM_ENOMEM, "cannot keep the initial state for the stream's verification");
+      return engine_fail(e, PRSTM_ENOMEM, "cannot keep the initial state for the stream's verification");
     }
     memcpy(initial, e->words, (size_t)e->nwords * sizeof *initial);
   }
@@ -518,10 +516,10 @@ int prstm_stream_open(prstm_engine *e, prstm_stream **out) {
  * submit or close that is calling the callback (a unit half built, a batch
  * half reported), so it is refused; the stream itself goes on. */
 static int stream_refuse_in_done(prstm_stream *s, const char *call) {
-  return prstm_engine_fail(s->e, PRSTM_EINVAL,
-                           "%s was called from the stream's done callback, which must not call into the stream: "
-                           "note the batch there and act on it after the submit or close returns",
-                           call);
+  return engine_fail(s->e, PRSTM_EINVAL,
+                     "%s was called from the stream's done callback, which must not call into the stream: "
+                     "note the batch there and act on it after the submit or close returns",
+                     call);
 }
 
 int prstm_stream_set_done(prstm_stream *s, prstm_stream_done_fn fn, void *user) {
@@ -551,18 +549,18 @@ static uint32_t stream_width(const prstm_workload *wl, const prstm_batch *first)
 static int stream_start(prstm_stream *s, const prstm_batch *b) {
   prstm_engine *e = s->e;
   s->ncols = stream_width(e->wl, b);
-  s->v = prstm_pick_variant(e->wl, s->ncols);
+  s->v = engine_pick_variant(e->wl, s->ncols);
   if (!s->v)
-    return prstm_engine_fail(e, PRSTM_ECONFIG, "batch rows have %u argument words; workload %s takes at most %u",
-                             s->ncols, e->wl->name, e->wl->variants[e->wl->nvariants - 1].max_columns);
+    return engine_fail(e, PRSTM_ECONFIG, "batch rows have %u argument words; workload %s takes at most %u", s->ncols,
+                       e->wl->name, e->wl->variants[e->wl->nvariants - 1].max_columns);
   s->res.backend = s->backend;
   snprintf(s->res.fallback, sizeof s->res.fallback, "%s", s->fallback);
   backend_stream_shape shape = {s->ncols, s->results, s->verify, s->limit_rows, b->n};
   backend_stream_info info;
   memset(&info, 0, sizeof info);
-  double t0 = prstm_now();
+  double t0 = engine_now();
   int rc = s->ops->stream_open(e, s->v, &shape, &s->bs, &info);
-  s->res.setup_s += prstm_now() - t0;
+  s->res.setup_s += engine_now() - t0;
   if (rc) return rc;
   s->unit_rows = info.unit_rows;
   s->carry_cap = info.unit_rows;
@@ -584,29 +582,33 @@ int prstm_stream_submit(prstm_stream *s, prstm_batch *b) {
   prstm_engine *e = s->e;
   if (s->in_done) return stream_refuse_in_done(s, "prstm_stream_submit");
   if (s->error) return s->error;
-  if (s->closed) return prstm_engine_fail(e, PRSTM_EINVAL, "the stream is closed: submit batches before closing it");
-  if (!b) return prstm_engine_fail(e, PRSTM_EINVAL, "no batch given");
+  if (s->closed) return engine_fail(e, PRSTM_EINVAL, "the stream is closed: submit batches before closing it");
+  if (!b) return engine_fail(e, PRSTM_EINVAL, "no batch given");
   if (b->wl != e->wl)
-    return prstm_engine_fail(e, PRSTM_EINVAL, "batch of workload %s given to a stream of workload %s", b->wl->name,
-                             e->wl->name);
+    return engine_fail(e, PRSTM_EINVAL, "batch of workload %s given to a stream of workload %s", b->wl->name,
+                       e->wl->name);
   for (uint64_t i = s->first_open; i < s->nitems; i++)
     if (s->items[i].b == b)
-      return prstm_engine_fail(e, PRSTM_EINVAL, "batch %llu of this stream is still running: a batch can be "
-                               "submitted again only once it is done", (unsigned long long)i);
+      return engine_fail(e, PRSTM_EINVAL,
+                         "batch %llu of this stream is still running: a batch can be "
+                         "submitted again only once it is done",
+                         (unsigned long long)i);
   if (!s->started) {
     int rc = stream_start(s, b);
     if (rc) return stream_failed(s, rc);
     s->started = 1;
   } else if (b->ncols > s->ncols) {
-    return prstm_engine_fail(e, PRSTM_EINVAL, "batch rows have %u argument words; this stream's rows have %u, set by "
-                             "its first batch", b->ncols, s->ncols);
+    return engine_fail(e, PRSTM_EINVAL,
+                       "batch rows have %u argument words; this stream's rows have %u, set by "
+                       "its first batch",
+                       b->ncols, s->ncols);
   }
   int rc = b->n ? txtable_prepare_run(b, s->verify) : 0;
-  if (rc) return prstm_engine_fail(e, rc, "cannot allocate the results column of a batch");
+  if (rc) return engine_fail(e, rc, "cannot allocate the results column of a batch");
   if (s->nitems == s->items_alloc) {
     uint64_t cap = s->items_alloc ? 2 * s->items_alloc : 64;
     stream_item *items = realloc(s->items, (size_t)cap * sizeof *items);
-    if (!items) return prstm_engine_fail(e, PRSTM_ENOMEM, "cannot keep %llu batches", (unsigned long long)cap);
+    if (!items) return engine_fail(e, PRSTM_ENOMEM, "cannot keep %llu batches", (unsigned long long)cap);
     s->items = items;
     s->items_alloc = cap;
   }
@@ -673,20 +675,20 @@ int prstm_stream_close(prstm_stream *s, prstm_stream_results *out) {
   prstm_engine *e = s->e;
   if (s->in_done) return stream_refuse_in_done(s, "prstm_stream_close");
   if (s->error) return s->error;
-  if (s->closed) return prstm_engine_fail(e, PRSTM_EINVAL, "the stream is already closed");
+  if (s->closed) return engine_fail(e, PRSTM_EINVAL, "the stream is already closed");
   s->closed = 1;
   int rc = stream_finish_rows(s);
   if (rc) return stream_failed(s, rc);
   if (s->bs) {
     /* The state comes back to the engine (a GPU gives it back here). */
-    double t0 = prstm_now();
+    double t0 = engine_now();
     rc = s->ops->stream_finish(e, s->bs, &s->res.aborts, &s->res.postponements, &s->res.sweeps);
     if (rc) return stream_failed(s, rc);
     s->ops->stream_free(s->bs);
     s->bs = NULL;
-    s->res.setup_s += prstm_now() - t0;
+    s->res.setup_s += engine_now() - t0;
   }
-  s->res.wall_s = prstm_now() - s->opened_at;
+  s->res.wall_s = engine_now() - s->opened_at;
   if (s->backend == PRSTM_BACKEND_CPU && !s->res.device[0]) {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     snprintf(s->res.device, sizeof s->res.device, "CPU, %ld cores", cores);
@@ -725,14 +727,14 @@ void prstm_stream_destroy(prstm_stream *s) {
 
 int prstm_stream_verify(prstm_stream *s, prstm_verify_report *rep) {
   if (!s || !rep) return PRSTM_EINVAL;
-  prstm_verify_report_init(rep);
+  engine_verify_report_init(rep);
   if (!s->journal)
-    return prstm_engine_fail(s->e, PRSTM_EINVAL,
-                             "the stream was opened on an engine without verify: nothing was recorded to check");
+    return engine_fail(s->e, PRSTM_EINVAL,
+                       "the stream was opened on an engine without verify: nothing was recorded to check");
   if (!s->closed || s->error || s->e->stream == s)
-    return prstm_engine_fail(s->e, PRSTM_EINVAL, "a stream is verified once it has closed without an error");
-  prstm_verify_counts counts = {s->seq_base, s->res.committed, s->res.failed, s->res.abandoned};
-  prstm_verify_source src;
+    return engine_fail(s->e, PRSTM_EINVAL, "a stream is verified once it has closed without an error");
+  engine_verify_counts counts = {s->seq_base, s->res.committed, s->res.failed, s->res.abandoned};
+  engine_verify_source src;
   memset(&src, 0, sizeof src);
   src.table = s->journal->rows;
   src.row_number = s->journal->number;
@@ -741,17 +743,17 @@ int prstm_stream_verify(prstm_stream *s, prstm_verify_report *rep) {
   src.initial = s->initial;
   src.counts = &counts;
   src.variant = s->v;
-  return prstm_verify_rows(s->e, &src, rep);
+  return engine_verify_rows(s->e, &src, rep);
 }
 
-int prstm_run_chunked(prstm_engine *e, prstm_batch *b, prstm_backend backend, const char *fallback, uint64_t unit_rows,
-                      prstm_results *res) {
+int engine_run_chunked(prstm_engine *e, prstm_batch *b, prstm_backend backend, const char *fallback, uint64_t unit_rows,
+                       prstm_results *res) {
   prstm_stream *s = NULL;
   int rc = stream_open_on(e, backend, fallback, unit_rows, &s);
   if (rc) return rc;
   s->progress_batch = b;
-  double t0 = prstm_now();
-  s->progress_clock = (prstm_progress_clock){t0, t0};
+  double t0 = engine_now();
+  s->progress_clock = (engine_progress_clock){t0, t0};
   prstm_stream_results sr;
   memset(&sr, 0, sizeof sr);
   rc = prstm_stream_submit(s, b);

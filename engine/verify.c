@@ -31,11 +31,11 @@ typedef struct replay_table {
   uint64_t *args, *result, *row_id, *read_hash;
 } replay_table;
 
-static uint64_t source_row_number(const prstm_verify_source *src, uint64_t r) {
+static uint64_t source_row_number(const engine_verify_source *src, uint64_t r) {
   return src->row_number ? src->row_number[r] : r;
 }
 
-static int replay_table_make(const prstm_verify_source *src, const seq_row *rows, uint64_t m, replay_table *t) {
+static int replay_table_make(const engine_verify_source *src, const seq_row *rows, uint64_t m, replay_table *t) {
   const prstm_batch *b = src->table;
   memset(t, 0, sizeof *t);
   size_t cells = (size_t)(m ? m : 1);
@@ -78,7 +78,7 @@ static void replay_table_free(replay_table *t) {
 
 /* Names a row of the source the way its owner knows it: its row in the
  * batch, and the batch's number in a stream. */
-static const char *row_name(const prstm_verify_source *src, uint64_t r, char *buf, size_t len) {
+static const char *row_name(const engine_verify_source *src, uint64_t r, char *buf, size_t len) {
   if (src->item)
     snprintf(buf, len, "transaction %llu of batch %llu", (unsigned long long)src->item_row[r],
              (unsigned long long)src->item[r]);
@@ -87,9 +87,9 @@ static const char *row_name(const prstm_verify_source *src, uint64_t r, char *bu
   return buf;
 }
 
-static int verify_fail(prstm_verify_report *rep, const prstm_verify_source *src, int64_t r, const char *fmt, ...)
+static int verify_fail(prstm_verify_report *rep, const engine_verify_source *src, int64_t r, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-static int verify_fail(prstm_verify_report *rep, const prstm_verify_source *src, int64_t r, const char *fmt, ...) {
+static int verify_fail(prstm_verify_report *rep, const engine_verify_source *src, int64_t r, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(rep->message, sizeof rep->message, fmt, ap);
@@ -104,11 +104,11 @@ static int verify_fail(prstm_verify_report *rep, const prstm_verify_source *src,
 
 /* The checks on the table alone, before any replay: every row final, and
  * every decided row holding a sequence number of its own that was taken. */
-static int verify_table_shape(const prstm_verify_source *src, const seq_row *order, uint64_t m,
+static int verify_table_shape(const engine_verify_source *src, const seq_row *order, uint64_t m,
                               prstm_verify_report *rep) {
   const prstm_batch *b = src->table;
   const prstm_workload *wl = b->wl;
-  const prstm_verify_counts *c = src->counts;
+  const engine_verify_counts *c = src->counts;
   char name[96];
   for (uint64_t i = 0; i < b->n; i++) {
     if ((b->status[i] & TXTABLE_STATUS_MASK) == PRSTM_PENDING)
@@ -136,14 +136,14 @@ static int verify_table_shape(const prstm_verify_source *src, const seq_row *ord
   return 0;
 }
 
-int prstm_verify_rows(prstm_engine *e, const prstm_verify_source *src, prstm_verify_report *rep) {
+int engine_verify_rows(prstm_engine *e, const engine_verify_source *src, prstm_verify_report *rep) {
   const prstm_batch *b = src->table;
   const prstm_workload *wl = e->wl;
-  const prstm_worker_variant *v = src->variant ? src->variant : prstm_pick_variant(wl, b->ncols);
+  const prstm_worker_variant *v = src->variant ? src->variant : engine_pick_variant(wl, b->ncols);
   const prstm_word *final = src->final ? src->final : e->words;
-  double t0 = prstm_now();
+  double t0 = engine_now();
   char name[96];
-  const prstm_verify_counts *c = src->counts;
+  const engine_verify_counts *c = src->counts;
 
   /* Committed and failed rows, in the order their decisions were taken. */
   uint64_t m = 0, committed = 0, failed = 0, abandoned = 0;
@@ -159,7 +159,7 @@ int prstm_verify_rows(prstm_engine *e, const prstm_verify_source *src, prstm_ver
   prstm_word *words = malloc((size_t)e->nwords * sizeof *words);
   int rc = 0;
   if (!order || !words || !v) {
-    rc = prstm_engine_fail(e, PRSTM_ENOMEM, "cannot allocate the verification replay");
+    rc = engine_fail(e, PRSTM_ENOMEM, "cannot allocate the verification replay");
     goto out;
   }
   rep->ok = 1;
@@ -178,11 +178,11 @@ int prstm_verify_rows(prstm_engine *e, const prstm_verify_source *src, prstm_ver
   /* Serial replay from the initial state, with the run's own bodies. */
   rc = replay_table_make(src, order, m, &t);
   if (rc) {
-    prstm_engine_fail(e, rc, "cannot allocate the verification replay table");
+    engine_fail(e, rc, "cannot allocate the verification replay table");
     goto out;
   }
   memcpy(words, src->initial, (size_t)e->nwords * sizeof *words);
-  rc = prstm_run_serial(wl, v, words, e->nwords, e->opt.lock_coverage, &t.view, e->err, sizeof e->err);
+  rc = engine_run_serial(wl, v, words, e->nwords, e->opt.lock_coverage, &t.view, e->err, sizeof e->err);
   if (rc) goto out;
   rep->replayed = m;
   for (uint64_t j = 0; j < m; j++) {
@@ -217,7 +217,7 @@ int prstm_verify_rows(prstm_engine *e, const prstm_verify_source *src, prstm_ver
     if (words[w] != final[w]) {
       rep->first_word = (int64_t)w;
       verify_fail(rep, src, -1, "word %llu: the run ends with %llu, the serial replay with %llu", (unsigned long long)w,
-                  (unsigned long long)final[w], (unsigned long long)words[w]);
+                  (unsigned long long) final[w], (unsigned long long)words[w]);
       goto out;
     }
   }
@@ -235,11 +235,11 @@ int prstm_verify_rows(prstm_engine *e, const prstm_verify_source *src, prstm_ver
     }
     rc = replay_table_make(src, order, a, &blocked);
     if (rc) {
-      prstm_engine_fail(e, rc, "cannot allocate the blocked-transaction check");
+      engine_fail(e, rc, "cannot allocate the blocked-transaction check");
       goto out;
     }
     memcpy(words, final, (size_t)e->nwords * sizeof *words);
-    rc = prstm_run_serial(wl, v, words, e->nwords, e->opt.lock_coverage, &blocked.view, e->err, sizeof e->err);
+    rc = engine_run_serial(wl, v, words, e->nwords, e->opt.lock_coverage, &blocked.view, e->err, sizeof e->err);
     if (rc) goto out;
     rep->checked_blocked = a;
     for (uint64_t j = 0; j < a; j++) {
@@ -268,7 +268,7 @@ int prstm_verify_rows(prstm_engine *e, const prstm_verify_source *src, prstm_ver
            "%llu abandoned still blocked",
            (unsigned long long)rep->replayed, (unsigned long long)rep->checked_blocked);
 out:
-  rep->replay_s = prstm_now() - t0;
+  rep->replay_s = engine_now() - t0;
   replay_table_free(&t);
   replay_table_free(&blocked);
   free(order);
@@ -276,7 +276,7 @@ out:
   return rc;
 }
 
-void prstm_verify_report_init(prstm_verify_report *rep) {
+void engine_verify_report_init(prstm_verify_report *rep) {
   memset(rep, 0, sizeof *rep);
   rep->first_transaction = -1;
   rep->first_batch = -1;
@@ -285,14 +285,14 @@ void prstm_verify_report_init(prstm_verify_report *rep) {
 
 int prstm_engine_verify(prstm_engine *e, const prstm_batch *b, prstm_verify_report *rep) {
   if (!e || !b || !rep) return PRSTM_EINVAL;
-  prstm_verify_report_init(rep);
+  engine_verify_report_init(rep);
   if (!e->opt.verify || !e->initial || e->verify_batch != b || !b->seq)
-    return prstm_engine_fail(e, PRSTM_EINVAL, "verification needs the batch's last run to be made with verify on");
-  prstm_verify_source src;
+    return engine_fail(e, PRSTM_EINVAL, "verification needs the batch's last run to be made with verify on");
+  engine_verify_source src;
   memset(&src, 0, sizeof src);
   src.table = b;
   src.initial = e->initial;
   src.counts = &e->verify_counts;
   src.variant = e->verify_variant;
-  return prstm_verify_rows(e, &src, rep);
+  return engine_verify_rows(e, &src, rep);
 }

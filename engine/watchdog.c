@@ -21,11 +21,11 @@ int watchdog_tick(watchdog *w, uint64_t decided, double now) {
   return 1;
 }
 
-int prstm_watchdog_error(prstm_engine *e, const prstm_batch *b) {
+int engine_watchdog_error(prstm_engine *e, const prstm_batch *b) {
   uint64_t final = 0;
   for (uint64_t i = 0; i < b->n; i++) final += (b->status[i] & TXTABLE_STATUS_MASK) != PRSTM_PENDING;
-  return prstm_engine_fail(e, PRSTM_ESTALLED,
-                           "no transaction committed or failed for %u s, so the watchdog stopped the run "
-                           "(%llu of %llu transactions were final; engine.watchdog_s sets the limit)",
-                           e->opt.watchdog_s, (unsigned long long)final, (unsigned long long)b->n);
+  return engine_fail(e, PRSTM_ESTALLED,
+                     "no transaction committed or failed for %u s, so the watchdog stopped the run "
+                     "(%llu of %llu transactions were final; engine.watchdog_s sets the limit)",
+                     e->opt.watchdog_s, (unsigned long long) final, (unsigned long long)b->n);
 }

@@ -50,8 +50,7 @@ static const char *fuzz_write_input(const char *name, const uint8_t *data, size_
       }
     }
     if (fd < 0) {
-      snprintf(fuzz_input.path, sizeof fuzz_input.path, "/tmp/prstm-%s-%ld", name,
-               (long)getpid());
+      snprintf(fuzz_input.path, sizeof fuzz_input.path, "/tmp/prstm-%s-%ld", name, (long)getpid());
       fd = open(fuzz_input.path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
       if (fd < 0) fuzz_die(fuzz_input.path);
       atexit(fuzz_remove_tmp);
@@ -71,15 +70,14 @@ static const char *fuzz_write_input(const char *name, const uint8_t *data, size_
 
 /* A broken contract is reported like a crash, so that libFuzzer saves the
  * input and run.sh counts it. */
-#define FUZZ_CHECK(cond, ...)                                              \
-  do {                                                                     \
-    if (!(cond)) {                                                         \
-      fprintf(stderr, "fuzz check failed at %s:%d: %s\n  ", __FILE__,      \
-              __LINE__, #cond);                                            \
-      fprintf(stderr, __VA_ARGS__);                                        \
-      fputc('\n', stderr);                                                 \
-      abort();                                                             \
-    }                                                                      \
+#define FUZZ_CHECK(cond, ...)                                                           \
+  do {                                                                                  \
+    if (!(cond)) {                                                                      \
+      fprintf(stderr, "fuzz check failed at %s:%d: %s\n  ", __FILE__, __LINE__, #cond); \
+      fprintf(stderr, __VA_ARGS__);                                                     \
+      fputc('\n', stderr);                                                              \
+      abort();                                                                          \
+    }                                                                                   \
   } while (0)
 
 /* Every error message names the file first ("FILE: problem" or
@@ -87,14 +85,13 @@ static const char *fuzz_write_input(const char *name, const uint8_t *data, size_
 static void fuzz_check_error(int rc, const char *err, const char *file) {
   FUZZ_CHECK(rc < 0, "rc %d", rc);
   FUZZ_CHECK(err[0] != '\0', "error %s (%d) with an empty message", prstm_err_name(rc), rc);
-  FUZZ_CHECK(strncmp(err, file, strlen(file)) == 0 && err[strlen(file)] == ':',
-             "message does not start with '%s:': %s", file, err);
+  FUZZ_CHECK(strncmp(err, file, strlen(file)) == 0 && err[strlen(file)] == ':', "message does not start with '%s:': %s",
+             file, err);
 }
 
 /* Checks every row of a loaded batch: a known type, and every address
  * argument below nwords, address lists included (count, then entries). */
-static void fuzz_check_rows(const prstm_batch *b, const prstm_workload *wl, uint64_t from,
-                            uint64_t nwords) {
+static void fuzz_check_rows(const prstm_batch *b, const prstm_workload *wl, uint64_t from, uint64_t nwords) {
   uint64_t n = prstm_batch_size(b);
   for (uint64_t i = from; i < n; i++) {
     unsigned t = prstm_batch_type(b, i);
@@ -105,20 +102,18 @@ static void fuzz_check_rows(const prstm_batch *b, const prstm_workload *wl, uint
       prstm_word v = prstm_batch_arg(b, i, col);
       switch (d->args[a].kind) {
         case PRSTM_ARG_ADDRESS:
-          FUZZ_CHECK(v < nwords, "row %llu arg %s = %llu, state has %llu words",
-                     (unsigned long long)i, d->args[a].name, (unsigned long long)v,
-                     (unsigned long long)nwords);
+          FUZZ_CHECK(v < nwords, "row %llu arg %s = %llu, state has %llu words", (unsigned long long)i, d->args[a].name,
+                     (unsigned long long)v, (unsigned long long)nwords);
           col++;
           break;
         case PRSTM_ARG_ADDRESS_LIST:
-          FUZZ_CHECK(v >= 1 && v <= PRSTM_MAX_COLUMNS - 3, "row %llu list %s has %llu entries",
-                     (unsigned long long)i, d->args[a].name, (unsigned long long)v);
+          FUZZ_CHECK(v >= 1 && v <= PRSTM_MAX_COLUMNS - 3, "row %llu list %s has %llu entries", (unsigned long long)i,
+                     d->args[a].name, (unsigned long long)v);
           col++;
           for (prstm_word k = 0; k < v; k++, col++) {
             prstm_word e = prstm_batch_arg(b, i, col);
-            FUZZ_CHECK(e < nwords, "row %llu %s[%llu] = %llu, state has %llu words",
-                       (unsigned long long)i, d->args[a].name, (unsigned long long)k,
-                       (unsigned long long)e, (unsigned long long)nwords);
+            FUZZ_CHECK(e < nwords, "row %llu %s[%llu] = %llu, state has %llu words", (unsigned long long)i,
+                       d->args[a].name, (unsigned long long)k, (unsigned long long)e, (unsigned long long)nwords);
           }
           break;
         default:

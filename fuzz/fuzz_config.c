@@ -23,8 +23,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   int rc = prstm_config_load(path, &cfg, err, sizeof err);
   if (rc != 0) {
     fuzz_check_error(rc, err, path);
-    FUZZ_CHECK(prstm_is_input_error(rc) || rc == PRSTM_ENOMEM, "config error %s: %s",
-               prstm_err_name(rc), err);
+    FUZZ_CHECK(prstm_is_input_error(rc) || rc == PRSTM_ENOMEM, "config error %s: %s", prstm_err_name(rc), err);
     FUZZ_CHECK(cfg.inline_json == NULL, "failed load left inline_json set: %s", err);
     /* A config that failed halfway must stay safe to free (again). */
     prstm_config_free(&cfg);
@@ -43,13 +42,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (cfg.batch_kind == PRSTM_BATCH_GENERATE) {
     const prstm_generate_spec *g = &cfg.generate;
     FUZZ_CHECK(g->transactions >= 1, "generate.transactions 0");
-    FUZZ_CHECK(g->amount_min <= g->amount_max, "amount min %llu > max %llu",
-               (unsigned long long)g->amount_min, (unsigned long long)g->amount_max);
+    FUZZ_CHECK(g->amount_min <= g->amount_max, "amount min %llu > max %llu", (unsigned long long)g->amount_min,
+               (unsigned long long)g->amount_max);
     FUZZ_CHECK(g->nmix <= PRSTM_MAX_TYPES, "nmix %u", g->nmix);
-    FUZZ_CHECK(g->semantic_ratio >= 0.0 && g->semantic_ratio <= 1.0, "semantic_ratio %g",
-               g->semantic_ratio);
-    FUZZ_CHECK(g->read_only == -1.0 || (g->read_only >= 0.0 && g->read_only <= 1.0),
-               "read_only %g", g->read_only);
+    FUZZ_CHECK(g->semantic_ratio >= 0.0 && g->semantic_ratio <= 1.0, "semantic_ratio %g", g->semantic_ratio);
+    FUZZ_CHECK(g->read_only == -1.0 || (g->read_only >= 0.0 && g->read_only <= 1.0), "read_only %g", g->read_only);
   }
 
   /* No filesystem traversal (batch.file names any path), and no huge
@@ -61,8 +58,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (k > 128) k = 1;
   int skip = cfg.batch_kind == PRSTM_BATCH_FILE ||
              (cfg.batch_kind == PRSTM_BATCH_GENERATE &&
-              (cfg.generate.transactions > FUZZ_MAX_GENERATED ||
-               cfg.state.accounts > FUZZ_MAX_ACCOUNTS ||
+              (cfg.generate.transactions > FUZZ_MAX_GENERATED || cfg.state.accounts > FUZZ_MAX_ACCOUNTS ||
                cfg.generate.transactions * k * k > FUZZ_MAX_GENERATE_COST));
   if (!skip) {
     uint64_t nwords = cfg.state.accounts < FUZZ_MAX_NWORDS ? cfg.state.accounts : FUZZ_MAX_NWORDS;
@@ -71,8 +67,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     rc = prstm_config_load_batch(&cfg, nwords, b, err, sizeof err);
     if (rc != 0) {
       fuzz_check_error(rc, err, path);
-      FUZZ_CHECK(prstm_is_input_error(rc) || rc == PRSTM_ENOMEM, "batch error %s: %s",
-                 prstm_err_name(rc), err);
+      FUZZ_CHECK(prstm_is_input_error(rc) || rc == PRSTM_ENOMEM, "batch error %s: %s", prstm_err_name(rc), err);
     } else if (cfg.batch_kind == PRSTM_BATCH_INLINE) {
       const cJSON *arr = (const cJSON *)cfg.inline_json;
       uint64_t count = 0;
@@ -81,9 +76,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                  (unsigned long long)prstm_batch_size(b), (unsigned long long)count);
       fuzz_check_rows(b, cfg.workload, 0, nwords);
     } else {
-      FUZZ_CHECK(prstm_batch_size(b) == cfg.generate.transactions,
-                 "%llu rows generated, %llu asked for", (unsigned long long)prstm_batch_size(b),
-                 (unsigned long long)cfg.generate.transactions);
+      FUZZ_CHECK(prstm_batch_size(b) == cfg.generate.transactions, "%llu rows generated, %llu asked for",
+                 (unsigned long long)prstm_batch_size(b), (unsigned long long)cfg.generate.transactions);
       /* The generator draws from the whole state, not from nwords. */
       fuzz_check_rows(b, cfg.workload, 0, cfg.state.accounts);
     }

@@ -15,8 +15,7 @@ static int line_is_blank(const uint8_t *s, size_t n, unsigned long lineno) {
 
 /* Line number of the k-th (0-based) non-blank line, or 0 when there is none;
  * *records gets the number of non-blank lines. */
-static unsigned long nonblank_line(const uint8_t *data, size_t size, uint64_t k,
-                                   uint64_t *records) {
+static unsigned long nonblank_line(const uint8_t *data, size_t size, uint64_t k, uint64_t *records) {
   unsigned long lineno = 0, found = 0;
   uint64_t seen = 0;
   size_t start = 0;
@@ -47,14 +46,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
    * the (rows + 1)-th record. */
   unsigned long expect_line = nonblank_line(data, size, rows, &records);
   if (rc == 0) {
-    FUZZ_CHECK(rows == records, "%llu rows from %llu records", (unsigned long long)rows,
-               (unsigned long long)records);
+    FUZZ_CHECK(rows == records, "%llu rows from %llu records", (unsigned long long)rows, (unsigned long long)records);
   } else {
     fuzz_check_error(rc, err, path);
-    FUZZ_CHECK(prstm_is_input_error(rc) || rc == PRSTM_ENOMEM, "error %s: %s",
-               prstm_err_name(rc), err);
-    FUZZ_CHECK(expect_line != 0, "error after all %llu records: %s", (unsigned long long)rows,
-               err);
+    FUZZ_CHECK(prstm_is_input_error(rc) || rc == PRSTM_ENOMEM, "error %s: %s", prstm_err_name(rc), err);
+    FUZZ_CHECK(expect_line != 0, "error after all %llu records: %s", (unsigned long long)rows, err);
     /* "FILE:LINE: problem" or "FILE:LINE:COL: malformed JSON". */
     const char *p = err + strlen(path) + 1;
     char *endp;
@@ -64,8 +60,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
      * bugs while a wrong line number is known and not yet fixed. */
     static int line_check = -1;
     if (line_check < 0) line_check = getenv("PRSTM_FUZZ_NO_LINE_CHECK") == NULL;
-    FUZZ_CHECK(!line_check || line == expect_line,
-               "reported line %lu, failing record is on line %lu: %s", line, expect_line, err);
+    FUZZ_CHECK(!line_check || line == expect_line, "reported line %lu, failing record is on line %lu: %s", line,
+               expect_line, err);
   }
   fuzz_check_rows(b, bank, 0, FUZZ_NWORDS);
   prstm_batch_destroy(b);

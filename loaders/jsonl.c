@@ -11,7 +11,7 @@
 
 #include "loaders_internal.h"
 
-void prstm_errf(char *err, size_t errlen, const char *fmt, ...) {
+void loaders_errf(char *err, size_t errlen, const char *fmt, ...) {
   if (err == NULL || errlen == 0) return;
   va_list ap;
   va_start(ap, fmt);
@@ -47,26 +47,25 @@ static size_t find_nul_escape(const char *text, size_t len) {
 /* A UTF-8 byte order mark is invisible in editors, so a file that starts with
  * one must not be reported as malformed at a column the user cannot see. */
 static size_t bom_length(const char *text, size_t len) {
-  if (len >= 3 && (unsigned char)text[0] == 0xEF && (unsigned char)text[1] == 0xBB &&
-      (unsigned char)text[2] == 0xBF)
+  if (len >= 3 && (unsigned char)text[0] == 0xEF && (unsigned char)text[1] == 0xBB && (unsigned char)text[2] == 0xBF)
     return 3;
   return 0;
 }
 
-int prstm_read_text_file(const char *path, char **text, size_t *len, char *err, size_t errlen) {
+int loaders_read_text_file(const char *path, char **text, size_t *len, char *err, size_t errlen) {
   *text = NULL;
   *len = 0;
   FILE *f = fopen(path, "rb");
   if (f == NULL) {
     int e = errno;
-    prstm_errf(err, errlen, "%s: cannot read: %s", path, strerror(e));
+    loaders_errf(err, errlen, "%s: cannot read: %s", path, strerror(e));
     return PRSTM_EIO;
   }
   size_t cap = 4096, n = 0;
   char *buf = malloc(cap);
   if (buf == NULL) {
     fclose(f);
-    prstm_errf(err, errlen, "%s: cannot read: %s", path, strerror(ENOMEM));
+    loaders_errf(err, errlen, "%s: cannot read: %s", path, strerror(ENOMEM));
     return PRSTM_ENOMEM;
   }
   for (;;) {
@@ -76,7 +75,7 @@ int prstm_read_text_file(const char *path, char **text, size_t *len, char *err, 
       if (bigger == NULL) {
         free(buf);
         fclose(f);
-        prstm_errf(err, errlen, "%s: cannot read: %s", path, strerror(ENOMEM));
+        loaders_errf(err, errlen, "%s: cannot read: %s", path, strerror(ENOMEM));
         return PRSTM_ENOMEM;
       }
       buf = bigger;
@@ -92,7 +91,7 @@ int prstm_read_text_file(const char *path, char **text, size_t *len, char *err, 
     int e = errno != 0 ? errno : EIO;
     free(buf);
     fclose(f);
-    prstm_errf(err, errlen, "%s: cannot read: %s", path, strerror(e));
+    loaders_errf(err, errlen, "%s: cannot read: %s", path, strerror(e));
     return PRSTM_EIO;
   }
   fclose(f);
@@ -102,9 +101,9 @@ int prstm_read_text_file(const char *path, char **text, size_t *len, char *err, 
   return 0;
 }
 
-size_t prstm_json_bom(const char *text, size_t len) { return bom_length(text, len); }
+size_t loaders_json_bom(const char *text, size_t len) { return bom_length(text, len); }
 
-cJSON *prstm_json_parse(const char *text, size_t len, size_t *fail_offset) {
+cJSON *loaders_json_parse(const char *text, size_t len, size_t *fail_offset) {
   /* cJSON stops at a NUL byte and would accept whatever came before it, so an
    * embedded NUL is reported as the place where the JSON goes wrong. */
   const char *nul = memchr(text, '\0', len);
@@ -130,8 +129,7 @@ cJSON *prstm_json_parse(const char *text, size_t len, size_t *fail_offset) {
   return root;
 }
 
-void prstm_json_position(const char *text, size_t offset, unsigned long *line,
-                         unsigned long *col) {
+void loaders_json_position(const char *text, size_t offset, unsigned long *line, unsigned long *col) {
   unsigned long l = 1;
   size_t line_start = 0;
   for (size_t i = 0; i < offset; i++) {
@@ -144,20 +142,19 @@ void prstm_json_position(const char *text, size_t offset, unsigned long *line,
   *col = (unsigned long)(offset - line_start) + 1;
 }
 
-int prstm_json_uint(const cJSON *item, uint64_t *out) {
+int loaders_json_uint(const cJSON *item, uint64_t *out) {
   if (!cJSON_IsNumber(item)) return -1;
   double v = item->valuedouble;
   /* The comparisons also reject NaN; the cast round trip rejects fractions
    * without needing libm. */
-  if (!(v >= 0.0 && v <= PRSTM_JSON_MAX_INT)) return -1;
+  if (!(v >= 0.0 && v <= LOADERS_JSON_MAX_INT)) return -1;
   uint64_t u = (uint64_t)v;
   if ((double)u != v) return -1;
   *out = u;
   return 0;
 }
 
-int prstm_json_check_keys(const cJSON *obj, const char *const *allowed, const char **bad,
-                          int *duplicate) {
+int loaders_json_check_keys(const cJSON *obj, const char *const *allowed, const char **bad, int *duplicate) {
   for (const cJSON *c = obj->child; c != NULL; c = c->next) {
     const char *key = c->string != NULL ? c->string : "";
     int known = 0;
@@ -195,30 +192,29 @@ static void join_path(char *out, size_t outlen, const char *prefix, const char *
 }
 
 /* Reads one address argument; where names the value in messages. */
-static int tx_address(const cJSON *item, uint64_t nwords, const char *where, prstm_word *out,
-                      char *msg, size_t msglen) {
+static int tx_address(const cJSON *item, uint64_t nwords, const char *where, prstm_word *out, char *msg,
+                      size_t msglen) {
   uint64_t v;
-  if (prstm_json_uint(item, &v) != 0) {
-    prstm_errf(msg, msglen, "%s: expected a non-negative integer", where);
+  if (loaders_json_uint(item, &v) != 0) {
+    loaders_errf(msg, msglen, "%s: expected a non-negative integer", where);
     return PRSTM_ECONFIG;
   }
   if (v >= nwords) {
-    prstm_errf(msg, msglen, "%s %" PRIu64 " out of range (state has %" PRIu64 " words)", where,
-               v, nwords);
+    loaders_errf(msg, msglen, "%s %" PRIu64 " out of range (state has %" PRIu64 " words)", where, v, nwords);
     return PRSTM_ECONFIG;
   }
   *out = v;
   return 0;
 }
 
-int prstm_tx_from_json(const cJSON *obj, const prstm_workload *wl, uint64_t nwords,
-                       prstm_batch *batch, const char *prefix, char *msg, size_t msglen) {
-  char where[PRSTM_KEYPATH_MAX];
+int loaders_tx_from_json(const cJSON *obj, const prstm_workload *wl, uint64_t nwords, prstm_batch *batch,
+                         const char *prefix, char *msg, size_t msglen) {
+  char where[LOADERS_KEYPATH_MAX];
   if (!cJSON_IsObject(obj)) {
     if (prefix[0] == '\0')
-      prstm_errf(msg, msglen, "expected a JSON object");
+      loaders_errf(msg, msglen, "expected a JSON object");
     else
-      prstm_errf(msg, msglen, "%s: expected a JSON object", prefix);
+      loaders_errf(msg, msglen, "%s: expected a JSON object", prefix);
     return PRSTM_ECONFIG;
   }
 
@@ -226,24 +222,23 @@ int prstm_tx_from_json(const cJSON *obj, const prstm_workload *wl, uint64_t nwor
   join_path(where, sizeof where, prefix, "type");
   const cJSON *type_item = cJSON_GetObjectItemCaseSensitive(obj, "type");
   if (type_item == NULL) {
-    prstm_errf(msg, msglen, "%s: missing", where);
+    loaders_errf(msg, msglen, "%s: missing", where);
     return PRSTM_ECONFIG;
   }
   if (!cJSON_IsString(type_item) || type_item->valuestring == NULL) {
-    prstm_errf(msg, msglen, "%s: expected a string", where);
+    loaders_errf(msg, msglen, "%s: expected a string", where);
     return PRSTM_ECONFIG;
   }
   int type = prstm_type_find(wl, type_item->valuestring);
   if (type < 0 || (unsigned)type >= wl->ntypes) {
-    prstm_errf(msg, msglen, "%s: unknown transaction type '%s'", where, type_item->valuestring);
+    loaders_errf(msg, msglen, "%s: unknown transaction type '%s'", where, type_item->valuestring);
     return PRSTM_EUNKNOWN;
   }
   const prstm_type_desc *desc = &wl->types[type];
   /* A malformed type description is a bug of the workload, not of the input,
    * so it is reported as an invalid argument rather than a bad batch. */
   if (desc->nargs > PRSTM_MAX_ARGS) {
-    prstm_errf(msg, msglen, "type '%s' declares %u arguments (at most %d)", desc->name,
-               desc->nargs, PRSTM_MAX_ARGS);
+    loaders_errf(msg, msglen, "type '%s' declares %u arguments (at most %d)", desc->name, desc->nargs, PRSTM_MAX_ARGS);
     return PRSTM_EINVAL;
   }
 
@@ -253,9 +248,9 @@ int prstm_tx_from_json(const cJSON *obj, const prstm_workload *wl, uint64_t nwor
   allowed[desc->nargs + 1] = NULL;
   const char *bad = NULL;
   int dup = 0;
-  if (prstm_json_check_keys(obj, allowed, &bad, &dup) != 0) {
+  if (loaders_json_check_keys(obj, allowed, &bad, &dup) != 0) {
     join_path(where, sizeof where, prefix, bad);
-    prstm_errf(msg, msglen, "%s key '%s'", dup ? "duplicate" : "unknown", where);
+    loaders_errf(msg, msglen, "%s key '%s'", dup ? "duplicate" : "unknown", where);
     return PRSTM_ECONFIG;
   }
 
@@ -266,7 +261,7 @@ int prstm_tx_from_json(const cJSON *obj, const prstm_workload *wl, uint64_t nwor
     join_path(where, sizeof where, prefix, ad->name);
     const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, ad->name);
     if (item == NULL) {
-      prstm_errf(msg, msglen, "%s: missing", where);
+      loaders_errf(msg, msglen, "%s: missing", where);
       return PRSTM_ECONFIG;
     }
     int rc;
@@ -278,31 +273,30 @@ int prstm_tx_from_json(const cJSON *obj, const prstm_workload *wl, uint64_t nwor
         nargs++;
         break;
       case PRSTM_ARG_UINT:
-        if (prstm_json_uint(item, &v) != 0) {
-          prstm_errf(msg, msglen, "%s: expected a non-negative integer", where);
+        if (loaders_json_uint(item, &v) != 0) {
+          loaders_errf(msg, msglen, "%s: expected a non-negative integer", where);
           return PRSTM_ECONFIG;
         }
         args[nargs++] = v;
         break;
       case PRSTM_ARG_ADDRESS_LIST: {
         if (a + 1 != desc->nargs) {
-          prstm_errf(msg, msglen, "type '%s': address list '%s' is not the last argument",
-                     desc->name, ad->name);
+          loaders_errf(msg, msglen, "type '%s': address list '%s' is not the last argument", desc->name, ad->name);
           return PRSTM_EINVAL;
         }
         int count = cJSON_IsArray(item) ? cJSON_GetArraySize(item) : -1;
         if (count <= 0) {
-          prstm_errf(msg, msglen, "%s: expected a non-empty array of addresses", where);
+          loaders_errf(msg, msglen, "%s: expected a non-empty array of addresses", where);
           return PRSTM_ECONFIG;
         }
-        if (count > PRSTM_MAX_LIST) {
-          prstm_errf(msg, msglen, "%s: %d addresses (at most %d)", where, count, PRSTM_MAX_LIST);
+        if (count > LOADERS_MAX_LIST) {
+          loaders_errf(msg, msglen, "%s: %d addresses (at most %d)", where, count, LOADERS_MAX_LIST);
           return PRSTM_ECONFIG;
         }
         args[nargs++] = (prstm_word)count;
         int i = 0;
         for (const cJSON *e = item->child; e != NULL; e = e->next, i++) {
-          char entry[PRSTM_KEYPATH_MAX + 16];
+          char entry[LOADERS_KEYPATH_MAX + 16];
           snprintf(entry, sizeof entry, "%s[%d]", where, i);
           rc = tx_address(e, nwords, entry, &args[nargs], msg, msglen);
           if (rc != 0) return rc;
@@ -311,8 +305,7 @@ int prstm_tx_from_json(const cJSON *obj, const prstm_workload *wl, uint64_t nwor
         break;
       }
       default:
-        prstm_errf(msg, msglen, "type '%s': argument '%s' has unknown kind %d", desc->name,
-                   ad->name, (int)ad->kind);
+        loaders_errf(msg, msglen, "type '%s': argument '%s' has unknown kind %d", desc->name, ad->name, (int)ad->kind);
         return PRSTM_EINVAL;
     }
   }
@@ -320,9 +313,9 @@ int prstm_tx_from_json(const cJSON *obj, const prstm_workload *wl, uint64_t nwor
   int rc = prstm_batch_append(batch, (unsigned)type, args, nargs);
   if (rc != 0) {
     if (prefix[0] == '\0')
-      prstm_errf(msg, msglen, "cannot append transaction: %s", prstm_strerror(rc));
+      loaders_errf(msg, msglen, "cannot append transaction: %s", prstm_strerror(rc));
     else
-      prstm_errf(msg, msglen, "%s: cannot append transaction: %s", prefix, prstm_strerror(rc));
+      loaders_errf(msg, msglen, "%s: cannot append transaction: %s", prefix, prstm_strerror(rc));
   }
   return rc;
 }
@@ -334,16 +327,16 @@ static int is_blank(const char *s, size_t n) {
   return 1;
 }
 
-int prstm_load_jsonl(const char *path, const prstm_workload *wl, uint64_t nwords,
-                     prstm_batch *batch, char *err, size_t errlen) {
+int prstm_load_jsonl(const char *path, const prstm_workload *wl, uint64_t nwords, prstm_batch *batch, char *err,
+                     size_t errlen) {
   if (path == NULL || wl == NULL || batch == NULL) {
-    prstm_errf(err, errlen, "prstm_load_jsonl: invalid argument");
+    loaders_errf(err, errlen, "prstm_load_jsonl: invalid argument");
     return PRSTM_EINVAL;
   }
   FILE *f = fopen(path, "rb");
   if (f == NULL) {
     int e = errno;
-    prstm_errf(err, errlen, "%s: cannot read: %s", path, strerror(e));
+    loaders_errf(err, errlen, "%s: cannot read: %s", path, strerror(e));
     return PRSTM_EIO;
   }
   char *line = NULL;
@@ -358,7 +351,7 @@ int prstm_load_jsonl(const char *path, const prstm_workload *wl, uint64_t nwords
        * ferror tells them apart (a folder gives EISDIR here). */
       if (ferror(f)) {
         int e = errno != 0 ? errno : EIO;
-        prstm_errf(err, errlen, "%s: cannot read: %s", path, strerror(e));
+        loaders_errf(err, errlen, "%s: cannot read: %s", path, strerror(e));
         rc = e == ENOMEM ? PRSTM_ENOMEM : PRSTM_EIO;
       }
       break;
@@ -372,19 +365,19 @@ int prstm_load_jsonl(const char *path, const prstm_workload *wl, uint64_t nwords
     size_t skip = lineno == 1 ? bom_length(line, n) : 0;
     if (is_blank(line + skip, n - skip)) continue;
     size_t off = 0;
-    cJSON *obj = prstm_json_parse(line + skip, n - skip, &off);
+    cJSON *obj = loaders_json_parse(line + skip, n - skip, &off);
     if (obj == NULL) {
       unsigned long l, c;
-      prstm_json_position(line + skip, off, &l, &c);
-      prstm_errf(err, errlen, "%s:%lu:%lu: malformed JSON", path, lineno + l - 1, c);
+      loaders_json_position(line + skip, off, &l, &c);
+      loaders_errf(err, errlen, "%s:%lu:%lu: malformed JSON", path, lineno + l - 1, c);
       rc = PRSTM_EPARSE;
       break;
     }
-    char msg[PRSTM_KEYPATH_MAX + 256];
-    rc = prstm_tx_from_json(obj, wl, nwords, batch, "", msg, sizeof msg);
+    char msg[LOADERS_KEYPATH_MAX + 256];
+    rc = loaders_tx_from_json(obj, wl, nwords, batch, "", msg, sizeof msg);
     cJSON_Delete(obj);
     if (rc != 0) {
-      prstm_errf(err, errlen, "%s:%lu: %s", path, lineno, msg);
+      loaders_errf(err, errlen, "%s:%lu: %s", path, lineno, msg);
       break;
     }
   }

@@ -1,6 +1,6 @@
 /* loaders_internal.h: helpers shared by the config and JSON Lines loaders, not part of the public API. */
-#ifndef PRSTM_LOADERS_INTERNAL_H
-#define PRSTM_LOADERS_INTERNAL_H
+#ifndef LOADERS_INTERNAL_H
+#define LOADERS_INTERNAL_H
 
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,18 +12,18 @@
 
 /* The largest integer a double holds exactly; cJSON stores every number as a
  * double, so anything above it may already have been rounded. */
-#define PRSTM_JSON_MAX_INT 9007199254740991.0
+#define LOADERS_JSON_MAX_INT 9007199254740991.0
 
 /* Widest address list a transaction may carry: the table has PRSTM_MAX_COLUMNS
  * columns and the fixed arguments keep up to 8 of them. */
-#define PRSTM_MAX_LIST (PRSTM_MAX_COLUMNS - 8)
+#define LOADERS_MAX_LIST (PRSTM_MAX_COLUMNS - 8)
 
 /* Longest key path kept in messages; longer paths are cut, never overflowed. */
-#define PRSTM_KEYPATH_MAX 256
+#define LOADERS_KEYPATH_MAX 256
 
 /* Writes a formatted one-line message into err when there is room for one;
  * err may be NULL so that callers that do not want messages need no buffer. */
-void prstm_errf(char *err, size_t errlen, const char *fmt, ...)
+void loaders_errf(char *err, size_t errlen, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
 #endif
@@ -31,35 +31,33 @@ void prstm_errf(char *err, size_t errlen, const char *fmt, ...)
 
 /* Reads a whole file into a NUL-terminated buffer. On failure returns
  * PRSTM_EIO and writes "FILE: cannot read: strerror" into err. */
-int prstm_read_text_file(const char *path, char **text, size_t *len, char *err, size_t errlen);
+int loaders_read_text_file(const char *path, char **text, size_t *len, char *err, size_t errlen);
 
 /* Length of a UTF-8 byte order mark at the start of text (3), or 0. A mark is
  * invisible in editors, so callers skip it instead of reporting it. */
-size_t prstm_json_bom(const char *text, size_t len);
+size_t loaders_json_bom(const char *text, size_t len);
 
 /* Parses len bytes of text as one JSON value with nothing after it; text[len]
  * must be a NUL. On failure returns NULL and sets *fail_offset to the byte
  * offset where the parser stopped, so the caller can report a position. */
-cJSON *prstm_json_parse(const char *text, size_t len, size_t *fail_offset);
+cJSON *loaders_json_parse(const char *text, size_t len, size_t *fail_offset);
 
 /* Converts a byte offset of text into a 1-based line and column. */
-void prstm_json_position(const char *text, size_t offset, unsigned long *line,
-                         unsigned long *col);
+void loaders_json_position(const char *text, size_t offset, unsigned long *line, unsigned long *col);
 
 /* Stores a JSON number that is integral and in [0, 2^53-1] into *out;
  * returns 0 on success and -1 for anything else. */
-int prstm_json_uint(const cJSON *item, uint64_t *out);
+int loaders_json_uint(const cJSON *item, uint64_t *out);
 
 /* Checks the keys of an object: every key must be in allowed (a NULL-ended
  * list) and appear once. On failure returns -1 and points *bad at the
  * offending key and *duplicate at 1 when the key is repeated. */
-int prstm_json_check_keys(const cJSON *obj, const char *const *allowed, const char **bad,
-                          int *duplicate);
+int loaders_json_check_keys(const cJSON *obj, const char *const *allowed, const char **bad, int *duplicate);
 
 /* Turns one JSON transaction object into prstm_batch_append(). Messages go
  * into msg without a file name and start with the key path, which is built
  * from prefix ("" for a JSON Lines record, "batch.transactions[3]" inline). */
-int prstm_tx_from_json(const cJSON *obj, const prstm_workload *wl, uint64_t nwords,
-                       prstm_batch *batch, const char *prefix, char *msg, size_t msglen);
+int loaders_tx_from_json(const cJSON *obj, const prstm_workload *wl, uint64_t nwords, prstm_batch *batch,
+                         const char *prefix, char *msg, size_t msglen);
 
-#endif /* PRSTM_LOADERS_INTERNAL_H */
+#endif /* LOADERS_INTERNAL_H */

@@ -64,14 +64,14 @@ static void sync_parent(const char *path) {
 static int write_in_place(const char *path, const char *text, size_t len, char *err, size_t errlen) {
   FILE *f = fopen(path, "w");
   if (f == NULL) {
-    prstm_errf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+    loaders_errf(err, errlen, "cannot write %s: %s", path, strerror(errno));
     return PRSTM_EIO;
   }
   size_t put = len ? fwrite(text, 1, len, f) : 0;
   int rc = (put != len || fflush(f) != 0) ? errno : 0;
   if (fclose(f) != 0 && rc == 0) rc = errno;
   if (rc != 0 || put != len) {
-    prstm_errf(err, errlen, "cannot write %s: %s", path, strerror(rc ? rc : EIO));
+    loaders_errf(err, errlen, "cannot write %s: %s", path, strerror(rc ? rc : EIO));
     return PRSTM_EIO;
   }
   return 0;
@@ -79,10 +79,9 @@ static int write_in_place(const char *path, const char *text, size_t len, char *
 
 static int write_atomic_regular(const char *path, const char *text, size_t len, char *err, size_t errlen);
 
-int prstm_write_file_atomic(const char *path, const char *text, size_t len, char *err,
-                            size_t errlen) {
+int prstm_write_file_atomic(const char *path, const char *text, size_t len, char *err, size_t errlen) {
   if (path == NULL || path[0] == '\0' || (text == NULL && len > 0)) {
-    prstm_errf(err, errlen, "prstm_write_file_atomic: invalid argument");
+    loaders_errf(err, errlen, "prstm_write_file_atomic: invalid argument");
     return PRSTM_EINVAL;
   }
   /* A symbolic link is followed, so the file it names is replaced and the
@@ -90,7 +89,7 @@ int prstm_write_file_atomic(const char *path, const char *text, size_t len, char
   struct stat st;
   if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
     if (S_ISDIR(st.st_mode)) {
-      prstm_errf(err, errlen, "cannot write %s: %s", path, strerror(EISDIR));
+      loaders_errf(err, errlen, "cannot write %s: %s", path, strerror(EISDIR));
       return PRSTM_EIO;
     }
     return write_in_place(path, text, len, err, errlen);
@@ -130,7 +129,7 @@ static int write_atomic_regular(const char *path, const char *text, size_t len, 
   size_t plen = strlen(path);
   char *tmp = malloc(plen + sizeof suffix);
   if (tmp == NULL) {
-    prstm_errf(err, errlen, "cannot write %s: %s", path, strerror(ENOMEM));
+    loaders_errf(err, errlen, "cannot write %s: %s", path, strerror(ENOMEM));
     return PRSTM_ENOMEM;
   }
   memcpy(tmp, path, plen);
@@ -139,7 +138,7 @@ static int write_atomic_regular(const char *path, const char *text, size_t len, 
   int fd = mkstemp(tmp);
   if (fd < 0) {
     int e = errno;
-    prstm_errf(err, errlen, "cannot write %s: %s", path, strerror(e));
+    loaders_errf(err, errlen, "cannot write %s: %s", path, strerror(e));
     free(tmp);
     return PRSTM_EIO;
   }
@@ -147,8 +146,7 @@ static int write_atomic_regular(const char *path, const char *text, size_t len, 
   /* mkstemp creates the file 0600; give it the mode a plain fopen would have
    * given a new file, or keep the mode of the file being replaced. */
   struct stat st;
-  mode_t mode = (stat(path, &st) == 0 && S_ISREG(st.st_mode)) ? (st.st_mode & 07777)
-                                                               : (0666 & ~current_umask());
+  mode_t mode = (stat(path, &st) == 0 && S_ISREG(st.st_mode)) ? (st.st_mode & 07777) : (0666 & ~current_umask());
   (void)fchmod(fd, mode);
 
   int e = 0;
@@ -185,6 +183,6 @@ fail:
   if (f != NULL) fclose(f);
   unlink(tmp);
   free(tmp);
-  prstm_errf(err, errlen, "cannot write %s: %s", path, strerror(e != 0 ? e : EIO));
+  loaders_errf(err, errlen, "cannot write %s: %s", path, strerror(e != 0 ? e : EIO));
   return PRSTM_EIO;
 }

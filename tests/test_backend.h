@@ -67,17 +67,18 @@ static inline void test_close(prstm_engine *engine, prstm_batch *batch) {
  * succeeded, every transaction ended final, and the serial replay of the
  * committed and failed transactions equals the run. `what` names the run in
  * the messages ("run", "round 3"). */
-static inline void test_run_verified(prstm_engine *engine, prstm_batch *batch, prstm_results *res,
-                                     const char *what) {
+static inline void test_run_verified(prstm_engine *engine, prstm_batch *batch, prstm_results *res, const char *what) {
   int rc = prstm_engine_run(engine, batch, res);
   cr_assert_eq(rc, 0, "%s failed: %s", what, prstm_engine_error(engine));
-  cr_assert_eq(res->committed + res->abandoned + res->failed, res->transactions,
-               "%s: every transaction must end final", what);
+  cr_assert_eq(res->committed + res->abandoned + res->failed, res->transactions, "%s: every transaction must end final",
+               what);
   prstm_verify_report rep;
   cr_assert_eq(prstm_engine_verify(engine, batch, &rep), 0, "%s", prstm_engine_error(engine));
   cr_assert(rep.ok, "%s verification: %s", what, rep.message);
-  cr_assert_eq(rep.replayed, res->committed + res->failed, "%s: the replay must cover every committed and failed "
-                                                           "transaction", what);
+  cr_assert_eq(rep.replayed, res->committed + res->failed,
+               "%s: the replay must cover every committed and failed "
+               "transaction",
+               what);
 }
 
 /* Sets wl's knob `name` in params (a state or generate spec's), which wl must have. */

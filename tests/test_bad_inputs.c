@@ -43,7 +43,7 @@ typedef struct manifest_row {
 typedef struct manifest {
   char datadir[PATH_MAX];
   char path[PATH_MAX + 64];
-  int readable;          /* 0 when the file could not be opened */
+  int readable;             /* 0 when the file could not be opened */
   char error[2 * PATH_MAX]; /* the first format error, "" when there is none */
   unsigned nrows;
   manifest_row rows[MAX_ROWS];
@@ -178,10 +178,10 @@ static int first_entry(const char *dir, char *name, size_t namelen) {
 
 /* What one run left behind. */
 typedef struct run_result {
-  int exited;   /* 0 when a signal ended the program */
-  int status;   /* its exit status, or the signal */
-  char *out;    /* all of stdout */
-  char *err;    /* all of stderr */
+  int exited;      /* 0 when a signal ended the program */
+  int status;      /* its exit status, or the signal */
+  char *out;       /* all of stdout */
+  char *err;       /* all of stderr */
   char stray[256]; /* the first file found in the working folder, "" for none */
 } run_result;
 

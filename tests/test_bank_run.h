@@ -14,9 +14,7 @@
 /* GPU tests need a GPU that can run the bank. */
 static inline void need_backend(prstm_backend backend) { test_need_backend(prstm_workload_find("bank"), backend); }
 
-static inline uint32_t threads_for(prstm_backend backend) {
-  return test_threads(backend, GPU_THREADS);
-}
+static inline uint32_t threads_for(prstm_backend backend) { return test_threads(backend, GPU_THREADS); }
 
 typedef struct bank_run {
   prstm_engine *engine;
@@ -26,7 +24,7 @@ typedef struct bank_run {
 } bank_run;
 
 static inline void run_open_threads(bank_run *r, const prstm_workload *wl, prstm_backend backend, uint32_t coverage,
-                             prstm_semantic_mode semantic, uint32_t retry_limit, uint32_t threads) {
+                                    prstm_semantic_mode semantic, uint32_t retry_limit, uint32_t threads) {
   memset(r, 0, sizeof *r);
   prstm_options opt;
   test_options(&opt, backend, threads ? threads : threads_for(backend), coverage);
@@ -37,7 +35,7 @@ static inline void run_open_threads(bank_run *r, const prstm_workload *wl, prstm
 }
 
 static inline void run_open(bank_run *r, const prstm_workload *wl, prstm_backend backend, uint32_t coverage,
-                     prstm_semantic_mode semantic, uint32_t retry_limit) {
+                            prstm_semantic_mode semantic, uint32_t retry_limit) {
   run_open_threads(r, wl, backend, coverage, semantic, retry_limit, 0);
 }
 

@@ -82,8 +82,8 @@ static inline double test_seconds_since(const struct timespec *start) {
  * caller then cleans up and fails the test. A child that cannot be set up
  * exits with 126, one that cannot run the program with 127 (saying why on
  * its stderr). */
-static inline int test_run_child(char *const argv[], const char *workdir, const char *out_path,
-                                 const char *err_path, double limit_s, int *wstatus) {
+static inline int test_run_child(char *const argv[], const char *workdir, const char *out_path, const char *err_path,
+                                 double limit_s, int *wstatus) {
   fflush(NULL);
   pid_t pid = fork();
   cr_assert_neq(pid, -1, "fork failed: %s", strerror(errno));
@@ -92,8 +92,7 @@ static inline int test_run_child(char *const argv[], const char *workdir, const 
     int in = open("/dev/null", O_RDONLY);
     int out = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     int err = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    if (in < 0 || out < 0 || err < 0 || chdir(workdir) != 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 ||
-        dup2(err, 2) < 0)
+    if (in < 0 || out < 0 || err < 0 || chdir(workdir) != 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
       _exit(126);
     execv(argv[0], argv);
     dprintf(2, "cannot run %s: %s\n", argv[0], strerror(errno));

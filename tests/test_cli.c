@@ -255,8 +255,8 @@ static void assert_good_final_state(const char *path) {
   for (int i = 0; i < GOOD_ACCOUNTS; i++) {
     const cJSON *w = cJSON_GetArrayItem(state, i);
     cr_assert(cJSON_IsNumber(w), "state[%d] is not a number", i);
-    cr_assert_eq((unsigned long long)w->valuedouble, good_final_state[i], "account %d holds %.0f, expected %llu",
-                 i, w->valuedouble, good_final_state[i]);
+    cr_assert_eq((unsigned long long)w->valuedouble, good_final_state[i], "account %d holds %.0f, expected %llu", i,
+                 w->valuedouble, good_final_state[i]);
     total += (unsigned long long)w->valuedouble;
   }
   cr_assert_eq(total, GOOD_TOTAL, "the balances sum to %llu, expected %d", total, GOOD_TOTAL);
@@ -278,9 +278,9 @@ Test(cli, help_exits_0_and_prints_usage_naming_every_option) {
   assert_status(r, 0);
   cr_assert_str_empty(r->err, "stderr should be empty, got:\n%s", r->err);
   cr_assert_eq(strncmp(r->out, "usage: prstm-run CONFIG", 23), 0, "help does not open with the usage:\n%s", r->out);
-  static const char *const options[] = {"--backend",  "--threads", "--lock-coverage", "--results", "--final-state",
-                                        "--verify",   "--watchdog", "--chunk-rows",   "--quiet",   "--help",
-                                        "--version"};
+  static const char *const options[] = {"--backend",     "--threads", "--lock-coverage", "--results",
+                                        "--final-state", "--verify",  "--watchdog",      "--chunk-rows",
+                                        "--quiet",       "--help",    "--version"};
   for (size_t i = 0; i < sizeof options / sizeof options[0]; i++) assert_contains(r->out, options[i], "help");
   assert_contains(r->out, "exit status", "help");
   assert_workdir_holds_only(NULL);
@@ -304,9 +304,7 @@ Test(cli, two_configs_exit_2_naming_the_second) {
   assert_usage_error(RUN(cli_data("good.json"), second), second);
 }
 
-Test(cli, unknown_option_exits_2_naming_it) {
-  assert_usage_error(RUN(cli_data("good.json"), "--bogus"), "'--bogus'");
-}
+Test(cli, unknown_option_exits_2_naming_it) { assert_usage_error(RUN(cli_data("good.json"), "--bogus"), "'--bogus'"); }
 
 Test(cli, option_without_value_exits_2_naming_it) {
   assert_usage_error(RUN(cli_data("good.json"), "--threads"), "--threads");
@@ -317,9 +315,7 @@ Test(cli, non_numeric_threads_exit_2_naming_the_value) {
   assert_contains(last.err, "'abc'", "stderr");
 }
 
-Test(cli, negative_threads_exit_2) {
-  assert_usage_error(RUN(cli_data("good.json"), "--threads", "-1"), "--threads");
-}
+Test(cli, negative_threads_exit_2) { assert_usage_error(RUN(cli_data("good.json"), "--threads", "-1"), "--threads"); }
 
 Test(cli, zero_lock_coverage_exits_2) {
   assert_usage_error(RUN(cli_data("good.json"), "--lock-coverage", "0"), "--lock-coverage");
@@ -523,8 +519,8 @@ static const char *broken_config(int invariant, const char *type, unsigned count
                                " \"batch\": {\"transactions\": [",
                                test_built_path(PRSTM_BROKEN_PLUGIN, "libprstm_test_broken.so"), invariant);
   for (unsigned i = 0; i < count; i++)
-    at += (size_t)snprintf(text + at, sizeof text - at, "%s{\"type\": \"%s\", \"counter\": %u}", i ? ", " : "",
-                           type, i % 4);
+    at += (size_t)snprintf(text + at, sizeof text - at, "%s{\"type\": \"%s\", \"counter\": %u}", i ? ", " : "", type,
+                           i % 4);
   snprintf(text + at, sizeof text - at, "]},\n \"output\": {\"results\": \"results.json\"}}\n");
   write_text(work_path("broken.json"), text);
   return work_path("broken.json");

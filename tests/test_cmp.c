@@ -11,9 +11,8 @@
 
 /* A verified bank run on one CPU thread, so that the sweep's order alone
  * decides what meets a semantic conflict. */
-static void one_thread_run(const prstm_word *words, uint64_t nwords, const prstm_word (*rows)[3],
-                           const unsigned *types, unsigned n, prstm_results *res, prstm_batch **batch,
-                           prstm_engine **engine) {
+static void one_thread_run(const prstm_word *words, uint64_t nwords, const prstm_word (*rows)[3], const unsigned *types,
+                           unsigned n, prstm_results *res, prstm_batch **batch, prstm_engine **engine) {
   prstm_options opt;
   test_options(&opt, PRSTM_BACKEND_CPU, 1, 1);
   test_open(prstm_workload_find("bank"), &opt, engine, batch);
@@ -73,11 +72,9 @@ Test(priority, higher_tag_wins_then_lower_rank) {
   cr_assert_gt(cmp_priority(0, PRSTM_MAX_THREADS - 1), 0);
 }
 
-
 static uint64_t q_word(uint64_t epoch, uint64_t unconfirmed, uint64_t stalled) {
   return (cmp_q_tag(epoch) << CMP_Q_EPOCH_SHIFT) | (unconfirmed << CMP_Q_COUNT_BITS) | stalled;
 }
-
 
 static void quiesce_init(fixture *f, uint32_t threads, uint64_t done, uint64_t epoch) {
   fixture_init(f, 8, 1);
@@ -87,7 +84,6 @@ static void quiesce_init(fixture *f, uint32_t threads, uint64_t done, uint64_t e
   f->quiesce[STM_Q_EPOCH_STALLED] = q_word(epoch, 0, 0);
 }
 
-
 Test(quiescence, last_thread_to_stall_sees_quiescence_and_counts_itself_once) {
   fixture f;
   quiesce_init(&f, 3, 1, 5);
@@ -96,14 +92,12 @@ Test(quiescence, last_thread_to_stall_sees_quiescence_and_counts_itself_once) {
   cr_assert_eq(f.quiesce[STM_Q_EPOCH_STALLED], q_word(5, 0, 2), "one stall added, no mark left");
 }
 
-
 Test(quiescence, a_sweep_from_an_old_epoch_does_not_register) {
   fixture f;
   quiesce_init(&f, 1, 0, 7);
   cr_assert_eq(cmp_wait_quiescent(&f.ctx, 6), 0, "the epoch moved: sweep again");
   cr_assert_eq(f.quiesce[STM_Q_EPOCH_STALLED], q_word(7, 0, 0), "the word is untouched");
 }
-
 
 /* The tag moved but the full epoch has not yet followed (a bump between its
  * CAS and its add): the registration lands in the new epoch and is taken
@@ -116,7 +110,6 @@ Test(quiescence, a_registration_landing_in_a_later_epoch_is_taken_back) {
   cr_assert_eq(f.quiesce[STM_Q_EPOCH_STALLED], q_word(8, 0, 1), "the later epoch's count is as it was");
 }
 
-
 /* A tag equal to the sweep's epoch modulo 2^22 but from a later epoch: the
  * full epoch tells them apart. */
 Test(quiescence, a_tag_that_came_round_again_is_not_mistaken_for_the_epoch) {
@@ -128,7 +121,6 @@ Test(quiescence, a_tag_that_came_round_again_is_not_mistaken_for_the_epoch) {
   cr_assert_eq(f.quiesce[STM_Q_EPOCH_STALLED], q_word(later, 0, 0));
 }
 
-
 Test(quiescence, a_bump_drops_the_stalls_and_keeps_the_marks) {
   fixture f;
   quiesce_init(&f, 8, 0, 11);
@@ -138,13 +130,11 @@ Test(quiescence, a_bump_drops_the_stalls_and_keeps_the_marks) {
   cr_assert_eq(f.quiesce[STM_Q_EPOCH], 12);
 }
 
-
 /* Another thread's unconfirmed registration holds quiescence back until it
  * is confirmed, even though the counts already add up. */
 typedef struct confirm_later {
   uint64_t *word;
 } confirm_later;
-
 
 static void *confirm_main(void *p) {
   confirm_later *c = p;
@@ -153,7 +143,6 @@ static void *confirm_main(void *p) {
   __atomic_fetch_sub(c->word, CMP_Q_UNCONFIRMED_ONE, __ATOMIC_SEQ_CST);
   return NULL;
 }
-
 
 Test(quiescence, an_unconfirmed_registration_holds_quiescence_back) {
   fixture f;
@@ -172,11 +161,9 @@ Test(quiescence, an_unconfirmed_registration_holds_quiescence_back) {
   cr_assert_eq(f.quiesce[STM_Q_EPOCH_STALLED], q_word(4, 0, 2));
 }
 
-
 Test(quiescence, a_stopped_run_leaves_the_wait) {
   fixture f;
   quiesce_init(&f, 4, 0, 2);
   f.quiesce[STM_Q_STOP] = 1;
   cr_assert_eq(cmp_wait_quiescent(&f.ctx, 2), -1);
 }
-

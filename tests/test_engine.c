@@ -20,7 +20,6 @@ Test(engine, gpu_backend_without_gpu_is_a_clear_error) {
   run_close(&r);
 }
 
-
 Test(engine, auto_backend_falls_back_to_cpu_with_a_reason) {
   char why[256];
   if (prstm_gpu_available(prstm_workload_find("bank"), why, sizeof why))
@@ -35,7 +34,6 @@ Test(engine, auto_backend_falls_back_to_cpu_with_a_reason) {
   run_close(&r);
 }
 
-
 Test(engine, empty_batch_and_missing_state_are_refused) {
   bank_run r;
   run_open(&r, prstm_workload_find("bank"), PRSTM_BACKEND_CPU, 1, PRSTM_SEMANTIC_POSTPONE, 100);
@@ -45,7 +43,6 @@ Test(engine, empty_batch_and_missing_state_are_refused) {
   cr_assert(strstr(prstm_engine_error(r.engine), "empty") != NULL);
   run_close(&r);
 }
-
 
 /* With the thread count left to the engine, a batch of two-account transfers
  * runs 512 threads an SM and a batch with a wider row (a multi-transfer of
@@ -141,8 +138,7 @@ Test(rounds, a_multi_round_workload_runs_until_its_next_round_is_empty) {
   prstm_results total;
   unsigned rounds = 0;
   rounds_seen seen = {0, 0, 0};
-  cr_assert_eq(prstm_engine_run_rounds(e, &last, count_round, &seen, &total, &rounds), 0, "%s",
-               prstm_engine_error(e));
+  cr_assert_eq(prstm_engine_run_rounds(e, &last, count_round, &seen, &total, &rounds), 0, "%s", prstm_engine_error(e));
   cr_assert_geq(rounds, 2, "a random graph takes a frontier round after round 0");
   cr_assert_eq(seen.calls, rounds);
   cr_assert_eq(total.transactions, seen.transactions, "the totals add every round");

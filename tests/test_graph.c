@@ -23,8 +23,8 @@ typedef struct graph_run {
   const prstm_workload *wl;
   prstm_engine *engine;
   prstm_batch *batch;
-  prstm_results res;  /* the last round's */
-  unsigned rounds;    /* rounds run so far */
+  prstm_results res;                                   /* the last round's */
+  unsigned rounds;                                     /* rounds run so far */
   uint64_t committed, failed, abandoned, transactions; /* over all rounds */
 } graph_run;
 
@@ -53,8 +53,8 @@ static prstm_state_spec graph_spec(const prstm_workload *wl, double vertices, do
 
 /* A state laid out by hand: n vertices, the edges (src[i] -> dst[i]) in
  * source order, the initial values, and no change marks. */
-static prstm_word *hand_graph(uint64_t n, uint64_t ne, const uint64_t *src, const uint64_t *dst,
-                              const uint64_t *values, uint64_t *nwords) {
+static prstm_word *hand_graph(uint64_t n, uint64_t ne, const uint64_t *src, const uint64_t *dst, const uint64_t *values,
+                              uint64_t *nwords) {
   *nwords = 3 * n + ne + 3;
   prstm_word *w = calloc((size_t)*nwords, sizeof *w);
   cr_assert_not_null(w);

@@ -45,8 +45,8 @@ static void run_open(km_run *r, prstm_backend backend, uint32_t threads, uint32_
 }
 
 /* A state from the knobs and the generated batch of points x iterations. */
-static void run_generated(km_run *r, double points, double clusters, double iterations, double coord_max,
-                          uint64_t seed, int presorted) {
+static void run_generated(km_run *r, double points, double clusters, double iterations, double coord_max, uint64_t seed,
+                          int presorted) {
   set_knob(&r->state, "points", points);
   set_knob(&r->state, "clusters", clusters);
   set_knob(&r->state, "iterations", iterations);
@@ -69,9 +69,7 @@ static void add(km_run *r, unsigned iteration, prstm_word x, prstm_word y) {
 
 static void run_exec(km_run *r) { test_run_verified(r->engine, r->batch, &r->res, "run"); }
 
-static int invariant(km_run *r, char *msg, size_t len) {
-  return test_invariant(r->wl, r->engine, r->batch, msg, len);
-}
+static int invariant(km_run *r, char *msg, size_t len) { return test_invariant(r->wl, r->engine, r->batch, msg, len); }
 
 static void run_close(km_run *r) { test_close(r->engine, r->batch); }
 
@@ -190,7 +188,7 @@ static void iteration_without_its_predecessor_is_abandoned(prstm_backend backend
   run_close(&r);
 }
 
-#define BOTH_BACKENDS(name, body)                  \
+#define BOTH_BACKENDS(name, body)                     \
   Test(kmeans_cpu, name) { body(PRSTM_BACKEND_CPU); } \
   Test(kmeans_gpu, name) { body(PRSTM_BACKEND_GPU); }
 
@@ -210,7 +208,7 @@ Test(kmeans_cpu, empty_cluster_keeps_its_previous_centroid) {
   w[KMEANS_WORD(2, 0, 1, KMEANS_SUM_X)] = 130;
   w[KMEANS_WORD(2, 0, 1, KMEANS_COUNT)] = 1; /* centroid (130, 0) */
   cr_assert_eq(prstm_engine_set_state(r.engine, w, sizeof w / sizeof w[0]), 0);
-  add(&r, 2, 60, 0); /* A, iteration 2 first in the table: it must wait */
+  add(&r, 2, 60, 0);  /* A, iteration 2 first in the table: it must wait */
   add(&r, 2, 0, 300); /* B */
   add(&r, 1, 60, 0);
   add(&r, 1, 0, 300);
@@ -221,8 +219,8 @@ Test(kmeans_cpu, empty_cluster_keeps_its_previous_centroid) {
   for (unsigned k = 1; k <= 2; k++)
     for (unsigned c = 0; c < 2; c++)
       for (unsigned field = 0; field < 3; field++)
-        cr_assert_eq(f[KMEANS_WORD(2, k, c, field)], expect[k - 1][c][field], "iteration %u cluster %u field %u", k,
-                     c, field);
+        cr_assert_eq(f[KMEANS_WORD(2, k, c, field)], expect[k - 1][c][field], "iteration %u cluster %u field %u", k, c,
+                     field);
   char msg[512];
   cr_assert_eq(invariant(&r, msg, sizeof msg), 1, "%s", msg);
   run_close(&r);
@@ -342,9 +340,10 @@ Test(kmeans_inputs, config_with_sixteen_iterations_is_refused) {
   cr_assert_geq(fd, 0);
   FILE *f = fdopen(fd, "w");
   cr_assert_not_null(f);
-  fputs("{\"workload\": \"kmeans\", \"state\": {\"points\": 100, \"iterations\": 16},"
-        " \"batch\": {\"generate\": {}}}",
-        f);
+  fputs(
+      "{\"workload\": \"kmeans\", \"state\": {\"points\": 100, \"iterations\": 16},"
+      " \"batch\": {\"generate\": {}}}",
+      f);
   fclose(f);
   prstm_config cfg;
   char err[512];

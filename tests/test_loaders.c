@@ -45,8 +45,7 @@ static prstm_batch *new_batch(void) {
 
 /* Every message is one line that starts with the file it is about. */
 static void assert_message(const char *file, const char *needle) {
-  cr_assert_eq(strncmp(err, file, strlen(file)), 0, "message '%s' does not start with '%s'", err,
-               file);
+  cr_assert_eq(strncmp(err, file, strlen(file)), 0, "message '%s' does not start with '%s'", err, file);
   cr_assert_null(strchr(err, '\n'), "message '%s' spans lines", err);
   cr_assert_not_null(strstr(err, needle), "message '%s' lacks '%s'", err, needle);
 }
@@ -57,24 +56,21 @@ static void expect_config_error(const char *name, int code, const char *needle) 
   const char *path = data_path(name);
   err[0] = '\0';
   int rc = prstm_config_load(path, &cfg, err, sizeof err);
-  cr_assert_eq(rc, code, "%s: got %d (%s), expected %d; message '%s'", name, rc,
-               prstm_strerror(rc), code, err);
+  cr_assert_eq(rc, code, "%s: got %d (%s), expected %d; message '%s'", name, rc, prstm_strerror(rc), code, err);
   assert_message(path, needle);
   /* A failed load leaves nothing to free, but freeing must still be safe. */
   prstm_config_free(&cfg);
 }
 
 /* Loads a config that parses, then must fail while filling its batch. */
-static void expect_batch_error(const char *name, uint64_t nwords, int code, const char *file,
-                               const char *needle) {
+static void expect_batch_error(const char *name, uint64_t nwords, int code, const char *file, const char *needle) {
   prstm_config cfg;
   int rc = prstm_config_load(data_path(name), &cfg, err, sizeof err);
   cr_assert_eq(rc, 0, "%s: %s", name, err);
   prstm_batch *b = new_batch();
   err[0] = '\0';
   rc = prstm_config_load_batch(&cfg, nwords, b, err, sizeof err);
-  cr_assert_eq(rc, code, "%s: got %d (%s), expected %d; message '%s'", name, rc,
-               prstm_strerror(rc), code, err);
+  cr_assert_eq(rc, code, "%s: got %d (%s), expected %d; message '%s'", name, rc, prstm_strerror(rc), code, err);
   assert_message(file, needle);
   prstm_batch_destroy(b);
   prstm_config_free(&cfg);
@@ -86,20 +82,17 @@ static void expect_jsonl_error(const char *name, int code, const char *needle) {
   const char *path = data_path(name);
   err[0] = '\0';
   int rc = prstm_load_jsonl(path, bank(), 8, b, err, sizeof err);
-  cr_assert_eq(rc, code, "%s: got %d (%s), expected %d; message '%s'", name, rc,
-               prstm_strerror(rc), code, err);
+  cr_assert_eq(rc, code, "%s: got %d (%s), expected %d; message '%s'", name, rc, prstm_strerror(rc), code, err);
   assert_message(path, needle);
   prstm_batch_destroy(b);
 }
 
-static void expect_row(const prstm_batch *b, uint64_t i, unsigned type, const prstm_word *args,
-                       unsigned nargs) {
-  cr_assert_eq(prstm_batch_type(b, i), type, "row %llu: type %u, expected %u",
-               (unsigned long long)i, prstm_batch_type(b, i), type);
+static void expect_row(const prstm_batch *b, uint64_t i, unsigned type, const prstm_word *args, unsigned nargs) {
+  cr_assert_eq(prstm_batch_type(b, i), type, "row %llu: type %u, expected %u", (unsigned long long)i,
+               prstm_batch_type(b, i), type);
   for (unsigned c = 0; c < nargs; c++)
-    cr_assert_eq(prstm_batch_arg(b, i, c), args[c], "row %llu column %u: %llu, expected %llu",
-                 (unsigned long long)i, c, (unsigned long long)prstm_batch_arg(b, i, c),
-                 (unsigned long long)args[c]);
+    cr_assert_eq(prstm_batch_arg(b, i, c), args[c], "row %llu column %u: %llu, expected %llu", (unsigned long long)i, c,
+                 (unsigned long long)prstm_batch_arg(b, i, c), (unsigned long long)args[c]);
 }
 
 /* ---- scratch folder for tests that write files ---- */
@@ -186,8 +179,7 @@ Test(loaders, inline_config_fills_every_section) {
 
 Test(loaders, minimal_config_takes_documented_defaults) {
   prstm_config cfg;
-  cr_assert_eq(prstm_config_load(data_path("valid_minimal.json"), &cfg, err, sizeof err), 0,
-               "%s", err);
+  cr_assert_eq(prstm_config_load(data_path("valid_minimal.json"), &cfg, err, sizeof err), 0, "%s", err);
   prstm_options def;
   prstm_options_init(&def);
   cr_assert_eq(cfg.options.backend, def.backend);
@@ -206,8 +198,7 @@ Test(loaders, minimal_config_takes_documented_defaults) {
 
 Test(loaders, inline_batch_appends_args_in_declaration_order) {
   prstm_config cfg;
-  cr_assert_eq(prstm_config_load(data_path("valid_inline.json"), &cfg, err, sizeof err), 0,
-               "%s", err);
+  cr_assert_eq(prstm_config_load(data_path("valid_inline.json"), &cfg, err, sizeof err), 0, "%s", err);
   prstm_batch *b = new_batch();
   cr_assert_eq(prstm_config_load_batch(&cfg, 8, b, err, sizeof err), 0, "%s", err);
   cr_assert_eq(prstm_batch_size(b), 4);
@@ -222,8 +213,7 @@ Test(loaders, inline_batch_appends_args_in_declaration_order) {
 
 Test(loaders, batch_file_is_resolved_next_to_the_config) {
   prstm_config cfg;
-  cr_assert_eq(prstm_config_load(data_path("valid_file.json"), &cfg, err, sizeof err), 0, "%s",
-               err);
+  cr_assert_eq(prstm_config_load(data_path("valid_file.json"), &cfg, err, sizeof err), 0, "%s", err);
   cr_assert_eq(cfg.batch_kind, PRSTM_BATCH_FILE);
   cr_assert_str_eq(cfg.batch_file, data_path("bank_small.jsonl"));
   /* Output paths are kept exactly as written, not resolved. */
@@ -234,8 +224,7 @@ Test(loaders, batch_file_is_resolved_next_to_the_config) {
 
 Test(loaders, absolute_batch_file_is_kept_as_written, .init = make_tmpdir, .fini = remove_tmpdir) {
   char text[1024];
-  snprintf(text, sizeof text,
-           "{\"workload\": \"bank\", \"state\": {\"accounts\": 8}, \"batch\": {\"file\": \"%s\"}}",
+  snprintf(text, sizeof text, "{\"workload\": \"bank\", \"state\": {\"accounts\": 8}, \"batch\": {\"file\": \"%s\"}}",
            data_path("bank_small.jsonl"));
   write_text(tmp_path("abs.json"), text);
   prstm_config cfg;
@@ -246,8 +235,7 @@ Test(loaders, absolute_batch_file_is_kept_as_written, .init = make_tmpdir, .fini
 
 Test(loaders, file_batch_skips_blank_lines) {
   prstm_config cfg;
-  cr_assert_eq(prstm_config_load(data_path("valid_file.json"), &cfg, err, sizeof err), 0, "%s",
-               err);
+  cr_assert_eq(prstm_config_load(data_path("valid_file.json"), &cfg, err, sizeof err), 0, "%s", err);
   prstm_batch *b = new_batch();
   cr_assert_eq(prstm_config_load_batch(&cfg, 8, b, err, sizeof err), 0, "%s", err);
   cr_assert_eq(prstm_batch_size(b), 4);
@@ -262,8 +250,7 @@ Test(loaders, file_batch_skips_blank_lines) {
 
 Test(loaders, generate_section_fills_the_spec) {
   prstm_config cfg;
-  cr_assert_eq(prstm_config_load(data_path("valid_generate.json"), &cfg, err, sizeof err), 0,
-               "%s", err);
+  cr_assert_eq(prstm_config_load(data_path("valid_generate.json"), &cfg, err, sizeof err), 0, "%s", err);
   const prstm_generate_spec *g = &cfg.generate;
   cr_assert_eq(cfg.batch_kind, PRSTM_BATCH_GENERATE);
   cr_assert_eq(g->transactions, 500);
@@ -288,8 +275,7 @@ Test(loaders, generate_section_fills_the_spec) {
 
 Test(loaders, generate_defaults_apply_when_keys_are_absent) {
   prstm_config cfg;
-  cr_assert_eq(prstm_config_load(data_path("generate_defaults.json"), &cfg, err, sizeof err), 0,
-               "%s", err);
+  cr_assert_eq(prstm_config_load(data_path("generate_defaults.json"), &cfg, err, sizeof err), 0, "%s", err);
   const prstm_generate_spec *g = &cfg.generate;
   cr_assert_eq(g->transactions, 10);
   cr_assert_eq(g->seed, 1);
@@ -305,11 +291,9 @@ Test(loaders, generate_defaults_apply_when_keys_are_absent) {
 
 Test(loaders, generated_batch_has_the_requested_size) {
   prstm_config cfg;
-  cr_assert_eq(prstm_config_load(data_path("generate_defaults.json"), &cfg, err, sizeof err), 0,
-               "%s", err);
+  cr_assert_eq(prstm_config_load(data_path("generate_defaults.json"), &cfg, err, sizeof err), 0, "%s", err);
   prstm_batch *b = new_batch();
-  cr_assert_eq(prstm_config_load_batch(&cfg, cfg.state.accounts, b, err, sizeof err), 0, "%s",
-               err);
+  cr_assert_eq(prstm_config_load_batch(&cfg, cfg.state.accounts, b, err, sizeof err), 0, "%s", err);
   cr_assert_eq(prstm_batch_size(b), 10);
   prstm_batch_destroy(b);
   prstm_config_free(&cfg);
@@ -317,8 +301,7 @@ Test(loaders, generated_batch_has_the_requested_size) {
 
 Test(loaders, config_free_is_safe_twice) {
   prstm_config cfg;
-  cr_assert_eq(prstm_config_load(data_path("valid_inline.json"), &cfg, err, sizeof err), 0,
-               "%s", err);
+  cr_assert_eq(prstm_config_load(data_path("valid_inline.json"), &cfg, err, sizeof err), 0, "%s", err);
   cr_assert_not_null(cfg.inline_json, "an inline batch is kept parsed until the config is freed");
   prstm_config_free(&cfg);
   /* What a free gives back it forgets, which is what makes a second free
@@ -331,11 +314,11 @@ Test(loaders, config_free_is_safe_twice) {
 }
 
 Test(loaders, windows_line_endings_are_accepted, .init = make_tmpdir, .fini = remove_tmpdir) {
-  write_text(tmp_path("crlf.jsonl"), "{\"type\": \"balance\", \"account\": 1}\r\n\r\n"
-                                     "{\"type\": \"balance\", \"account\": 2}\r\n");
+  write_text(tmp_path("crlf.jsonl"),
+             "{\"type\": \"balance\", \"account\": 1}\r\n\r\n"
+             "{\"type\": \"balance\", \"account\": 2}\r\n");
   prstm_batch *b = new_batch();
-  cr_assert_eq(prstm_load_jsonl(tmp_path("crlf.jsonl"), bank(), 8, b, err, sizeof err), 0, "%s",
-               err);
+  cr_assert_eq(prstm_load_jsonl(tmp_path("crlf.jsonl"), bank(), 8, b, err, sizeof err), 0, "%s", err);
   cr_assert_eq(prstm_batch_size(b), 2);
   expect_row(b, 1, BALANCE, (const prstm_word[]){2}, 1);
   prstm_batch_destroy(b);
@@ -348,8 +331,7 @@ Test(loaders, malformed_json_reports_line_and_column) {
 }
 
 Test(loaders, trailing_text_after_the_config_is_malformed) {
-  expect_config_error("trailing_garbage.json", PRSTM_EPARSE,
-                      "trailing_garbage.json:2:1: malformed JSON");
+  expect_config_error("trailing_garbage.json", PRSTM_EPARSE, "trailing_garbage.json:2:1: malformed JSON");
 }
 
 Test(loaders, empty_config_file_is_malformed) {
@@ -361,8 +343,7 @@ Test(loaders, config_must_be_an_object) {
 }
 
 Test(loaders, missing_config_file_cannot_be_read) {
-  expect_config_error("does_not_exist.json", PRSTM_EIO,
-                      "does_not_exist.json: cannot read: No such file or directory");
+  expect_config_error("does_not_exist.json", PRSTM_EIO, "does_not_exist.json: cannot read: No such file or directory");
 }
 
 Test(loaders, folder_given_as_config_cannot_be_read) {
@@ -387,13 +368,11 @@ Test(loaders, jsonl_malformed_line_reports_file_line_and_column) {
 }
 
 Test(loaders, jsonl_two_objects_on_one_line_are_malformed) {
-  expect_jsonl_error("two_objects_one_line.jsonl", PRSTM_EPARSE,
-                     "two_objects_one_line.jsonl:1:35: malformed JSON");
+  expect_jsonl_error("two_objects_one_line.jsonl", PRSTM_EPARSE, "two_objects_one_line.jsonl:1:35: malformed JSON");
 }
 
 Test(loaders, missing_jsonl_file_cannot_be_read) {
-  expect_jsonl_error("does_not_exist.jsonl", PRSTM_EIO,
-                     "does_not_exist.jsonl: cannot read: No such file or directory");
+  expect_jsonl_error("does_not_exist.jsonl", PRSTM_EIO, "does_not_exist.jsonl: cannot read: No such file or directory");
 }
 
 Test(loaders, folder_given_as_jsonl_cannot_be_read) {
@@ -407,8 +386,7 @@ Test(loaders, folder_given_as_jsonl_cannot_be_read) {
 /* ================= config keys ================= */
 
 Test(loaders, unknown_workload_is_unknown) {
-  expect_config_error("unknown_workload.json", PRSTM_EUNKNOWN,
-                      ": workload: unknown workload 'casino'");
+  expect_config_error("unknown_workload.json", PRSTM_EUNKNOWN, ": workload: unknown workload 'casino'");
 }
 
 Test(loaders, missing_workload_is_reported) {
@@ -424,8 +402,7 @@ Test(loaders, unknown_top_level_key_is_rejected) {
 }
 
 Test(loaders, unknown_deeply_nested_key_names_its_path) {
-  expect_config_error("unknown_key_amount.json", PRSTM_ECONFIG,
-                      ": unknown key 'batch.generate.amount.maximum'");
+  expect_config_error("unknown_key_amount.json", PRSTM_ECONFIG, ": unknown key 'batch.generate.amount.maximum'");
 }
 
 Test(loaders, repeated_key_is_rejected) {
@@ -433,13 +410,11 @@ Test(loaders, repeated_key_is_rejected) {
 }
 
 Test(loaders, string_where_integer_expected_is_rejected) {
-  expect_config_error("mistyped_threads.json", PRSTM_ECONFIG,
-                      ": engine.threads: expected a non-negative integer");
+  expect_config_error("mistyped_threads.json", PRSTM_ECONFIG, ": engine.threads: expected a non-negative integer");
 }
 
 Test(loaders, fractional_integer_is_rejected) {
-  expect_config_error("fractional_threads.json", PRSTM_ECONFIG,
-                      ": engine.threads: expected a non-negative integer");
+  expect_config_error("fractional_threads.json", PRSTM_ECONFIG, ": engine.threads: expected a non-negative integer");
 }
 
 Test(loaders, negative_integer_is_rejected) {
@@ -448,23 +423,19 @@ Test(loaders, negative_integer_is_rejected) {
 }
 
 Test(loaders, threads_beyond_32_bits_are_rejected) {
-  expect_config_error("huge_threads.json", PRSTM_ECONFIG,
-                      ": engine.threads: must be at most 4294967295");
+  expect_config_error("huge_threads.json", PRSTM_ECONFIG, ": engine.threads: must be at most 4294967295");
 }
 
 Test(loaders, zero_lock_coverage_is_rejected) {
-  expect_config_error("zero_lock_coverage.json", PRSTM_ECONFIG,
-                      ": engine.lock_coverage: must be at least 1");
+  expect_config_error("zero_lock_coverage.json", PRSTM_ECONFIG, ": engine.lock_coverage: must be at least 1");
 }
 
 Test(loaders, unknown_backend_is_rejected) {
-  expect_config_error("bad_backend.json", PRSTM_ECONFIG,
-                      ": engine.backend: expected 'auto', 'gpu' or 'cpu'");
+  expect_config_error("bad_backend.json", PRSTM_ECONFIG, ": engine.backend: expected 'auto', 'gpu' or 'cpu'");
 }
 
 Test(loaders, unknown_semantic_mode_is_rejected) {
-  expect_config_error("bad_semantic.json", PRSTM_ECONFIG,
-                      ": engine.semantic: expected 'postpone' or 'retry'");
+  expect_config_error("bad_semantic.json", PRSTM_ECONFIG, ": engine.semantic: expected 'postpone' or 'retry'");
 }
 
 Test(loaders, chunk_rows_with_verify_keeps_both) {
@@ -510,17 +481,14 @@ Test(loaders, batch_without_a_source_is_rejected) {
 }
 
 Test(loaders, inline_transactions_must_be_an_array) {
-  expect_config_error("transactions_not_array.json", PRSTM_ECONFIG,
-                      ": batch.transactions: expected an array");
+  expect_config_error("transactions_not_array.json", PRSTM_ECONFIG, ": batch.transactions: expected an array");
 }
 
 Test(loaders, output_path_must_be_a_string_or_null) {
-  expect_config_error("output_not_string.json", PRSTM_ECONFIG,
-                      ": output.results: expected a path or null");
+  expect_config_error("output_not_string.json", PRSTM_ECONFIG, ": output.results: expected a path or null");
 }
 
-Test(loaders, overlong_path_is_rejected_not_truncated, .init = make_tmpdir,
-     .fini = remove_tmpdir) {
+Test(loaders, overlong_path_is_rejected_not_truncated, .init = make_tmpdir, .fini = remove_tmpdir) {
   char text[4096], name[1100];
   memset(name, 'a', sizeof name - 1);
   name[sizeof name - 1] = '\0';
@@ -547,18 +515,15 @@ Test(loaders, generate_mix_weight_must_be_non_negative) {
 }
 
 Test(loaders, generate_mix_of_zero_weights_is_rejected) {
-  expect_config_error("generate_zero_weights.json", PRSTM_ECONFIG,
-                      ": batch.generate.mix: weights are all zero");
+  expect_config_error("generate_zero_weights.json", PRSTM_ECONFIG, ": batch.generate.mix: weights are all zero");
 }
 
 Test(loaders, generate_empty_mix_is_rejected) {
-  expect_config_error("generate_empty_mix.json", PRSTM_ECONFIG,
-                      ": batch.generate.mix: expected at least one type");
+  expect_config_error("generate_empty_mix.json", PRSTM_ECONFIG, ": batch.generate.mix: expected at least one type");
 }
 
 Test(loaders, generate_amount_min_above_max_is_rejected) {
-  expect_config_error("generate_min_above_max.json", PRSTM_ECONFIG,
-                      ": batch.generate.amount: min 10 exceeds max 3");
+  expect_config_error("generate_min_above_max.json", PRSTM_ECONFIG, ": batch.generate.amount: min 10 exceeds max 3");
 }
 
 Test(loaders, generate_share_outside_unit_interval_is_rejected) {
@@ -577,8 +542,7 @@ Test(loaders, generate_zero_transactions_is_rejected) {
 }
 
 Test(loaders, generate_without_transactions_is_rejected) {
-  expect_config_error("generate_missing_transactions.json", PRSTM_ECONFIG,
-                      ": batch.generate.transactions: missing");
+  expect_config_error("generate_missing_transactions.json", PRSTM_ECONFIG, ": batch.generate.transactions: missing");
 }
 
 Test(loaders, generate_for_a_workload_without_generator_is_rejected) {
@@ -604,8 +568,7 @@ Test(loaders, empty_inline_batch_is_rejected) {
 }
 
 Test(loaders, jsonl_batch_of_blank_lines_is_rejected) {
-  expect_batch_error("empty_file.json", 8, PRSTM_ECONFIG, data_path("empty.jsonl"),
-                     ": batch is empty");
+  expect_batch_error("empty_file.json", 8, PRSTM_ECONFIG, data_path("empty.jsonl"), ": batch is empty");
 }
 
 Test(loaders, missing_batch_file_fails_when_the_batch_is_loaded) {
@@ -614,26 +577,22 @@ Test(loaders, missing_batch_file_fails_when_the_batch_is_loaded) {
 }
 
 Test(loaders, inline_negative_amount_names_index_and_key) {
-  expect_batch_error("inline_negative_amount.json", 8, PRSTM_ECONFIG,
-                     data_path("inline_negative_amount.json"),
+  expect_batch_error("inline_negative_amount.json", 8, PRSTM_ECONFIG, data_path("inline_negative_amount.json"),
                      ": batch.transactions[3].amount: expected a non-negative integer");
 }
 
 Test(loaders, inline_unknown_type_is_unknown) {
-  expect_batch_error("inline_unknown_type.json", 8, PRSTM_EUNKNOWN,
-                     data_path("inline_unknown_type.json"),
+  expect_batch_error("inline_unknown_type.json", 8, PRSTM_EUNKNOWN, data_path("inline_unknown_type.json"),
                      ": batch.transactions[0].type: unknown transaction type 'steal'");
 }
 
 Test(loaders, inline_account_out_of_range_is_rejected) {
-  expect_batch_error("inline_out_of_range.json", 8, PRSTM_ECONFIG,
-                     data_path("inline_out_of_range.json"),
+  expect_batch_error("inline_out_of_range.json", 8, PRSTM_ECONFIG, data_path("inline_out_of_range.json"),
                      "batch.transactions[0].account 8 out of range (state has 8 words)");
 }
 
 Test(loaders, inline_transaction_must_be_an_object) {
-  expect_batch_error("inline_not_object.json", 8, PRSTM_ECONFIG,
-                     data_path("inline_not_object.json"),
+  expect_batch_error("inline_not_object.json", 8, PRSTM_ECONFIG, data_path("inline_not_object.json"),
                      ": batch.transactions[1]: expected a JSON object");
 }
 
@@ -670,38 +629,31 @@ Test(loaders, jsonl_account_out_of_range_is_rejected) {
 }
 
 Test(loaders, jsonl_negative_amount_is_rejected) {
-  expect_jsonl_error("negative_amount.jsonl", PRSTM_ECONFIG,
-                     ":1: amount: expected a non-negative integer");
+  expect_jsonl_error("negative_amount.jsonl", PRSTM_ECONFIG, ":1: amount: expected a non-negative integer");
 }
 
 Test(loaders, jsonl_fractional_amount_is_rejected) {
-  expect_jsonl_error("fractional_amount.jsonl", PRSTM_ECONFIG,
-                     ":1: amount: expected a non-negative integer");
+  expect_jsonl_error("fractional_amount.jsonl", PRSTM_ECONFIG, ":1: amount: expected a non-negative integer");
 }
 
 Test(loaders, jsonl_string_amount_is_rejected) {
-  expect_jsonl_error("string_amount.jsonl", PRSTM_ECONFIG,
-                     ":1: amount: expected a non-negative integer");
+  expect_jsonl_error("string_amount.jsonl", PRSTM_ECONFIG, ":1: amount: expected a non-negative integer");
 }
 
 Test(loaders, jsonl_amount_beyond_2_pow_53_is_rejected) {
-  expect_jsonl_error("huge_amount.jsonl", PRSTM_ECONFIG,
-                     ":1: amount: expected a non-negative integer");
+  expect_jsonl_error("huge_amount.jsonl", PRSTM_ECONFIG, ":1: amount: expected a non-negative integer");
 }
 
 Test(loaders, jsonl_empty_address_list_is_rejected) {
-  expect_jsonl_error("list_empty.jsonl", PRSTM_ECONFIG,
-                     ":1: from: expected a non-empty array of addresses");
+  expect_jsonl_error("list_empty.jsonl", PRSTM_ECONFIG, ":1: from: expected a non-empty array of addresses");
 }
 
 Test(loaders, jsonl_address_list_must_be_an_array) {
-  expect_jsonl_error("list_not_array.jsonl", PRSTM_ECONFIG,
-                     ":1: from: expected a non-empty array of addresses");
+  expect_jsonl_error("list_not_array.jsonl", PRSTM_ECONFIG, ":1: from: expected a non-empty array of addresses");
 }
 
 Test(loaders, jsonl_address_list_entry_out_of_range_is_named) {
-  expect_jsonl_error("list_out_of_range.jsonl", PRSTM_ECONFIG,
-                     ":1: from[2] 9 out of range (state has 8 words)");
+  expect_jsonl_error("list_out_of_range.jsonl", PRSTM_ECONFIG, ":1: from[2] 9 out of range (state has 8 words)");
 }
 
 Test(loaders, jsonl_record_must_be_an_object) {
@@ -725,20 +677,17 @@ Test(loaders, jsonl_long_lines_are_read_whole, .init = make_tmpdir, .fini = remo
   const unsigned n = PRSTM_MAX_COLUMNS - 8;
   write_long_record(tmp_path("long.jsonl"), n);
   prstm_batch *b = new_batch();
-  cr_assert_eq(prstm_load_jsonl(tmp_path("long.jsonl"), bank(), 8, b, err, sizeof err), 0, "%s",
-               err);
+  cr_assert_eq(prstm_load_jsonl(tmp_path("long.jsonl"), bank(), 8, b, err, sizeof err), 0, "%s", err);
   cr_assert_eq(prstm_batch_size(b), 1);
   cr_assert_eq(prstm_batch_arg(b, 0, 2), n);
   cr_assert_eq(prstm_batch_arg(b, 0, 3 + n - 1), (n - 1) % 8);
   prstm_batch_destroy(b);
 }
 
-Test(loaders, jsonl_address_list_longer_than_the_table_is_rejected, .init = make_tmpdir,
-     .fini = remove_tmpdir) {
+Test(loaders, jsonl_address_list_longer_than_the_table_is_rejected, .init = make_tmpdir, .fini = remove_tmpdir) {
   write_long_record(tmp_path("too_long.jsonl"), PRSTM_MAX_COLUMNS - 7);
   prstm_batch *b = new_batch();
-  cr_assert_eq(prstm_load_jsonl(tmp_path("too_long.jsonl"), bank(), 8, b, err, sizeof err),
-               PRSTM_ECONFIG);
+  cr_assert_eq(prstm_load_jsonl(tmp_path("too_long.jsonl"), bank(), 8, b, err, sizeof err), PRSTM_ECONFIG);
   assert_message(tmp_path("too_long.jsonl"), ":1: from: 1017 addresses (at most 1016)");
   prstm_batch_destroy(b);
 }
@@ -747,16 +696,14 @@ Test(loaders, jsonl_address_list_longer_than_the_table_is_rejected, .init = make
 
 Test(loaders, write_atomic_creates_the_file, .init = make_tmpdir, .fini = remove_tmpdir) {
   const char *text = "{\"ok\": true}\n";
-  cr_assert_eq(prstm_write_file_atomic(tmp_path("out.json"), text, strlen(text), err, sizeof err),
-               0, "%s", err);
+  cr_assert_eq(prstm_write_file_atomic(tmp_path("out.json"), text, strlen(text), err, sizeof err), 0, "%s", err);
   cr_assert_str_eq(read_text(tmp_path("out.json")), text);
   cr_assert_eq(count_entries(tmpdir), 1, "a temporary file was left behind");
 }
 
 Test(loaders, write_atomic_replaces_an_existing_file, .init = make_tmpdir, .fini = remove_tmpdir) {
   write_text(tmp_path("out.json"), "old contents that are longer than the new ones\n");
-  cr_assert_eq(prstm_write_file_atomic(tmp_path("out.json"), "new", 3, err, sizeof err), 0, "%s",
-               err);
+  cr_assert_eq(prstm_write_file_atomic(tmp_path("out.json"), "new", 3, err, sizeof err), 0, "%s", err);
   cr_assert_str_eq(read_text(tmp_path("out.json")), "new");
   cr_assert_eq(count_entries(tmpdir), 1, "a temporary file was left behind");
 }
@@ -782,14 +729,12 @@ Test(loaders, write_atomic_never_writes_into_the_old_file, .init = make_tmpdir, 
   cr_assert_str_eq(read_text(tmp_path("out.json")), "new");
 }
 
-Test(loaders, write_atomic_of_nothing_creates_an_empty_file, .init = make_tmpdir,
-     .fini = remove_tmpdir) {
+Test(loaders, write_atomic_of_nothing_creates_an_empty_file, .init = make_tmpdir, .fini = remove_tmpdir) {
   cr_assert_eq(prstm_write_file_atomic(tmp_path("empty"), "", 0, err, sizeof err), 0, "%s", err);
   cr_assert_str_eq(read_text(tmp_path("empty")), "");
 }
 
-Test(loaders, write_atomic_into_a_missing_folder_fails, .init = make_tmpdir,
-     .fini = remove_tmpdir) {
+Test(loaders, write_atomic_into_a_missing_folder_fails, .init = make_tmpdir, .fini = remove_tmpdir) {
   const char *path = tmp_path("no/such/folder/out.json");
   cr_assert_eq(prstm_write_file_atomic(path, "x", 1, err, sizeof err), PRSTM_EIO);
   cr_assert_not_null(strstr(err, "cannot write "), "%s", err);
@@ -797,8 +742,7 @@ Test(loaders, write_atomic_into_a_missing_folder_fails, .init = make_tmpdir,
   cr_assert_not_null(strstr(err, ": No such file or directory"), "%s", err);
 }
 
-Test(loaders, write_atomic_over_a_folder_fails_and_cleans_up, .init = make_tmpdir,
-     .fini = remove_tmpdir) {
+Test(loaders, write_atomic_over_a_folder_fails_and_cleans_up, .init = make_tmpdir, .fini = remove_tmpdir) {
   cr_assert_eq(mkdir(tmp_path("target"), 0700), 0);
   cr_assert_eq(prstm_write_file_atomic(tmp_path("target"), "x", 1, err, sizeof err), PRSTM_EIO);
   cr_assert_not_null(strstr(err, "cannot write "), "%s", err);
@@ -817,8 +761,7 @@ Test(loaders, write_atomic_through_a_symlink_keeps_the_link, .init = make_tmpdir
   cr_assert_eq(count_entries(tmpdir), 2, "a temporary file was left behind");
 }
 
-Test(loaders, write_atomic_through_a_dangling_symlink_creates_its_target, .init = make_tmpdir,
-     .fini = remove_tmpdir) {
+Test(loaders, write_atomic_through_a_dangling_symlink_creates_its_target, .init = make_tmpdir, .fini = remove_tmpdir) {
   cr_assert_eq(symlink("made.json", tmp_path("link.json")), 0);
   cr_assert_eq(prstm_write_file_atomic(tmp_path("link.json"), "x", 1, err, sizeof err), 0, "%s", err);
   struct stat st;

@@ -164,7 +164,8 @@ static tty_run run_on_terminal(const char *const *options, int stderr_pipe) {
     clock_gettime(CLOCK_MONOTONIC, &now);
     if (r.first_bar_s < 0 && strstr(r.terminal, "\r["))
       r.first_bar_s = (double)(now.tv_sec - start.tv_sec) + 1e-9 * (double)(now.tv_nsec - start.tv_nsec);
-    if (pipe_open && (fds[1].revents & (POLLIN | POLLHUP | POLLERR))) pipe_open = drain(errpipe[0], &r.pipe, &plen, &pcap);
+    if (pipe_open && (fds[1].revents & (POLLIN | POLLHUP | POLLERR)))
+      pipe_open = drain(errpipe[0], &r.pipe, &plen, &pcap);
     if (!exited) {
       pid_t done = waitpid(pid, &wstatus, WNOHANG);
       cr_assert_neq(done, -1, "waitpid: %s", strerror(errno));
@@ -212,7 +213,8 @@ static double executed_s(void) {
 static void assert_bar_was_due(void) {
   double s = executed_s();
   cr_assert_gt(s, BAR_DUE_S,
-               "the chain executed in only %.2f s, too short for the bar to be due on this machine: raise CHAIN_LINKS", s);
+               "the chain executed in only %.2f s, too short for the bar to be due on this machine: raise CHAIN_LINKS",
+               s);
 }
 
 /* One drawn bar: "\r[####      ]  40%  20,001 committed  29,999 pending  12.3 k tx/s". */
@@ -442,9 +444,12 @@ static void finished_report_counts_abandoned_and_failed(prstm_backend backend, u
   cr_assert_eq(prstm_batch_create(&b, bank), 0);
   for (unsigned i = 0; i < 20000; i++) {
     prstm_word account = i % 4096;
-    if (i % 10 == 0) append_bank(b, "withdraw", account, 1000, 0);                     /* never funded: abandoned */
-    else if (i % 10 == 1) append_bank(b, "deposit", account, UINT64_MAX - 50, 0);       /* overflows: fails */
-    else append_bank(b, "transfer", account, (account + 1) % 4096, 1);
+    if (i % 10 == 0)
+      append_bank(b, "withdraw", account, 1000, 0); /* never funded: abandoned */
+    else if (i % 10 == 1)
+      append_bank(b, "deposit", account, UINT64_MAX - 50, 0); /* overflows: fails */
+    else
+      append_bank(b, "transfer", account, (account + 1) % 4096, 1);
   }
   static report_log log;
   cr_assert_eq(prstm_engine_set_progress(e, record, &log), 0);

@@ -135,8 +135,8 @@ static void delete_before_its_insert_commits(prstm_backend backend, uint32_t cov
   for (uint64_t k = 0; k < 300; k++) add(&r, SKIPLIST_INSERT, 200000 + k, 1 + k % 5);
   run_exec(&r);
   cr_assert_eq(r.res.committed, 600);
-  for (uint64_t k = 0; k < 300; k++) cr_assert(!present_now(&r, 200000 + k), "key %llu survived its delete",
-                                               (unsigned long long)(200000 + k));
+  for (uint64_t k = 0; k < 300; k++)
+    cr_assert(!present_now(&r, 200000 + k), "key %llu survived its delete", (unsigned long long)(200000 + k));
   run_close(&r);
 }
 
@@ -216,7 +216,7 @@ static void exhausted_pool_and_bad_arguments_fail_cleanly(prstm_backend backend,
   add(&r, SKIPLIST_INSERT, 503, 3);        /* row 5: beyond capacity */
   run_exec(&r);
   unsigned expect[6] = {SKIPLIST_REASON_RANGE, SKIPLIST_REASON_RANGE, SKIPLIST_REASON_RANGE,
-                        SKIPLIST_REASON_POOL, SKIPLIST_REASON_RANGE, SKIPLIST_REASON_POOL};
+                        SKIPLIST_REASON_POOL,  SKIPLIST_REASON_RANGE, SKIPLIST_REASON_POOL};
   for (uint64_t i = 0; i < 6; i++) {
     unsigned reason = 0;
     cr_assert_eq(outcome(&r, i, &reason, NULL), PRSTM_FAILED, "row %llu", (unsigned long long)i);
@@ -244,8 +244,8 @@ static void crowded_neighbours_lose_nothing(prstm_backend backend, uint32_t cove
   for (uint64_t i = 0; i < rows; i++) {
     unsigned reason = 0;
     prstm_status st = outcome(&r, i, &reason, NULL);
-    cr_assert_eq(st, PRSTM_COMMITTED, "row %llu ended %s with reason %u", (unsigned long long)i,
-                 prstm_status_name(st), reason);
+    cr_assert_eq(st, PRSTM_COMMITTED, "row %llu ended %s with reason %u", (unsigned long long)i, prstm_status_name(st),
+                 reason);
   }
   cr_assert_eq(r.res.committed, rows);
   for (uint64_t k = 0; k < CROWDED_INSERTS; k++)
@@ -253,7 +253,7 @@ static void crowded_neighbours_lose_nothing(prstm_backend backend, uint32_t cove
   run_close(&r);
 }
 
-#define BOTH_BACKENDS(name, body)                   \
+#define BOTH_BACKENDS(name, body)                       \
   Test(skiplist_cpu, name) { body(PRSTM_BACKEND_CPU); } \
   Test(skiplist_gpu, name) { body(PRSTM_BACKEND_GPU); }
 
@@ -301,8 +301,8 @@ static void chunked_runs_commit_what_the_whole_run_commits(prstm_backend backend
     run_exec(&r);
     if (sizes[k]) cr_assert(strstr(r.res.device, "chunked") != NULL, "%s", r.res.device);
     cr_assert_eq(r.res.committed, 20000, "chunks of %llu: %llu committed, %llu failed, %llu abandoned",
-                 (unsigned long long)sizes[k], (unsigned long long)r.res.committed,
-                 (unsigned long long)r.res.failed, (unsigned long long)r.res.abandoned);
+                 (unsigned long long)sizes[k], (unsigned long long)r.res.committed, (unsigned long long)r.res.failed,
+                 (unsigned long long)r.res.abandoned);
     run_close(&r);
   }
 }

@@ -437,4 +437,3 @@ Test(snapshot, postpone_decision_needs_unchanged_versions) {
 }
 
 /* ---- The termination protocol's epoch word (cmp_walk.h), driven by hand. ---- */
-

@@ -210,8 +210,12 @@ static void withdrawal_funded_by_later_batch_commits(prstm_backend backend) {
   destroy_stream_and_engine(s, e);
 }
 
-Test(stream_cpu, withdrawal_funded_by_a_later_batch_commits) { withdrawal_funded_by_later_batch_commits(PRSTM_BACKEND_CPU); }
-Test(stream_gpu, withdrawal_funded_by_a_later_batch_commits) { withdrawal_funded_by_later_batch_commits(PRSTM_BACKEND_GPU); }
+Test(stream_cpu, withdrawal_funded_by_a_later_batch_commits) {
+  withdrawal_funded_by_later_batch_commits(PRSTM_BACKEND_CPU);
+}
+Test(stream_gpu, withdrawal_funded_by_a_later_batch_commits) {
+  withdrawal_funded_by_later_batch_commits(PRSTM_BACKEND_GPU);
+}
 
 /* Pinned batches of transfers on rich accounts, in units of 1,000 new rows
  * out of batches whose capacity (4,096) is not their size (2,500), so the
@@ -311,8 +315,8 @@ static void read_only_results_come_back_through_the_stream(prstm_backend backend
       cr_assert_eq(st, PRSTM_COMMITTED, "batch %d row %llu", k, (unsigned long long)i);
       if (prstm_batch_type(b[k], i) != BANK_BALANCE) continue;
       prstm_word account = prstm_batch_arg(b[k], i, 0);
-      cr_assert_eq(result, words[account], "batch %d row %llu: balance of %llu read as %llu", k,
-                   (unsigned long long)i, (unsigned long long)account, (unsigned long long)result);
+      cr_assert_eq(result, words[account], "batch %d row %llu: balance of %llu read as %llu", k, (unsigned long long)i,
+                   (unsigned long long)account, (unsigned long long)result);
       queries++;
     }
   }
@@ -863,9 +867,15 @@ static prstm_batch *order_dependent_batch(uint64_t n) {
     seed = seed * 6364136223846793005ull + 1442695040888963407ull;
     uint64_t r = seed >> 33;
     switch (r % 3) {
-      case 0: add(b, BANK_WITHDRAW, r % 16, 1 + (r >> 8) % 40, 0); break;
-      case 1: add(b, BANK_DEPOSIT, r % 16, 1 + (r >> 8) % 30, 0); break;
-      default: add(b, BANK_TRANSFER, r % 16, (r >> 4) % 16, 1 + (r >> 8) % 20); break;
+      case 0:
+        add(b, BANK_WITHDRAW, r % 16, 1 + (r >> 8) % 40, 0);
+        break;
+      case 1:
+        add(b, BANK_DEPOSIT, r % 16, 1 + (r >> 8) % 30, 0);
+        break;
+      default:
+        add(b, BANK_TRANSFER, r % 16, (r >> 4) % 16, 1 + (r >> 8) % 20);
+        break;
     }
   }
   return b;
@@ -883,9 +893,9 @@ static void chunked_order_dependent_runs_are_certified(prstm_backend backend, ui
     prstm_engine *e = open_verified_engine(backend, threads, words, 16, sizes[k]);
     prstm_batch *b = order_dependent_batch(1000);
     prstm_results r;
-    cr_assert_eq(prstm_engine_run(e, b, &r), 0, "chunk %llu: %s", (unsigned long long)sizes[k],
-                 prstm_engine_error(e));
-    if (sizes[k] > 1) cr_assert(strstr(r.device, "chunked") != NULL, "chunk %llu: %s", (unsigned long long)sizes[k], r.device);
+    cr_assert_eq(prstm_engine_run(e, b, &r), 0, "chunk %llu: %s", (unsigned long long)sizes[k], prstm_engine_error(e));
+    if (sizes[k] > 1)
+      cr_assert(strstr(r.device, "chunked") != NULL, "chunk %llu: %s", (unsigned long long)sizes[k], r.device);
     prstm_verify_report rep;
     cr_assert_eq(prstm_engine_verify(e, b, &rep), 0, "%s", prstm_engine_error(e));
     cr_assert(rep.ok, "chunk %llu: %s", (unsigned long long)sizes[k], rep.message);
@@ -919,8 +929,8 @@ Test(stream_gpu, chunked_order_dependent_runs_are_certified) {
 static void verified_stream_is_certified(prstm_backend backend) {
   need_backend(backend);
   prstm_word words[16] = {0};
-  prstm_engine *e = open_verified_engine(backend, backend == PRSTM_BACKEND_GPU ? GPU_THREADS : CPU_THREADS, words,
-                                         16, 64);
+  prstm_engine *e =
+      open_verified_engine(backend, backend == PRSTM_BACKEND_GPU ? GPU_THREADS : CPU_THREADS, words, 16, 64);
   prstm_stream *s = open_stream(e);
   prstm_batch *batches[5];
   for (int i = 0; i < 5; i++) {
@@ -952,8 +962,8 @@ Test(stream_gpu, verified_stream_is_certified) { verified_stream_is_certified(PR
 static void close_runs_the_carried_rows_before_abandoning(prstm_backend backend) {
   need_backend(backend);
   prstm_word words[8] = {0};
-  prstm_engine *e = open_verified_engine(backend, backend == PRSTM_BACKEND_GPU ? GPU_THREADS : CPU_THREADS, words, 8,
-                                         4);
+  prstm_engine *e =
+      open_verified_engine(backend, backend == PRSTM_BACKEND_GPU ? GPU_THREADS : CPU_THREADS, words, 8, 4);
   prstm_stream *s = open_stream(e);
   prstm_batch *withdrawals = new_batch(), *deposit = new_batch();
   for (prstm_word a = 0; a < 8; a++) add(withdrawals, BANK_WITHDRAW, a, 5, 0);
@@ -997,8 +1007,7 @@ static int chunked_round_verified(unsigned round, prstm_batch *b, const prstm_re
     cr_assert(strstr(r->device, "chunked") != NULL, "%s round %u: %s", k->name, round, r->device);
   prstm_verify_report rep;
   cr_assert_eq(prstm_engine_verify(k->e, b, &rep), 0, "%s", prstm_engine_error(k->e));
-  cr_assert(rep.ok, "%s round %u, chunks of %llu: %s", k->name, round, (unsigned long long)k->chunk_rows,
-            rep.message);
+  cr_assert(rep.ok, "%s round %u, chunks of %llu: %s", k->name, round, (unsigned long long)k->chunk_rows, rep.message);
   return 0;
 }
 
@@ -1045,9 +1054,9 @@ static uint64_t run_config_chunked(const char *name, prstm_backend backend, uint
 
 /* One config of each workload (the skiplist's claims node slots by
  * prstm_row), chunked at sizes that divide nothing evenly. */
-static const char *const every_workload[] = {"tiny-bank-coverage-8.json", "multi-account-transfers.json",
+static const char *const every_workload[] = {"tiny-bank-coverage-8.json",    "multi-account-transfers.json",
                                              "vacation-sold-out-pairs.json", "kmeans-coverage-4.json",
-                                             "skiplist-64-threads.json", "graph-64-threads.json"};
+                                             "skiplist-64-threads.json",     "graph-64-threads.json"};
 
 static void every_workload_chunked_is_certified(prstm_backend backend, uint32_t threads) {
   need_backend(backend);

@@ -18,14 +18,12 @@ Test(table, blocks_are_interleaved_and_cover_every_row_once) {
   cr_assert_eq(txtable_block_size(5, 10, threads), 0);
 }
 
-
 Test(table, status_packs_reason_beside_the_finish_flag) {
   uint8_t s = txtable_pack_status(PRSTM_ABANDONED, PRSTM_REASON_QUIESCENT);
   cr_assert_eq(s & TXTABLE_STATUS_MASK, PRSTM_ABANDONED);
   cr_assert_eq(s >> TXTABLE_REASON_SHIFT, PRSTM_REASON_QUIESCENT);
   cr_assert_eq(txtable_pack_status(PRSTM_PENDING, 0), 0, "a zero byte is the unset finish flag");
 }
-
 
 Test(table, append_grows_columns_and_keeps_earlier_rows) {
   prstm_batch *b = NULL;
@@ -47,7 +45,6 @@ Test(table, append_grows_columns_and_keeps_earlier_rows) {
   prstm_batch_destroy(b);
 }
 
-
 Test(table, presort_puts_higher_tags_first_and_is_stable) {
   const prstm_workload *bank = prstm_workload_find("bank");
   prstm_batch *b = NULL;
@@ -67,4 +64,3 @@ Test(table, presort_puts_higher_tags_first_and_is_stable) {
   }
   prstm_batch_destroy(b);
 }
-

@@ -85,7 +85,10 @@ static prstm_status status_of(vac_run *r, uint64_t i, unsigned *reason, prstm_wo
 
 /* Layout helpers over the engine's words (see vacation_body.h). */
 static const prstm_word *words(vac_run *r) { return prstm_engine_state(r->engine, NULL); }
-static uint64_t free_of(vac_run *r, uint64_t t) { const prstm_word *w = words(r); return w[w[4] + t * w[1]]; }
+static uint64_t free_of(vac_run *r, uint64_t t) {
+  const prstm_word *w = words(r);
+  return w[w[4] + t * w[1]];
+}
 static int holds(vac_run *r, uint64_t c, uint64_t t) {
   const prstm_word *w = words(r);
   for (uint64_t i = 0; i < w[3]; i++)
@@ -208,7 +211,9 @@ static void cancel_before_its_booking_waits_for_it(prstm_backend backend) {
   run_close(&r);
 }
 Test(vacation, cancel_before_its_booking_waits_for_it) { cancel_before_its_booking_waits_for_it(PRSTM_BACKEND_CPU); }
-Test(vacation, gpu_cancel_before_its_booking_waits_for_it) { cancel_before_its_booking_waits_for_it(PRSTM_BACKEND_GPU); }
+Test(vacation, gpu_cancel_before_its_booking_waits_for_it) {
+  cancel_before_its_booking_waits_for_it(PRSTM_BACKEND_GPU);
+}
 
 /* A booking of a sold-out type that no cancel funds is abandoned at
  * quiescence and the run ends; the transactions around it commit. */
@@ -363,7 +368,8 @@ Test(vacation, invariant_catches_a_lost_update) {
   add(&other, VACATION_BOOK, b, 5);
   run_exec(&other);
   char msg[1024];
-  cr_assert(!test_invariant(vac(), r.engine, other.batch, msg, sizeof msg), "a committed booking that left no trace passed: %s", msg);
+  cr_assert(!test_invariant(vac(), r.engine, other.batch, msg, sizeof msg),
+            "a committed booking that left no trace passed: %s", msg);
   run_close(&other);
   /* The slot comes back, as if the cancel had only freed the room. */
   uint64_t n = 0;

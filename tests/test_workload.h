@@ -4,7 +4,15 @@
 
 #include "prstm_tx.h"
 
-enum { PROBE_SKEW = 0, PROBE_INCREMENT = 1, PROBE_SUM = 2, PROBE_TOUCH = 3, PROBE_WILD = 4, PROBE_MOVE = 5, PROBE_LIVELOCK = 6 };
+enum {
+  PROBE_SKEW = 0,
+  PROBE_INCREMENT = 1,
+  PROBE_SUM = 2,
+  PROBE_TOUCH = 3,
+  PROBE_WILD = 4,
+  PROBE_MOVE = 5,
+  PROBE_LIVELOCK = 6
+};
 #define PROBE_CAPACITY 16
 
 /* Reads one word and writes another: if read is 0, write becomes 1. Two such
@@ -63,13 +71,20 @@ PRSTM_INLINE int probe_livelock(prstm_tx *tx) {
 
 PRSTM_INLINE int probe_dispatch(prstm_tx *tx, unsigned type) {
   switch (type) {
-    case PROBE_LIVELOCK: return probe_livelock(tx);
-    case PROBE_SKEW: return probe_skew(tx);
-    case PROBE_INCREMENT: return probe_increment(tx);
-    case PROBE_SUM: return probe_sum(tx);
-    case PROBE_TOUCH: return probe_touch(tx);
-    case PROBE_WILD: return probe_wild(tx);
-    default: return probe_move(tx);
+    case PROBE_LIVELOCK:
+      return probe_livelock(tx);
+    case PROBE_SKEW:
+      return probe_skew(tx);
+    case PROBE_INCREMENT:
+      return probe_increment(tx);
+    case PROBE_SUM:
+      return probe_sum(tx);
+    case PROBE_TOUCH:
+      return probe_touch(tx);
+    case PROBE_WILD:
+      return probe_wild(tx);
+    default:
+      return probe_move(tx);
   }
 }
 

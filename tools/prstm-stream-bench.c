@@ -200,8 +200,8 @@ static int stream_mode(const prstm_workload *bank, const prstm_options *opt, uin
       ok = 0;
     }
     prstm_engine_destroy(e);
-    printf("kernel alone: %llu transactions in %.4f s of execution: %.1f M tx/s\n", (unsigned long long)total,
-           kernel_s, total / kernel_s / 1e6);
+    printf("kernel alone: %llu transactions in %.4f s of execution: %.1f M tx/s\n", (unsigned long long)total, kernel_s,
+           total / kernel_s / 1e6);
   }
 
   /* The stream. */
@@ -236,11 +236,12 @@ static int stream_mode(const prstm_workload *bank, const prstm_options *opt, uin
   char unit[32] = "no limit";
   if (sr.unit_rows != UINT64_MAX) snprintf(unit, sizeof unit, "%llu", (unsigned long long)sr.unit_rows);
   printf("stream: %s; unit rows %s; runs %llu\n", sr.device, unit, (unsigned long long)sr.runs);
-  printf("stream: %llu committed, %llu abandoned, %llu failed, %llu carried (%llu carried runs); money %s; "
-         "%llu batches reported done\n",
-         (unsigned long long)sr.committed, (unsigned long long)sr.abandoned, (unsigned long long)sr.failed,
-         (unsigned long long)sr.carried, (unsigned long long)sr.carry_runs, conserved ? "conserved" : "NOT conserved",
-         (unsigned long long)done.batches);
+  printf(
+      "stream: %llu committed, %llu abandoned, %llu failed, %llu carried (%llu carried runs); money %s; "
+      "%llu batches reported done\n",
+      (unsigned long long)sr.committed, (unsigned long long)sr.abandoned, (unsigned long long)sr.failed,
+      (unsigned long long)sr.carried, (unsigned long long)sr.carry_runs, conserved ? "conserved" : "NOT conserved",
+      (unsigned long long)done.batches);
   printf("stream: wall %.4f s (set-up %.4f s), copy %.4f s, execute %.4f s\n", stream_s, sr.setup_s, sr.copy_s,
          sr.execute_s);
   double stream_rate = total / stream_s, steady_rate = total / (stream_s - sr.setup_s);
@@ -277,8 +278,8 @@ static int stream_mode(const prstm_workload *bank, const prstm_options *opt, uin
   return ok ? 0 : 1;
 }
 
-static int single_mode(const prstm_workload *bank, const prstm_options *opt, uint64_t n, uint64_t accounts, uint64_t balance,
-                       uint64_t seed, int pinned) {
+static int single_mode(const prstm_workload *bank, const prstm_options *opt, uint64_t n, uint64_t accounts,
+                       uint64_t balance, uint64_t seed, int pinned) {
   int transfer = prstm_type_find(bank, "transfer");
   prstm_batch *b = NULL;
   double t0 = now_s();
@@ -302,10 +303,11 @@ static int single_mode(const prstm_workload *bank, const prstm_options *opt, uin
   char msg[512] = "";
   prstm_engine_check_invariant(e, b, &inv, msg, sizeof msg);
   printf("device: %s\n", r.device);
-  printf("single: %llu transactions, %llu committed, %llu abandoned, %llu failed; transfer %.3f s, execute %.3f s, "
-         "wall %.3f s; %.1f M tx/s of execution\n",
-         (unsigned long long)r.transactions, (unsigned long long)r.committed, (unsigned long long)r.abandoned,
-         (unsigned long long)r.failed, r.transfer_s, r.execute_s, wall, r.committed / r.execute_s / 1e6);
+  printf(
+      "single: %llu transactions, %llu committed, %llu abandoned, %llu failed; transfer %.3f s, execute %.3f s, "
+      "wall %.3f s; %.1f M tx/s of execution\n",
+      (unsigned long long)r.transactions, (unsigned long long)r.committed, (unsigned long long)r.abandoned,
+      (unsigned long long)r.failed, r.transfer_s, r.execute_s, wall, r.committed / r.execute_s / 1e6);
   printf("bank invariant: %s (%s)\n", inv ? "ok" : "VIOLATED", msg);
   int ok = final_ok && conserved && inv && committed == r.committed && abandoned == r.abandoned;
   printf("invariant: %s\n", ok ? "ok" : "VIOLATED");
@@ -341,27 +343,54 @@ int main(int argc, char **argv) {
       return 2;
     }
     switch (c) {
-      case 'b': batches = v; break;
-      case 'n': size = v; break;
-      case 'a': accounts = v; break;
-      case 'i': balance = v; break;
-      case 's': single = v; break;
-      case 'c': opt.chunk_rows = v; break;
-      case 't': opt.threads = (uint32_t)v; break;
-      case 'K': skip_kernel = 1; break;
-      case 'P': pinned = 1; break;
-      case 'r': seed = v; break;
+      case 'b':
+        batches = v;
+        break;
+      case 'n':
+        size = v;
+        break;
+      case 'a':
+        accounts = v;
+        break;
+      case 'i':
+        balance = v;
+        break;
+      case 's':
+        single = v;
+        break;
+      case 'c':
+        opt.chunk_rows = v;
+        break;
+      case 't':
+        opt.threads = (uint32_t)v;
+        break;
+      case 'K':
+        skip_kernel = 1;
+        break;
+      case 'P':
+        pinned = 1;
+        break;
+      case 'r':
+        seed = v;
+        break;
       case 'k':
-        if (strcmp(optarg, "auto") == 0) opt.backend = PRSTM_BACKEND_AUTO;
-        else if (strcmp(optarg, "gpu") == 0) opt.backend = PRSTM_BACKEND_GPU;
-        else if (strcmp(optarg, "cpu") == 0) opt.backend = PRSTM_BACKEND_CPU;
+        if (strcmp(optarg, "auto") == 0)
+          opt.backend = PRSTM_BACKEND_AUTO;
+        else if (strcmp(optarg, "gpu") == 0)
+          opt.backend = PRSTM_BACKEND_GPU;
+        else if (strcmp(optarg, "cpu") == 0)
+          opt.backend = PRSTM_BACKEND_CPU;
         else {
           fprintf(stderr, "prstm-stream-bench: --backend: expected auto, gpu or cpu\n");
           return 2;
         }
         break;
-      case 'h': fputs(usage_text, stdout); return 0;
-      default: fputs(usage_text, stderr); return 2;
+      case 'h':
+        fputs(usage_text, stdout);
+        return 0;
+      default:
+        fputs(usage_text, stderr);
+        return 2;
     }
   }
   if (optind < argc || batches == 0 || size == 0 || accounts < 2) {

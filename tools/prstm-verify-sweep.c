@@ -298,8 +298,8 @@ static int run_batch(const sweep_settings *set, const sweep_case *c, prstm_engin
    * on every row that can commit committing (k-means' sequential result). */
   int ok = 0;
   char msg[512] = "";
-  if (!rc && c->opt.semantic == PRSTM_SEMANTIC_POSTPONE && prstm_engine_check_invariant(e, b, &ok, msg, sizeof msg) == 0 &&
-      !ok)
+  if (!rc && c->opt.semantic == PRSTM_SEMANTIC_POSTPONE &&
+      prstm_engine_check_invariant(e, b, &ok, msg, sizeof msg) == 0 && !ok)
     rc = fail(o, "invariant violated: %s", msg);
   if (b != first) prstm_batch_destroy(b);
   return rc;
@@ -327,8 +327,7 @@ static int run_stream(const sweep_settings *set, const sweep_case *c, prstm_engi
   for (uint64_t i = 0; i < n; i++) {
     const prstm_type_desc *d = &c->wl->types[prstm_batch_type(whole, i)];
     uint64_t w = d->nargs;
-    if (d->nargs && d->args[d->nargs - 1].kind == PRSTM_ARG_ADDRESS_LIST)
-      w += prstm_batch_arg(whole, i, d->nargs - 1);
+    if (d->nargs && d->args[d->nargs - 1].kind == PRSTM_ARG_ADDRESS_LIST) w += prstm_batch_arg(whole, i, d->nargs - 1);
     if (w > PRSTM_MAX_COLUMNS) w = PRSTM_MAX_COLUMNS;
     if (w > width) width = (unsigned)w;
   }
@@ -461,17 +460,23 @@ int main(int argc, char **argv) {
   set.runners = (1u << RUNNER_COUNT) - 1;
   const char *workload_names[32];
   unsigned nworkloads = 0;
-  for (unsigned i = 0; prstm_workload_at(i) && nworkloads < 32; i++) workload_names[nworkloads++] = prstm_workload_at(i)->name;
+  for (unsigned i = 0; prstm_workload_at(i) && nworkloads < 32; i++)
+    workload_names[nworkloads++] = prstm_workload_at(i)->name;
   set.workloads = nworkloads >= 32 ? 0xffffffffu : (1u << nworkloads) - 1;
 
-  static const struct option longopts[] = {
-      {"cases", required_argument, NULL, 'n'},   {"seconds", required_argument, NULL, 's'},
-      {"seed", required_argument, NULL, 'S'},    {"case", required_argument, NULL, 'k'},
-      {"first", required_argument, NULL, 'f'},   {"backend", required_argument, NULL, 'b'},
-      {"runners", required_argument, NULL, 'r'}, {"workloads", required_argument, NULL, 'w'},
-      {"max-rows", required_argument, NULL, 'm'}, {"tamper", no_argument, NULL, 't'},
-      {"verbose", no_argument, NULL, 'v'},       {"help", no_argument, NULL, 'h'},
-      {NULL, 0, NULL, 0}};
+  static const struct option longopts[] = {{"cases", required_argument, NULL, 'n'},
+                                           {"seconds", required_argument, NULL, 's'},
+                                           {"seed", required_argument, NULL, 'S'},
+                                           {"case", required_argument, NULL, 'k'},
+                                           {"first", required_argument, NULL, 'f'},
+                                           {"backend", required_argument, NULL, 'b'},
+                                           {"runners", required_argument, NULL, 'r'},
+                                           {"workloads", required_argument, NULL, 'w'},
+                                           {"max-rows", required_argument, NULL, 'm'},
+                                           {"tamper", no_argument, NULL, 't'},
+                                           {"verbose", no_argument, NULL, 'v'},
+                                           {"help", no_argument, NULL, 'h'},
+                                           {NULL, 0, NULL, 0}};
   opterr = 0;
   int opt;
   uint64_t value = 0;
@@ -495,8 +500,10 @@ int main(int argc, char **argv) {
         if (parse_count(optarg, &set.first, "--first", 0)) return EXIT_USAGE;
         break;
       case 'b':
-        if (strcmp(optarg, "cpu") == 0) set.backend = PRSTM_BACKEND_CPU;
-        else if (strcmp(optarg, "gpu") == 0) set.backend = PRSTM_BACKEND_GPU;
+        if (strcmp(optarg, "cpu") == 0)
+          set.backend = PRSTM_BACKEND_CPU;
+        else if (strcmp(optarg, "gpu") == 0)
+          set.backend = PRSTM_BACKEND_GPU;
         else {
           fprintf(stderr, "prstm-verify-sweep: --backend: expected cpu or gpu, got '%s'\n", optarg);
           return EXIT_USAGE;
@@ -511,9 +518,15 @@ int main(int argc, char **argv) {
       case 'm':
         if (parse_count(optarg, &set.max_rows, "--max-rows", 1)) return EXIT_USAGE;
         break;
-      case 't': set.tamper = 1; break;
-      case 'v': set.verbose = 1; break;
-      case 'h': fputs(usage_text, stdout); return EXIT_OK;
+      case 't':
+        set.tamper = 1;
+        break;
+      case 'v':
+        set.verbose = 1;
+        break;
+      case 'h':
+        fputs(usage_text, stdout);
+        return EXIT_OK;
       case ':':
         fprintf(stderr, "prstm-verify-sweep: option %s needs a value (see --help)\n", argv[optind - 1]);
         return EXIT_USAGE;
@@ -559,8 +572,8 @@ int main(int argc, char **argv) {
       passed++;
       if (set.verbose)
         printf("ok    case %llu: %s: %llu rows, %llu committed, %llu abandoned, %llu failed\n", (unsigned long long)k,
-               c.what, (unsigned long long)o.rows, (unsigned long long)o.committed,
-               (unsigned long long)o.abandoned, (unsigned long long)o.failed);
+               c.what, (unsigned long long)o.rows, (unsigned long long)o.committed, (unsigned long long)o.abandoned,
+               (unsigned long long)o.failed);
       continue;
     }
     failed++;
@@ -570,17 +583,18 @@ int main(int argc, char **argv) {
              (unsigned long long)set.max_rows, set.tamper ? " --tamper" : "", c.what, o.why);
     fflush(stdout);
   }
-  printf("prstm-verify-sweep: seed %llu, cases %llu to %llu on the %s: %llu verified (%llu run, %llu chunked, %llu "
-         "stream; %llu rows), %llu passed, %llu failed, %llu skipped (knobs a generator refused), %.1f s\n",
-         (unsigned long long)set.seed, (unsigned long long)set.first,
-         (unsigned long long)(set.first + set.cases - 1), set.backend == PRSTM_BACKEND_GPU ? "GPU" : "CPU",
-         (unsigned long long)ran, (unsigned long long)by_runner[RUNNER_RUN],
-         (unsigned long long)by_runner[RUNNER_CHUNKED], (unsigned long long)by_runner[RUNNER_STREAM],
-         (unsigned long long)rows, (unsigned long long)passed, (unsigned long long)failed,
-         (unsigned long long)skipped, now_s() - start);
+  printf(
+      "prstm-verify-sweep: seed %llu, cases %llu to %llu on the %s: %llu verified (%llu run, %llu chunked, %llu "
+      "stream; %llu rows), %llu passed, %llu failed, %llu skipped (knobs a generator refused), %.1f s\n",
+      (unsigned long long)set.seed, (unsigned long long)set.first, (unsigned long long)(set.first + set.cases - 1),
+      set.backend == PRSTM_BACKEND_GPU ? "GPU" : "CPU", (unsigned long long)ran,
+      (unsigned long long)by_runner[RUNNER_RUN], (unsigned long long)by_runner[RUNNER_CHUNKED],
+      (unsigned long long)by_runner[RUNNER_STREAM], (unsigned long long)rows, (unsigned long long)passed,
+      (unsigned long long)failed, (unsigned long long)skipped, now_s() - start);
   if (set.tamper) {
-    if (passed) printf("prstm-verify-sweep: --tamper: %llu tampered cases passed their certificate\n",
-                       (unsigned long long)passed);
+    if (passed)
+      printf("prstm-verify-sweep: --tamper: %llu tampered cases passed their certificate\n",
+             (unsigned long long)passed);
     return passed == 0 && ran > 0 ? EXIT_OK : EXIT_FAILED;
   }
   return failed == 0 && ran > 0 ? EXIT_OK : EXIT_FAILED;

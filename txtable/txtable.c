@@ -239,8 +239,7 @@ uint64_t txtable_device_bytes(const prstm_batch *b, int verify) {
   return per_row * b->n;
 }
 
-int prstm_batch_outcome(const prstm_batch *b, uint64_t i, prstm_status *status, unsigned *reason,
-                        prstm_word *result) {
+int prstm_batch_outcome(const prstm_batch *b, uint64_t i, prstm_status *status, unsigned *reason, prstm_word *result) {
   if (!b || i >= b->n) return PRSTM_EINVAL;
   uint8_t s = b->status[i];
   if (status) *status = (prstm_status)(s & TXTABLE_STATUS_MASK);

@@ -15,21 +15,21 @@ struct prstm_batch {
   const prstm_workload *wl;
   uint64_t n, cap;
   uint32_t ncols;
-  uint32_t tag_mask;     /* bit t: some row has semantic tag t */
+  uint32_t tag_mask; /* bit t: some row has semantic tag t */
   int has_read_only;
   uint8_t *type;
-  uint8_t *status;       /* packed status and reason (txtable_view.h) */
-  uint64_t *args;        /* args[col * cap + row] */
-  uint64_t *result;      /* allocated by txtable_prepare_run when has_read_only */
-  uint64_t *seq;         /* commit order, allocated by txtable_prepare_run when verifying */
-  uint64_t *read_hash;   /* what each decided row read, allocated with seq */
+  uint8_t *status;     /* packed status and reason (txtable_view.h) */
+  uint64_t *args;      /* args[col * cap + row] */
+  uint64_t *result;    /* allocated by txtable_prepare_run when has_read_only */
+  uint64_t *seq;       /* commit order, allocated by txtable_prepare_run when verifying */
+  uint64_t *read_hash; /* what each decided row read, allocated with seq */
   /* How prstm_row numbers the rows (txtable_view): 0, 0 and NULL for a
    * caller's batch, whose rows are its own; a stream's working table gives
    * its rows their batch's numbers. */
   uint64_t row_base, ids_from;
   const uint64_t *row_id;
   const struct txtable_allocator *pinned_alloc; /* prstm_batch_create_pinned's; NULL for an ordinary batch */
-  int pinned;            /* type, status and args are page-locked now */
+  int pinned;                                   /* type, status and args are page-locked now */
 };
 
 /* Page-locked host memory for a batch's columns, as a backend gives it

@@ -9,9 +9,9 @@
  * column in one transaction. Row i belongs to thread i % nthreads: blocks are
  * interleaved, which keeps a warp's accesses coalesced on every sweep. */
 typedef struct txtable_view {
-  uint64_t n;          /* rows */
-  uint64_t stride;     /* distance between two argument columns, >= n */
-  uint32_t ncols;      /* argument columns */
+  uint64_t n;      /* rows */
+  uint64_t stride; /* distance between two argument columns, >= n */
+  uint32_t ncols;  /* argument columns */
   uint32_t has_results;
   uint8_t *type;       /* type index per row */
   uint8_t *status;     /* prstm_status in the low 2 bits, reason in the high 6: the finish flag */

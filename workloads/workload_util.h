@@ -9,7 +9,6 @@
 
 #include "prstm.h"
 
-
 /* ---- The random stream ----
  *
  * splitmix64: small, fast, and the same stream on every machine for a seed,
@@ -61,8 +60,7 @@ static inline int wl_read_only_share(const prstm_generate_spec *spec, double *we
   double rest = weight[0];
   for (unsigned t = 1; t < nupdate; t++) rest += weight[t];
   if (rest <= 0 && spec->read_only < 1) {
-    snprintf(err, errlen, "read_only %g leaves no update type: give %s a weight in mix", spec->read_only,
-             update_names);
+    snprintf(err, errlen, "read_only %g leaves no update type: give %s a weight in mix", spec->read_only, update_names);
     return PRSTM_ECONFIG;
   }
   for (unsigned t = 0; t < nupdate; t++) weight[t] = rest > 0 ? weight[t] / rest * (1 - spec->read_only) : 0;

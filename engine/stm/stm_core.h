@@ -50,7 +50,7 @@ typedef struct prstm_exec_ctx {
   uint32_t semantic; /* prstm_semantic_mode */
   uint32_t retry_limit;
   stm_thread_stats *stats; /* one per thread */
-  uint64_t *quiesce;         /* STM_Q_WORDS words */
+  uint64_t *quiesce;       /* STM_Q_WORDS words */
 } prstm_exec_ctx;
 
 /* Outcomes a transaction body returns. */
@@ -59,9 +59,9 @@ enum { PRSTM_COMMIT = 0, PRSTM_POSTPONE = 1, PRSTM_FAIL = 2 };
 /* States of an attempt while its body runs. */
 enum {
   STM_TX_OK = 0,
-  STM_TX_CONFLICT = 1,    /* concurrent conflict: the attempt is retried */
-  STM_TX_CAPACITY = 2,    /* a set overflowed: fails the transaction if the snapshot holds */
-  STM_TX_BAD_ADDRESS = 3  /* out-of-range word: fails the transaction if the snapshot holds */
+  STM_TX_CONFLICT = 1,   /* concurrent conflict: the attempt is retried */
+  STM_TX_CAPACITY = 2,   /* a set overflowed: fails the transaction if the snapshot holds */
+  STM_TX_BAD_ADDRESS = 3 /* out-of-range word: fails the transaction if the snapshot holds */
 };
 
 typedef struct stm_read_entry {
@@ -277,7 +277,7 @@ PRSTM_INLINE void stm_tx_release_all(prstm_tx *tx) {
     } else if (e->held == 1) {
       /* A pre-lock may have been stolen meanwhile; then it is not ours to clear. */
       port_cas(&locks[e->lock], stm_lock_make(e->version, tx->prio, STM_LOCK_PRELOCKED),
-                stm_lock_make(e->version, 0, 0));
+               stm_lock_make(e->version, 0, 0));
     }
     e->held = 0;
   }
@@ -402,8 +402,8 @@ PRSTM_INLINE int stm_tx_lock_direct(prstm_tx *tx) {
     stm_lock_entry *e = &tx->locks[i];
     const int r = stm_tx_find_read(tx, e->lock);
     const uint64_t v = r >= 0 ? tx->reads[r].version : 0;
-    if (r < 0 || !port_cas_acquire(&locks[e->lock], stm_lock_make(v, 0, 0),
-                                    stm_lock_make(v, tx->prio, STM_LOCK_LOCKED))) {
+    if (r < 0 ||
+        !port_cas_acquire(&locks[e->lock], stm_lock_make(v, 0, 0), stm_lock_make(v, tx->prio, STM_LOCK_LOCKED))) {
       stm_tx_release_all(tx);
       return 0;
     }
@@ -421,8 +421,7 @@ PRSTM_INLINE void stm_tx_write_back(prstm_tx *tx) {
    * write; the fence puts the final locks before every new value, so a reader
    * that sees a new value then sees the lock or the new version. */
   if (tx->nwrites) port_fence_acq_rel();
-  for (uint32_t i = 0; i < tx->nwrites; i++)
-    port_store_relaxed(&ctx->words[tx->writes[i].addr], tx->writes[i].value);
+  for (uint32_t i = 0; i < tx->nwrites; i++) port_store_relaxed(&ctx->words[tx->writes[i].addr], tx->writes[i].value);
   /* One release fence orders all data writes before all new versions. */
   if (tx->nlocks) port_fence_acq_rel();
   for (uint32_t i = 0; i < tx->nlocks; i++) {
@@ -512,7 +511,7 @@ PRSTM_INLINE int stm_tx_commit(prstm_tx *tx, uint64_t *sequence) {
   for (uint32_t i = 0; i < tx->nlocks; i++) {
     stm_lock_entry *e = &tx->locks[i];
     if (!port_cas_acquire(&ctx->locks[e->lock], stm_lock_make(e->version, tx->prio, STM_LOCK_PRELOCKED),
-                           stm_lock_make(e->version, tx->prio, STM_LOCK_LOCKED))) {
+                          stm_lock_make(e->version, tx->prio, STM_LOCK_LOCKED))) {
       /* A higher priority stole or revoked this pre-lock. */
       stm_tx_note_holder(tx, e->lock, port_load_acquire(&ctx->locks[e->lock]));
       stm_tx_release_all(tx);

@@ -15,9 +15,7 @@
 #define STM_LOCK_VERSION_SHIFT 27
 
 PRSTM_INLINE uint64_t stm_lock_version(uint64_t w) { return w >> STM_LOCK_VERSION_SHIFT; }
-PRSTM_INLINE uint64_t stm_lock_owner(uint64_t w) {
-  return (w >> STM_LOCK_OWNER_SHIFT) & STM_LOCK_OWNER_MASK;
-}
+PRSTM_INLINE uint64_t stm_lock_owner(uint64_t w) { return (w >> STM_LOCK_OWNER_SHIFT) & STM_LOCK_OWNER_MASK; }
 PRSTM_INLINE int stm_lock_is_locked(uint64_t w) { return (w & STM_LOCK_LOCKED) != 0; }
 PRSTM_INLINE int stm_lock_is_prelocked(uint64_t w) { return (w & STM_LOCK_PRELOCKED) != 0; }
 PRSTM_INLINE uint64_t stm_lock_make(uint64_t version, uint64_t owner, uint64_t flags) {

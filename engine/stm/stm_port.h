@@ -9,10 +9,8 @@
 /* The algorithm is written once and compiled by nvcc for the device and by a
  * C11 compiler for the CPU backend; these macros are the only difference. */
 #if defined(__CUDACC__)
-#define PRSTM_HD __host__ __device__
 #define PRSTM_INLINE static __host__ __device__ __forceinline__
 #else
-#define PRSTM_HD
 #define PRSTM_INLINE static inline __attribute__((always_inline))
 #endif
 
@@ -44,17 +42,14 @@ PRSTM_INLINE void port_store_release(uint64_t *p, uint64_t v) {
 }
 /* A row's type and arguments are read once per attempt and its status
  * written once: streaming accesses (evict first), so that the table does not
- * push the state and the lock words out of L2. On an H100 (2026-11-23) that made 40M
- * bank transfers 1.087x faster and the mixed configs/bank.json 0.982x
- * (docs/PERFORMANCE.md). */
+ * push the state and the lock words out of L2 (docs/PERFORMANCE.md, "Memory
+ * traffic"). */
 PRSTM_INLINE uint8_t port_table_load_u8(const uint8_t *p) { return __ldcs(p); }
-PRSTM_INLINE uint64_t port_table_load_u64(const uint64_t *p) {
-  return (uint64_t)__ldcs((const unsigned long long *)p);
-}
+PRSTM_INLINE uint64_t port_table_load_u64(const uint64_t *p) { return (uint64_t)__ldcs((const unsigned long long *)p); }
 PRSTM_INLINE void port_table_store_u8(uint8_t *p, uint8_t v) { __stcs(p, v); }
 PRSTM_INLINE int port_cas(uint64_t *p, uint64_t expected, uint64_t desired) {
-  return atomicCAS((unsigned long long *)p, (unsigned long long)expected,
-                   (unsigned long long)desired) == (unsigned long long)expected;
+  return atomicCAS((unsigned long long *)p, (unsigned long long)expected, (unsigned long long)desired) ==
+         (unsigned long long)expected;
 }
 /* Compare-and-swap with acquire order: nothing after it (the data writes of
  * a commit) can become visible before the lock it takes. */
@@ -89,7 +84,7 @@ PRSTM_INLINE uint64_t port_fetch_add_acq_rel(uint64_t *p, uint64_t v) {
 }
 PRSTM_INLINE void port_pause(unsigned rounds) {
   __nanosleep(rounds < PRSTM_POLICY_PAUSE_MAX_NS / PRSTM_POLICY_PAUSE_NS ? PRSTM_POLICY_PAUSE_NS * rounds
-                                                                       : PRSTM_POLICY_PAUSE_MAX_NS);
+                                                                         : PRSTM_POLICY_PAUSE_MAX_NS);
 }
 /* Wait of a thread whose last sweep found nothing it could do (the
  * PRSTM_POLICY_BACKOFF_* numbers say how long). */
@@ -160,13 +155,14 @@ PRSTM_INLINE uint64_t port_fetch_add_acq_rel(uint64_t *p, uint64_t v) {
 #ifdef __cplusplus
 extern "C"
 #endif
-void prstm_host_yield(void);
+    void
+    port_host_yield(void);
 PRSTM_INLINE void port_pause(unsigned rounds) {
-  if (rounds > 2) prstm_host_yield();
+  if (rounds > 2) port_host_yield();
 }
 PRSTM_INLINE void port_backoff(unsigned level, uint64_t sweep_ns) {
   (void)sweep_ns; /* a few host threads cannot saturate a cache line: yielding is enough */
-  if (level > 0) prstm_host_yield();
+  if (level > 0) port_host_yield();
 }
 /* A CPU thread is a warp of one lane. */
 PRSTM_INLINE unsigned port_warp_lanes(uint32_t rank, uint32_t nthreads) {
@@ -190,8 +186,9 @@ PRSTM_INLINE uint64_t port_warp_broadcast(unsigned lanes, uint64_t v) {
 #ifdef __cplusplus
 extern "C"
 #endif
-uint64_t prstm_host_clock_ns(void);
-PRSTM_INLINE uint64_t port_clock_ns(void) { return prstm_host_clock_ns(); }
+    uint64_t
+    port_host_clock_ns(void);
+PRSTM_INLINE uint64_t port_clock_ns(void) { return port_host_clock_ns(); }
 #endif
 
 #endif /* STM_PORT_H */

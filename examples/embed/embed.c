@@ -56,9 +56,12 @@ int main(int argc, char **argv) {
   opt.backend = PRSTM_BACKEND_CPU;
   opt.verify = 1; /* also replay the run serially and compare */
   for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--cpu") == 0) opt.backend = PRSTM_BACKEND_CPU;
-    else if (strcmp(argv[i], "--gpu") == 0) opt.backend = PRSTM_BACKEND_GPU;
-    else if (strcmp(argv[i], "--auto") == 0) opt.backend = PRSTM_BACKEND_AUTO;
+    if (strcmp(argv[i], "--cpu") == 0)
+      opt.backend = PRSTM_BACKEND_CPU;
+    else if (strcmp(argv[i], "--gpu") == 0)
+      opt.backend = PRSTM_BACKEND_GPU;
+    else if (strcmp(argv[i], "--auto") == 0)
+      opt.backend = PRSTM_BACKEND_AUTO;
     else {
       fprintf(stderr, "usage: embed [--cpu|--gpu|--auto]   (default --cpu)\n");
       return 2;
@@ -118,7 +121,8 @@ int main(int argc, char **argv) {
     if (type == withdraw_type && st == PRSTM_COMMITTED) withdrawn += prstm_batch_arg(batch, i, 1);
     if (type == balance_type && st == PRSTM_COMMITTED)
       printf("balance of account %" PRIu64 ": %" PRIu64 "\n", prstm_batch_arg(batch, i, 0), result);
-    if ((st == PRSTM_ABANDONED || st == PRSTM_FAILED) && count[PRSTM_ABANDONED] + count[PRSTM_FAILED] <= SHOWN_UNFINISHED)
+    if ((st == PRSTM_ABANDONED || st == PRSTM_FAILED) &&
+        count[PRSTM_ABANDONED] + count[PRSTM_FAILED] <= SHOWN_UNFINISHED)
       printf("transaction %" PRIu64 " (%s) %s: %s\n", i, bank->types[type].name, prstm_status_name(st),
              prstm_reason_string(bank, type, reason));
   }
@@ -148,8 +152,8 @@ int main(int argc, char **argv) {
 
   printf("%" PRIu64 " transactions on %s (%s): %" PRIu64 " committed, %" PRIu64 " abandoned, %" PRIu64
          " failed, %" PRIu64 " concurrent aborts, %" PRIu64 " postponements\n",
-         res.transactions, res.backend == PRSTM_BACKEND_GPU ? "gpu" : "cpu", res.device, res.committed,
-         res.abandoned, res.failed, res.aborts, res.postponements);
+         res.transactions, res.backend == PRSTM_BACKEND_GPU ? "gpu" : "cpu", res.device, res.committed, res.abandoned,
+         res.failed, res.aborts, res.postponements);
   int counts_ok = count[PRSTM_PENDING] == 0 && count[PRSTM_COMMITTED] == res.committed &&
                   count[PRSTM_ABANDONED] == res.abandoned && count[PRSTM_FAILED] == res.failed;
   int total_ok = total == expected;

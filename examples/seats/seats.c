@@ -6,20 +6,17 @@
 
 /* The CPU worker; the GPU one comes from seats_gpu.cu where CUDA is. */
 PRSTM_CPU_WORKER(seats, seats_dispatch, SEATS_CAPACITY)
-#ifdef PRSTM_HAVE_CUDA
-int seats_gpu_launch(const prstm_exec_ctx *ctx, uint32_t threads, char *err, size_t errlen);
-int seats_gpu_max_threads(uint32_t *max_threads, char *err, size_t errlen);
-#define SEATS_GPU seats_gpu_launch, seats_gpu_max_threads
-#else
-#define SEATS_GPU NULL, NULL
-#endif
+PRSTM_GPU_WORKER_DECLARE(seats);
 
 static const prstm_type_desc seats_types[] = {
     /* name, tag, read-only, arguments, reasons (from PRSTM_REASON_USER) */
-    {"book", 0, 0, 2, {{"show", PRSTM_ARG_UINT}, {"customer", PRSTM_ARG_UINT}},
+    {"book",
+     0,
+     0,
+     2,
+     {{"show", PRSTM_ARG_UINT}, {"customer", PRSTM_ARG_UINT}},
      {"no such show or customer", "customer already holds a seat of this show"}},
-    {"release", 1, 0, 2, {{"show", PRSTM_ARG_UINT}, {"customer", PRSTM_ARG_UINT}},
-     {"no such show or customer"}},
+    {"release", 1, 0, 2, {{"show", PRSTM_ARG_UINT}, {"customer", PRSTM_ARG_UINT}}, {"no such show or customer"}},
     {"free", 0, 1, 1, {{"show", PRSTM_ARG_UINT}}, {"no such show or customer"}},
 };
 
@@ -93,7 +90,8 @@ static int seats_check_invariant(const prstm_engine *engine, const prstm_batch *
   }
   free(net);
   *ok = bad_shows == 0 && bad_abandoned == 0;
-  snprintf(msg, msglen, "%llu of %llu shows with free + held != %llu seats or held != initially booked + bookings - releases; "
+  snprintf(msg, msglen,
+           "%llu of %llu shows with free + held != %llu seats or held != initially booked + bookings - releases; "
            "%llu abandoned bookings of shows with free seats",
            (unsigned long long)bad_shows, (unsigned long long)shows, (unsigned long long)seats,
            (unsigned long long)bad_abandoned);
@@ -105,7 +103,10 @@ const prstm_workload seats_workload = {
     .ntypes = sizeof seats_types / sizeof seats_types[0],
     .types = seats_types,
     .nvariants = 1,
-    .variants = {{PRSTM_MAX_COLUMNS, SEATS_CAPACITY, seats_cpu_worker, SEATS_GPU}},
+    .variants = {{.max_columns = PRSTM_MAX_COLUMNS,
+                  .set_capacity = SEATS_CAPACITY,
+                  .cpu_worker = seats_cpu_worker,
+                  PRSTM_GPU_HOOKS(seats)}},
     .init_state = seats_init_state,
     .check_invariant = seats_check_invariant,
     .nparams = sizeof seats_params / sizeof seats_params[0],

@@ -22,8 +22,7 @@ PRSTM_INLINE uint64_t seats_show_base(uint64_t customers, uint64_t show) {
 
 /* Reads the layout and checks that (show, customer) exists. The layout words
  * are never written, so they cost no read-set entry. */
-PRSTM_INLINE int seats_locate(prstm_tx *tx, uint64_t show, uint64_t customer, uint64_t *base,
-                              uint64_t *customers) {
+PRSTM_INLINE int seats_locate(prstm_tx *tx, uint64_t show, uint64_t customer, uint64_t *base, uint64_t *customers) {
   uint64_t shows = prstm_read_immutable(tx, 0);
   *customers = prstm_read_immutable(tx, 1);
   if (show >= shows || customer >= *customers) return 0;
@@ -65,10 +64,14 @@ PRSTM_INLINE int seats_free(prstm_tx *tx) {
 
 PRSTM_INLINE int seats_dispatch(prstm_tx *tx, unsigned type) {
   switch (type) {
-    case SEATS_BOOK: return seats_book(tx);
-    case SEATS_RELEASE: return seats_release(tx);
-    case SEATS_FREE: return seats_free(tx);
-    default: return prstm_fail(tx, SEATS_REASON_NO_SUCH_SEAT);
+    case SEATS_BOOK:
+      return seats_book(tx);
+    case SEATS_RELEASE:
+      return seats_release(tx);
+    case SEATS_FREE:
+      return seats_free(tx);
+    default:
+      return prstm_fail(tx, SEATS_REASON_NO_SUCH_SEAT);
   }
 }
 

@@ -18,8 +18,10 @@ int main(int argc, char **argv) {
   prstm_options opt;
   prstm_options_init(&opt);
   opt.verify = 1; /* replay the run serially and compare */
-  if (argc > 1 && strcmp(argv[1], "--gpu") == 0) opt.backend = PRSTM_BACKEND_GPU;
-  else if (argc > 1 && strcmp(argv[1], "--cpu") == 0) opt.backend = PRSTM_BACKEND_CPU;
+  if (argc > 1 && strcmp(argv[1], "--gpu") == 0)
+    opt.backend = PRSTM_BACKEND_GPU;
+  else if (argc > 1 && strcmp(argv[1], "--cpu") == 0)
+    opt.backend = PRSTM_BACKEND_CPU;
   else if (argc > 1) {
     fprintf(stderr, "usage: seats [--cpu|--gpu]\n");
     return 2;
@@ -44,7 +46,7 @@ int main(int argc, char **argv) {
    * fails. Then a free-seats query of each show. */
   prstm_batch *b = NULL;
   if ((rc = prstm_batch_create(&b, &seats_workload))) return fail("batch", e, rc);
-  static const prstm_word rows[][3] = {{SEATS_BOOK, 0, 2}, {SEATS_BOOK, 0, 3}, {SEATS_BOOK, 0, 4},
+  static const prstm_word rows[][3] = {{SEATS_BOOK, 0, 2},    {SEATS_BOOK, 0, 3}, {SEATS_BOOK, 0, 4},
                                        {SEATS_RELEASE, 0, 0}, {SEATS_BOOK, 0, 1}, {SEATS_FREE, 0, 0},
                                        {SEATS_FREE, 1, 0}};
   for (size_t i = 0; i < sizeof rows / sizeof rows[0] && !rc; i++)

@@ -23,18 +23,18 @@ extern "C" {
 
 /* One table generates the error codes, their names and their messages, so the
  * three can never drift apart. Every function returns 0 or one of these. */
-#define PRSTM_ERRNO_MAP(XX)                                                        \
-  XX(EINVAL, -1, "invalid argument")                                               \
-  XX(ENOMEM, -2, "out of memory")                                                  \
-  XX(EIO, -3, "file could not be read or written")                                 \
-  XX(EPARSE, -4, "malformed JSON")                                                 \
-  XX(ECONFIG, -5, "invalid configuration or batch")                                \
-  XX(ENOGPU, -6, "no usable GPU")                                                  \
-  XX(ECUDA, -7, "CUDA runtime error")                                              \
-  XX(ETHREAD, -8, "thread could not be created")                                   \
-  XX(ETOOBIG, -9, "batch or state does not fit in memory")                         \
-  XX(EUNKNOWN, -10, "unknown workload or transaction type")                        \
-  XX(ESTALLED, -11, "the run made no progress within the watchdog limit")           \
+#define PRSTM_ERRNO_MAP(XX)                                               \
+  XX(EINVAL, -1, "invalid argument")                                      \
+  XX(ENOMEM, -2, "out of memory")                                         \
+  XX(EIO, -3, "file could not be read or written")                        \
+  XX(EPARSE, -4, "malformed JSON")                                        \
+  XX(ECONFIG, -5, "invalid configuration or batch")                       \
+  XX(ENOGPU, -6, "no usable GPU")                                         \
+  XX(ECUDA, -7, "CUDA runtime error")                                     \
+  XX(ETHREAD, -8, "thread could not be created")                          \
+  XX(ETOOBIG, -9, "batch or state does not fit in memory")                \
+  XX(EUNKNOWN, -10, "unknown workload or transaction type")               \
+  XX(ESTALLED, -11, "the run made no progress within the watchdog limit") \
   XX(EPLUGIN, -12, "workload plugin could not be loaded")
 
 enum {
@@ -64,19 +64,19 @@ typedef enum prstm_status {
 /* Built-in failure reasons; a type's own reasons start at PRSTM_REASON_USER. */
 enum {
   PRSTM_REASON_NONE = 0,
-  PRSTM_REASON_CAPACITY = 1,      /* read or write set overflowed its fixed capacity */
-  PRSTM_REASON_BAD_ADDRESS = 2,   /* a consistent snapshot asked for a word out of range */
-  PRSTM_REASON_RETRY_LIMIT = 3,   /* retry mode gave up after retry_limit semantic retries */
-  PRSTM_REASON_QUIESCENT = 4,     /* postponed, and no further commit could ever fund it */
+  PRSTM_REASON_CAPACITY = 1,    /* read or write set overflowed its fixed capacity */
+  PRSTM_REASON_BAD_ADDRESS = 2, /* a consistent snapshot asked for a word out of range */
+  PRSTM_REASON_RETRY_LIMIT = 3, /* retry mode gave up after retry_limit semantic retries */
+  PRSTM_REASON_QUIESCENT = 4,   /* postponed, and no further commit could ever fund it */
   PRSTM_REASON_USER = 8
 };
 #define PRSTM_REASON_MAX 63
 
 /* Kinds of transaction arguments; the loaders check values by kind. */
 typedef enum prstm_arg_kind {
-  PRSTM_ARG_ADDRESS = 1,      /* an index into the shared words, checked against the state */
-  PRSTM_ARG_UINT = 2,         /* a non-negative integer */
-  PRSTM_ARG_ADDRESS_LIST = 3  /* a JSON array of addresses; only as the last argument */
+  PRSTM_ARG_ADDRESS = 1,     /* an index into the shared words, checked against the state */
+  PRSTM_ARG_UINT = 2,        /* a non-negative integer */
+  PRSTM_ARG_ADDRESS_LIST = 3 /* a JSON array of addresses; only as the last argument */
 } prstm_arg_kind;
 
 typedef struct prstm_arg_desc {
@@ -118,9 +118,9 @@ typedef struct prstm_generate_spec {
   double mix_weights[PRSTM_MAX_TYPES];
   unsigned accounts_per_tx;
   uint64_t amount_min, amount_max;
-  double read_only;      /* share of read-only transactions; < 0 when not given */
-  double semantic_ratio; /* share of transactions in a semantic dependency */
-  int presorted;         /* higher tags first in the table */
+  double read_only;                /* share of read-only transactions; < 0 when not given */
+  double semantic_ratio;           /* share of transactions in a semantic dependency */
+  int presorted;                   /* higher tags first in the table */
   double params[PRSTM_MAX_PARAMS]; /* the workload's own knobs of batch.generate */
 } prstm_generate_spec;
 
@@ -149,8 +149,7 @@ typedef struct prstm_state_spec {
 /* Host side of one worker instantiation, produced by PRSTM_CPU_WORKER /
  * PRSTM_GPU_WORKER (prstm_tx.h): the same bodies compiled for each substrate. */
 typedef void (*prstm_cpu_worker_fn)(const struct prstm_exec_ctx *ctx, uint32_t rank);
-typedef int (*prstm_gpu_launch_fn)(const struct prstm_exec_ctx *ctx, uint32_t threads,
-                                   char *err, size_t errlen);
+typedef int (*prstm_gpu_launch_fn)(const struct prstm_exec_ctx *ctx, uint32_t threads, char *err, size_t errlen);
 typedef int (*prstm_gpu_max_threads_fn)(uint32_t *max_threads, char *err, size_t errlen);
 
 /* How a worker variant runs on a GPU when the run leaves the thread count
@@ -188,14 +187,13 @@ typedef struct prstm_workload {
   unsigned nvariants;
   prstm_worker_variant variants[4];
   /* Fills the initial words; may be NULL when the state is given directly. */
-  int (*init_state)(const prstm_state_spec *spec, prstm_word **words, uint64_t *nwords,
-                    char *err, size_t errlen);
+  int (*init_state)(const prstm_state_spec *spec, prstm_word **words, uint64_t *nwords, char *err, size_t errlen);
   /* Appends a generated batch; may be NULL when the workload has no generator. */
-  int (*generate)(const prstm_generate_spec *spec, const prstm_state_spec *state,
-                  struct prstm_batch *batch, char *err, size_t errlen);
+  int (*generate)(const prstm_generate_spec *spec, const prstm_state_spec *state, struct prstm_batch *batch, char *err,
+                  size_t errlen);
   /* Checks the workload's invariant after a run; writes a one-line verdict. */
-  int (*check_invariant)(const struct prstm_engine *engine, const struct prstm_batch *batch,
-                         int *ok, char *msg, size_t msglen);
+  int (*check_invariant)(const struct prstm_engine *engine, const struct prstm_batch *batch, int *ok, char *msg,
+                         size_t msglen);
   /* Which built-in config keys the workload takes besides the common ones
    * (PRSTM_KEYS_*); its own knobs are declared in params. */
   unsigned config_keys;
@@ -205,8 +203,8 @@ typedef struct prstm_workload {
    * `round` (0 for the configured batch) ran, appends the next round's
    * transactions to `next`, which is empty on entry; leaving it empty ends
    * the run. NULL for single-batch workloads. */
-  int (*next_round)(const struct prstm_engine *engine, const struct prstm_batch *done,
-                    unsigned round, struct prstm_batch *next, char *err, size_t errlen);
+  int (*next_round)(const struct prstm_engine *engine, const struct prstm_batch *done, unsigned round,
+                    struct prstm_batch *next, char *err, size_t errlen);
 } prstm_workload;
 
 /* config_keys bits. PRSTM_KEYS_BANK: state.accounts (required),
@@ -233,27 +231,22 @@ const prstm_workload *prstm_workload_at(unsigned i);
 #else
 #define PRSTM_EXPORT
 #endif
-#define PRSTM_PLUGIN(workload)                                                              \
-  PRSTM_EXPORT const unsigned prstm_plugin_abi_version = PRSTM_ABI_VERSION;                 \
+#define PRSTM_PLUGIN(workload)                                              \
+  PRSTM_EXPORT const unsigned prstm_plugin_abi_version = PRSTM_ABI_VERSION; \
   PRSTM_EXPORT const prstm_workload *prstm_plugin_workload(void) { return &(workload); }
 
 typedef struct prstm_plugin prstm_plugin;
 /* Loads a workload plugin; err says why not (missing file, not a prstm
  * plugin, built for another ABI). The workload stays valid until
  * prstm_plugin_close, which must come after every engine using it is gone. */
-int prstm_plugin_open(const char *path, prstm_plugin **out, const prstm_workload **wl, char *err,
-                      size_t errlen);
+int prstm_plugin_open(const char *path, prstm_plugin **out, const prstm_workload **wl, char *err, size_t errlen);
 void prstm_plugin_close(prstm_plugin *plugin);
 extern const prstm_workload prstm_workload_bank;
 
 /* Returns the index of a type by name in a workload, or PRSTM_EUNKNOWN. */
 int prstm_type_find(const prstm_workload *wl, const char *name);
 
-typedef enum prstm_backend {
-  PRSTM_BACKEND_AUTO = 0,
-  PRSTM_BACKEND_GPU = 1,
-  PRSTM_BACKEND_CPU = 2
-} prstm_backend;
+typedef enum prstm_backend { PRSTM_BACKEND_AUTO = 0, PRSTM_BACKEND_GPU = 1, PRSTM_BACKEND_CPU = 2 } prstm_backend;
 
 typedef enum prstm_semantic_mode {
   PRSTM_SEMANTIC_POSTPONE = 0, /* postpone and sweep again until quiescence */
@@ -390,8 +383,8 @@ int prstm_engine_set_progress(prstm_engine *engine, prstm_progress_fn fn, void *
  * every abandoned transaction is still blocked on the final state. */
 typedef struct prstm_verify_report {
   int ok;
-  uint64_t replayed;       /* transactions replayed in commit order */
-  uint64_t checked_blocked; /* abandoned transactions re-run on the final state */
+  uint64_t replayed;         /* transactions replayed in commit order */
+  uint64_t checked_blocked;  /* abandoned transactions re-run on the final state */
   int64_t first_transaction; /* first row whose outcome differs (its row in its batch), or -1 */
   int64_t first_batch;       /* streams: the number of that row's batch, else -1 */
   int64_t first_word;        /* first word whose final value differs, or -1 */
@@ -409,8 +402,8 @@ int prstm_engine_verify(prstm_engine *engine, const struct prstm_batch *batch, p
  * and msg a one-line account; PRSTM_EINVAL (msg says why, *ok is 0) for a
  * batch of another workload, an engine without state or a workload without
  * a check. */
-int prstm_engine_check_invariant(const prstm_engine *engine, const struct prstm_batch *batch, int *ok,
-                                 char *msg, size_t msglen);
+int prstm_engine_check_invariant(const prstm_engine *engine, const struct prstm_batch *batch, int *ok, char *msg,
+                                 size_t msglen);
 
 /* Whether this build has CUDA and a usable GPU; writes why not otherwise. */
 int prstm_gpu_available(const prstm_workload *wl, char *why, size_t whylen);
@@ -460,8 +453,8 @@ const prstm_workload *prstm_batch_workload(const prstm_batch *batch);
 /* Reorders the table stably so that higher semantic tags come first. */
 int prstm_batch_presort(prstm_batch *batch);
 /* Outcome of transaction i after a run: status, reason and the read-only result. */
-int prstm_batch_outcome(const prstm_batch *batch, uint64_t i, prstm_status *status,
-                        unsigned *reason, prstm_word *result);
+int prstm_batch_outcome(const prstm_batch *batch, uint64_t i, prstm_status *status, unsigned *reason,
+                        prstm_word *result);
 unsigned prstm_batch_type(const prstm_batch *batch, uint64_t i);
 prstm_word prstm_batch_arg(const prstm_batch *batch, uint64_t i, unsigned col);
 /* Describes a reason code of a type ("capacity", "insufficient funds"...). */
@@ -490,19 +483,19 @@ typedef struct prstm_stream_results {
   uint64_t batches;      /* batches submitted */
   uint64_t transactions; /* rows of every submitted batch */
   uint64_t committed, abandoned, failed;
-  uint64_t carried;      /* transactions still pending at the end of the run they entered in */
-  uint64_t carry_runs;   /* runs of carried transactions, summed: one carried twice counts 2 */
-  uint64_t runs;         /* executions (kernel launches or CPU runs), chunks and the close included */
+  uint64_t carried;    /* transactions still pending at the end of the run they entered in */
+  uint64_t carry_runs; /* runs of carried transactions, summed: one carried twice counts 2 */
+  uint64_t runs;       /* executions (kernel launches or CPU runs), chunks and the close included */
   uint64_t aborts, postponements, sweeps;
   double copy_s, execute_s, wall_s;
-  double setup_s;        /* part of wall_s: the GPU taking the state at the first batch and giving it back at close */
+  double setup_s; /* part of wall_s: the GPU taking the state at the first batch and giving it back at close */
   prstm_backend backend;
   uint32_t threads;
-  uint64_t unit_rows;    /* most new rows one execution takes; a larger batch is split into chunks;
+  uint64_t unit_rows; /* most new rows one execution takes; a larger batch is split into chunks;
                            UINT64_MAX: no limit (the CPU backend without options.chunk_rows) */
-  uint64_t gpu_bytes;    /* device memory the stream holds, 0 on the CPU */
+  uint64_t gpu_bytes; /* device memory the stream holds, 0 on the CPU */
   char device[128];
-  char fallback[256];    /* why auto chose the CPU, empty otherwise */
+  char fallback[256]; /* why auto chose the CPU, empty otherwise */
 } prstm_stream_results;
 
 /* Called when every transaction of the batch submitted as number `index`
@@ -573,21 +566,19 @@ typedef struct prstm_config {
   char final_state_path[1024];
   char plugin_path[1024]; /* "plugin", resolved against the config's folder; "" for built-ins */
   prstm_plugin *plugin;   /* the loaded plugin, owned: closed by prstm_config_free */
-  void *inline_json; /* the parsed batch.transactions array, owned */
+  void *inline_json;      /* the parsed batch.transactions array, owned */
 } prstm_config;
 
 /* Parses and checks a config file; err gets "FILE: problem" on failure. */
 int prstm_config_load(const char *path, prstm_config *cfg, char *err, size_t errlen);
 void prstm_config_free(prstm_config *cfg);
 /* Fills a batch from the config's batch section (inline, file or generate). */
-int prstm_config_load_batch(const prstm_config *cfg, uint64_t nwords, prstm_batch *batch,
-                            char *err, size_t errlen);
+int prstm_config_load_batch(const prstm_config *cfg, uint64_t nwords, prstm_batch *batch, char *err, size_t errlen);
 /* Appends the transactions of a JSON Lines file (one object per line). */
-int prstm_load_jsonl(const char *path, const prstm_workload *wl, uint64_t nwords,
-                     prstm_batch *batch, char *err, size_t errlen);
+int prstm_load_jsonl(const char *path, const prstm_workload *wl, uint64_t nwords, prstm_batch *batch, char *err,
+                     size_t errlen);
 /* Writes text to path atomically: a temporary file in the same folder, then rename. */
-int prstm_write_file_atomic(const char *path, const char *text, size_t len, char *err,
-                            size_t errlen);
+int prstm_write_file_atomic(const char *path, const char *text, size_t len, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

@@ -29,22 +29,22 @@
 /* Instantiates a workload's worker with set capacity CAP: the one body of
  * code, compiled into the CPU backend by PRSTM_CPU_WORKER (a .c file) and into
  * a persistent kernel by PRSTM_GPU_WORKER (a .cu file). */
-#define PRSTM_DEFINE_WORKER(NAME, DISPATCH, CAP)                                           \
-  PRSTM_INLINE void NAME##_worker(const prstm_exec_ctx *ctx, uint32_t rank) {              \
-    stm_read_entry reads[CAP];                                                           \
-    stm_write_entry writes[CAP];                                                         \
-    stm_lock_entry locks[CAP];                                                           \
-    prstm_tx tx;                                                                           \
-    tx.ctx = ctx;                                                                          \
-    tx.cap = (CAP);                                                                        \
-    tx.reads = reads;                                                                      \
-    tx.writes = writes;                                                                    \
-    tx.locks = locks;                                                                      \
-    cmp_walk_block(&tx, ctx, rank, DISPATCH);                                              \
+#define PRSTM_DEFINE_WORKER(NAME, DISPATCH, CAP)                              \
+  PRSTM_INLINE void NAME##_worker(const prstm_exec_ctx *ctx, uint32_t rank) { \
+    stm_read_entry reads[CAP];                                                \
+    stm_write_entry writes[CAP];                                              \
+    stm_lock_entry locks[CAP];                                                \
+    prstm_tx tx;                                                              \
+    tx.ctx = ctx;                                                             \
+    tx.cap = (CAP);                                                           \
+    tx.reads = reads;                                                         \
+    tx.writes = writes;                                                       \
+    tx.locks = locks;                                                         \
+    cmp_walk_block(&tx, ctx, rank, DISPATCH);                                 \
   }
 
-#define PRSTM_CPU_WORKER(NAME, DISPATCH, CAP)                                              \
-  PRSTM_DEFINE_WORKER(NAME, DISPATCH, CAP)                                                 \
+#define PRSTM_CPU_WORKER(NAME, DISPATCH, CAP) \
+  PRSTM_DEFINE_WORKER(NAME, DISPATCH, CAP)    \
   void NAME##_cpu_worker(const prstm_exec_ctx *ctx, uint32_t rank) { NAME##_worker(ctx, rank); }
 
 /* Declares the GPU side of a worker made by PRSTM_GPU_WORKER(NAME, ...) in a
@@ -52,11 +52,11 @@
  * (NAME_gpu_launch, NAME_gpu_max_threads); a build without CUDA leaves them
  * out and the variant's GPU hooks NULL. */
 #ifdef __cplusplus
-#define PRSTM_GPU_WORKER_DECLARE(NAME)                                                        \
+#define PRSTM_GPU_WORKER_DECLARE(NAME)                                                                     \
   extern "C" int NAME##_gpu_launch(const prstm_exec_ctx *ctx, uint32_t threads, char *err, size_t errlen); \
   extern "C" int NAME##_gpu_max_threads(uint32_t *max_threads, char *err, size_t errlen)
 #else
-#define PRSTM_GPU_WORKER_DECLARE(NAME)                                                        \
+#define PRSTM_GPU_WORKER_DECLARE(NAME)                                                          \
   int NAME##_gpu_launch(const prstm_exec_ctx *ctx, uint32_t threads, char *err, size_t errlen); \
   int NAME##_gpu_max_threads(uint32_t *max_threads, char *err, size_t errlen)
 #endif
@@ -78,39 +78,39 @@
 extern "C" {
 #endif
 /* In the library (engine/backend_gpu.cu): checked occupancy and cooperative launch. */
-int prstm_gpu_launch_kernel(const void *kernel, const prstm_exec_ctx *ctx, uint32_t threads, char *err,
-                            size_t errlen);
+int prstm_gpu_launch_kernel(const void *kernel, const prstm_exec_ctx *ctx, uint32_t threads, char *err, size_t errlen);
 int prstm_gpu_kernel_max_threads(const void *kernel, uint32_t *max_threads, char *err, size_t errlen);
 #ifdef __cplusplus
 }
 #endif
-#define PRSTM_GPU_WORKER(NAME, DISPATCH, CAP)                                              \
-  __global__ void __launch_bounds__(PRSTM_POLICY_BLOCK_THREADS, PRSTM_POLICY_MIN_BLOCKS_PER_SM)   \
-      NAME##_kernel(prstm_exec_ctx ctx) {                                                  \
-    const uint32_t rank = (uint32_t)(blockIdx.x * blockDim.x + threadIdx.x);               \
-    enum { SHARED_CAP = (CAP) <= PRSTM_POLICY_SHARED_SET_MAX ? (CAP) : 1,                      \
-           LOCAL_CAP = (CAP) <= PRSTM_POLICY_SHARED_SET_MAX ? 1 : (CAP) };                     \
-    __shared__ stm_read_entry shared_reads[PRSTM_POLICY_BLOCK_THREADS * SHARED_CAP];        \
-    __shared__ stm_write_entry shared_writes[PRSTM_POLICY_BLOCK_THREADS * SHARED_CAP];      \
-    __shared__ stm_lock_entry shared_locks[PRSTM_POLICY_BLOCK_THREADS * SHARED_CAP];        \
-    stm_read_entry local_reads[LOCAL_CAP];                                               \
-    stm_write_entry local_writes[LOCAL_CAP];                                             \
-    stm_lock_entry local_locks[LOCAL_CAP];                                               \
-    const int in_shared = (CAP) <= PRSTM_POLICY_SHARED_SET_MAX;                               \
-    prstm_tx tx;                                                                           \
-    tx.ctx = &ctx;                                                                         \
-    tx.cap = (CAP);                                                                        \
-    tx.reads = in_shared ? &shared_reads[threadIdx.x * SHARED_CAP] : local_reads;          \
-    tx.writes = in_shared ? &shared_writes[threadIdx.x * SHARED_CAP] : local_writes;       \
-    tx.locks = in_shared ? &shared_locks[threadIdx.x * SHARED_CAP] : local_locks;          \
-    cmp_walk_block(&tx, &ctx, rank, DISPATCH);                                             \
-  }                                                                                        \
-  extern "C" int NAME##_gpu_launch(const prstm_exec_ctx *ctx, uint32_t threads, char *err, \
-                                   size_t errlen) {                                        \
-    return prstm_gpu_launch_kernel((const void *)NAME##_kernel, ctx, threads, err, errlen); \
-  }                                                                                        \
-  extern "C" int NAME##_gpu_max_threads(uint32_t *max_threads, char *err, size_t errlen) {  \
-    return prstm_gpu_kernel_max_threads((const void *)NAME##_kernel, max_threads, err, errlen); \
+#define PRSTM_GPU_WORKER(NAME, DISPATCH, CAP)                                                               \
+  __global__ void __launch_bounds__(PRSTM_POLICY_BLOCK_THREADS, PRSTM_POLICY_MIN_BLOCKS_PER_SM)             \
+      NAME##_kernel(prstm_exec_ctx ctx) {                                                                   \
+    const uint32_t rank = (uint32_t)(blockIdx.x * blockDim.x + threadIdx.x);                                \
+    enum {                                                                                                  \
+      SHARED_CAP = (CAP) <= PRSTM_POLICY_SHARED_SET_MAX ? (CAP) : 1,                                        \
+      LOCAL_CAP = (CAP) <= PRSTM_POLICY_SHARED_SET_MAX ? 1 : (CAP)                                          \
+    };                                                                                                      \
+    __shared__ stm_read_entry shared_reads[PRSTM_POLICY_BLOCK_THREADS * SHARED_CAP];                        \
+    __shared__ stm_write_entry shared_writes[PRSTM_POLICY_BLOCK_THREADS * SHARED_CAP];                      \
+    __shared__ stm_lock_entry shared_locks[PRSTM_POLICY_BLOCK_THREADS * SHARED_CAP];                        \
+    stm_read_entry local_reads[LOCAL_CAP];                                                                  \
+    stm_write_entry local_writes[LOCAL_CAP];                                                                \
+    stm_lock_entry local_locks[LOCAL_CAP];                                                                  \
+    const int in_shared = (CAP) <= PRSTM_POLICY_SHARED_SET_MAX;                                             \
+    prstm_tx tx;                                                                                            \
+    tx.ctx = &ctx;                                                                                          \
+    tx.cap = (CAP);                                                                                         \
+    tx.reads = in_shared ? &shared_reads[threadIdx.x * SHARED_CAP] : local_reads;                           \
+    tx.writes = in_shared ? &shared_writes[threadIdx.x * SHARED_CAP] : local_writes;                        \
+    tx.locks = in_shared ? &shared_locks[threadIdx.x * SHARED_CAP] : local_locks;                           \
+    cmp_walk_block(&tx, &ctx, rank, DISPATCH);                                                              \
+  }                                                                                                         \
+  extern "C" int NAME##_gpu_launch(const prstm_exec_ctx *ctx, uint32_t threads, char *err, size_t errlen) { \
+    return prstm_gpu_launch_kernel((const void *)NAME##_kernel, ctx, threads, err, errlen);                 \
+  }                                                                                                         \
+  extern "C" int NAME##_gpu_max_threads(uint32_t *max_threads, char *err, size_t errlen) {                  \
+    return prstm_gpu_kernel_max_threads((const void *)NAME##_kernel, max_threads, err, errlen);             \
   }
 #endif
 

@@ -43,10 +43,14 @@ static int broken_reject(prstm_tx *tx) {
 
 static int broken_dispatch(prstm_tx *tx, unsigned type) {
   switch (type) {
-    case BROKEN_STAMP: return broken_stamp(tx);
-    case BROKEN_BUMP: return broken_bump(tx);
-    case BROKEN_SPIN: return broken_spin(tx);
-    default: return broken_reject(tx);
+    case BROKEN_STAMP:
+      return broken_stamp(tx);
+    case BROKEN_BUMP:
+      return broken_bump(tx);
+    case BROKEN_SPIN:
+      return broken_spin(tx);
+    default:
+      return broken_reject(tx);
   }
 }
 

@@ -99,7 +99,6 @@ static int parse_uint(const char *s, uint32_t *out) {
   return 0;
 }
 
-
 typedef struct cli_args {
   const char *config;
   const char *backend;
@@ -116,9 +115,12 @@ typedef struct cli_args {
 /* Command-line options override the config's engine and output sections. */
 static int apply_overrides(const cli_args *a, prstm_config *cfg) {
   if (a->backend) {
-    if (strcmp(a->backend, "auto") == 0) cfg->options.backend = PRSTM_BACKEND_AUTO;
-    else if (strcmp(a->backend, "gpu") == 0) cfg->options.backend = PRSTM_BACKEND_GPU;
-    else if (strcmp(a->backend, "cpu") == 0) cfg->options.backend = PRSTM_BACKEND_CPU;
+    if (strcmp(a->backend, "auto") == 0)
+      cfg->options.backend = PRSTM_BACKEND_AUTO;
+    else if (strcmp(a->backend, "gpu") == 0)
+      cfg->options.backend = PRSTM_BACKEND_GPU;
+    else if (strcmp(a->backend, "cpu") == 0)
+      cfg->options.backend = PRSTM_BACKEND_CPU;
     else {
       fprintf(stderr, "prstm-run: --backend: expected auto, gpu or cpu, got '%s'\n", a->backend);
       return -1;
@@ -159,29 +161,56 @@ static int apply_overrides(const cli_args *a, prstm_config *cfg) {
 
 /* Returns -1 to continue, or an exit status. */
 static int parse_args(int argc, char **argv, cli_args *a) {
-  static const struct option longopts[] = {
-      {"backend", required_argument, NULL, 'b'}, {"threads", required_argument, NULL, 't'},
-      {"lock-coverage", required_argument, NULL, 'l'}, {"results", required_argument, NULL, 'r'},
-      {"final-state", required_argument, NULL, 'f'}, {"quiet", no_argument, NULL, 'q'},
-      {"verify", no_argument, NULL, 'v'}, {"watchdog", required_argument, NULL, 'w'},
-      {"chunk-rows", required_argument, NULL, 'c'},
-      {"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, 'V'}, {NULL, 0, NULL, 0}};
+  static const struct option longopts[] = {{"backend", required_argument, NULL, 'b'},
+                                           {"threads", required_argument, NULL, 't'},
+                                           {"lock-coverage", required_argument, NULL, 'l'},
+                                           {"results", required_argument, NULL, 'r'},
+                                           {"final-state", required_argument, NULL, 'f'},
+                                           {"quiet", no_argument, NULL, 'q'},
+                                           {"verify", no_argument, NULL, 'v'},
+                                           {"watchdog", required_argument, NULL, 'w'},
+                                           {"chunk-rows", required_argument, NULL, 'c'},
+                                           {"help", no_argument, NULL, 'h'},
+                                           {"version", no_argument, NULL, 'V'},
+                                           {NULL, 0, NULL, 0}};
   memset(a, 0, sizeof *a);
   opterr = 0;
   int c;
   while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
     switch (c) {
-      case 'b': a->backend = optarg; break;
-      case 't': a->threads = optarg; break;
-      case 'l': a->lock_coverage = optarg; break;
-      case 'r': a->results = optarg; break;
-      case 'f': a->final_state = optarg; break;
-      case 'q': a->quiet = 1; break;
-      case 'v': a->verify = 1; break;
-      case 'w': a->watchdog = optarg; break;
-      case 'c': a->chunk_rows = optarg; break;
-      case 'h': fputs(usage_text, stdout); return EXIT_OK;
-      case 'V': printf("prstm-run %s\n", PRSTM_VERSION_STRING); return EXIT_OK;
+      case 'b':
+        a->backend = optarg;
+        break;
+      case 't':
+        a->threads = optarg;
+        break;
+      case 'l':
+        a->lock_coverage = optarg;
+        break;
+      case 'r':
+        a->results = optarg;
+        break;
+      case 'f':
+        a->final_state = optarg;
+        break;
+      case 'q':
+        a->quiet = 1;
+        break;
+      case 'v':
+        a->verify = 1;
+        break;
+      case 'w':
+        a->watchdog = optarg;
+        break;
+      case 'c':
+        a->chunk_rows = optarg;
+        break;
+      case 'h':
+        fputs(usage_text, stdout);
+        return EXIT_OK;
+      case 'V':
+        printf("prstm-run %s\n", PRSTM_VERSION_STRING);
+        return EXIT_OK;
       case ':':
         fprintf(stderr, "prstm-run: option %s needs a value (see --help)\n", argv[optind - 1]);
         return EXIT_INPUT;

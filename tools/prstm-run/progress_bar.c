@@ -12,7 +12,6 @@
 #define PROGRESS_DELAY_S 1.0 /* shorter runs show no bar at all */
 #define PROGRESS_BAR_CELLS 20
 
-
 /* Writes n with a comma between each group of three digits. */
 static void format_count(char *out, size_t outlen, uint64_t n) {
   char digits[32];
@@ -44,7 +43,7 @@ void progress_draw(const prstm_progress *p, void *user) {
   progress_bar *bar = user;
   if (p->finished || cli_now() - bar->start <= PROGRESS_DELAY_S) return;
   uint64_t final = p->transactions - p->pending;
-  double share = p->transactions ? (double)final / (double)p->transactions : 1.0;
+  double share = p->transactions ? (double) final / (double)p->transactions : 1.0;
   char committed[32], pending[32], round[32] = "";
   format_count(committed, sizeof committed, p->committed);
   format_count(pending, sizeof pending, p->pending);

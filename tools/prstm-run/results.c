@@ -28,8 +28,8 @@ static cJSON *outcome_samples(const prstm_engine *e, const prstm_batch *b, prstm
   return arr;
 }
 
-char *cli_results_json(const prstm_config *cfg, const prstm_engine *e, const prstm_batch *b,
-                          const prstm_results *r, const run_report *rep) {
+char *cli_results_json(const prstm_config *cfg, const prstm_engine *e, const prstm_batch *b, const prstm_results *r,
+                       const run_report *rep) {
   cJSON *root = cJSON_CreateObject();
   cJSON_AddStringToObject(root, "prstm_version", PRSTM_VERSION_STRING);
   cJSON_AddStringToObject(root, "config", cfg->path);

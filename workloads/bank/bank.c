@@ -16,11 +16,17 @@ PRSTM_GPU_WORKER_DECLARE(bank_wide);
 static const prstm_type_desc bank_types[] = {
     {"deposit", 1, 0, 2, {{"account", PRSTM_ARG_ADDRESS}, {"amount", PRSTM_ARG_UINT}}, {"balance would overflow"}},
     {"withdraw", 0, 0, 2, {{"account", PRSTM_ARG_ADDRESS}, {"amount", PRSTM_ARG_UINT}}, {NULL}},
-    {"transfer", 0, 0, 3,
+    {"transfer",
+     0,
+     0,
+     3,
      {{"from", PRSTM_ARG_ADDRESS}, {"to", PRSTM_ARG_ADDRESS}, {"amount", PRSTM_ARG_UINT}},
      {"balance would overflow"}},
     {"balance", 0, 1, 1, {{"account", PRSTM_ARG_ADDRESS}}, {NULL}},
-    {"transfer_multi", 0, 0, 3,
+    {"transfer_multi",
+     0,
+     0,
+     3,
      {{"to", PRSTM_ARG_ADDRESS}, {"amount", PRSTM_ARG_UINT}, {"from", PRSTM_ARG_ADDRESS_LIST}},
      {"balance would overflow"}},
 };
@@ -46,7 +52,8 @@ static int bank_init_state(const prstm_state_spec *spec, prstm_word **words, uin
 
 /* The weight a mix's type adds to: transfer_multi counts as transfer, since
  * accounts_per_tx, not the mix, decides how wide a transfer is. */
-static const unsigned bank_mix_fold[BANK_NTYPES] = {BANK_DEPOSIT, BANK_WITHDRAW, BANK_TRANSFER, BANK_BALANCE, BANK_TRANSFER};
+static const unsigned bank_mix_fold[BANK_NTYPES] = {BANK_DEPOSIT, BANK_WITHDRAW, BANK_TRANSFER, BANK_BALANCE,
+                                                    BANK_TRANSFER};
 
 typedef struct bank_gen {
   const prstm_generate_spec *spec;
@@ -130,8 +137,8 @@ static int bank_emit_pair_member(bank_gen *g, uint64_t account, uint64_t amount,
   return prstm_batch_append(g->batch, BANK_WITHDRAW, args, 2);
 }
 
-static int bank_generate(const prstm_generate_spec *spec, const prstm_state_spec *state, prstm_batch *batch,
-                         char *err, size_t errlen) {
+static int bank_generate(const prstm_generate_spec *spec, const prstm_state_spec *state, prstm_batch *batch, char *err,
+                         size_t errlen) {
   if (spec->transactions == 0 || state->accounts == 0) {
     snprintf(err, errlen, "transactions and state.accounts must be at least 1");
     return PRSTM_ECONFIG;
@@ -198,15 +205,13 @@ static int bank_generate(const prstm_generate_spec *spec, const prstm_state_spec
 /* Total money equals the initial total plus committed deposits minus
  * committed withdrawals (transfers move money and create none); and every
  * abandoned withdrawal or transfer is still unfunded on the final state. */
-static int bank_check_invariant(const prstm_engine *engine, const prstm_batch *b, int *ok, char *msg,
-                                size_t msglen) {
+static int bank_check_invariant(const prstm_engine *engine, const prstm_batch *b, int *ok, char *msg, size_t msglen) {
   uint64_t nwords = 0;
   const prstm_word *w = prstm_engine_state(engine, &nwords);
   const prstm_state_spec *spec = prstm_engine_state_spec(engine);
   unsigned __int128 total = 0, initial = 0, deposits = 0, withdrawals = 0;
   for (uint64_t i = 0; i < nwords; i++) total += w[i];
-  if (spec)
-    initial = (unsigned __int128)spec->initial_balance * spec->accounts;
+  if (spec) initial = (unsigned __int128)spec->initial_balance * spec->accounts;
   uint64_t still_blocked_bad = 0;
   for (uint64_t i = 0, n = prstm_batch_size(b); i < n; i++) {
     prstm_status st;
@@ -227,8 +232,9 @@ static int bank_check_invariant(const prstm_engine *engine, const prstm_batch *b
   }
   unsigned __int128 expected = initial + deposits - withdrawals;
   *ok = total == expected && still_blocked_bad == 0;
-  snprintf(msg, msglen, "total money %llu %s initial %llu + deposits %llu - withdrawals %llu; %llu abandoned "
-                        "transactions fundable on the final state",
+  snprintf(msg, msglen,
+           "total money %llu %s initial %llu + deposits %llu - withdrawals %llu; %llu abandoned "
+           "transactions fundable on the final state",
            (unsigned long long)total, total == expected ? "=" : "!=", (unsigned long long)initial,
            (unsigned long long)deposits, (unsigned long long)withdrawals, (unsigned long long)still_blocked_bad);
   return 0;

@@ -66,12 +66,18 @@ PRSTM_INLINE int bank_transfer_multi(prstm_tx *tx) {
 
 PRSTM_INLINE int bank_dispatch(prstm_tx *tx, unsigned type) {
   switch (type) {
-    case BANK_DEPOSIT: return bank_deposit(tx);
-    case BANK_WITHDRAW: return bank_withdraw(tx);
-    case BANK_TRANSFER: return bank_transfer(tx);
-    case BANK_BALANCE: return bank_balance(tx);
-    case BANK_TRANSFER_MULTI: return bank_transfer_multi(tx);
-    default: return prstm_fail(tx, PRSTM_REASON_BAD_ADDRESS);
+    case BANK_DEPOSIT:
+      return bank_deposit(tx);
+    case BANK_WITHDRAW:
+      return bank_withdraw(tx);
+    case BANK_TRANSFER:
+      return bank_transfer(tx);
+    case BANK_BALANCE:
+      return bank_balance(tx);
+    case BANK_TRANSFER_MULTI:
+      return bank_transfer_multi(tx);
+    default:
+      return prstm_fail(tx, PRSTM_REASON_BAD_ADDRESS);
   }
 }
 

@@ -11,7 +11,11 @@ PRSTM_CPU_WORKER(graph, graph_dispatch, GRAPH_CAPACITY)
 PRSTM_GPU_WORKER_DECLARE(graph);
 
 static const prstm_type_desc graph_types[] = {
-    {"push", 1, 0, 2, {{"vertex", PRSTM_ARG_UINT}, {"round", PRSTM_ARG_UINT}},
+    {"push",
+     1,
+     0,
+     2,
+     {{"vertex", PRSTM_ARG_UINT}, {"round", PRSTM_ARG_UINT}},
      {"no such vertex", "malformed graph state", "round out of range", NULL}},
     {"value", 0, 1, 1, {{"vertex", PRSTM_ARG_UINT}}, {"no such vertex", "malformed graph state", NULL}},
 };
@@ -32,9 +36,7 @@ static const prstm_param_desc graph_params[GRAPH_NPARAMS] = {
 
 /* Uniform below n by a multiply instead of a division (n >= 1): the graph's
  * draws, unlike the other workloads' wl_below, which its seeds' graphs keep. */
-static uint64_t graph_below(uint64_t *s, uint64_t n) {
-  return (uint64_t)(((unsigned __int128)wl_rand(s) * n) >> 64);
-}
+static uint64_t graph_below(uint64_t *s, uint64_t n) { return (uint64_t)(((unsigned __int128)wl_rand(s) * n) >> 64); }
 /* Vertex i's initial value depends on (seed, i) alone, so the invariant
  * regenerates it without replaying any other stream. */
 static uint64_t graph_initial_value(uint64_t seed, uint64_t max_value, uint64_t i) {
@@ -61,8 +63,8 @@ static int graph_shape_of(const prstm_state_spec *spec, graph_shape *g, char *er
     return PRSTM_ECONFIG;
   }
   if (g->edges > g->vertices * g->max_degree) {
-    snprintf(err, errlen, "state.edges (%llu) exceeds vertices times max_degree (%llu)",
-             (unsigned long long)g->edges, (unsigned long long)(g->vertices * g->max_degree));
+    snprintf(err, errlen, "state.edges (%llu) exceeds vertices times max_degree (%llu)", (unsigned long long)g->edges,
+             (unsigned long long)(g->vertices * g->max_degree));
     return PRSTM_ECONFIG;
   }
   if (g->edges > 0 && g->vertices < 2) {
@@ -126,14 +128,15 @@ static int graph_init_state(const prstm_state_spec *spec, prstm_word **words, ui
  * places among them (selection sampling, so the count is exact). The batch is
  * sized by the graph, so the generator keys that would size or shape it
  * otherwise are refused rather than ignored. */
-static int graph_generate(const prstm_generate_spec *spec, const prstm_state_spec *state, prstm_batch *batch,
-                          char *err, size_t errlen) {
+static int graph_generate(const prstm_generate_spec *spec, const prstm_state_spec *state, prstm_batch *batch, char *err,
+                          size_t errlen) {
   graph_shape g;
   int rc = graph_shape_of(state, &g, err, errlen);
   if (rc) return rc;
   if (spec->transactions != 0) {
-    snprintf(err, errlen, "batch.generate.transactions does not apply to graph: round 0 is one push per vertex "
-                          "(state.vertices) plus the read_only share of value queries");
+    snprintf(err, errlen,
+             "batch.generate.transactions does not apply to graph: round 0 is one push per vertex "
+             "(state.vertices) plus the read_only share of value queries");
     return PRSTM_ECONFIG;
   }
   if (spec->nmix != 0) {
@@ -169,8 +172,7 @@ static int graph_generate(const prstm_generate_spec *spec, const prstm_state_spe
 
 /* Reads the header of a state and checks that the layout fits it exactly;
  * when it does not, says so in why and returns 0. */
-static int graph_header(const prstm_word *w, uint64_t nwords, uint64_t *nv, uint64_t *ne, char *why,
-                        size_t whylen) {
+static int graph_header(const prstm_word *w, uint64_t nwords, uint64_t *nv, uint64_t *ne, char *why, size_t whylen) {
   if (w && nwords >= 3) {
     *nv = w[0];
     *ne = w[1];
@@ -261,8 +263,7 @@ static int graph_closure(const prstm_word *init, uint64_t nv, uint64_t ne, prstm
 /* Without the state spec the initial values are unknown: the check is then
  * only that the final values are a fixed point (no edge leads to a larger
  * value), which every finished run must satisfy. */
-static int graph_check_fixed_point(const prstm_word *w, uint64_t nv, uint64_t ne, int *ok, char *msg,
-                                   size_t msglen) {
+static int graph_check_fixed_point(const prstm_word *w, uint64_t nv, uint64_t ne, int *ok, char *msg, size_t msglen) {
   const prstm_word *offsets = w + graph_offsets_at(), *targets = w + graph_targets_at(nv);
   const prstm_word *values = w + graph_values_at(nv, ne);
   uint64_t bad = 0, malformed = 0;
@@ -279,8 +280,9 @@ static int graph_check_fixed_point(const prstm_word *w, uint64_t nv, uint64_t ne
     }
   }
   *ok = bad == 0 && malformed == 0;
-  snprintf(msg, msglen, "no state spec, initial values unknown: %llu of %llu edges lead to a larger value "
-                        "(fixed point %s); %llu malformed offsets or targets",
+  snprintf(msg, msglen,
+           "no state spec, initial values unknown: %llu of %llu edges lead to a larger value "
+           "(fixed point %s); %llu malformed offsets or targets",
            (unsigned long long)bad, (unsigned long long)ne, bad ? "not reached" : "reached",
            (unsigned long long)malformed);
   return 0;
@@ -290,8 +292,7 @@ static int graph_check_fixed_point(const prstm_word *w, uint64_t nv, uint64_t ne
  * values of every vertex that reaches it, exactly as the sequential closure
  * on the regenerated initial state says; a vertex carries a change round if
  * and only if its value went down; and the static graph is unchanged. */
-static int graph_check_invariant(const prstm_engine *engine, const prstm_batch *b, int *ok, char *msg,
-                                 size_t msglen) {
+static int graph_check_invariant(const prstm_engine *engine, const prstm_batch *b, int *ok, char *msg, size_t msglen) {
   (void)b;
   uint64_t nwords = 0, nv, ne;
   const prstm_word *w = prstm_engine_state(engine, &nwords);
@@ -334,13 +335,15 @@ static int graph_check_invariant(const prstm_engine *engine, const prstm_batch *
   }
   *ok = equal == nv && bad_marks == 0;
   if (first == UINT64_MAX)
-    snprintf(msg, msglen, "all %llu vertex values equal the sequential closure over %llu edges; %llu lowered, "
-                          "last lowered in round %llu; %llu change marks inconsistent",
+    snprintf(msg, msglen,
+             "all %llu vertex values equal the sequential closure over %llu edges; %llu lowered, "
+             "last lowered in round %llu; %llu change marks inconsistent",
              (unsigned long long)nv, (unsigned long long)ne, (unsigned long long)lowered,
              (unsigned long long)(last_round ? last_round - 1 : 0), (unsigned long long)bad_marks);
   else
-    snprintf(msg, msglen, "%llu of %llu vertex values differ from the sequential closure (first: vertex %llu holds "
-                          "%llu, expected %llu); %llu lowered; %llu change marks inconsistent",
+    snprintf(msg, msglen,
+             "%llu of %llu vertex values differ from the sequential closure (first: vertex %llu holds "
+             "%llu, expected %llu); %llu lowered; %llu change marks inconsistent",
              (unsigned long long)(nv - equal), (unsigned long long)nv, (unsigned long long)first,
              (unsigned long long)values[first], (unsigned long long)label[first], (unsigned long long)lowered,
              (unsigned long long)bad_marks);

@@ -82,9 +82,12 @@ PRSTM_INLINE int graph_value(prstm_tx *tx) {
 
 PRSTM_INLINE int graph_dispatch(prstm_tx *tx, unsigned type) {
   switch (type) {
-    case GRAPH_PUSH: return graph_push(tx);
-    case GRAPH_VALUE: return graph_value(tx);
-    default: return prstm_fail(tx, PRSTM_REASON_BAD_ADDRESS);
+    case GRAPH_PUSH:
+      return graph_push(tx);
+    case GRAPH_VALUE:
+      return graph_value(tx);
+    default:
+      return prstm_fail(tx, PRSTM_REASON_BAD_ADDRESS);
   }
 }
 

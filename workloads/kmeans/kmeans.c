@@ -9,10 +9,13 @@
 PRSTM_CPU_WORKER(kmeans, kmeans_dispatch, KMEANS_CAPACITY)
 PRSTM_GPU_WORKER_DECLARE(kmeans);
 
-#define KMEANS_TYPE(k)                                                                         \
-  {"assign" #k, 15 - (k), 0, 2, {{"x", PRSTM_ARG_UINT}, {"y", PRSTM_ARG_UINT}},                 \
-   {"iteration or header not in the state", "coordinate beyond the state's coordinate_max",    \
-    "previous iteration holds more points than the state declares", "cluster sum would overflow"}}
+#define KMEANS_TYPE(k)                                                                                 \
+  {                                                                                                    \
+    "assign" #k, 15 - (k), 0, 2, {{"x", PRSTM_ARG_UINT}, {"y", PRSTM_ARG_UINT}}, {                     \
+      "iteration or header not in the state", "coordinate beyond the state's coordinate_max",          \
+          "previous iteration holds more points than the state declares", "cluster sum would overflow" \
+    }                                                                                                  \
+  }
 
 /* assign<k> is type index k - 1; see kmeans_body.h for why tags go down with k. */
 static const prstm_type_desc kmeans_types[KMEANS_MAX_ITERATIONS] = {
@@ -62,8 +65,9 @@ static int kmeans_read_knobs(const prstm_state_spec *spec, kmeans_knobs *k, char
   if ((rc = kmeans_knob(spec, KP_COORD_MAX, &k->coord_max, err, errlen)) != 0) return rc;
   if ((rc = kmeans_knob(spec, KP_SEED, &k->seed, err, errlen)) != 0) return rc;
   if (k->clusters > k->points) {
-    snprintf(err, errlen, "state.clusters (%llu) must not exceed state.points (%llu): the initial centroids are "
-                          "the first points",
+    snprintf(err, errlen,
+             "state.clusters (%llu) must not exceed state.points (%llu): the initial centroids are "
+             "the first points",
              (unsigned long long)k->clusters, (unsigned long long)k->points);
     return PRSTM_ECONFIG;
   }
@@ -124,8 +128,9 @@ static int kmeans_generate(const prstm_generate_spec *spec, const prstm_state_sp
   if (rc != 0) return rc;
   uint64_t n = k.points * k.iterations;
   if (spec->transactions != 0 && spec->transactions != n) {
-    snprintf(err, errlen, "transactions: kmeans generates points x iterations = %llu assigns; leave the key out "
-                          "or give exactly that (got %llu)",
+    snprintf(err, errlen,
+             "transactions: kmeans generates points x iterations = %llu assigns; leave the key out "
+             "or give exactly that (got %llu)",
              (unsigned long long)n, (unsigned long long)spec->transactions);
     return PRSTM_ECONFIG;
   }
@@ -138,8 +143,9 @@ static int kmeans_generate(const prstm_generate_spec *spec, const prstm_state_sp
     return PRSTM_ECONFIG;
   }
   if (spec->semantic_ratio != 0) {
-    snprintf(err, errlen, "semantic_ratio: in kmeans every assign after iteration 1 depends on the previous "
-                          "iteration; the ratio is not a knob (got %g)",
+    snprintf(err, errlen,
+             "semantic_ratio: in kmeans every assign after iteration 1 depends on the previous "
+             "iteration; the ratio is not a knob (got %g)",
              spec->semantic_ratio);
     return PRSTM_ECONFIG;
   }
@@ -218,8 +224,7 @@ static const char *const kmeans_field_names[3] = {"sum_x", "sum_y", "count"};
  * iteration every assign<k> point joins its nearest centroid of k - 1 as
  * computed by this reference, not by the run. And the run must have
  * converged: every assign committed. */
-static int kmeans_check_invariant(const prstm_engine *engine, const prstm_batch *b, int *ok, char *msg,
-                                  size_t msglen) {
+static int kmeans_check_invariant(const prstm_engine *engine, const prstm_batch *b, int *ok, char *msg, size_t msglen) {
   uint64_t nwords = 0;
   const prstm_word *w = prstm_engine_state(engine, &nwords);
   const prstm_state_spec *spec = prstm_engine_state_spec(engine);
@@ -240,7 +245,8 @@ static int kmeans_check_invariant(const prstm_engine *engine, const prstm_batch 
   if (spec != NULL && kmeans_read_knobs(spec, &sk, err, sizeof err) == 0) {
     if (sk.points != k.points || sk.clusters != k.clusters || sk.iterations != k.iterations ||
         sk.coord_max != k.coord_max) {
-      snprintf(msg, msglen, "header (%llu points, %llu clusters, %llu iterations, max %llu) differs from the state knobs",
+      snprintf(msg, msglen,
+               "header (%llu points, %llu clusters, %llu iterations, max %llu) differs from the state knobs",
                (unsigned long long)k.points, (unsigned long long)k.clusters, (unsigned long long)k.iterations,
                (unsigned long long)k.coord_max);
       return 0;
@@ -283,8 +289,9 @@ static int kmeans_check_invariant(const prstm_engine *engine, const prstm_batch 
     if (differ++ == 0) first = i;
   }
   *ok = differ == 0 && committed == n && foreign == 0;
-  int len = snprintf(msg, msglen, "sequential k-means, %llu iterations x %llu clusters: ",
-                     (unsigned long long)k.iterations, (unsigned long long)k.clusters);
+  int len =
+      snprintf(msg, msglen, "sequential k-means, %llu iterations x %llu clusters: ", (unsigned long long)k.iterations,
+               (unsigned long long)k.clusters);
   size_t at = len > 0 && (size_t)len < msglen ? (size_t)len : 0;
   if (differ == 0) {
     len = snprintf(msg + at, msglen - at, "all %llu sums and counts match",
@@ -294,11 +301,13 @@ static int kmeans_check_invariant(const prstm_engine *engine, const prstm_batch 
                    (unsigned long long)differ, (unsigned long long)first);
   } else {
     uint64_t cell = (first - KMEANS_BASE) / KMEANS_CELL_WORDS;
-    len = snprintf(msg + at, msglen - at, "%llu words differ, the first iteration %llu cluster %llu %s: %llu, "
-                   "sequential %llu",
-                   (unsigned long long)differ, (unsigned long long)(cell / k.clusters),
-                   (unsigned long long)(cell % k.clusters), kmeans_field_names[(first - KMEANS_BASE) % KMEANS_CELL_WORDS],
-                   (unsigned long long)w[first], (unsigned long long)ref[first]);
+    len =
+        snprintf(msg + at, msglen - at,
+                 "%llu words differ, the first iteration %llu cluster %llu %s: %llu, "
+                 "sequential %llu",
+                 (unsigned long long)differ, (unsigned long long)(cell / k.clusters),
+                 (unsigned long long)(cell % k.clusters), kmeans_field_names[(first - KMEANS_BASE) % KMEANS_CELL_WORDS],
+                 (unsigned long long)w[first], (unsigned long long)ref[first]);
   }
   at = len > 0 && at + (size_t)len < msglen ? at + (size_t)len : at;
   snprintf(msg + at, msglen - at, "; %llu of %llu assigns committed (%llu abandoned, %llu failed)%s",

@@ -11,7 +11,11 @@ PRSTM_GPU_WORKER_DECLARE(skiplist);
 
 static const prstm_type_desc skiplist_types[] = {
     /* An insert may be the one a postponed delete waits for, so it goes first. */
-    {"insert", 1, 0, 2, {{"key", PRSTM_ARG_UINT}, {"height", PRSTM_ARG_UINT}},
+    {"insert",
+     1,
+     0,
+     2,
+     {{"key", PRSTM_ARG_UINT}, {"height", PRSTM_ARG_UINT}},
      {"key or height out of range", "state is not a valid skiplist", "key already present",
       "no node slot for this row (beyond state.capacity, or already used)"}},
     {"delete", 0, 0, 1, {{"key", PRSTM_ARG_UINT}}, {"key out of range", "state is not a valid skiplist", NULL}},
@@ -30,8 +34,7 @@ static const prstm_param_desc skiplist_params[] = {
     {"levels", PRSTM_PARAM_STATE, 5, 1, SKIPLIST_MAX_LEVELS, 1, "levels of the skiplist"},
     {"key_range", PRSTM_PARAM_STATE, 100000000, 1, SL_KEY_RANGE_MAX, 1,
      "keys are drawn from 1 to key_range; inserts take fresh keys, so it must exceed initial keys + transactions"},
-    {"branching", PRSTM_PARAM_STATE, 8, 2, 64, 1,
-     "a node reaches the next level with probability 1/branching"},
+    {"branching", PRSTM_PARAM_STATE, 8, 2, 64, 1, "a node reaches the next level with probability 1/branching"},
     {"seed", PRSTM_PARAM_STATE, 1, 0, 9007199254740992.0, 1, "seed of the initial keys and heights"},
 };
 
@@ -53,16 +56,17 @@ static int sl_knobs_read(const prstm_state_spec *spec, sl_knobs *k, char *err, s
   k->key_range = (uint64_t)spec->params[SL_P_KEY_RANGE];
   k->branching = (uint64_t)spec->params[SL_P_BRANCHING];
   k->seed = (uint64_t)spec->params[SL_P_SEED];
-  if (k->levels < 1 || k->levels > SKIPLIST_MAX_LEVELS || k->branching < 2 || k->capacity < 1 ||
-      k->key_range < 1 || k->key_range > (uint64_t)SL_KEY_RANGE_MAX) {
-    snprintf(err, errlen, "skiplist: state knobs out of range (levels 1 to %u, branching >= 2, capacity and "
-                          "key_range >= 1)", SKIPLIST_MAX_LEVELS);
+  if (k->levels < 1 || k->levels > SKIPLIST_MAX_LEVELS || k->branching < 2 || k->capacity < 1 || k->key_range < 1 ||
+      k->key_range > (uint64_t)SL_KEY_RANGE_MAX) {
+    snprintf(err, errlen,
+             "skiplist: state knobs out of range (levels 1 to %u, branching >= 2, capacity and "
+             "key_range >= 1)",
+             SKIPLIST_MAX_LEVELS);
     return PRSTM_ECONFIG;
   }
   if (k->initial_keys > k->key_range || k->initial_keys > k->capacity) {
     snprintf(err, errlen, "state.initial_keys (%llu) exceeds state.key_range (%llu) or state.capacity (%llu)",
-             (unsigned long long)k->initial_keys, (unsigned long long)k->key_range,
-             (unsigned long long)k->capacity);
+             (unsigned long long)k->initial_keys, (unsigned long long)k->key_range, (unsigned long long)k->capacity);
     return PRSTM_ECONFIG;
   }
   return 0;
@@ -202,8 +206,8 @@ static int sl_emit_random(sl_gen *g, const double *cum) {
   }
   /* Half the searches look for a key of the list, half for any key of the
    * range (mostly misses on a sparse range). */
-  uint64_t key = g->nlive && (wl_rand(&g->rng) & 1) ? g->live[wl_below(&g->rng, g->nlive)]
-                                                     : 1 + wl_below(&g->rng, g->k.key_range);
+  uint64_t key =
+      g->nlive && (wl_rand(&g->rng) & 1) ? g->live[wl_below(&g->rng, g->nlive)] : 1 + wl_below(&g->rng, g->k.key_range);
   return sl_emit(g, SKIPLIST_SEARCH, key, 0);
 }
 
@@ -281,7 +285,6 @@ out:
   return rc;
 }
 
-
 typedef struct sl_event {
   uint64_t key;
   int64_t delta; /* +1 initially present or inserted, -1 deleted */
@@ -331,22 +334,25 @@ static int sl_check_structure(const prstm_word *w, uint64_t nwords, const skipli
       if (succ == 0) break;
       uint64_t skey = skiplist_link_key(link);
       if (succ >= m->nodes || skiplist_addr(m, succ, 2 + m->levels) > nwords) {
-        snprintf(msg, msglen, "level %llu: node %llu links to node %llu, beyond the %llu nodes",
-                 (unsigned long long)l, (unsigned long long)x, (unsigned long long)succ,
-                 (unsigned long long)m->nodes);
+        snprintf(msg, msglen, "level %llu: node %llu links to node %llu, beyond the %llu nodes", (unsigned long long)l,
+                 (unsigned long long)x, (unsigned long long)succ, (unsigned long long)m->nodes);
         bad = 1;
         break;
       }
       uint64_t nkey = w[skiplist_addr(m, succ, 0)], h = w[skiplist_addr(m, succ, 1)];
       const char *why = NULL;
-      if (skey != nkey) why = "the link's key differs from the node's key";
-      else if (skey <= xkey) why = "keys do not strictly increase";
-      else if (h <= l || h > m->levels) why = "the node's height does not reach this level";
-      else if (l > 0 && !((on0[succ >> 3] >> (succ & 7)) & 1)) why = "the node is not on level 0";
+      if (skey != nkey)
+        why = "the link's key differs from the node's key";
+      else if (skey <= xkey)
+        why = "keys do not strictly increase";
+      else if (h <= l || h > m->levels)
+        why = "the node's height does not reach this level";
+      else if (l > 0 && !((on0[succ >> 3] >> (succ & 7)) & 1))
+        why = "the node is not on level 0";
       if (why) {
-        snprintf(msg, msglen, "level %llu: node %llu (key %llu, height %llu) after key %llu: %s",
-                 (unsigned long long)l, (unsigned long long)succ, (unsigned long long)nkey,
-                 (unsigned long long)h, (unsigned long long)xkey, why);
+        snprintf(msg, msglen, "level %llu: node %llu (key %llu, height %llu) after key %llu: %s", (unsigned long long)l,
+                 (unsigned long long)succ, (unsigned long long)nkey, (unsigned long long)h, (unsigned long long)xkey,
+                 why);
         bad = 1;
         break;
       }
@@ -385,8 +391,8 @@ static int skiplist_check_invariant(const prstm_engine *engine, const prstm_batc
   const prstm_state_spec *spec = prstm_engine_state_spec(engine);
   *ok = 0;
   skiplist_meta m;
-  if (!w || nwords < SKIPLIST_HEADER || w[0] != SKIPLIST_MAGIC || w[1] < 1 || w[1] > SKIPLIST_MAX_LEVELS ||
-      w[2] < 1 || w[2] > SKIPLIST_INDEX_MASK || (nwords - SKIPLIST_HEADER) / (2 + w[1]) < w[2]) {
+  if (!w || nwords < SKIPLIST_HEADER || w[0] != SKIPLIST_MAGIC || w[1] < 1 || w[1] > SKIPLIST_MAX_LEVELS || w[2] < 1 ||
+      w[2] > SKIPLIST_INDEX_MASK || (nwords - SKIPLIST_HEADER) / (2 + w[1]) < w[2]) {
     snprintf(msg, msglen, "the state is not a skiplist (bad header)");
     return 0;
   }
@@ -474,13 +480,15 @@ static int skiplist_check_invariant(const prstm_engine *engine, const prstm_batc
                              (unsigned long long)level_size[l]);
   *ok = bad_keys == 0 && bad_abandoned == 0 && bad_results == 0;
   if (bad_keys)
-    snprintf(msg, msglen, "key set differs from the sequential count at %llu of %llu keys; first: key %llu is %s "
-                          "but initial + inserts - deletes = %lld",
+    snprintf(msg, msglen,
+             "key set differs from the sequential count at %llu of %llu keys; first: key %llu is %s "
+             "but initial + inserts - deletes = %lld",
              (unsigned long long)bad_keys, (unsigned long long)checked, (unsigned long long)first_bad,
              first_have ? "present" : "absent", (long long)first_expect);
   else
-    snprintf(msg, msglen, "valid skiplist of %llu keys (levels %s); key set = %s%llu + inserts %llu - deletes %llu; "
-                          "%llu abandoned deletes of present keys; %llu bad search results",
+    snprintf(msg, msglen,
+             "valid skiplist of %llu keys (levels %s); key set = %s%llu + inserts %llu - deletes %llu; "
+             "%llu abandoned deletes of present keys; %llu bad search results",
              (unsigned long long)nkeys, levels, have_initial ? "initial " : "(no state spec) implied ",
              (unsigned long long)(have_initial ? ninitial : nkeys + deletes - inserts), (unsigned long long)inserts,
              (unsigned long long)deletes, (unsigned long long)bad_abandoned, (unsigned long long)bad_results);

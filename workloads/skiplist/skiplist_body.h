@@ -81,8 +81,8 @@ PRSTM_INLINE int skiplist_meta_read(prstm_tx *tx, skiplist_meta *m) {
  * Returns 1 when the walk ended, 0 when the attempt is doomed (the caller
  * returns at once), -1 when the links are not a skiplist: keys must strictly
  * increase along a level, which also bounds the walk on any snapshot. */
-PRSTM_INLINE int skiplist_walk(prstm_tx *tx, const skiplist_meta *m, uint64_t key, int stop_at_match,
-                               uint64_t *pred, uint64_t *link, int *found_level) {
+PRSTM_INLINE int skiplist_walk(prstm_tx *tx, const skiplist_meta *m, uint64_t key, int stop_at_match, uint64_t *pred,
+                               uint64_t *link, int *found_level) {
   uint64_t x = 0, xkey = 0;
   *found_level = -1;
   for (uint64_t lv = m->levels; lv-- > 0;) {
@@ -183,10 +183,14 @@ PRSTM_INLINE int skiplist_search(prstm_tx *tx) {
 
 PRSTM_INLINE int skiplist_dispatch(prstm_tx *tx, unsigned type) {
   switch (type) {
-    case SKIPLIST_INSERT: return skiplist_insert(tx);
-    case SKIPLIST_DELETE: return skiplist_delete(tx);
-    case SKIPLIST_SEARCH: return skiplist_search(tx);
-    default: return prstm_fail(tx, PRSTM_REASON_BAD_ADDRESS);
+    case SKIPLIST_INSERT:
+      return skiplist_insert(tx);
+    case SKIPLIST_DELETE:
+      return skiplist_delete(tx);
+    case SKIPLIST_SEARCH:
+      return skiplist_search(tx);
+    default:
+      return prstm_fail(tx, PRSTM_REASON_BAD_ADDRESS);
   }
 }
 

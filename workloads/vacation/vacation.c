@@ -11,9 +11,17 @@ PRSTM_CPU_WORKER(vacation, vacation_dispatch, VACATION_CAPACITY)
 PRSTM_GPU_WORKER_DECLARE(vacation);
 
 static const prstm_type_desc vacation_types[] = {
-    {"book", 0, 0, 2, {{"customer", PRSTM_ARG_UINT}, {"type", PRSTM_ARG_UINT}},
+    {"book",
+     0,
+     0,
+     2,
+     {{"customer", PRSTM_ARG_UINT}, {"type", PRSTM_ARG_UINT}},
      {"no such customer or room type", "customer already holds this room type", NULL}},
-    {"cancel", 1, 0, 2, {{"customer", PRSTM_ARG_UINT}, {"type", PRSTM_ARG_UINT}},
+    {"cancel",
+     1,
+     0,
+     2,
+     {{"customer", PRSTM_ARG_UINT}, {"type", PRSTM_ARG_UINT}},
      {"no such customer or room type", "free rooms would exceed the capacity", NULL}},
     {"free_rooms", 0, 1, 1, {{"type", PRSTM_ARG_UINT}}, {"no such customer or room type", NULL}},
 };
@@ -65,8 +73,10 @@ static int vacation_shape_of(const prstm_state_spec *spec, vacation_shape *s, ch
   double booked = spec->params[VP_BOOKED], sold_out = spec->params[VP_SOLD_OUT];
   if (s->customers < 1 || s->types < 1 || s->rooms < 1 || s->spacing < 2 || s->slots < 1 ||
       s->slots > VACATION_MAX_SLOTS || !(booked >= 0 && booked <= 1) || !(sold_out >= 0 && sold_out <= 1)) {
-    snprintf(err, errlen, "state: customers, room_types and rooms must be at least 1, spacing at least 2, "
-                          "slots between 1 and %d, booked and sold_out between 0 and 1", VACATION_MAX_SLOTS);
+    snprintf(err, errlen,
+             "state: customers, room_types and rooms must be at least 1, spacing at least 2, "
+             "slots between 1 and %d, booked and sold_out between 0 and 1",
+             VACATION_MAX_SLOTS);
     return PRSTM_ECONFIG;
   }
   s->sold_out_types = (uint64_t)llround(sold_out * (double)s->types);
@@ -190,19 +200,19 @@ typedef struct vacation_gen {
   vacation_shape s;
   uint64_t rng;
   prstm_batch *batch;
-  uint64_t *free_rooms;     /* per open type, in generation order */
-  uint8_t *used;            /* slots in use per customer, in generation order */
-  uint64_t *with_slot;      /* the customers with an empty slot, in no order */
-  uint64_t *with_slot_at;   /* each customer's place in with_slot, or UINT64_MAX */
+  uint64_t *free_rooms;   /* per open type, in generation order */
+  uint8_t *used;          /* slots in use per customer, in generation order */
+  uint64_t *with_slot;    /* the customers with an empty slot, in no order */
+  uint64_t *with_slot_at; /* each customer's place in with_slot, or UINT64_MAX */
   uint64_t nwith_slot;
-  uint8_t *ever;            /* bit (c * types + t): c held t at some point; NULL when too large */
-  vacation_booking *open;   /* current bookings of open types */
+  uint8_t *ever;          /* bit (c * types + t): c held t at some point; NULL when too large */
+  vacation_booking *open; /* current bookings of open types */
   uint64_t nopen, capopen;
   vacation_booking *holders; /* initial holders of sold-out types, shuffled */
   uint64_t nholders;
-  uint64_t *pair_booker;    /* customer booked by pair p, UINT64_MAX until chosen */
-  uint64_t *pair_type;      /* room type of pair p */
-  double weight[3];         /* cumulative, by type index */
+  uint64_t *pair_booker; /* customer booked by pair p, UINT64_MAX until chosen */
+  uint64_t *pair_type;   /* room type of pair p */
+  double weight[3];      /* cumulative, by type index */
 } vacation_gen;
 
 static int vacation_ever(const vacation_gen *g, uint64_t c, uint64_t t) {
@@ -490,8 +500,8 @@ static int vacation_spec_matches(const prstm_state_spec *spec, const prstm_word 
                                  vacation_shape *s) {
   char err[256];
   if (!spec || vacation_shape_of(spec, s, err, sizeof err) != 0) return 0;
-  return nwords == s->nwords && w[0] == s->types && w[1] == s->spacing && w[2] == s->customers &&
-         w[3] == s->slots && w[4] == s->types_base && w[5] == s->customers_base;
+  return nwords == s->nwords && w[0] == s->types && w[1] == s->spacing && w[2] == s->customers && w[3] == s->slots &&
+         w[4] == s->types_base && w[5] == s->customers_base;
 }
 
 /* Checks, on the final state, independently of the engine:
@@ -580,7 +590,10 @@ static int vacation_check_invariant(const prstm_engine *engine, const prstm_batc
     int valid = c < s.customers && t < s.types;
     if (st == PRSTM_COMMITTED && valid) {
       int d = type == VACATION_BOOK ? +1 : -1;
-      if (d > 0) books++; else cancels++;
+      if (d > 0)
+        books++;
+      else
+        cancels++;
       net[t] += d;
       if (known) delta[ndelta++] = (vacation_delta){c * s.types + t, d};
     } else if (st == PRSTM_COMMITTED) {

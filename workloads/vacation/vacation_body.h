@@ -122,10 +122,14 @@ PRSTM_INLINE int vacation_free_rooms(prstm_tx *tx) {
 
 PRSTM_INLINE int vacation_dispatch(prstm_tx *tx, unsigned type) {
   switch (type) {
-    case VACATION_BOOK: return vacation_book(tx);
-    case VACATION_CANCEL: return vacation_cancel(tx);
-    case VACATION_FREE_ROOMS: return vacation_free_rooms(tx);
-    default: return prstm_fail(tx, VACATION_REASON_NO_SUCH);
+    case VACATION_BOOK:
+      return vacation_book(tx);
+    case VACATION_CANCEL:
+      return vacation_cancel(tx);
+    case VACATION_FREE_ROOMS:
+      return vacation_free_rooms(tx);
+    default:
+      return prstm_fail(tx, VACATION_REASON_NO_SUCH);
   }
 }
 
