@@ -104,6 +104,19 @@ typedef struct engine_run {
   char verify_msg[600];
 } engine_run;
 
+/* Copies a run's counts, thread count and device into its CSV row. */
+static void row_take_counts(bench_row *row, const engine_run *run) {
+  row->threads = run->sum.threads;
+  row->transactions = run->sum.transactions;
+  row->committed = run->sum.committed;
+  row->abandoned = run->sum.abandoned;
+  row->failed = run->sum.failed;
+  row->aborts = run->sum.aborts;
+  row->postponements = run->sum.postponements;
+  row->rounds = run->rounds;
+  snprintf(row->device, sizeof row->device, "%s", run->sum.device);
+}
+
 /* What engine_run_once checks after each round, before the next replaces it. */
 typedef struct round_check {
   const bench_ctx *c;
@@ -251,16 +264,8 @@ static void run_engine_runner(bench_ctx *c, const bench_point *p, runner_id id, 
   if (incomplete) {
     /* Counts of the run that gave up, then the certificate: a verified
      * re-run whose committed transactions replay serially to its state. */
-    row->threads = run.sum.threads;
-    row->transactions = run.sum.transactions;
-    row->committed = run.sum.committed;
-    row->abandoned = run.sum.abandoned;
-    row->failed = run.sum.failed;
-    row->aborts = run.sum.aborts;
-    row->postponements = run.sum.postponements;
-    row->rounds = run.rounds;
+    row_take_counts(row, &run);
     row->repeats = 1;
-    snprintf(row->device, sizeof row->device, "%s", run.sum.device);
     free(kernel);
     free(e2e);
     bench_row vrow = *row;
@@ -280,16 +285,8 @@ static void run_engine_runner(bench_ctx *c, const bench_point *p, runner_id id, 
     row->repeats = done;
     row->kernel_s = median(kernel, done);
     row->e2e_s = median(e2e, done);
-    row->threads = run.sum.threads;
-    row->transactions = run.sum.transactions;
-    row->committed = run.sum.committed;
-    row->abandoned = run.sum.abandoned;
-    row->failed = run.sum.failed;
-    row->aborts = run.sum.aborts;
-    row->postponements = run.sum.postponements;
-    row->rounds = run.rounds;
+    row_take_counts(row, &run);
     row->gpu_bytes = run.sum.gpu_bytes;
-    snprintf(row->device, sizeof row->device, "%s", run.sum.device);
     if (gpu && !c->gpu_device[0]) snprintf(c->gpu_device, sizeof c->gpu_device, "%s", run.sum.device);
   }
   free(kernel);

@@ -114,26 +114,32 @@ Test(rounds, a_single_round_workload_runs_once_and_keeps_the_callers_batch) {
   run_close(&r);
 }
 
+/* Opens a CPU engine on a random graph of the given size with its round-0
+ * batch generated into *first. */
+static void open_graph(uint32_t threads, double vertices, double edges, prstm_engine **e, prstm_batch **first) {
+  const prstm_workload *wl = prstm_workload_find("graph");
+  prstm_options opt;
+  test_options(&opt, PRSTM_BACKEND_CPU, threads, 1);
+  test_open(wl, &opt, e, first);
+  prstm_state_spec s;
+  prstm_state_spec_init(wl, &s);
+  test_set_knob(wl, s.params, "vertices", vertices);
+  test_set_knob(wl, s.params, "edges", edges);
+  test_set_knob(wl, s.params, "max_degree", 8);
+  cr_assert_eq(prstm_engine_init_state(*e, &s), 0, "%s", prstm_engine_error(*e));
+  prstm_generate_spec g;
+  prstm_generate_spec_init(wl, &g);
+  char err[256] = "";
+  cr_assert_eq(wl->generate(&g, &s, *first, err, sizeof err), 0, "%s", err);
+}
+
 /* A multi-round workload (graph) runs round after round until its next
  * round is empty; the totals add every round's, and the last round's batch
  * comes back in place of the caller's, which stays the caller's. */
 Test(rounds, a_multi_round_workload_runs_until_its_next_round_is_empty) {
-  const prstm_workload *wl = prstm_workload_find("graph");
-  prstm_options opt;
-  test_options(&opt, PRSTM_BACKEND_CPU, 8, 1);
   prstm_engine *e = NULL;
   prstm_batch *first = NULL;
-  test_open(wl, &opt, &e, &first);
-  prstm_state_spec s;
-  prstm_state_spec_init(wl, &s);
-  test_set_knob(wl, s.params, "vertices", 500);
-  test_set_knob(wl, s.params, "edges", 2000);
-  test_set_knob(wl, s.params, "max_degree", 8);
-  cr_assert_eq(prstm_engine_init_state(e, &s), 0, "%s", prstm_engine_error(e));
-  prstm_generate_spec g;
-  prstm_generate_spec_init(wl, &g);
-  char err[256] = "";
-  cr_assert_eq(wl->generate(&g, &s, first, err, sizeof err), 0, "%s", err);
+  open_graph(8, 500, 2000, &e, &first);
   prstm_batch *last = first;
   prstm_results total;
   unsigned rounds = 0;
@@ -150,22 +156,9 @@ Test(rounds, a_multi_round_workload_runs_until_its_next_round_is_empty) {
 
 /* A non-zero code from the callback stops the rounds and is returned. */
 Test(rounds, the_callbacks_code_stops_the_rounds_and_is_returned) {
-  const prstm_workload *wl = prstm_workload_find("graph");
-  prstm_options opt;
-  test_options(&opt, PRSTM_BACKEND_CPU, 4, 1);
   prstm_engine *e = NULL;
   prstm_batch *first = NULL;
-  test_open(wl, &opt, &e, &first);
-  prstm_state_spec s;
-  prstm_state_spec_init(wl, &s);
-  test_set_knob(wl, s.params, "vertices", 300);
-  test_set_knob(wl, s.params, "edges", 1200);
-  test_set_knob(wl, s.params, "max_degree", 8);
-  cr_assert_eq(prstm_engine_init_state(e, &s), 0, "%s", prstm_engine_error(e));
-  prstm_generate_spec g;
-  prstm_generate_spec_init(wl, &g);
-  char err[256] = "";
-  cr_assert_eq(wl->generate(&g, &s, first, err, sizeof err), 0, "%s", err);
+  open_graph(4, 300, 1200, &e, &first);
   prstm_batch *last = first;
   prstm_results total;
   unsigned rounds = 0;
