@@ -1,4 +1,4 @@
-/* backend.c: which backend runs a batch, and what a build without CUDA says about the GPU. */
+/* backend.c: which backend runs a batch (the options' choice, or the CPU with the reason where no GPU is usable), and what a build without CUDA says about the GPU. */
 #include "backend.h"
 
 #include <stdio.h>
@@ -18,6 +18,22 @@ int backend_gpu_usable(const prstm_workload *wl, char *why, size_t whylen) {
   snprintf(why, whylen, "this build of prstm has no CUDA support");
   return 0;
 #endif
+}
+
+int backend_choose(prstm_engine *e, prstm_backend *backend, char *fallback, size_t fallback_len) {
+  *backend = e->opt.backend;
+  if (fallback_len) fallback[0] = 0;
+  if (*backend == PRSTM_BACKEND_CPU) return 0;
+  char why[256];
+  if (backend_gpu_usable(e->wl, why, sizeof why)) {
+    *backend = PRSTM_BACKEND_GPU;
+    return 0;
+  }
+  if (*backend == PRSTM_BACKEND_GPU)
+    return engine_fail(e, PRSTM_ENOGPU, "backend gpu requested but no GPU is usable: %s", why);
+  *backend = PRSTM_BACKEND_CPU;
+  snprintf(fallback, fallback_len, "%s", why);
+  return 0;
 }
 
 #ifndef PRSTM_HAVE_CUDA

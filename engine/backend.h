@@ -117,6 +117,11 @@ typedef struct backend_ops {
 extern const backend_ops backend_cpu_ops;
 const backend_ops *backend_gpu_ops(void);
 /* The backend that runs `backend` (CPU or GPU). */
+/* The backend a run or stream of this engine uses: the GPU when one is
+ * usable and not refused by the options; fallback says why auto chose the
+ * CPU. Returns PRSTM_ENOGPU (message in the engine) when gpu was asked for
+ * and none is usable. */
+int backend_choose(prstm_engine *e, prstm_backend *backend, char *fallback, size_t fallback_len);
 const backend_ops *backend_of(prstm_backend backend);
 
 /* Whether a GPU is usable for wl in this build; writes why not otherwise. */

@@ -1,27 +1,9 @@
-/* engine.c: the engine handle: options, state, the choice of backend, a run (whole or chunked), rounds of runs, progress reports and results. */
-#define _GNU_SOURCE
+/* engine.c: the engine handle: options, state, a run (whole, or chunked through stream.c), rounds of runs, and results. */
 #include "backend.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
-
-double engine_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-int engine_fail(prstm_engine *e, int code, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(e->err, sizeof e->err, fmt, ap);
-  va_end(ap);
-  return code;
-}
 
 /* PRSTM_CHUNK_ROWS, the default of options.chunk_rows: a whole number of
  * rows, else 0. */
@@ -122,48 +104,11 @@ int prstm_gpu_available(const prstm_workload *wl, char *why, size_t whylen) {
   return backend_gpu_usable(wl, why, whylen);
 }
 
-/* Fills the parts of the execution context that both backends share. */
-void engine_ctx_fill_common(const prstm_engine *e, const prstm_batch *b, uint32_t threads, prstm_exec_ctx *ctx) {
-  memset(ctx, 0, sizeof *ctx);
-  ctx->nwords = e->nwords;
-  ctx->lock_coverage = e->opt.lock_coverage;
-  ctx->nlocks = (e->nwords + e->opt.lock_coverage - 1) / e->opt.lock_coverage;
-  ctx->table.n = b->n;
-  ctx->table.ncols = b->ncols;
-  ctx->table.has_results = (uint32_t)b->has_read_only;
-  for (unsigned t = 0; t < e->wl->ntypes; t++) ctx->type_tag[t] = (uint8_t)e->wl->types[t].tag;
-  ctx->tag_mask = b->tag_mask;
-  ctx->nthreads = threads;
-  ctx->semantic = (uint32_t)e->opt.semantic;
-  ctx->retry_limit = e->opt.retry_limit;
-}
-
 int prstm_engine_set_progress(prstm_engine *e, prstm_progress_fn fn, void *user) {
   if (!e) return PRSTM_EINVAL;
   e->progress_fn = fn;
   e->progress_user = fn ? user : NULL;
   return 0;
-}
-
-void engine_progress_report(prstm_engine *e, const prstm_batch *b, const uint64_t *q, engine_progress_clock *clock,
-                            int finished) {
-  if (!e->progress_fn) return;
-  double now = engine_now();
-  if (!finished && now - clock->last < PRSTM_PROGRESS_INTERVAL_MS / 1000.0) return;
-  clock->last = now;
-  prstm_progress p;
-  memset(&p, 0, sizeof p);
-  p.transactions = b->n;
-  /* Each word only grows, so counts built from them never decrease from one
-   * report to the next, whatever order they were read in. */
-  p.committed = q[STM_Q_COMMITTED];
-  p.decided = q[STM_Q_COMMITTED] + q[STM_Q_FAILED];
-  p.abandoned = q[STM_Q_ABANDONED];
-  uint64_t final = p.decided + p.abandoned;
-  p.pending = final < b->n ? b->n - final : 0;
-  p.elapsed_s = now - clock->start;
-  p.finished = finished;
-  e->progress_fn(&p, e->progress_user);
 }
 
 void prstm_results_add(prstm_results *total, const prstm_results *run) {
@@ -178,15 +123,6 @@ void prstm_results_add(prstm_results *total, const prstm_results *run) {
   total->execute_s += run->execute_s;
   total->wall_s += run->wall_s;
   if (run->gpu_bytes > total->gpu_bytes) total->gpu_bytes = run->gpu_bytes;
-}
-
-void engine_results_add_stats(prstm_results *res, const stm_thread_stats *st) {
-  res->committed += st->committed;
-  res->aborts += st->aborts;
-  res->postponements += st->postponements;
-  res->failed += st->failed;
-  res->abandoned += st->abandoned;
-  res->sweeps += st->sweeps;
 }
 
 static int engine_run(prstm_engine *e, prstm_batch *b, prstm_results *res);
@@ -226,7 +162,7 @@ static int engine_run(prstm_engine *e, prstm_batch *b, prstm_results *res) {
   res->lock_coverage = e->opt.lock_coverage;
 
   prstm_backend backend;
-  rc = engine_choose_backend(e, &backend, res->fallback, sizeof res->fallback);
+  rc = backend_choose(e, &backend, res->fallback, sizeof res->fallback);
   if (rc) return rc;
   /* chunk_rows runs a larger batch in chunks on either backend, so the
    * chunked path is tested without a GPU too. A chunked run has one commit
@@ -296,54 +232,4 @@ int prstm_engine_run_rounds(prstm_engine *e, prstm_batch **batch, prstm_round_fn
   }
   *batch = b;
   return rc;
-}
-
-int engine_choose_backend(prstm_engine *e, prstm_backend *backend, char *fallback, size_t fallback_len) {
-  *backend = e->opt.backend;
-  if (fallback_len) fallback[0] = 0;
-  if (*backend == PRSTM_BACKEND_CPU) return 0;
-  char why[256];
-  if (backend_gpu_usable(e->wl, why, sizeof why)) {
-    *backend = PRSTM_BACKEND_GPU;
-    return 0;
-  }
-  if (*backend == PRSTM_BACKEND_GPU)
-    return engine_fail(e, PRSTM_ENOGPU, "backend gpu requested but no GPU is usable: %s", why);
-  *backend = PRSTM_BACKEND_CPU;
-  snprintf(fallback, fallback_len, "%s", why);
-  return 0;
-}
-
-const prstm_worker_variant *engine_pick_variant(const prstm_workload *wl, uint32_t ncols) {
-  for (unsigned i = 0; i < wl->nvariants; i++)
-    if (wl->variants[i].max_columns >= ncols) return &wl->variants[i];
-  return NULL;
-}
-
-int engine_run_serial(const prstm_workload *wl, const prstm_worker_variant *v, prstm_word *words, uint64_t nwords,
-                      uint64_t lock_coverage, txtable_view *table, char *err, size_t errlen) {
-  prstm_exec_ctx ctx;
-  memset(&ctx, 0, sizeof ctx);
-  ctx.words = words;
-  ctx.nwords = nwords;
-  ctx.lock_coverage = lock_coverage;
-  ctx.nlocks = (nwords + lock_coverage - 1) / lock_coverage;
-  ctx.table = *table;
-  for (unsigned t = 0; t < wl->ntypes; t++) ctx.type_tag[t] = (uint8_t)wl->types[t].tag;
-  ctx.tag_mask = 0xffffu;
-  ctx.nthreads = 1;
-  ctx.semantic = PRSTM_SEMANTIC_RETRY;
-  ctx.retry_limit = 0;
-  uint64_t quiesce[STM_Q_WORDS] = {0};
-  stm_thread_stats stats;
-  ctx.quiesce = quiesce;
-  ctx.stats = &stats;
-  ctx.locks = calloc((size_t)ctx.nlocks, sizeof *ctx.locks);
-  if (!ctx.locks) {
-    snprintf(err, errlen, "cannot allocate %llu locks for the serial replay", (unsigned long long)ctx.nlocks);
-    return PRSTM_ENOMEM;
-  }
-  v->cpu_worker(&ctx, 0);
-  free(ctx.locks);
-  return 0;
 }

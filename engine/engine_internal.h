@@ -115,11 +115,6 @@ int engine_watchdog_error(prstm_engine *e, const prstm_batch *b);
  * progress reports, because the stream around the run makes its own. */
 #define ENGINE_RUN_KEEP_POSTPONED 1u
 #define ENGINE_RUN_QUIET 2u
-/* The backend a run or stream of this engine uses: the GPU when one is
- * usable and not refused by the options; fallback says why auto chose the
- * CPU. Returns PRSTM_ENOGPU (message in the engine) when gpu was asked for
- * and none is usable. */
-int engine_choose_backend(prstm_engine *e, prstm_backend *backend, char *fallback, size_t fallback_len);
 /* Runs one batch as a stream of chunks of at most unit_rows rows (0: as
  * many as the backend's memory allows), with carry-over between chunks and
  * abandonment only at the end (engine/stream.c). */

@@ -479,7 +479,7 @@ int prstm_stream_open(prstm_engine *e, prstm_stream **out) {
   if (!e->words) return engine_fail(e, PRSTM_EINVAL, "the engine has no state: set or init it first");
   prstm_backend backend;
   char fallback[256];
-  int rc = engine_choose_backend(e, &backend, fallback, sizeof fallback);
+  int rc = backend_choose(e, &backend, fallback, sizeof fallback);
   if (rc) return rc;
   /* No earlier run's certificate may be checked against a state the stream
    * changed. A verified stream keeps the state it starts from and a

@@ -1,0 +1,103 @@
+/* engine_shared.c: what every part of the engine uses: errors and the clock, the execution context, progress reports, the choice of backend and worker variant, and the serial replay. */
+#define _GNU_SOURCE
+#include "engine_internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+double engine_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int engine_fail(prstm_engine *e, int code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(e->err, sizeof e->err, fmt, ap);
+  va_end(ap);
+  return code;
+}
+
+/* Fills the parts of the execution context that both backends share. */
+void engine_ctx_fill_common(const prstm_engine *e, const prstm_batch *b, uint32_t threads, prstm_exec_ctx *ctx) {
+  memset(ctx, 0, sizeof *ctx);
+  ctx->nwords = e->nwords;
+  ctx->lock_coverage = e->opt.lock_coverage;
+  ctx->nlocks = (e->nwords + e->opt.lock_coverage - 1) / e->opt.lock_coverage;
+  ctx->table.n = b->n;
+  ctx->table.ncols = b->ncols;
+  ctx->table.has_results = (uint32_t)b->has_read_only;
+  for (unsigned t = 0; t < e->wl->ntypes; t++) ctx->type_tag[t] = (uint8_t)e->wl->types[t].tag;
+  ctx->tag_mask = b->tag_mask;
+  ctx->nthreads = threads;
+  ctx->semantic = (uint32_t)e->opt.semantic;
+  ctx->retry_limit = e->opt.retry_limit;
+}
+
+void engine_progress_report(prstm_engine *e, const prstm_batch *b, const uint64_t *q, engine_progress_clock *clock,
+                            int finished) {
+  if (!e->progress_fn) return;
+  double now = engine_now();
+  if (!finished && now - clock->last < PRSTM_PROGRESS_INTERVAL_MS / 1000.0) return;
+  clock->last = now;
+  prstm_progress p;
+  memset(&p, 0, sizeof p);
+  p.transactions = b->n;
+  /* Each word only grows, so counts built from them never decrease from one
+   * report to the next, whatever order they were read in. */
+  p.committed = q[STM_Q_COMMITTED];
+  p.decided = q[STM_Q_COMMITTED] + q[STM_Q_FAILED];
+  p.abandoned = q[STM_Q_ABANDONED];
+  uint64_t final = p.decided + p.abandoned;
+  p.pending = final < b->n ? b->n - final : 0;
+  p.elapsed_s = now - clock->start;
+  p.finished = finished;
+  e->progress_fn(&p, e->progress_user);
+}
+
+void engine_results_add_stats(prstm_results *res, const stm_thread_stats *st) {
+  res->committed += st->committed;
+  res->aborts += st->aborts;
+  res->postponements += st->postponements;
+  res->failed += st->failed;
+  res->abandoned += st->abandoned;
+  res->sweeps += st->sweeps;
+}
+
+const prstm_worker_variant *engine_pick_variant(const prstm_workload *wl, uint32_t ncols) {
+  for (unsigned i = 0; i < wl->nvariants; i++)
+    if (wl->variants[i].max_columns >= ncols) return &wl->variants[i];
+  return NULL;
+}
+
+int engine_run_serial(const prstm_workload *wl, const prstm_worker_variant *v, prstm_word *words, uint64_t nwords,
+                      uint64_t lock_coverage, txtable_view *table, char *err, size_t errlen) {
+  prstm_exec_ctx ctx;
+  memset(&ctx, 0, sizeof ctx);
+  ctx.words = words;
+  ctx.nwords = nwords;
+  ctx.lock_coverage = lock_coverage;
+  ctx.nlocks = (nwords + lock_coverage - 1) / lock_coverage;
+  ctx.table = *table;
+  for (unsigned t = 0; t < wl->ntypes; t++) ctx.type_tag[t] = (uint8_t)wl->types[t].tag;
+  ctx.tag_mask = 0xffffu;
+  ctx.nthreads = 1;
+  ctx.semantic = PRSTM_SEMANTIC_RETRY;
+  ctx.retry_limit = 0;
+  uint64_t quiesce[STM_Q_WORDS] = {0};
+  stm_thread_stats stats;
+  ctx.quiesce = quiesce;
+  ctx.stats = &stats;
+  ctx.locks = calloc((size_t)ctx.nlocks, sizeof *ctx.locks);
+  if (!ctx.locks) {
+    snprintf(err, errlen, "cannot allocate %llu locks for the serial replay", (unsigned long long)ctx.nlocks);
+    return PRSTM_ENOMEM;
+  }
+  v->cpu_worker(&ctx, 0);
+  free(ctx.locks);
+  return 0;
+}
