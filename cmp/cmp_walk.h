@@ -70,8 +70,8 @@ PRSTM_INLINE void cmp_record_order(const prstm_exec_ctx *ctx, const prstm_tx *tx
  * conflict; concurrent conflicts are retried here, and the priority rule
  * guarantees that some committer always makes progress. Returns the final
  * status, or CMP_POSTPONED. */
-#define CMP_POSTPONED 0u
-#define CMP_STOPPED 4u /* the watchdog stopped the run: the row stays pending */
+#define CMP_POSTPONED TXTABLE_PENDING /* the row stays pending and comes back in a later sweep */
+#define CMP_STOPPED 4u /* no status has this value: the watchdog stopped the run, the row stays pending */
 PRSTM_INLINE unsigned cmp_attempt(prstm_tx *tx, const prstm_exec_ctx *ctx, uint64_t row, unsigned type, uint32_t rank,
                                   cmp_dispatch_fn dispatch, stm_thread_stats *st, unsigned *reason) {
   uint64_t prio = cmp_priority(ctx->type_tag[type], rank);
@@ -86,14 +86,14 @@ PRSTM_INLINE unsigned cmp_attempt(prstm_tx *tx, const prstm_exec_ctx *ctx, uint6
     if (tx->state == STM_TX_CAPACITY || tx->state == STM_TX_BAD_ADDRESS) {
       /* Only a consistent snapshot may fail a transaction: a doomed attempt
        * that computed a wild address is retried instead. */
-      unsigned why = tx->state == STM_TX_CAPACITY ? 1u : 2u; /* PRSTM_REASON_CAPACITY / _BAD_ADDRESS */
+      unsigned why = tx->state == STM_TX_CAPACITY ? TXTABLE_REASON_CAPACITY : TXTABLE_REASON_BAD_ADDRESS;
       tx->state = STM_TX_OK;
       tx->nwrites = 0;
       tx->nlocks = 0;
       if (stm_tx_commit(tx, seqp)) {
         cmp_record_order(ctx, tx, row, seqp);
         *reason = why;
-        return 3u; /* PRSTM_FAILED */
+        return TXTABLE_FAILED;
       }
     } else if (tx->state == STM_TX_OK) {
       if (outcome == PRSTM_POSTPONE) {
@@ -105,13 +105,13 @@ PRSTM_INLINE unsigned cmp_attempt(prstm_tx *tx, const prstm_exec_ctx *ctx, uint6
         if (stm_tx_commit(tx, seqp)) {
           cmp_record_order(ctx, tx, row, seqp);
           *reason = tx->reason;
-          return 3u; /* PRSTM_FAILED */
+          return TXTABLE_FAILED;
         }
       } else if (stm_tx_commit(tx, seqp)) {
         cmp_record_order(ctx, tx, row, seqp);
         if (ctx->table.result) ctx->table.result[row] = tx->result;
-        *reason = 0;
-        return 1u; /* PRSTM_COMMITTED */
+        *reason = TXTABLE_REASON_NONE;
+        return TXTABLE_COMMITTED;
       }
     }
     st->aborts++;
@@ -249,9 +249,9 @@ PRSTM_INLINE void cmp_publish(const prstm_exec_ctx *ctx, stm_thread_stats *st) {
 PRSTM_INLINE void cmp_finish_row(const prstm_exec_ctx *ctx, uint64_t row, unsigned status, unsigned reason,
                                  stm_thread_stats *st) {
   port_table_store_u8(&ctx->table.status[row], txtable_pack_status(status, reason));
-  if (status == 1u)
+  if (status == TXTABLE_COMMITTED)
     st->committed++;
-  else if (status == 2u)
+  else if (status == TXTABLE_ABANDONED)
     st->abandoned++;
   else
     st->failed++;
@@ -299,7 +299,7 @@ PRSTM_INLINE void cmp_walk_retry(prstm_tx *tx, const prstm_exec_ctx *ctx, uint32
         break;
       }
       if (retries >= ctx->retry_limit) {
-        cmp_finish_row(ctx, row, 2u, 3u /* PRSTM_REASON_RETRY_LIMIT */, st);
+        cmp_finish_row(ctx, row, TXTABLE_ABANDONED, TXTABLE_REASON_RETRY_LIMIT, st);
         break;
       }
       port_pause(retries);
@@ -381,7 +381,7 @@ PRSTM_INLINE void cmp_walk_postpone(prstm_tx *tx, const prstm_exec_ctx *ctx, uin
         }
         cmp_finish_row(ctx, row, s, reason, st);
         pending--;
-        if (s == 1u) commits++;
+        if (s == TXTABLE_COMMITTED) commits++;
       }
     }
     if (!walking) continue;
@@ -413,7 +413,7 @@ PRSTM_INLINE void cmp_walk_postpone(prstm_tx *tx, const prstm_exec_ctx *ctx, uin
     if (ctx->semantic & CMP_SEMANTIC_KEEP_POSTPONED) continue;
     for (uint64_t row = rank; row < n; row += step)
       if ((ctx->table.status[row] & TXTABLE_STATUS_MASK) == 0u)
-        cmp_finish_row(ctx, row, 2u, 4u /* PRSTM_REASON_QUIESCENT */, st);
+        cmp_finish_row(ctx, row, TXTABLE_ABANDONED, TXTABLE_REASON_QUIESCENT, st);
   }
 }
 

@@ -38,6 +38,14 @@ int prstm_engine_create(prstm_engine **out, const prstm_workload *wl, const prst
   *out = e;
   if (e->opt.lock_coverage == 0) return engine_fail(e, PRSTM_EINVAL, "lock_coverage must be at least 1");
   _Static_assert(PRSTM_MAX_THREADS == CMP_MAX_RANK, "a rank must fit the lock word's owner field");
+  _Static_assert((int)TXTABLE_PENDING == (int)PRSTM_PENDING && (int)TXTABLE_COMMITTED == (int)PRSTM_COMMITTED &&
+                     (int)TXTABLE_ABANDONED == (int)PRSTM_ABANDONED && (int)TXTABLE_FAILED == (int)PRSTM_FAILED,
+                 "the table stores prstm_status values");
+  _Static_assert((int)TXTABLE_REASON_CAPACITY == (int)PRSTM_REASON_CAPACITY &&
+                     (int)TXTABLE_REASON_BAD_ADDRESS == (int)PRSTM_REASON_BAD_ADDRESS &&
+                     (int)TXTABLE_REASON_RETRY_LIMIT == (int)PRSTM_REASON_RETRY_LIMIT &&
+                     (int)TXTABLE_REASON_QUIESCENT == (int)PRSTM_REASON_QUIESCENT,
+                 "the table stores the PRSTM_REASON_* values");
   if (e->opt.threads > PRSTM_MAX_THREADS)
     return engine_fail(e, PRSTM_EINVAL, "threads must be at most %u", PRSTM_MAX_THREADS);
   return 0;

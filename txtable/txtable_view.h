@@ -35,6 +35,18 @@ PRSTM_INLINE uint64_t txtable_row_number(const txtable_view *t, uint64_t r) {
   return t->row_id && r >= t->ids_from ? t->row_id[r - t->ids_from] : t->row_base + r;
 }
 
+/* A row's status and the engine's own failure reasons as the table stores
+ * them: the values of prstm_status and of the PRSTM_REASON_* of prstm.h,
+ * which this layer sits below (engine.c checks that the two agree). */
+enum { TXTABLE_PENDING = 0, TXTABLE_COMMITTED = 1, TXTABLE_ABANDONED = 2, TXTABLE_FAILED = 3 };
+enum {
+  TXTABLE_REASON_NONE = 0,
+  TXTABLE_REASON_CAPACITY = 1,
+  TXTABLE_REASON_BAD_ADDRESS = 2,
+  TXTABLE_REASON_RETRY_LIMIT = 3,
+  TXTABLE_REASON_QUIESCENT = 4
+};
+
 #define TXTABLE_STATUS_MASK 3u
 #define TXTABLE_REASON_SHIFT 2
 
