@@ -50,7 +50,7 @@ step "cmake --install $build --prefix $prefix" cmake --install "$build" --prefix
 
 # The installed CLI runs on its own, from the prefix.
 version=$("$prefix/bin/prstm-run" --version 2>&1) || fail "$prefix/bin/prstm-run --version exited non-zero: $version"
-expected_version=$(sed -n 's/^#define PRSTM_VERSION_STRING "\(.*\)"$/\1/p' engine/prstm.h)
+expected_version=$(sed -n 's/^#define PRSTM_VERSION_STRING "\(.*\)"$/\1/p' include/prstm/prstm.h)
 [ "$version" = "prstm-run $expected_version" ] ||
   fail "$prefix/bin/prstm-run --version printed '$version', expected 'prstm-run $expected_version'"
 echo "check-install: ok: $prefix/bin/prstm-run --version: $version"
