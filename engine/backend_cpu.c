@@ -1,6 +1,7 @@
 /* backend_cpu.c: the CPU backend: pthreads running the workload's shared worker over a batch, and a stream's units run one at a time on a working table. */
 #define _GNU_SOURCE
 #include "backend.h"
+#include "delta.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -141,7 +142,26 @@ out:
   return rc;
 }
 
+/* A whole batch: on the delta path where its words are hot and the batch
+ * order commits every row (engine/delta.h), else through the STM threads. */
 static int cpu_run(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *v, prstm_results *res) {
+  cmp_delta_plan plan;
+  if (engine_delta_want(e, b, cpu_threads(e), &plan, res)) {
+    double t0 = engine_now();
+    int applied = engine_delta_run_cpu(e, b, &plan);
+    double walk_s = engine_now() - t0;
+    if (applied) {
+      res->execute_s = walk_s;
+      res->threads = 1;
+      res->backend = PRSTM_BACKEND_CPU;
+      snprintf(res->device, sizeof res->device, "CPU, delta path on one thread");
+      engine_delta_results(e, b, res);
+      return 0;
+    }
+    int rc = backend_cpu_run(e, b, v, res, 0);
+    res->execute_s += walk_s;
+    return rc;
+  }
   return backend_cpu_run(e, b, v, res, 0);
 }
 

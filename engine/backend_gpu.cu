@@ -8,6 +8,7 @@
 
 #include "backend.h"
 #include "cuda_check.h"
+#include "delta.h"
 #include "watchdog.h"
 
 /* Every CUDA call goes through cuda_check.h: a failure becomes PRSTM_ECUDA
@@ -315,9 +316,21 @@ static int gpu_run_checked(prstm_engine *e, prstm_batch *b, const prstm_worker_v
   ENGINE_RANGE_POP();
   if (rc) return rc;
 
-  int stalled = 0;
+  /* A batch of declared steps whose words are hot runs as sums where the
+   * batch order commits every row (engine/delta.h); where the proof is
+   * refused, the STM kernel runs on the state the proof left untouched. */
+  int stalled = 0, on_deltas = 0;
+  double deltas_s = 0;
+  cmp_delta_plan plan;
   ENGINE_RANGE_PUSH("execute");
-  rc = gpu_execute(e, b, v, &ctx, threads, g, res, &stalled, err, errlen);
+  if (engine_delta_want(e, b, threads, &plan, res)) {
+    delta_gpu_table dt = {g->words, e->nwords, g->type, g->args, b->ncols, b->n, g->status, g->seq, g->read_hash};
+    float ms = 0;
+    rc = delta_gpu_run(&dt, &plan, &on_deltas, &ms, err, errlen);
+    deltas_s = ms / 1000.0;
+  }
+  if (rc == 0 && !on_deltas) rc = gpu_execute(e, b, v, &ctx, threads, g, res, &stalled, err, errlen);
+  res->execute_s += deltas_s;
   ENGINE_RANGE_POP();
   if (rc) return rc;
 
@@ -329,8 +342,13 @@ static int gpu_run_checked(prstm_engine *e, prstm_batch *b, const prstm_worker_v
   if (rc) return rc;
   if (stalled) return engine_watchdog_error(e, b);
   res->transfer_s = upload_s + readback_s;
-  res->threads = threads;
   res->backend = PRSTM_BACKEND_GPU;
+  if (on_deltas) {
+    engine_delta_results(e, b, res);
+    snprintf(res->device, sizeof res->device, "%.80s (%d SMs, delta path)", prop.name, prop.multiProcessorCount);
+    return 0;
+  }
+  res->threads = threads;
   snprintf(res->device, sizeof res->device, "%.80s (%d SMs, %u threads)", prop.name, prop.multiProcessorCount, threads);
   return 0;
 }

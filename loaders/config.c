@@ -138,7 +138,7 @@ static int copy_path(const cfg_ctx *c, const char *where, char *dst, size_t dstl
 
 static int parse_engine(const cfg_ctx *c, const cJSON *root, prstm_options *opt) {
   static const char *const keys[] = {"backend", "threads",    "lock_coverage", "semantic", "retry_limit",
-                                     "verify",  "watchdog_s", "chunk_rows",    NULL};
+                                     "verify",  "watchdog_s", "chunk_rows",    "deltas",   NULL};
   const cJSON *eng;
   int rc = get_object(c, root, "engine", "engine", 0, &eng);
   if (rc != 0 || eng == NULL) return rc;
@@ -176,6 +176,19 @@ static int parse_engine(const cfg_ctx *c, const cJSON *root, prstm_options *opt)
     }
   }
   if ((rc = get_u32(c, eng, "retry_limit", "engine.retry_limit", 0, &opt->retry_limit)) != 0) return rc;
+  if ((rc = get_string(c, eng, "deltas", "engine.deltas", 0, &s)) != 0) return rc;
+  if (s != NULL) {
+    if (strcmp(s, "auto") == 0)
+      opt->deltas = PRSTM_DELTAS_AUTO;
+    else if (strcmp(s, "on") == 0)
+      opt->deltas = PRSTM_DELTAS_ON;
+    else if (strcmp(s, "off") == 0)
+      opt->deltas = PRSTM_DELTAS_OFF;
+    else {
+      loaders_errf(c->err, c->errlen, "%s: engine.deltas: expected 'auto', 'on' or 'off'", c->file);
+      return PRSTM_ECONFIG;
+    }
+  }
   if ((rc = get_bool(c, eng, "verify", "engine.verify", &opt->verify)) != 0) return rc;
   if ((rc = get_u32(c, eng, "watchdog_s", "engine.watchdog_s", 0, &opt->watchdog_s)) != 0) return rc;
   /* 0 keeps the default: chunks only when the table does not fit the GPU. */

@@ -31,13 +31,16 @@ static inline void test_need_backend(const prstm_workload *wl, prstm_backend bac
 
 /* The options of an integration run on backend with threads and lock
  * coverage; verify is on, so that every run can be checked against its
- * serial replay. The caller may change the rest before opening. */
+ * serial replay, and the delta path off, so that the STM runs every batch
+ * (test_deltas.c tests the path). The caller may change the rest before
+ * opening. */
 static inline void test_options(prstm_options *opt, prstm_backend backend, uint32_t threads, uint32_t coverage) {
   prstm_options_init(opt);
   opt->backend = backend;
   opt->threads = threads;
   opt->lock_coverage = coverage;
   opt->verify = 1;
+  opt->deltas = PRSTM_DELTAS_OFF;
 }
 
 /* Whether a GPU is usable for wl, for a test that checks one thing where

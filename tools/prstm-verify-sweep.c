@@ -211,16 +211,23 @@ static int draw_case(const sweep_settings *set, uint64_t index, sweep_case *c) {
     c->opt.semantic = PRSTM_SEMANTIC_RETRY;
     c->opt.retry_limit = (uint32_t)below(&s, 20);
   }
+  /* The delta path as often as the STM alone: a batch it refuses still
+   * runs, through the STM. */
+  const unsigned deltas = (unsigned)below(&s, 3);
+  c->opt.deltas = deltas == 0 ? PRSTM_DELTAS_AUTO : deltas == 1 ? PRSTM_DELTAS_ON : PRSTM_DELTAS_OFF;
   if (c->runner == RUNNER_CHUNKED) c->opt.chunk_rows = log_between(&s, 1, rows > 1 ? rows - 1 : 1);
   if (c->runner == RUNNER_STREAM) {
     c->stream_batches = (unsigned)(1 + below(&s, 8));
     c->opt.chunk_rows = below(&s, 3) == 0 ? 0 : log_between(&s, 1, rows);
   }
   snprintf(c->what, sizeof c->what,
-           "%s, %s, %u threads, lock_coverage %u, %s%s, chunk_rows %llu, %u stream batches, generate seed %llu, "
-           "semantic_ratio %.2f, read_only %.2f, %llu rows asked",
+           "%s, %s, %u threads, lock_coverage %u, %s%s, deltas %s, chunk_rows %llu, %u stream batches, "
+           "generate seed %llu, semantic_ratio %.2f, read_only %.2f, %llu rows asked",
            c->wl->name, runner_names[c->runner], c->opt.threads, c->opt.lock_coverage,
            c->opt.semantic == PRSTM_SEMANTIC_RETRY ? "retry" : "postpone", c->gen.presorted ? ", presorted" : "",
+           deltas == 0   ? "auto"
+           : deltas == 1 ? "on"
+                         : "off",
            (unsigned long long)c->opt.chunk_rows, c->stream_batches, (unsigned long long)c->gen.seed,
            c->gen.semantic_ratio, c->gen.read_only, (unsigned long long)rows);
   return 0;

@@ -2,6 +2,7 @@
 #ifndef PRSTM_WORKLOAD_UTIL_H
 #define PRSTM_WORKLOAD_UTIL_H
 
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,70 @@ static inline uint64_t wl_below(uint64_t *state, uint64_t n) { return n ? wl_ran
 
 /* A draw from [0, 1), from the top 53 bits of a draw. */
 static inline double wl_unit(uint64_t *state) { return (double)(wl_rand(state) >> 11) * (1.0 / 9007199254740992.0); }
+
+/* ---- Zipfian draws ----
+ *
+ * Ranks 0 .. n - 1 with P(rank k) proportional to 1 / (k + 1)^theta, YCSB's
+ * definition of a Zipfian skew (theta 0: uniform; YCSB's default 0.99), for
+ * any theta >= 0, 1 included. The first WL_ZIPF_HEAD ranks are drawn
+ * exactly, by a search of their cumulative weights; the tail, where the
+ * weights change slowly, by inverting the integral of x^-theta from
+ * WL_ZIPF_HEAD + 1/2 on (the midpoint rule), so a draw costs a search of the
+ * head or a pow, and the table stays small for any n. */
+#define WL_ZIPF_HEAD 65536u
+typedef struct wl_zipf {
+  uint64_t n, head;
+  double theta, head_sum, total;
+  double *cumulative; /* head entries: the weights of ranks 0 .. k, summed */
+} wl_zipf;
+
+/* The integral of x^-theta from a to b. */
+static inline double wl_zipf_integral(double theta, double a, double b) {
+  if (theta == 1.0) return log(b / a);
+  return (pow(b, 1.0 - theta) - pow(a, 1.0 - theta)) / (1.0 - theta);
+}
+
+static inline int wl_zipf_init(wl_zipf *z, uint64_t n, double theta) {
+  memset(z, 0, sizeof *z);
+  z->n = n;
+  z->theta = theta;
+  z->head = n < WL_ZIPF_HEAD ? n : WL_ZIPF_HEAD;
+  z->cumulative = malloc((size_t)z->head * sizeof *z->cumulative);
+  if (!z->cumulative) return PRSTM_ENOMEM;
+  double sum = 0;
+  for (uint64_t k = 0; k < z->head; k++) z->cumulative[k] = sum += pow((double)(k + 1), -theta);
+  z->head_sum = sum;
+  z->total = sum + (n > z->head ? wl_zipf_integral(theta, (double)z->head + 0.5, (double)n + 0.5) : 0.0);
+  return 0;
+}
+
+static inline void wl_zipf_free(wl_zipf *z) { free(z->cumulative); }
+
+static inline uint64_t wl_zipf_draw(const wl_zipf *z, uint64_t *rng) {
+  double u = wl_unit(rng) * z->total;
+  if (u < z->head_sum) {
+    uint64_t lo = 0, hi = z->head - 1;
+    while (lo < hi) {
+      uint64_t mid = lo + (hi - lo) / 2;
+      if (z->cumulative[mid] > u)
+        hi = mid;
+      else
+        lo = mid + 1;
+    }
+    return lo;
+  }
+  /* In the tail: x with the integral from head + 1/2 to x equal to what is
+   * left of u; rank x - 1/2 rounded, kept within the tail. */
+  double left = u - z->head_sum, a = (double)z->head + 0.5, x;
+  if (z->theta == 1.0)
+    x = a * exp(left);
+  else
+    x = pow(pow(a, 1.0 - z->theta) + left * (1.0 - z->theta), 1.0 / (1.0 - z->theta));
+  double rank = floor(x - 0.5);
+  if (!(rank >= (double)z->head)) rank = (double)z->head;
+  if (rank > (double)(z->n - 1)) rank = (double)(z->n - 1);
+  return (uint64_t)rank;
+}
 
 /* ---- The mix of a generator ---- */
 

@@ -39,6 +39,15 @@
 #define PRSTM_POLICY_BACKOFF_SWEEP_FACTOR 8u
 #define PRSTM_POLICY_BACKOFF_MAX_NS 2000000ull
 
+/* ---- The delta path (engine/delta.h) ---- */
+
+/* Rows of the sample from which a run estimates how hot its words are. */
+#define PRSTM_POLICY_DELTA_SAMPLE_ROWS 8192u
+/* With options.deltas AUTO, a batch of declared steps takes the delta path
+ * when a transaction would meet at least this many others on its words in
+ * the STM, on average. */
+#define PRSTM_POLICY_DELTA_HOT_CONFLICTS 1.0
+
 /* ---- Publishing counts (watchdog, progress observer) ---- */
 
 /* A thread adds its commits, failures and abandonments to the global

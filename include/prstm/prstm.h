@@ -19,7 +19,7 @@ extern "C" {
  * lists the versions). A program that builds its own prstm_workload
  * (prstm_add_workload) is compiled against this header and needs no check;
  * it must be rebuilt with the library. */
-#define PRSTM_ABI_VERSION 6
+#define PRSTM_ABI_VERSION 7
 
 /* One table generates the error codes, their names and their messages, so the
  * three can never drift apart. Every function returns 0 or one of these. */
@@ -92,6 +92,31 @@ typedef struct prstm_arg_desc {
 #define PRSTM_MAX_TYPES 64
 #define PRSTM_MAX_COLUMNS 1024
 #define PRSTM_MAX_PARAMS 16
+
+#define PRSTM_MAX_DELTAS 4
+
+/* One step of a type whose body only moves amounts between words: it reads
+ * the word named by argument word_arg and writes it back with the amount of
+ * argument amount_arg added (sign +1) or taken away (sign -1), postponing or
+ * failing where the result would leave [0, 2^64). */
+typedef struct prstm_delta_desc {
+  unsigned word_arg;   /* the argument holding the word's address */
+  unsigned amount_arg; /* the argument holding the amount */
+  int sign;            /* +1 adds the amount, -1 takes it away */
+} prstm_delta_desc;
+
+/* The steps of one type (prstm_workload.steps). A type that declares steps
+ * promises that, whenever every step stays in [0, 2^64), its body commits
+ * having read each step's word once, in the order of the steps, and written
+ * exactly these values, and nothing else. The engine may then run a batch of
+ * such rows without the STM: it proves that the batch order commits every
+ * row and applies the sums (docs/DESIGN-NOTES.md, "Hot spots"). --verify
+ * replays the real bodies, so a declaration that breaks the promise is
+ * caught. n = 0: the body is opaque and runs through the STM only. */
+typedef struct prstm_type_steps {
+  unsigned n;
+  prstm_delta_desc step[PRSTM_MAX_DELTAS];
+} prstm_type_steps;
 
 /* A transaction type: its name, semantic tag (higher commits earlier), read-only
  * flag, argument layout and the strings of its own failure reasons. The body
@@ -205,6 +230,9 @@ typedef struct prstm_workload {
    * the run. NULL for single-batch workloads. */
   int (*next_round)(const struct prstm_engine *engine, const struct prstm_batch *done, unsigned round,
                     struct prstm_batch *next, char *err, size_t errlen);
+  /* The declared steps of each type, ntypes entries (prstm_type_steps), or
+   * NULL when no type declares any. */
+  const prstm_type_steps *steps;
 } prstm_workload;
 
 /* config_keys bits. PRSTM_KEYS_BANK: state.accounts (required),
@@ -253,6 +281,19 @@ typedef enum prstm_semantic_mode {
   PRSTM_SEMANTIC_RETRY = 1     /* the papers' comparator: retry in place, give up after retry_limit */
 } prstm_semantic_mode;
 
+/* Whether a batch whose every row declares its steps (prstm_delta_desc) may
+ * run as sums of its steps instead of through the STM, where the engine
+ * proves that the batch order commits every row. AUTO: when a sample of the
+ * batch shows hot words (the STM would meet conflicts); ON: whenever the
+ * proof holds; OFF: never. A batch the proof refuses runs through the STM. */
+typedef enum prstm_deltas_mode { PRSTM_DELTAS_AUTO = 0, PRSTM_DELTAS_ON = 1, PRSTM_DELTAS_OFF = 2 } prstm_deltas_mode;
+
+/* How a run executed its batch. */
+typedef enum prstm_path {
+  PRSTM_PATH_STM = 0,   /* the PR-STM kernel or threads */
+  PRSTM_PATH_DELTAS = 1 /* the proven batch order, applied as sums of declared steps */
+} prstm_path;
+
 typedef struct prstm_options {
   prstm_backend backend;
   uint32_t threads;       /* 0: every host core (CPU), or on a GPU the worker variant's
@@ -272,6 +313,7 @@ typedef struct prstm_options {
    * batch's table does not fit the GPU's memory. A chunked run has one
    * commit order across its chunks and is verified like any other. */
   uint64_t chunk_rows;
+  prstm_deltas_mode deltas;
 } prstm_options;
 
 /* Sets the defaults: auto backend, automatic threads, lock_coverage 1,
@@ -294,6 +336,10 @@ typedef struct prstm_results {
   uint64_t gpu_bytes; /* device memory used by the run, 0 on the CPU */
   char device[128];
   char fallback[256]; /* why auto chose the CPU, empty otherwise */
+  prstm_path path;
+  /* Conflicts a transaction would meet in the STM on average, estimated from
+   * a sample of the batch (deltas AUTO and ON); 0 when not estimated. */
+  double hot_estimate;
 } prstm_results;
 
 /* The engine: a workload, its shared state and options. Not thread-safe; one

@@ -18,6 +18,7 @@ int cli_exit_status(int rc, cli_phase phase);
 
 double cli_now(void);
 const char *cli_backend_name(prstm_backend b);
+const char *cli_deltas_name(prstm_deltas_mode m);
 
 /* What a run showed besides its results: times, rounds, the invariant's and
  * the certificate's verdicts. */

@@ -48,6 +48,11 @@ static const char usage_text[] =
     "                           engine.chunk_rows, else PRSTM_CHUNK_ROWS, else chunks\n"
     "                           only when the batch does not fit the GPU's memory;\n"
     "                           a chunked run is verified like any other)\n"
+    "  --deltas auto|on|off     batches whose every type declares its steps (the bank's\n"
+    "                           deposit, withdraw, transfer) may run as sums where the\n"
+    "                           batch order commits every row: auto when the batch has\n"
+    "                           hot words, on whenever that holds, off never (default:\n"
+    "                           engine.deltas, else auto)\n"
     "  --quiet                  print nothing but errors (and no progress bar)\n"
     "  --help                   show this help and exit\n"
     "  --version                show the version and exit\n"
@@ -82,6 +87,10 @@ const char *cli_backend_name(prstm_backend b) {
   return b == PRSTM_BACKEND_GPU ? "gpu" : b == PRSTM_BACKEND_CPU ? "cpu" : "auto";
 }
 
+const char *cli_deltas_name(prstm_deltas_mode m) {
+  return m == PRSTM_DELTAS_ON ? "on" : m == PRSTM_DELTAS_OFF ? "off" : "auto";
+}
+
 static int parse_u64(const char *s, uint64_t *out) {
   if (!s || !*s) return -1;
   errno = 0;
@@ -106,6 +115,7 @@ typedef struct cli_args {
   const char *lock_coverage;
   const char *watchdog;
   const char *chunk_rows;
+  const char *deltas;
   const char *results;
   const char *final_state;
   int quiet;
@@ -143,6 +153,18 @@ static int apply_overrides(const cli_args *a, prstm_config *cfg) {
     fprintf(stderr, "prstm-run: --chunk-rows: expected a positive number of rows, got '%s'\n", a->chunk_rows);
     return -1;
   }
+  if (a->deltas) {
+    if (strcmp(a->deltas, "auto") == 0)
+      cfg->options.deltas = PRSTM_DELTAS_AUTO;
+    else if (strcmp(a->deltas, "on") == 0)
+      cfg->options.deltas = PRSTM_DELTAS_ON;
+    else if (strcmp(a->deltas, "off") == 0)
+      cfg->options.deltas = PRSTM_DELTAS_OFF;
+    else {
+      fprintf(stderr, "prstm-run: --deltas: expected auto, on or off, got '%s'\n", a->deltas);
+      return -1;
+    }
+  }
   if (a->verify) cfg->options.verify = 1;
   if (a->threads && cfg->options.threads > PRSTM_MAX_THREADS) {
     fprintf(stderr, "prstm-run: --threads: at most %u, got '%s'\n", PRSTM_MAX_THREADS, a->threads);
@@ -170,6 +192,7 @@ static int parse_args(int argc, char **argv, cli_args *a) {
                                            {"verify", no_argument, NULL, 'v'},
                                            {"watchdog", required_argument, NULL, 'w'},
                                            {"chunk-rows", required_argument, NULL, 'c'},
+                                           {"deltas", required_argument, NULL, 'd'},
                                            {"help", no_argument, NULL, 'h'},
                                            {"version", no_argument, NULL, 'V'},
                                            {NULL, 0, NULL, 0}};
@@ -192,6 +215,9 @@ static int parse_args(int argc, char **argv, cli_args *a) {
         break;
       case 'f':
         a->final_state = optarg;
+        break;
+      case 'd':
+        a->deltas = optarg;
         break;
       case 'q':
         a->quiet = 1;

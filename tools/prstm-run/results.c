@@ -70,6 +70,9 @@ char *cli_results_json(const prstm_config *cfg, const prstm_engine *e, const prs
   cJSON_AddNumberToObject(eng, "lock_coverage", r->lock_coverage);
   cJSON_AddStringToObject(eng, "semantic", cfg->options.semantic == PRSTM_SEMANTIC_RETRY ? "retry" : "postpone");
   cJSON_AddNumberToObject(eng, "retry_limit", cfg->options.retry_limit);
+  cJSON_AddStringToObject(eng, "deltas", cli_deltas_name(cfg->options.deltas));
+  cJSON_AddStringToObject(root, "path", r->path == PRSTM_PATH_DELTAS ? "deltas" : "stm");
+  cJSON_AddNumberToObject(root, "hot_estimate", r->hot_estimate);
   cJSON_AddItemToObject(root, "abandoned_sample", outcome_samples(e, b, PRSTM_ABANDONED));
   cJSON_AddItemToObject(root, "failed_sample", outcome_samples(e, b, PRSTM_FAILED));
   char *text = cJSON_Print(root);
@@ -113,6 +116,13 @@ void cli_print_summary(const prstm_config *cfg, const prstm_results *r, const ru
            rep->verify.replay_s);
   printf("  backend            %s: %s, lock_coverage %u, semantic %s\n", cli_backend_name(r->backend), r->device,
          r->lock_coverage, cfg->options.semantic == PRSTM_SEMANTIC_RETRY ? "retry" : "postpone");
+  if (r->path == PRSTM_PATH_DELTAS)
+    printf("  path               deltas: the batch order commits every row (hot-word estimate %.3g)\n",
+           r->hot_estimate);
+  else if (cfg->options.deltas != PRSTM_DELTAS_OFF && r->hot_estimate > 0)
+    printf("  path               stm (hot-word estimate %.3g)\n", r->hot_estimate);
+  else
+    printf("  path               stm\n");
   if (r->backend == PRSTM_BACKEND_GPU)
     printf("  gpu memory         %.1f MiB (%.1f bytes per transaction in the table)\n", r->gpu_bytes / 1048576.0,
            r->transactions ? (double)r->gpu_bytes / (double)r->transactions : 0.0);

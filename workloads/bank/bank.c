@@ -31,6 +31,18 @@ static const prstm_type_desc bank_types[] = {
      {"balance would overflow"}},
 };
 
+/* Deposits, withdrawals and transfers declare their steps: their bodies in
+ * bank_body.h read each account once, in this order, and write it back moved
+ * by the amount, so hot batches of them may run as sums (docs/DESIGN-NOTES.md,
+ * "Hot spots"). Balance reads and transfer_multi's lists stay opaque. */
+static const prstm_type_steps bank_steps[] = {
+    [BANK_DEPOSIT] = {1, {{0, 1, +1}}},
+    [BANK_WITHDRAW] = {1, {{0, 1, -1}}},
+    [BANK_TRANSFER] = {2, {{0, 2, -1}, {1, 2, +1}}},
+    [BANK_BALANCE] = {0, {{0, 0, 0}}},
+    [BANK_TRANSFER_MULTI] = {0, {{0, 0, 0}}},
+};
+
 static int bank_init_state(const prstm_state_spec *spec, prstm_word **words, uint64_t *nwords, char *err,
                            size_t errlen) {
   if (spec->accounts == 0) {
@@ -55,10 +67,19 @@ static int bank_init_state(const prstm_state_spec *spec, prstm_word **words, uin
 static const unsigned bank_mix_fold[BANK_NTYPES] = {BANK_DEPOSIT, BANK_WITHDRAW, BANK_TRANSFER, BANK_BALANCE,
                                                     BANK_TRANSFER};
 
+/* The bank's own knob of batch.generate. */
+enum { BANK_P_SKEW = 0, BANK_NPARAMS };
+static const prstm_param_desc bank_params[BANK_NPARAMS] = {
+    {"skew", PRSTM_PARAM_GENERATE, 0.0, 0.0, 4.0, 0,
+     "Zipfian skew of the accounts random rows touch (YCSB's theta: 0 uniform, 0.99 YCSB's default; account 0 "
+     "is the hottest)"},
+};
+
 typedef struct bank_gen {
   const prstm_generate_spec *spec;
   uint64_t accounts, initial;
   uint64_t rng;
+  const wl_zipf *zipf;        /* skewed draws of accounts, or NULL for uniform ones */
   double weight[BANK_NTYPES]; /* cumulative, by type index; transfer_multi's is transfer's (see bank_mix_fold) */
   prstm_batch *batch;
 } bank_gen;
@@ -69,14 +90,24 @@ static uint64_t bank_amount(bank_gen *g) {
 
 static uint64_t bank_other_account(bank_gen *g, uint64_t a) {
   if (g->accounts < 2) return a;
+  /* Skewed: another draw from the same law, a few times, before a uniform
+   * one, so that a hot account's partners are hot too. */
+  for (int tries = 0; g->zipf && tries < 8; tries++) {
+    uint64_t b = wl_zipf_draw(g->zipf, &g->rng);
+    if (b != a) return b;
+  }
   uint64_t b = wl_below(&g->rng, g->accounts - 1);
   return b >= a ? b + 1 : b;
+}
+
+static uint64_t bank_account(bank_gen *g) {
+  return g->zipf ? wl_zipf_draw(g->zipf, &g->rng) : wl_below(&g->rng, g->accounts);
 }
 
 /* One transaction drawn from the mix, touching random accounts. */
 static int bank_emit_random(bank_gen *g) {
   unsigned type = wl_pick(&g->rng, g->weight, BANK_NTYPES);
-  uint64_t a = wl_below(&g->rng, g->accounts);
+  uint64_t a = bank_account(g);
   prstm_word args[PRSTM_MAX_COLUMNS];
   unsigned k = g->spec->accounts_per_tx;
   switch (type) {
@@ -182,6 +213,16 @@ static int bank_generate(const prstm_generate_spec *spec, const prstm_state_spec
     snprintf(err, errlen, "cannot allocate the generator's pairing tables");
     return PRSTM_ENOMEM;
   }
+  wl_zipf zipf;
+  const double skew = spec->params[BANK_P_SKEW];
+  if (skew > 0) {
+    if (wl_zipf_init(&zipf, g.accounts, skew) != 0) {
+      free(slot);
+      snprintf(err, errlen, "cannot allocate the generator's Zipfian table");
+      return PRSTM_ENOMEM;
+    }
+    g.zipf = &zipf;
+  }
   /* Pair p's account, amount and shape come from its own stream, so both
    * members agree without storing them. */
   for (uint64_t i = 0; i < n && rc == 0; i++) {
@@ -199,6 +240,7 @@ static int bank_generate(const prstm_generate_spec *spec, const prstm_state_spec
     rc = bank_emit_pair_member(&g, account, amount, extra, (int)(slot[i] & 1), as_transfer, to);
   }
   free(slot);
+  if (g.zipf) wl_zipf_free(&zipf);
   return wl_generated(batch, rc, spec->presorted, err, errlen);
 }
 
@@ -267,4 +309,7 @@ const prstm_workload prstm_workload_bank = {
     .generate = bank_generate,
     .check_invariant = bank_check_invariant,
     .config_keys = PRSTM_KEYS_BANK,
+    .nparams = BANK_NPARAMS,
+    .params = bank_params,
+    .steps = bank_steps,
 };

@@ -1,0 +1,58 @@
+/* delta.h: the delta path (cmp/cmp_delta.h) as the engine's backends call it: eligibility, the hot-word estimate, the CPU walk and the GPU kernels. */
+#ifndef DELTA_H
+#define DELTA_H
+
+#include "cmp_delta.h"
+#include "engine_internal.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Fills plan and returns 1 when every type occurring in the batch declares
+ * its steps (and the batch fits the path's 32-bit keys), else 0. */
+int engine_delta_plan(const prstm_engine *e, const prstm_batch *b, cmp_delta_plan *plan);
+/* Conflicts a transaction would meet on average with `inflight` running at
+ * once in the STM, from a sample of the batch's steps. */
+double engine_delta_hot_estimate(const prstm_engine *e, const prstm_batch *b, const cmp_delta_plan *plan,
+                                 uint32_t inflight);
+/* Whether a run with `inflight` STM threads should try the delta path, by
+ * options.deltas and the estimate (recorded in res->hot_estimate); fills
+ * plan when it should. */
+int engine_delta_want(const prstm_engine *e, const prstm_batch *b, uint32_t inflight, cmp_delta_plan *plan,
+                      prstm_results *res);
+/* The CPU's proof and apply in one walk in batch order. Returns 1 when the
+ * batch committed on the delta path (state, statuses, and with verification
+ * the commit order and read hashes written), 0 when the proof was refused
+ * and nothing changed. */
+int engine_delta_run_cpu(prstm_engine *e, prstm_batch *b, const cmp_delta_plan *plan);
+/* Counts and the final progress report of a batch that committed on the
+ * delta path. */
+void engine_delta_results(prstm_engine *e, const prstm_batch *b, prstm_results *res);
+
+#ifdef PRSTM_HAVE_CUDA
+/* The device's side of one run, in device memory: the state, the table's
+ * columns (args with stride n) and, with verification, seq and read_hash. */
+typedef struct delta_gpu_table {
+  uint64_t *words;
+  uint64_t nwords;
+  const uint8_t *type;
+  const uint64_t *args;
+  uint32_t ncols;
+  uint64_t n;
+  uint8_t *status;
+  uint64_t *seq, *read_hash;
+} delta_gpu_table;
+/* The GPU's proof (a stable sort of the steps by word and a scan of each
+ * word's steps) and apply. *applied is 1 when the batch committed on the
+ * delta path, 0 when the proof was refused (or its buffers do not fit the
+ * free memory) and nothing changed; *ms is the time of its kernels. */
+int delta_gpu_run(const delta_gpu_table *t, const cmp_delta_plan *plan, int *applied, float *ms, char *err,
+                  size_t errlen);
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DELTA_H */

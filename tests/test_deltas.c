@@ -1,0 +1,183 @@
+/* test_deltas.c: the delta path: hot batches of declared steps commit as sums in batch order, on the CPU and the GPU, verified; the proof refuses what it cannot take, and a wrong declaration is caught. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "prstm.h"
+#include "test_backend.h"
+
+/* A bank engine on backend with threads, verification on, deltas as given. */
+static prstm_engine *open_bank(const prstm_workload *wl, prstm_backend backend, uint32_t threads,
+                               prstm_deltas_mode deltas, uint64_t accounts, uint64_t balance) {
+  prstm_options opt;
+  test_options(&opt, backend, threads, 1);
+  opt.deltas = deltas;
+  prstm_engine *e = NULL;
+  cr_assert_eq(prstm_engine_create(&e, wl, &opt), 0);
+  prstm_state_spec s = {.accounts = accounts, .initial_balance = balance};
+  cr_assert_eq(prstm_engine_init_state(e, &s), 0, "%s", prstm_engine_error(e));
+  return e;
+}
+
+/* n transfers (and every tenth a deposit or withdrawal) among `accounts`. */
+static prstm_batch *hot_batch(const prstm_workload *wl, uint64_t n, uint64_t accounts, uint64_t seed) {
+  prstm_batch *b = NULL;
+  cr_assert_eq(prstm_batch_create(&b, wl), 0);
+  uint64_t x = seed;
+  for (uint64_t i = 0; i < n; i++) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    uint64_t from = (x >> 33) % accounts, to = (x >> 13) % accounts, amount = 1 + (x >> 50) % 10;
+    prstm_word args[3] = {from, to, amount};
+    if (i % 10 == 3)
+      cr_assert_eq(prstm_batch_append_named(b, "deposit", args + 1, 2), 0);
+    else if (i % 10 == 7)
+      cr_assert_eq(prstm_batch_append_named(b, "withdraw", args, 2), 0);
+    else
+      cr_assert_eq(prstm_batch_append_named(b, "transfer", args, 3), 0);
+  }
+  return b;
+}
+
+/* Runs and checks the certificate: the serial replay in the commit order
+ * gives the same outcomes, read hashes and final state. */
+static prstm_results run_verified(prstm_engine *e, prstm_batch *b) {
+  prstm_results res;
+  cr_assert_eq(prstm_engine_run(e, b, &res), 0, "%s", prstm_engine_error(e));
+  prstm_verify_report rep;
+  cr_assert_eq(prstm_engine_verify(e, b, &rep), 0, "%s", prstm_engine_error(e));
+  cr_assert(rep.ok, "verify: %s", rep.message);
+  return res;
+}
+
+static void hot_batch_commits_as_sums(prstm_backend backend) {
+  const prstm_workload *wl = prstm_workload_find("bank");
+  test_need_backend(wl, backend);
+  const uint64_t n = 50000, accounts = 16;
+  prstm_batch *b = hot_batch(wl, n, accounts, 11);
+  prstm_engine *on = open_bank(wl, backend, 0, PRSTM_DELTAS_ON, accounts, 1000000);
+  prstm_results r = run_verified(on, b);
+  cr_assert_eq(r.path, PRSTM_PATH_DELTAS, "the hot batch did not take the delta path");
+  cr_assert_eq(r.committed, n);
+  cr_assert_eq(r.aborts, 0);
+  /* The same batch through the STM ends in the same state: with every row
+   * committed, the state is the sums whatever the order. */
+  prstm_engine *off = open_bank(wl, PRSTM_BACKEND_CPU, 4, PRSTM_DELTAS_OFF, accounts, 1000000);
+  prstm_results s = run_verified(off, b);
+  cr_assert_eq(s.path, PRSTM_PATH_STM);
+  cr_assert_eq(s.committed, n);
+  const prstm_word *a = prstm_engine_state(on, NULL), *c = prstm_engine_state(off, NULL);
+  for (uint64_t i = 0; i < accounts; i++) cr_assert_eq(a[i], c[i], "account %llu differs", (unsigned long long)i);
+  prstm_engine_destroy(on);
+  prstm_engine_destroy(off);
+  prstm_batch_destroy(b);
+}
+
+Test(deltas, hot_batch_commits_as_sums_in_batch_order_on_the_cpu) { hot_batch_commits_as_sums(PRSTM_BACKEND_CPU); }
+Test(deltas, hot_batch_commits_as_sums_in_batch_order_on_the_gpu) { hot_batch_commits_as_sums(PRSTM_BACKEND_GPU); }
+
+/* Balances of 20 cannot fund the batch in batch order: the proof refuses,
+ * and the STM runs the batch on the untouched state, exactly as with the
+ * path off (one thread each, so both runs are the same serial walk). */
+static void refused_proof_leaves_the_batch_to_the_stm(prstm_backend backend) {
+  const prstm_workload *wl = prstm_workload_find("bank");
+  test_need_backend(wl, backend);
+  const uint64_t n = 20000, accounts = 16;
+  prstm_batch *b = hot_batch(wl, n, accounts, 12);
+  prstm_engine *on = open_bank(wl, backend, 1, PRSTM_DELTAS_ON, accounts, 20);
+  prstm_results r = run_verified(on, b);
+  cr_assert_eq(r.path, PRSTM_PATH_STM);
+  cr_assert_gt(r.abandoned, 0, "the batch was meant to leave withdrawals unfunded");
+  prstm_engine *off = open_bank(wl, backend, 1, PRSTM_DELTAS_OFF, accounts, 20);
+  prstm_results s = run_verified(off, b);
+  cr_assert_eq(r.committed, s.committed);
+  cr_assert_eq(r.abandoned, s.abandoned);
+  const prstm_word *a = prstm_engine_state(on, NULL), *c = prstm_engine_state(off, NULL);
+  for (uint64_t i = 0; i < accounts; i++) cr_assert_eq(a[i], c[i], "account %llu differs", (unsigned long long)i);
+  prstm_engine_destroy(on);
+  prstm_engine_destroy(off);
+  prstm_batch_destroy(b);
+}
+
+Test(deltas, refused_proof_leaves_the_batch_to_the_stm_on_the_cpu) {
+  refused_proof_leaves_the_batch_to_the_stm(PRSTM_BACKEND_CPU);
+}
+Test(deltas, refused_proof_leaves_the_batch_to_the_stm_on_the_gpu) {
+  refused_proof_leaves_the_batch_to_the_stm(PRSTM_BACKEND_GPU);
+}
+
+/* A withdrawal before the deposit that funds it: batch order fails its
+ * guard, though another order commits both. The proof is about batch order,
+ * so it refuses, and the STM postpones the withdrawal until the deposit. */
+Test(deltas, withdrawal_before_its_deposit_is_left_to_the_stm) {
+  const prstm_workload *wl = prstm_workload_find("bank");
+  prstm_engine *e = open_bank(wl, PRSTM_BACKEND_CPU, 2, PRSTM_DELTAS_ON, 2, 0);
+  prstm_batch *b = NULL;
+  cr_assert_eq(prstm_batch_create(&b, wl), 0);
+  prstm_word w[2] = {0, 5}, d[2] = {0, 5};
+  cr_assert_eq(prstm_batch_append_named(b, "withdraw", w, 2), 0);
+  cr_assert_eq(prstm_batch_append_named(b, "deposit", d, 2), 0);
+  prstm_results r = run_verified(e, b);
+  cr_assert_eq(r.path, PRSTM_PATH_STM);
+  cr_assert_eq(r.committed, 2);
+  cr_assert_eq(prstm_engine_state(e, NULL)[0], 0);
+  prstm_engine_destroy(e);
+  prstm_batch_destroy(b);
+}
+
+/* A balance read is opaque (it has a result): a batch holding one runs
+ * through the STM even with the path on. */
+Test(deltas, batch_with_an_opaque_type_runs_through_the_stm) {
+  const prstm_workload *wl = prstm_workload_find("bank");
+  prstm_engine *e = open_bank(wl, PRSTM_BACKEND_CPU, 2, PRSTM_DELTAS_ON, 16, 1000);
+  prstm_batch *b = hot_batch(wl, 1000, 16, 13);
+  prstm_word a[1] = {3};
+  cr_assert_eq(prstm_batch_append_named(b, "balance", a, 1), 0);
+  prstm_results r = run_verified(e, b);
+  cr_assert_eq(r.path, PRSTM_PATH_STM);
+  cr_assert_eq(r.committed, 1001);
+  prstm_engine_destroy(e);
+  prstm_batch_destroy(b);
+}
+
+/* AUTO takes the path where the sample shows hot words for the threads in
+ * flight, and leaves a batch spread over many words to the STM. */
+Test(deltas, auto_takes_the_path_for_hot_words_only) {
+  const prstm_workload *wl = prstm_workload_find("bank");
+  prstm_engine *hot = open_bank(wl, PRSTM_BACKEND_CPU, 16, PRSTM_DELTAS_AUTO, 16, 1000000);
+  prstm_batch *b = hot_batch(wl, 20000, 16, 14);
+  prstm_results r = run_verified(hot, b);
+  cr_assert_eq(r.path, PRSTM_PATH_DELTAS, "estimate %g", r.hot_estimate);
+  cr_assert_geq(r.hot_estimate, 1.0);
+  prstm_batch *spread = hot_batch(wl, 20000, 1000000, 15);
+  prstm_engine *cold = open_bank(wl, PRSTM_BACKEND_CPU, 16, PRSTM_DELTAS_AUTO, 1000000, 1000000);
+  prstm_results s = run_verified(cold, spread);
+  cr_assert_eq(s.path, PRSTM_PATH_STM, "estimate %g", s.hot_estimate);
+  cr_assert_lt(s.hot_estimate, 1.0);
+  prstm_engine_destroy(hot);
+  prstm_engine_destroy(cold);
+  prstm_batch_destroy(b);
+  prstm_batch_destroy(spread);
+}
+
+/* A workload whose deposit declares the wrong sign: the delta path applies
+ * the declaration, and the certificate, which replays the real bodies, must
+ * refuse the run. */
+Test(deltas, wrong_declaration_is_caught_by_verify) {
+  static prstm_type_steps wrong[PRSTM_MAX_TYPES];
+  prstm_workload wl = *prstm_workload_find("bank");
+  memcpy(wrong, wl.steps, wl.ntypes * sizeof *wrong);
+  int deposit = prstm_type_find(&wl, "deposit");
+  cr_assert_geq(deposit, 0);
+  wrong[deposit].step[0].sign = -1;
+  wl.steps = wrong;
+  prstm_engine *e = open_bank(&wl, PRSTM_BACKEND_CPU, 2, PRSTM_DELTAS_ON, 16, 1000000);
+  prstm_batch *b = hot_batch(&wl, 1000, 16, 16);
+  prstm_results res;
+  cr_assert_eq(prstm_engine_run(e, b, &res), 0, "%s", prstm_engine_error(e));
+  cr_assert_eq(res.path, PRSTM_PATH_DELTAS);
+  prstm_verify_report rep;
+  cr_assert_eq(prstm_engine_verify(e, b, &rep), 0, "%s", prstm_engine_error(e));
+  cr_assert(!rep.ok, "a wrong declaration passed verification");
+  prstm_engine_destroy(e);
+  prstm_batch_destroy(b);
+}
