@@ -11,7 +11,7 @@
 enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2, EXIT_INCOMPLETE = 3 };
 
 /* The series of the sweeps, which --series selects from. */
-#define SERIES_COUNT 8
+#define SERIES_COUNT 12
 extern const char *const series_names[SERIES_COUNT];
 
 /* ---- Runners: the ways one point's batch is executed. ---- */
@@ -24,15 +24,29 @@ typedef enum runner_id {
   R_CPU_RETRY,
   R_CPU_SERIAL,
   R_CPU_PLAIN,
+  /* The engine with the delta path off (the STM alone) and on (wherever its
+   * proof holds), beside the default (auto) of gpu_postpone and
+   * cpu_postpone: the contention experiment's runners. */
+  R_GPU_STM,
+  R_GPU_DELTAS,
+  R_CPU_STM,
+  R_CPU_DELTAS,
   R_COUNT
 } runner_id;
 
 extern const char *const runner_names[R_COUNT];
 #define RUNNER_BIT(r) (1u << (r))
 #define RUNNERS_ALL ((1u << R_COUNT) - 1)
+#define RUNNERS_DELTAS \
+  (RUNNER_BIT(R_GPU_STM) | RUNNER_BIT(R_GPU_DELTAS) | RUNNER_BIT(R_CPU_STM) | RUNNER_BIT(R_CPU_DELTAS))
+/* What a point runs unless it asks for more: every runner but the delta
+ * path's pairs, which only the contention experiment compares. */
+#define RUNNERS_DEFAULT (RUNNERS_ALL & ~RUNNERS_DELTAS)
 /* The ceiling and the plain loop execute bank rows only. */
 #define RUNNERS_BANK_ONLY (RUNNER_BIT(R_GPU_CEILING) | RUNNER_BIT(R_CPU_PLAIN))
-#define RUNNERS_GPU (RUNNER_BIT(R_GPU_POSTPONE) | RUNNER_BIT(R_GPU_RETRY) | RUNNER_BIT(R_GPU_CEILING))
+#define RUNNERS_GPU                                                                                           \
+  (RUNNER_BIT(R_GPU_POSTPONE) | RUNNER_BIT(R_GPU_RETRY) | RUNNER_BIT(R_GPU_CEILING) | RUNNER_BIT(R_GPU_STM) | \
+   RUNNER_BIT(R_GPU_DELTAS))
 
 typedef struct bench_opts {
   const char *out_dir;

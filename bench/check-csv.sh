@@ -20,7 +20,7 @@ need_runners() {
   done
 }
 
-for name in bank-accounts bank-coverage bank-threads bank-size semantic-bank semantic-vacation workloads-threads workloads-coverage targets-runs; do
+for name in bank-accounts bank-coverage bank-threads bank-size semantic-bank semantic-vacation workloads-threads workloads-coverage targets-runs contention; do
   f=$dir/$name.csv
   if [ ! -s "$f" ]; then fail "$f: missing or empty"; continue; fi
   [ "$(head -1 "$f")" = "$header" ] || fail "$f: header is not prstm-bench's"

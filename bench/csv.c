@@ -31,7 +31,8 @@ void write_rows(FILE *f, const bench_point *p, bench_row *rows) {
     bench_csv_clean(r->device);
     bench_csv_clean(r->note);
     fprintf(f, "%s,%s,%s,%s,%.6g,%s,%s,%s,%s", p->experiment, p->wl->name, p->series, p->x_name, p->x, runner_names[id],
-            row_status_names[r->status], r->backend ? r->backend : (id <= R_GPU_CEILING ? "gpu" : "cpu"), r->device);
+            row_status_names[r->status], r->backend ? r->backend : (RUNNER_BIT(id) & RUNNERS_GPU ? "gpu" : "cpu"),
+            r->device);
     if (counted)
       fprintf(f, ",%u", r->threads);
     else
@@ -49,7 +50,7 @@ void write_rows(FILE *f, const bench_point *p, bench_row *rows) {
     csv_num(f, row_e2e_tx_s(r));
     /* Ratios to the baselines of the same point and batch: kernel against
      * kernel for the ceiling, end to end for the serial replay and the CPU. */
-    csv_num(f, ok && id <= R_GPU_RETRY && ceiling > 0 ? row_tx_s(r) / ceiling : 0);
+    csv_num(f, ok && (RUNNER_BIT(id) & RUNNERS_GPU) && id != R_GPU_CEILING && ceiling > 0 ? row_tx_s(r) / ceiling : 0);
     csv_num(f, ok && serial > 0 ? row_e2e_tx_s(r) / serial : 0);
     csv_num(f, ok && cpu > 0 ? row_e2e_tx_s(r) / cpu : 0);
     if (ok && r->gpu_bytes)

@@ -51,7 +51,7 @@ static void point_init(const bench_ctx *c, bench_point *p, const prstm_workload 
   p->gen.seed = c->o.seed;
   p->cpu_threads = c->o.cpu_threads;
   p->lock_coverage = 1;
-  p->runners = RUNNERS_ALL;
+  p->runners = RUNNERS_DEFAULT;
 }
 
 /* A bank point of 2-account transfers (or accounts_per_tx-wide ones) on the
@@ -350,6 +350,79 @@ static int exp_workloads(bench_ctx *c, int coverage) {
   return status;
 }
 
+/* contention: the engine at hot spots. Two-account transfers (amounts 1 to
+ * 10 on balances of 10^6, so no semantic conflict) on 16 to 10^7 accounts,
+ * and on 2.5M accounts at Zipfian skews up to 1.2; every runner on the same
+ * batch of a point, with the delta path's pairs (the STM alone, the path
+ * wherever its proof holds) beside the engine's default, every run
+ * verified. Points hot enough to cost the STM alone minutes per run (fewer
+ * than 1,000 accounts, skew above 0.9) take a tenth of the transfers. Then
+ * the workloads whose types are opaque to the path (kmeans, skiplist,
+ * graph, vacation) and wide transfers of 16 accounts, through the STM. */
+static bench_point contention_bank(const bench_ctx *c, const char *series, uint64_t transactions, uint64_t accounts) {
+  bench_point p = bank_point(c, "contention", series, transactions, 0.0);
+  p.state.accounts = accounts;
+  p.state.initial_balance = 1000000;
+  p.gen.amount_min = 1;
+  p.gen.amount_max = 10;
+  p.runners = RUNNERS_ALL;
+  p.verify = 1;
+  return p;
+}
+
+static int exp_contention(bench_ctx *c) {
+  FILE *f = bench_open_csv(c, "contention");
+  if (!f) return PRSTM_EIO;
+  const uint64_t full_n = c->o.transactions ? c->o.transactions : c->o.quick ? 20000 : 2000000, hot_n = full_n / 10;
+  static const uint64_t full_accounts[] = {16, 64, 100, 1000, 10000, 100000, 1000000, 10000000},
+                        quick_accounts[] = {16, 1000, 100000};
+  static const double full_skew[] = {0.0, 0.5, 0.8, 0.99, 1.1, 1.2}, quick_skew[] = {0.0, 0.99, 1.2};
+  const unsigned na = c->o.quick ? 3 : 8, ns = c->o.quick ? 3 : 6;
+  bench_row rows[R_COUNT];
+  int status = 0;
+  for (unsigned i = 0; i < na; i++) {
+    const uint64_t a = (c->o.quick ? quick_accounts : full_accounts)[i];
+    bench_point p = contention_bank(c, "accounts", a < 1000 ? hot_n : full_n, a);
+    p.x_name = "accounts";
+    p.x = (double)a;
+    run_point(c, &p, f, rows);
+  }
+  const uint64_t skew_accounts = c->o.quick ? 100000 : 2500000;
+  for (unsigned i = 0; i < ns; i++) {
+    const double theta = (c->o.quick ? quick_skew : full_skew)[i];
+    bench_point p = contention_bank(c, "skew", theta > 0.9 ? hot_n : full_n, skew_accounts);
+    p.x_name = "skew";
+    p.x = theta;
+    if (set_param(p.wl, p.gen.params, "skew", theta)) status = PRSTM_EUNKNOWN;
+    run_point(c, &p, f, rows);
+  }
+  static const char *const wls[] = {"kmeans", "skiplist", "graph"};
+  for (unsigned w = 0; w < 3; w++) {
+    bench_point p;
+    if (workload_point(c, wls[w], &p)) {
+      status = PRSTM_EUNKNOWN;
+      continue;
+    }
+    p.experiment = "contention";
+    p.x_name = "point";
+    p.verify = 1;
+    run_point(c, &p, f, rows);
+  }
+  bench_point v = vacation_point(c, "contention", "vacation", 0.0, 0);
+  v.x_name = "point";
+  v.x = 0;
+  v.verify = 1;
+  run_point(c, &v, f, rows);
+  bench_point wide = contention_bank(c, "wide", hot_n, 10000);
+  wide.gen.accounts_per_tx = 16;
+  wide.runners = RUNNERS_DEFAULT;
+  wide.x_name = "accounts_per_tx";
+  wide.x = 16;
+  run_point(c, &wide, f, rows);
+  fclose(f);
+  return status;
+}
+
 static int exp_semantic_bank(bench_ctx *c) { return exp_semantic(c, 0); }
 static int exp_semantic_vacation(bench_ctx *c) { return exp_semantic(c, 1); }
 static int exp_workloads_threads(bench_ctx *c) { return exp_workloads(c, 0); }
@@ -366,5 +439,6 @@ const bench_experiment bench_experiments[] = {
     {"workloads-threads", exp_workloads_threads},
     {"workloads-coverage", exp_workloads_coverage},
     {"targets", exp_targets},
+    {"contention", exp_contention},
 };
 const unsigned bench_experiment_count = sizeof bench_experiments / sizeof bench_experiments[0];

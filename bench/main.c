@@ -12,8 +12,8 @@
 
 #include "bench.h"
 
-const char *const series_names[SERIES_COUNT] = {"update",    "ro20",     "unsorted", "presorted",
-                                                "transfers", "skiplist", "kmeans",   "graph"};
+const char *const series_names[SERIES_COUNT] = {"update", "ro20",  "unsorted", "presorted", "transfers", "skiplist",
+                                                "kmeans", "graph", "accounts", "skew",      "vacation",  "wide"};
 
 static const char usage_text[] =
     "usage: prstm-bench [options] [EXPERIMENT...]\n"
@@ -35,6 +35,9 @@ static const char usage_text[] =
     "  workloads-coverage  skiplist, kmeans and graph against lock coverage\n"
     "  targets             the engine's targets against the ceiling and the CPU (targets.csv,\n"
     "                      runs in targets-runs.csv; docs/BENCHMARKS.md)\n"
+    "  contention          hot spots: transfers on 16 to 10^7 accounts and at Zipfian skews\n"
+    "                      to 1.2, with the delta path off, auto and on; kmeans, skiplist,\n"
+    "                      graph, vacation and 16-account transfers; every run verified\n"
     "  bank                the four bank-* experiments\n"
     "  semantic            semantic-bank and semantic-vacation\n"
     "  workloads           workloads-threads and workloads-coverage\n"
@@ -55,9 +58,11 @@ static const char usage_text[] =
     "                          (default 8000000, 20000 with --quick)\n"
     "  --runners LIST          comma-separated runners to run (default: all of them):\n"
     "                          gpu_postpone,gpu_retry,gpu_ceiling,cpu_postpone,cpu_retry,\n"
-    "                          cpu_serial,cpu_plain\n"
+    "                          cpu_serial,cpu_plain, and in contention gpu_stm,gpu_deltas,\n"
+    "                          cpu_stm,cpu_deltas (the delta path off and on)\n"
     "  --series LIST           comma-separated series to run (default: all): update, ro20,\n"
-    "                          unsorted, presorted, transfers, skiplist, kmeans, graph; the\n"
+    "                          unsorted, presorted, transfers, skiplist, kmeans, graph,\n"
+    "                          accounts, skew, vacation, wide; the\n"
     "                          points of other series are neither run nor written (targets\n"
     "                          always runs whole)\n"
     "  --cpu-threads N         threads of the CPU backend runners (default 0: every host core)\n"
@@ -175,29 +180,35 @@ static void write_meta(const bench_ctx *c, int argc, char **argv, const char *wh
   fclose(m);
 }
 
-/* Creates the GPU context and loads the kernels before anything is timed,
- * so that the first point's end-to-end time does not carry them. */
+/* Creates the GPU context and loads the kernels, the STM's and the delta
+ * path's, before anything is timed, so that the first point's times do not
+ * carry them (the runtime loads a kernel at its first launch). */
 static void gpu_warm_up(const bench_ctx *c) {
-  prstm_options opt;
-  prstm_options_init(&opt);
-  opt.backend = PRSTM_BACKEND_GPU;
-  prstm_engine *e = NULL;
-  prstm_batch *b = NULL;
-  prstm_state_spec s;
-  prstm_state_spec_init(&prstm_workload_bank, &s);
-  s.accounts = 1000;
-  s.initial_balance = 10;
-  prstm_results r;
-  int rc = prstm_engine_create(&e, &prstm_workload_bank, &opt);
-  if (!rc) rc = prstm_engine_init_state(e, &s);
-  if (!rc) rc = prstm_batch_create(&b, &prstm_workload_bank);
-  prstm_word args[3] = {1, 2, 1};
-  if (!rc) rc = prstm_batch_append(b, (unsigned)prstm_type_find(&prstm_workload_bank, "transfer"), args, 3);
-  if (!rc) rc = prstm_engine_run(e, b, &r);
-  if (rc) fprintf(stderr, "prstm-bench: GPU warm-up run failed: %s\n", e ? prstm_engine_error(e) : prstm_strerror(rc));
+  static const prstm_deltas_mode modes[2] = {PRSTM_DELTAS_OFF, PRSTM_DELTAS_ON};
+  for (unsigned m = 0; m < 2; m++) {
+    prstm_options opt;
+    prstm_options_init(&opt);
+    opt.backend = PRSTM_BACKEND_GPU;
+    opt.deltas = modes[m];
+    prstm_engine *e = NULL;
+    prstm_batch *b = NULL;
+    prstm_state_spec s;
+    prstm_state_spec_init(&prstm_workload_bank, &s);
+    s.accounts = 1000;
+    s.initial_balance = 10;
+    prstm_results r;
+    int rc = prstm_engine_create(&e, &prstm_workload_bank, &opt);
+    if (!rc) rc = prstm_engine_init_state(e, &s);
+    if (!rc) rc = prstm_batch_create(&b, &prstm_workload_bank);
+    prstm_word args[3] = {1, 2, 1};
+    if (!rc) rc = prstm_batch_append(b, (unsigned)prstm_type_find(&prstm_workload_bank, "transfer"), args, 3);
+    if (!rc) rc = prstm_engine_run(e, b, &r);
+    if (rc)
+      fprintf(stderr, "prstm-bench: GPU warm-up run failed: %s\n", e ? prstm_engine_error(e) : prstm_strerror(rc));
+    prstm_batch_destroy(b);
+    prstm_engine_destroy(e);
+  }
   (void)c;
-  prstm_batch_destroy(b);
-  prstm_engine_destroy(e);
 }
 
 int main(int argc, char **argv) {

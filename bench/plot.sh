@@ -30,19 +30,17 @@ plot_sweep() {
       if (!(s in seen)) {seen[s] = 1; order[++ns] = s}
       file = out "/" s "__" r ".dat"
       print $col["x"], $col["tx_s"] >> file
-      xname = $col["x_name"]; wl[s] = $col["workload"]
+      xname[s] = $col["x_name"]; wl[s] = $col["workload"]
+      if (!(s in minx) || $col["x"] + 0 < minx[s]) minx[s] = $col["x"] + 0
     }
     END {
-      printf "%s\n", xname > (out "/xname")
-      for (i = 1; i <= ns; i++) printf "%s %s\n", order[i], wl[order[i]] > (out "/series")
+      for (i = 1; i <= ns; i++) printf "%s %s %s %g\n", order[i], wl[order[i]], xname[order[i]], minx[order[i]] > (out "/series")
     }' "$csv"
   if [ ! -s "$work/series" ]; then
     echo "plot.sh: $csv has no measured rows; no plot" >&2
     return 0
   fi
-  local xname logx="set logscale x 2" nseries
-  xname=$(cat "$work/xname")
-  [ "$xname" = semantic_ratio ] && logx="unset logscale x"
+  local nseries
   nseries=$(wc -l <"$work/series")
   {
     echo "set terminal pngcairo size $((560 * nseries)),480 font 'sans,10'"
@@ -50,16 +48,26 @@ plot_sweep() {
     echo "set datafile separator whitespace"
     echo "set multiplot layout 1,$nseries title '$name: committed tx/s of execution (GPU: kernel time), each point checked'"
     echo "set logscale y 10"
-    echo "$logx"
     echo "set format y '%.0e'"
     echo "set grid"
     echo "set key bottom left font 'sans,8'"
-    echo "set xlabel '${xname//_/ }'"
     echo "set ylabel 'committed tx/s'"
-    while read -r series workload; do
+    # Each panel has its own knob; a log scale where every x is positive
+    # (thread counts, accounts), linear otherwise (ratios, skews, and the
+    # single points of a workload, drawn at x = 0).
+    while read -r series workload xname minx; do
       if [ "$series" = "$workload" ]; then echo "set title '$workload' noenhanced"; else echo "set title '$workload: $series' noenhanced"; fi
+      echo "set xlabel '${xname//_/ }'"
+      if awk -v m="$minx" -v n="$xname" 'BEGIN {exit !(m > 0 && n != "semantic_ratio" && n != "skew")}'; then
+        echo "set logscale x 2"; echo "set autoscale x"
+      elif [ "$minx" = 0 ] && [ "$xname" = point ]; then
+        echo "unset logscale x"; echo "set xrange [-1:1]"
+      else
+        echo "unset logscale x"; echo "set autoscale x"
+      fi
       local plots=""
-      for runner in gpu_postpone gpu_retry gpu_ceiling cpu_postpone cpu_retry cpu_serial cpu_plain; do
+      for runner in gpu_postpone gpu_retry gpu_ceiling gpu_stm gpu_deltas cpu_postpone cpu_retry cpu_serial cpu_plain \
+        cpu_stm cpu_deltas; do
         local f=$work/${series}__$runner.dat
         [ -s "$f" ] || continue
         sort -g "$f" -o "$f"

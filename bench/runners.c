@@ -11,7 +11,8 @@
 #include "bench.h"
 
 const char *const runner_names[R_COUNT] = {"gpu_postpone", "gpu_retry",  "gpu_ceiling", "cpu_postpone",
-                                           "cpu_retry",    "cpu_serial", "cpu_plain"};
+                                           "cpu_retry",    "cpu_serial", "cpu_plain",   "gpu_stm",
+                                           "gpu_deltas",   "cpu_stm",    "cpu_deltas"};
 const char *const row_status_names[] = {"not_run", "ok", "unavailable", "failed", "timeout", "skipped", "incomplete"};
 
 double bench_now(void) {
@@ -151,7 +152,8 @@ static int check_round(unsigned round, prstm_batch *batch, const prstm_results *
 }
 
 static int engine_run_once(const bench_ctx *c, const bench_point *p, prstm_backend backend, prstm_semantic_mode mode,
-                           uint32_t threads, int verify, prstm_batch *batch, bench_row *row, engine_run *out) {
+                           prstm_deltas_mode deltas, uint32_t threads, int verify, prstm_batch *batch, bench_row *row,
+                           engine_run *out) {
   memset(out, 0, sizeof *out);
   out->verify_ok = -1;
   prstm_options opt;
@@ -162,6 +164,7 @@ static int engine_run_once(const bench_ctx *c, const bench_point *p, prstm_backe
   opt.semantic = mode;
   opt.retry_limit = 100;
   opt.verify = verify;
+  opt.deltas = deltas;
   opt.watchdog_s = (uint32_t)(c->o.timeout_point_s > 1 ? c->o.timeout_point_s : 1);
   prstm_engine *e = NULL;
   prstm_batch *current = batch;
@@ -229,9 +232,14 @@ done:
  * order recorded and replayed serially (never timed: recording it costs). */
 static void run_engine_runner(bench_ctx *c, const bench_point *p, runner_id id, prstm_batch *batch, double point_start,
                               bench_row *row) {
-  const int gpu = id == R_GPU_POSTPONE || id == R_GPU_RETRY;
+  const int gpu = id == R_GPU_POSTPONE || id == R_GPU_RETRY || id == R_GPU_STM || id == R_GPU_DELTAS;
   const prstm_semantic_mode mode =
       id == R_GPU_RETRY || id == R_CPU_RETRY ? PRSTM_SEMANTIC_RETRY : PRSTM_SEMANTIC_POSTPONE;
+  /* The engine's runners take the default (auto); the papers' comparators
+   * and the serial replay stay the STM they are, like the _stm pair. */
+  const prstm_deltas_mode deltas = id == R_GPU_DELTAS || id == R_CPU_DELTAS       ? PRSTM_DELTAS_ON
+                                   : id == R_GPU_POSTPONE || id == R_CPU_POSTPONE ? PRSTM_DELTAS_AUTO
+                                                                                  : PRSTM_DELTAS_OFF;
   uint32_t threads = gpu ? p->gpu_threads : id == R_CPU_SERIAL ? 1 : p->cpu_threads;
   row->backend = gpu ? "gpu" : "cpu";
   double *kernel = calloc(c->o.repeat, sizeof *kernel), *e2e = calloc(c->o.repeat, sizeof *e2e);
@@ -252,7 +260,8 @@ static void run_engine_runner(bench_ctx *c, const bench_point *p, runner_id id, 
                c->o.repeat);
       break;
     }
-    if (engine_run_once(c, p, gpu ? PRSTM_BACKEND_GPU : PRSTM_BACKEND_CPU, mode, threads, 0, batch, row, &run)) break;
+    if (engine_run_once(c, p, gpu ? PRSTM_BACKEND_GPU : PRSTM_BACKEND_CPU, mode, deltas, threads, 0, batch, row, &run))
+      break;
     if (row->status == ROW_INCOMPLETE) {
       incomplete = 1;
       break;
@@ -269,7 +278,8 @@ static void run_engine_runner(bench_ctx *c, const bench_point *p, runner_id id, 
     free(kernel);
     free(e2e);
     bench_row vrow = *row;
-    int rc = engine_run_once(c, p, gpu ? PRSTM_BACKEND_GPU : PRSTM_BACKEND_CPU, mode, threads, 1, batch, &vrow, &run);
+    int rc = engine_run_once(c, p, gpu ? PRSTM_BACKEND_GPU : PRSTM_BACKEND_CPU, mode, deltas, threads, 1, batch, &vrow,
+                             &run);
     if (rc != 0 || run.verify_ok != 1) {
       row->status = ROW_FAILED;
       snprintf(row->verify, sizeof row->verify, "failed");
@@ -298,7 +308,8 @@ static void run_engine_runner(bench_ctx *c, const bench_point *p, runner_id id, 
     return;
   }
   bench_row vrow = *row;
-  if (engine_run_once(c, p, gpu ? PRSTM_BACKEND_GPU : PRSTM_BACKEND_CPU, mode, threads, 1, batch, &vrow, &run)) {
+  if (engine_run_once(c, p, gpu ? PRSTM_BACKEND_GPU : PRSTM_BACKEND_CPU, mode, deltas, threads, 1, batch, &vrow,
+                      &run)) {
     row->status = ROW_FAILED;
     snprintf(row->verify, sizeof row->verify, "failed");
     row_note(row, "verified run: %s", vrow.note);

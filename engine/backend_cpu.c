@@ -146,7 +146,13 @@ out:
  * order commits every row (engine/delta.h), else through the STM threads. */
 static int cpu_run(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *v, prstm_results *res) {
   cmp_delta_plan plan;
-  if (engine_delta_want(e, b, cpu_threads(e), &plan, res)) {
+  engine_contention hot;
+  memset(&hot, 0, sizeof hot);
+  if (e->opt.deltas != PRSTM_DELTAS_OFF) {
+    engine_contention_sample(e, b, &hot);
+    res->hot_estimate = engine_contention_conflicts(&hot, cpu_threads(e));
+  }
+  if (engine_delta_want(e, b, PRSTM_BACKEND_CPU, cpu_threads(e), &hot, &plan)) {
     double t0 = engine_now();
     int applied = engine_delta_run_cpu(e, b, &plan);
     double walk_s = engine_now() - t0;

@@ -288,6 +288,17 @@ static int gpu_run_checked(prstm_engine *e, prstm_batch *b, const prstm_worker_v
   uint32_t threads = 0;
   rc = gpu_pick_threads(e, v, max_threads, &threads, err, errlen);
   if (rc) return rc;
+  /* How hot the batch's words are decides the path (deltas or the STM)
+   * and, by default, how many STM transactions run at once. */
+  engine_contention hot;
+  memset(&hot, 0, sizeof hot);
+  if (e->opt.deltas != PRSTM_DELTAS_OFF || e->opt.threads == 0) {
+    engine_contention_sample(e, b, &hot);
+    res->hot_estimate = engine_contention_conflicts(&hot, threads);
+  }
+  cmp_delta_plan plan;
+  const int try_deltas = engine_delta_want(e, b, PRSTM_BACKEND_GPU, threads, &hot, &plan);
+  if (!try_deltas && e->opt.threads == 0) threads = engine_contention_inflight(&hot, threads);
   prstm_exec_ctx ctx;
   engine_ctx_fill_common(e, b, threads, &ctx);
   ctx.table.stride = b->n;
@@ -321,9 +332,8 @@ static int gpu_run_checked(prstm_engine *e, prstm_batch *b, const prstm_worker_v
    * refused, the STM kernel runs on the state the proof left untouched. */
   int stalled = 0, on_deltas = 0;
   double deltas_s = 0;
-  cmp_delta_plan plan;
   ENGINE_RANGE_PUSH("execute");
-  if (engine_delta_want(e, b, threads, &plan, res)) {
+  if (try_deltas) {
     delta_gpu_table dt = {g->words, e->nwords, g->type, g->args, b->ncols, b->n, g->status, g->seq, g->read_hash};
     float ms = 0;
     rc = delta_gpu_run(&dt, &plan, &on_deltas, &ms, err, errlen);

@@ -36,56 +36,21 @@ int engine_delta_plan(const prstm_engine *e, const prstm_batch *b, cmp_delta_pla
   return 1;
 }
 
-static int delta_cmp_u64(const void *a, const void *b) {
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return x < y ? -1 : x > y;
-}
-
-/* Two steps of transactions in flight together conflict when they name one
- * word; with q the chance that two steps drawn from the batch do, and s
- * steps a row, a transaction meets about s * s * (inflight - 1) * q others
- * on its words. q comes from a sample of rows spread over the whole batch:
- * the pairs of equal words among its steps over all its pairs of steps. */
-double engine_delta_hot_estimate(const prstm_engine *e, const prstm_batch *b, const cmp_delta_plan *plan,
-                                 uint32_t inflight) {
-  const uint64_t want = PRSTM_POLICY_DELTA_SAMPLE_ROWS;
-  const uint64_t rows = b->n < want ? b->n : want;
-  uint64_t *words = malloc((size_t)rows * plan->slots * sizeof *words);
-  if (!words) return 0.0;
-  txtable_view t;
-  txtable_view_of((prstm_batch *)b, &t);
-  uint64_t m = 0;
-  for (uint64_t i = 0; i < rows; i++) {
-    uint64_t r = rows == b->n ? i : (uint64_t)((double)i * (double)b->n / (double)rows);
-    unsigned type = b->type[r];
-    for (unsigned k = 0; k < plan->nsteps[type]; k++) {
-      uint64_t w;
-      int64_t d;
-      if (cmp_delta_step(plan, &t, e->nwords, r, type, k, &w, &d) != 0) words[m++] = w;
-    }
-  }
-  double equal_pairs = 0;
-  qsort(words, (size_t)m, sizeof *words, delta_cmp_u64);
-  for (uint64_t i = 0; i < m;) {
-    uint64_t j = i;
-    while (j < m && words[j] == words[i]) j++;
-    equal_pairs += (double)(j - i) * (double)(j - i - 1);
-    i = j;
-  }
-  free(words);
-  if (m < 2 || inflight < 2) return 0.0;
-  double q = equal_pairs / ((double)m * (double)(m - 1));
-  double steps = (double)m / (double)rows;
-  return steps * steps * (double)(inflight - 1) * q;
-}
-
-int engine_delta_want(const prstm_engine *e, const prstm_batch *b, uint32_t inflight, cmp_delta_plan *plan,
-                      prstm_results *res) {
+int engine_delta_want(const prstm_engine *e, const prstm_batch *b, prstm_backend backend, uint32_t inflight,
+                      const engine_contention *hot, cmp_delta_plan *plan) {
   if (e->opt.deltas == PRSTM_DELTAS_OFF) return 0;
   if (!engine_delta_plan(e, b, plan)) return 0;
-  res->hot_estimate = engine_delta_hot_estimate(e, b, plan, inflight);
   if (e->opt.deltas == PRSTM_DELTAS_ON) return 1;
-  return res->hot_estimate >= PRSTM_POLICY_DELTA_HOT_CONFLICTS;
+  /* The CPU's walk is one thread, but each step a load and a store in
+   * cache where the state fits there: it outruns the STM's threads even
+   * without conflicts (docs/DESIGN-NOTES.md, "Hot spots"). */
+  if (backend == PRSTM_BACKEND_CPU && e->nwords <= PRSTM_POLICY_DELTA_CPU_CACHED_WORDS) return 1;
+  /* Hot: conflicts on average, or one word so hot that its transactions
+   * would queue on it however few the conflicts elsewhere (a Zipfian
+   * batch's first account). */
+  return engine_contention_conflicts(hot, inflight) >= PRSTM_POLICY_DELTA_HOT_CONFLICTS ||
+         (hot->hottest_count >= PRSTM_POLICY_HOT_WORD_COUNT &&
+          engine_contention_hottest_inflight(hot, inflight) >= 1.0);
 }
 
 void engine_delta_results(prstm_engine *e, const prstm_batch *b, prstm_results *res) {
@@ -98,15 +63,19 @@ void engine_delta_results(prstm_engine *e, const prstm_batch *b, prstm_results *
   engine_progress_report(e, b, q, &clock, 1);
 }
 
-/* The proof and the apply in one walk in batch order, on a copy of the
- * state that replaces the engine's words only when every step passed. */
+/* The proof and the apply in one walk in batch order, in place: each step's
+ * word and old value go to an undo log, which a refusal plays back. */
 int engine_delta_run_cpu(prstm_engine *e, prstm_batch *b, const cmp_delta_plan *plan) {
-  prstm_word *w = malloc((size_t)e->nwords * sizeof *w);
-  if (!w) return 0; /* no room for the copy: the STM runs it in place */
-  memcpy(w, e->words, (size_t)e->nwords * sizeof *w);
+  typedef struct undo {
+    uint64_t word, value;
+  } undo;
+  undo *log = malloc((size_t)b->n * plan->slots * sizeof *log);
+  if (!log) return 0; /* no room for the log: the STM runs the batch */
+  prstm_word *w = e->words;
   txtable_view t;
   txtable_view_of(b, &t);
   const uint64_t n = b->n;
+  uint64_t logged = 0;
   for (uint64_t r = 0; r < n; r++) {
     const unsigned type = b->type[r];
     uint64_t hash = 0;
@@ -116,12 +85,18 @@ int engine_delta_run_cpu(prstm_engine *e, prstm_batch *b, const cmp_delta_plan *
       int s = cmp_delta_step(plan, &t, e->nwords, r, type, k, &word, &delta);
       if (s == 0) break;
       if (s < 0 || !cmp_delta_value(w[word], delta, &after)) {
-        /* Refused: the table's commit order and hashes go back to unset. */
+        /* Refused: the state as it was, the table's commit order and
+         * hashes back to unset. */
+        while (logged > 0) {
+          logged--;
+          w[log[logged].word] = log[logged].value;
+        }
         if (b->seq) memset(b->seq, 0xff, (size_t)r * sizeof *b->seq);
         if (b->read_hash) memset(b->read_hash, 0, (size_t)r * sizeof *b->read_hash);
-        free(w);
+        free(log);
         return 0;
       }
+      log[logged++] = (undo){word, w[word]};
       hash = stm_read_hash_step(hash, w[word]);
       w[word] = after;
     }
@@ -129,7 +104,6 @@ int engine_delta_run_cpu(prstm_engine *e, prstm_batch *b, const cmp_delta_plan *
     if (b->read_hash) b->read_hash[r] = hash;
   }
   memset(b->status, TXTABLE_COMMITTED, (size_t)n);
-  free(e->words);
-  e->words = w;
+  free(log);
   return 1;
 }

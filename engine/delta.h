@@ -12,15 +12,11 @@ extern "C" {
 /* Fills plan and returns 1 when every type occurring in the batch declares
  * its steps (and the batch fits the path's 32-bit keys), else 0. */
 int engine_delta_plan(const prstm_engine *e, const prstm_batch *b, cmp_delta_plan *plan);
-/* Conflicts a transaction would meet on average with `inflight` running at
- * once in the STM, from a sample of the batch's steps. */
-double engine_delta_hot_estimate(const prstm_engine *e, const prstm_batch *b, const cmp_delta_plan *plan,
-                                 uint32_t inflight);
-/* Whether a run with `inflight` STM threads should try the delta path, by
- * options.deltas and the estimate (recorded in res->hot_estimate); fills
- * plan when it should. */
-int engine_delta_want(const prstm_engine *e, const prstm_batch *b, uint32_t inflight, cmp_delta_plan *plan,
-                      prstm_results *res);
+/* Whether a run on backend with `inflight` STM threads should try the delta
+ * path, by options.deltas, the batch's contention (engine_contention_sample)
+ * and, on the CPU, the state's size; fills plan when it should. */
+int engine_delta_want(const prstm_engine *e, const prstm_batch *b, prstm_backend backend, uint32_t inflight,
+                      const engine_contention *hot, cmp_delta_plan *plan);
 /* The CPU's proof and apply in one walk in batch order. Returns 1 when the
  * batch committed on the delta path (state, statuses, and with verification
  * the commit order and read hashes written), 0 when the proof was refused

@@ -110,6 +110,27 @@ void engine_results_add_stats(prstm_results *res, const stm_thread_stats *st);
  * PRSTM_ESTALLED (watchdog.c). */
 int engine_watchdog_error(prstm_engine *e, const prstm_batch *b);
 
+/* How hot a batch's words are, from a sample of its rows (contention.c):
+ * the words a row names are its arguments of kind address and address list,
+ * so a workload whose types take their words from their arguments is
+ * measured, and one whose bodies compute them is not (known is 0). */
+typedef struct engine_contention {
+  int known;
+  uint64_t rows, words;   /* rows sampled and the address words they named */
+  double q;               /* the chance two of those words are the same */
+  uint64_t hottest_count; /* how often the sample's most frequent word came */
+} engine_contention;
+void engine_contention_sample(const prstm_engine *e, const prstm_batch *b, engine_contention *c);
+/* Conflicts a transaction meets on its words, on average, with `inflight`
+ * transactions running at once: s * s * (inflight - 1) * q for s words a row. */
+double engine_contention_conflicts(const engine_contention *c, uint32_t inflight);
+/* Transactions in flight at once on the hottest word. */
+double engine_contention_hottest_inflight(const engine_contention *c, uint32_t inflight);
+/* The most transactions worth running at once: those at which a transaction
+ * meets PRSTM_POLICY_INFLIGHT_CONFLICTS others, in whole warps, at least one
+ * warp, at most `most`; `most` when the contention is not known. */
+uint32_t engine_contention_inflight(const engine_contention *c, uint32_t most);
+
 /* Flags of one run on either backend. KEEP_POSTPONED: rows still postponed
  * at quiescence stay pending (a stream carries them over). QUIET: no
  * progress reports, because the stream around the run makes its own. */

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine_internal.h"
 #include "prstm.h"
 #include "test_backend.h"
 
@@ -27,11 +28,11 @@ static prstm_batch *hot_batch(const prstm_workload *wl, uint64_t n, uint64_t acc
   for (uint64_t i = 0; i < n; i++) {
     x = x * 6364136223846793005ull + 1442695040888963407ull;
     uint64_t from = (x >> 33) % accounts, to = (x >> 13) % accounts, amount = 1 + (x >> 50) % 10;
-    prstm_word args[3] = {from, to, amount};
+    prstm_word args[3] = {from, to, amount}, one[2] = {to, amount};
     if (i % 10 == 3)
-      cr_assert_eq(prstm_batch_append_named(b, "deposit", args + 1, 2), 0);
+      cr_assert_eq(prstm_batch_append_named(b, "deposit", one, 2), 0);
     else if (i % 10 == 7)
-      cr_assert_eq(prstm_batch_append_named(b, "withdraw", args, 2), 0);
+      cr_assert_eq(prstm_batch_append_named(b, "withdraw", one, 2), 0);
     else
       cr_assert_eq(prstm_batch_append_named(b, "transfer", args, 3), 0);
   }
@@ -139,17 +140,26 @@ Test(deltas, batch_with_an_opaque_type_runs_through_the_stm) {
   prstm_batch_destroy(b);
 }
 
-/* AUTO takes the path where the sample shows hot words for the threads in
- * flight, and leaves a batch spread over many words to the STM. */
-Test(deltas, auto_takes_the_path_for_hot_words_only) {
+/* AUTO on the CPU takes the path for hot words, and for any state small
+ * enough for its walk to run in cache; it leaves a batch spread over a
+ * larger state to the STM's threads. */
+Test(deltas, auto_takes_the_path_for_hot_words_or_a_cached_state) {
   const prstm_workload *wl = prstm_workload_find("bank");
   prstm_engine *hot = open_bank(wl, PRSTM_BACKEND_CPU, 16, PRSTM_DELTAS_AUTO, 16, 1000000);
   prstm_batch *b = hot_batch(wl, 20000, 16, 14);
   prstm_results r = run_verified(hot, b);
   cr_assert_eq(r.path, PRSTM_PATH_DELTAS, "estimate %g", r.hot_estimate);
   cr_assert_geq(r.hot_estimate, 1.0);
-  prstm_batch *spread = hot_batch(wl, 20000, 1000000, 15);
-  prstm_engine *cold = open_bank(wl, PRSTM_BACKEND_CPU, 16, PRSTM_DELTAS_AUTO, 1000000, 1000000);
+  prstm_engine *cached = open_bank(wl, PRSTM_BACKEND_CPU, 16, PRSTM_DELTAS_AUTO, 100000, 1000000);
+  prstm_batch *mild = hot_batch(wl, 20000, 100000, 17);
+  prstm_results m = run_verified(cached, mild);
+  cr_assert_eq(m.path, PRSTM_PATH_DELTAS, "estimate %g", m.hot_estimate);
+  cr_assert_lt(m.hot_estimate, 1.0);
+  prstm_engine_destroy(cached);
+  prstm_batch_destroy(mild);
+  const uint64_t large = 4000000;
+  prstm_batch *spread = hot_batch(wl, 20000, large, 15);
+  prstm_engine *cold = open_bank(wl, PRSTM_BACKEND_CPU, 16, PRSTM_DELTAS_AUTO, large, 1000000);
   prstm_results s = run_verified(cold, spread);
   cr_assert_eq(s.path, PRSTM_PATH_STM, "estimate %g", s.hot_estimate);
   cr_assert_lt(s.hot_estimate, 1.0);
@@ -178,6 +188,53 @@ Test(deltas, wrong_declaration_is_caught_by_verify) {
   prstm_verify_report rep;
   cr_assert_eq(prstm_engine_verify(e, b, &rep), 0, "%s", prstm_engine_error(e));
   cr_assert(!rep.ok, "a wrong declaration passed verification");
+  prstm_engine_destroy(e);
+  prstm_batch_destroy(b);
+}
+
+/* Through the STM on a GPU, the default thread count keeps only as many
+ * transactions in flight as the batch's words allow: a few warps on 16
+ * accounts, the full default on millions. */
+Test(deltas, hot_stm_run_on_the_gpu_keeps_fewer_transactions_in_flight) {
+  const prstm_workload *wl = prstm_workload_find("bank");
+  test_need_backend(wl, PRSTM_BACKEND_GPU);
+  prstm_engine *hot = open_bank(wl, PRSTM_BACKEND_GPU, 0, PRSTM_DELTAS_OFF, 16, 1000000);
+  prstm_batch *b = hot_batch(wl, 20000, 16, 18);
+  prstm_results r = run_verified(hot, b);
+  cr_assert_eq(r.path, PRSTM_PATH_STM);
+  cr_assert_leq(r.threads, 64, "%u threads in flight on 16 accounts", r.threads);
+  const uint64_t large = 4000000;
+  prstm_engine *cold = open_bank(wl, PRSTM_BACKEND_GPU, 0, PRSTM_DELTAS_OFF, large, 1000000);
+  prstm_batch *spread = hot_batch(wl, 20000, large, 19);
+  prstm_results s = run_verified(cold, spread);
+  cr_assert_geq(s.threads, 10000, "%u threads in flight on %llu accounts", s.threads, (unsigned long long)large);
+  prstm_engine_destroy(hot);
+  prstm_engine_destroy(cold);
+  prstm_batch_destroy(b);
+  prstm_batch_destroy(spread);
+}
+
+/* The sample reads an address list's every address: transfers from the
+ * same three accounts to a fourth name four words a row, all hot. */
+Test(contention, address_lists_count_every_address) {
+  const prstm_workload *wl = prstm_workload_find("bank");
+  prstm_engine *e = open_bank(wl, PRSTM_BACKEND_CPU, 2, PRSTM_DELTAS_OFF, 1000, 1000000);
+  prstm_batch *b = NULL;
+  cr_assert_eq(prstm_batch_create(&b, wl), 0);
+  for (int i = 0; i < 100; i++) {
+    prstm_word args[6] = {7, 1, 3, 100, 200, 300};
+    cr_assert_eq(prstm_batch_append_named(b, "transfer_multi", args, 6), 0);
+  }
+  engine_contention c;
+  engine_contention_sample(e, b, &c);
+  cr_assert(c.known);
+  cr_assert_eq(c.rows, 100);
+  cr_assert_eq(c.words, 400);
+  cr_assert_eq(c.hottest_count, 100);
+  /* Four words, each a quarter of the sample: two draws agree a quarter of
+   * the time, less the draw itself. */
+  cr_assert_float_eq(c.q, 4.0 * 100 * 99 / (400.0 * 399), 1e-12);
+  cr_assert_eq(engine_contention_inflight(&c, 65536), 32, "in flight: %u", engine_contention_inflight(&c, 65536));
   prstm_engine_destroy(e);
   prstm_batch_destroy(b);
 }

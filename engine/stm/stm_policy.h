@@ -39,14 +39,27 @@
 #define PRSTM_POLICY_BACKOFF_SWEEP_FACTOR 8u
 #define PRSTM_POLICY_BACKOFF_MAX_NS 2000000ull
 
-/* ---- The delta path (engine/delta.h) ---- */
+/* ---- Hot spots: the delta path (engine/delta.h) and threads in flight ---- */
 
-/* Rows of the sample from which a run estimates how hot its words are. */
-#define PRSTM_POLICY_DELTA_SAMPLE_ROWS 8192u
+/* Rows of the sample from which a run measures how hot its words are
+ * (engine_contention_sample). */
+#define PRSTM_POLICY_CONTENTION_SAMPLE_ROWS 16384u
 /* With options.deltas AUTO, a batch of declared steps takes the delta path
  * when a transaction would meet at least this many others on its words in
- * the STM, on average. */
+ * the STM, on average, */
 #define PRSTM_POLICY_DELTA_HOT_CONFLICTS 1.0
+/* or when one word came at least this often in the sample (a uniform batch
+ * over a million words gives at most 3 or 4) and at least one transaction
+ * would be in flight on it at any time. */
+#define PRSTM_POLICY_HOT_WORD_COUNT 6u
+/* On the CPU, a batch of declared steps also takes the path when the state
+ * has at most this many words (16 MiB): the one-thread walk then runs in
+ * cache, faster than the STM's threads. */
+#define PRSTM_POLICY_DELTA_CPU_CACHED_WORDS (1ull << 21)
+/* A GPU run through the STM with the default thread count keeps only as
+ * many transactions in flight as meet this many others each, on average:
+ * beyond that, more threads add aborts, not commits. */
+#define PRSTM_POLICY_INFLIGHT_CONFLICTS 4.0
 
 /* ---- Publishing counts (watchdog, progress observer) ---- */
 

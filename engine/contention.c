@@ -1,0 +1,82 @@
+/* contention.c: how hot a batch's words are, from a sample of its address arguments, and how many transactions are worth running at once. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_internal.h"
+
+static int contention_cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* The address words of row r: its address arguments, and an address list's
+ * count column followed by that many addresses. Returns how many it wrote
+ * to out (at most cap). */
+static unsigned row_addresses(const prstm_type_desc *d, const prstm_batch *b, uint64_t r, uint64_t *out, unsigned cap) {
+  unsigned m = 0, col = 0;
+  for (unsigned a = 0; a < d->nargs && col < b->ncols; a++, col++) {
+    const uint64_t v = b->args[(uint64_t)col * b->cap + r];
+    if (d->args[a].kind == PRSTM_ARG_ADDRESS) {
+      if (m < cap) out[m++] = v;
+    } else if (d->args[a].kind == PRSTM_ARG_ADDRESS_LIST) {
+      for (uint64_t k = 0; k < v && col + 1 < b->ncols; k++) {
+        col++;
+        if (m < cap) out[m++] = b->args[(uint64_t)col * b->cap + r];
+      }
+    }
+  }
+  return m;
+}
+
+void engine_contention_sample(const prstm_engine *e, const prstm_batch *b, engine_contention *c) {
+  memset(c, 0, sizeof *c);
+  const uint64_t want = PRSTM_POLICY_CONTENTION_SAMPLE_ROWS, per_row = 64;
+  const uint64_t rows = b->n < want ? b->n : want;
+  if (rows == 0) return;
+  uint64_t *words = malloc((size_t)(rows * per_row) * sizeof *words);
+  if (!words) return;
+  uint64_t m = 0;
+  for (uint64_t i = 0; i < rows; i++) {
+    /* Spread over the whole batch: generated batches are random throughout,
+     * but a loaded one may have its hot rows together. */
+    const uint64_t r = rows == b->n ? i : (uint64_t)((double)i * (double)b->n / (double)rows);
+    m += row_addresses(&e->wl->types[b->type[r]], b, r, words + m, (unsigned)per_row);
+  }
+  c->rows = rows;
+  c->words = m;
+  if (m >= 2) {
+    qsort(words, (size_t)m, sizeof *words, contention_cmp_u64);
+    double equal_pairs = 0;
+    for (uint64_t i = 0; i < m;) {
+      uint64_t j = i;
+      while (j < m && words[j] == words[i]) j++;
+      equal_pairs += (double)(j - i) * (double)(j - i - 1);
+      if (j - i > c->hottest_count) c->hottest_count = j - i;
+      i = j;
+    }
+    c->q = equal_pairs / ((double)m * (double)(m - 1));
+    c->known = 1;
+  }
+  free(words);
+}
+
+double engine_contention_conflicts(const engine_contention *c, uint32_t inflight) {
+  if (!c->known || inflight < 2) return 0.0;
+  const double s = (double)c->words / (double)c->rows;
+  return s * s * (double)(inflight - 1) * c->q;
+}
+
+double engine_contention_hottest_inflight(const engine_contention *c, uint32_t inflight) {
+  if (!c->known) return 0.0;
+  return (double)c->hottest_count / (double)c->rows * (double)inflight;
+}
+
+uint32_t engine_contention_inflight(const engine_contention *c, uint32_t most) {
+  if (!c->known || c->q <= 0) return most;
+  const double s = (double)c->words / (double)c->rows;
+  const double t = PRSTM_POLICY_INFLIGHT_CONFLICTS / (s * s * c->q) + 1.0;
+  if (t >= (double)most) return most;
+  uint32_t warps = (uint32_t)(t / 32.0) + 1;
+  uint32_t threads = warps * 32;
+  return threads < most ? threads : most;
+}
