@@ -182,7 +182,9 @@ static void write_meta(const bench_ctx *c, int argc, char **argv, const char *wh
 
 /* Creates the GPU context and loads the kernels, the STM's and the delta
  * path's, before anything is timed, so that the first point's times do not
- * carry them (the runtime loads a kernel at its first launch). */
+ * carry them (the runtime loads a kernel at its first launch). The delta
+ * path's sort takes other kernels for a few rows than for many, so the
+ * warm-up batch has as many steps as a hot point. */
 static void gpu_warm_up(const bench_ctx *c) {
   static const prstm_deltas_mode modes[2] = {PRSTM_DELTAS_OFF, PRSTM_DELTAS_ON};
   for (unsigned m = 0; m < 2; m++) {
@@ -195,13 +197,16 @@ static void gpu_warm_up(const bench_ctx *c) {
     prstm_state_spec s;
     prstm_state_spec_init(&prstm_workload_bank, &s);
     s.accounts = 1000;
-    s.initial_balance = 10;
+    s.initial_balance = 1000000;
     prstm_results r;
     int rc = prstm_engine_create(&e, &prstm_workload_bank, &opt);
     if (!rc) rc = prstm_engine_init_state(e, &s);
     if (!rc) rc = prstm_batch_create(&b, &prstm_workload_bank);
-    prstm_word args[3] = {1, 2, 1};
-    if (!rc) rc = prstm_batch_append(b, (unsigned)prstm_type_find(&prstm_workload_bank, "transfer"), args, 3);
+    const unsigned transfer = (unsigned)prstm_type_find(&prstm_workload_bank, "transfer");
+    for (uint64_t i = 0; i < (m ? 200000u : 1u) && !rc; i++) {
+      prstm_word args[3] = {i % 16, (i + 1) % 16, 1};
+      rc = prstm_batch_append(b, transfer, args, 3);
+    }
     if (!rc) rc = prstm_engine_run(e, b, &r);
     if (rc)
       fprintf(stderr, "prstm-bench: GPU warm-up run failed: %s\n", e ? prstm_engine_error(e) : prstm_strerror(rc));

@@ -280,7 +280,7 @@ Test(cli, help_exits_0_and_prints_usage_naming_every_option) {
   cr_assert_eq(strncmp(r->out, "usage: prstm-run CONFIG", 23), 0, "help does not open with the usage:\n%s", r->out);
   static const char *const options[] = {"--backend",     "--threads", "--lock-coverage", "--results",
                                         "--final-state", "--verify",  "--watchdog",      "--chunk-rows",
-                                        "--quiet",       "--help",    "--version"};
+                                        "--deltas",      "--quiet",   "--help",          "--version"};
   for (size_t i = 0; i < sizeof options / sizeof options[0]; i++) assert_contains(r->out, options[i], "help");
   assert_contains(r->out, "exit status", "help");
   assert_workdir_holds_only(NULL);
@@ -324,6 +324,19 @@ Test(cli, zero_lock_coverage_exits_2) {
 Test(cli, zero_chunk_rows_exits_2_naming_the_value) {
   assert_usage_error(RUN(cli_data("good.json"), "--chunk-rows", "0"), "--chunk-rows");
   assert_contains(last.err, "'0'", "stderr");
+}
+
+Test(cli, unknown_deltas_mode_exits_2_naming_the_value) {
+  assert_usage_error(RUN(cli_data("good.json"), "--deltas", "sideways"), "--deltas");
+  assert_contains(last.err, "'sideways'", "stderr");
+}
+
+/* The summary says which path ran: the delta path on a batch of transfers
+ * with --deltas on, the STM with --deltas off. */
+Test(cli, summary_names_the_path_that_ran) {
+  const run_result *r = RUN(cli_data("good.json"), "--backend", "cpu", "--deltas", "off");
+  assert_status(r, 0);
+  assert_contains(r->out, "  path               stm", "summary");
 }
 
 /* A chunked run has one commit order across its chunks: --verify checks it. */

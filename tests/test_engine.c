@@ -47,7 +47,9 @@ Test(engine, empty_batch_and_missing_state_are_refused) {
 /* With the thread count left to the engine, a batch of two-account transfers
  * runs 512 threads an SM and a batch with a wider row (a multi-transfer of
  * four argument words: the next worker variant) the engine's 256. The SM
- * count is read from the run's device line, "NAME (S SMs, T threads)". */
+ * count is read from the run's device line, "NAME (S SMs, T threads)". The
+ * transfers spread over a million accounts: on hot words the engine keeps
+ * fewer in flight (test_deltas.c). */
 Test(engine_gpu, default_threads_are_the_worker_variants_choice) {
   need_backend(PRSTM_BACKEND_GPU);
   uint32_t threads[2] = {0, 0};
@@ -60,8 +62,9 @@ Test(engine_gpu, default_threads_are_the_worker_variants_choice) {
     opt.threads = 0;
     r.wl = prstm_workload_find("bank");
     test_open(r.wl, &opt, &r.engine, &r.batch);
-    run_state(&r, 64, 1000);
-    for (int i = 0; i < 1000; i++) add(&r, "transfer", (prstm_word)i % 64, (prstm_word)(i + 1) % 64, 1);
+    const prstm_word accounts = 1000000;
+    run_state(&r, accounts, 1000);
+    for (prstm_word i = 0; i < 1000; i++) add(&r, "transfer", i * 7919 % accounts, (i * 7919 + 1) % accounts, 1);
     if (wide) {
       prstm_word multi[4] = {5, 2, 1, 6}; /* to 5, amount 2, one source: 6 */
       cr_assert_eq(prstm_batch_append_named(r.batch, "transfer_multi", multi, 4), 0);

@@ -438,6 +438,10 @@ Test(loaders, unknown_semantic_mode_is_rejected) {
   expect_config_error("bad_semantic.json", PRSTM_ECONFIG, ": engine.semantic: expected 'postpone' or 'retry'");
 }
 
+Test(loaders, unknown_deltas_mode_is_rejected) {
+  expect_config_error("bad_deltas.json", PRSTM_ECONFIG, ": engine.deltas: expected 'auto', 'on' or 'off'");
+}
+
 Test(loaders, chunk_rows_with_verify_keeps_both) {
   prstm_config cfg;
   err[0] = '\0';
