@@ -63,18 +63,28 @@ void engine_delta_results(prstm_engine *e, const prstm_batch *b, prstm_results *
   engine_progress_report(e, b, q, &clock, 1);
 }
 
-/* The proof and the apply in one walk in batch order, in place: each step's
- * word and old value go to an undo log, which a refusal plays back. */
+/* The proof and the apply in one walk in batch order. A refusal must leave
+ * the state as it was: a state smaller than the batch's steps is walked on
+ * a copy that replaces it on success; a larger one in place, each step's
+ * word and old value kept in an undo log that a refusal plays back (a log
+ * the size of the steps, written once, instead of a copy of every word). */
 int engine_delta_run_cpu(prstm_engine *e, prstm_batch *b, const cmp_delta_plan *plan) {
   typedef struct undo {
     uint64_t word, value;
   } undo;
-  undo *log = malloc((size_t)b->n * plan->slots * sizeof *log);
-  if (!log) return 0; /* no room for the log: the STM runs the batch */
+  const uint64_t n = b->n, steps = n * plan->slots;
+  const int on_copy = e->nwords <= steps;
+  undo *log = NULL;
   prstm_word *w = e->words;
+  if (on_copy) {
+    w = malloc((size_t)e->nwords * sizeof *w);
+    if (!w) return 0; /* no room: the STM runs the batch */
+    memcpy(w, e->words, (size_t)e->nwords * sizeof *w);
+  } else if ((log = malloc((size_t)steps * sizeof *log)) == NULL) {
+    return 0;
+  }
   txtable_view t;
   txtable_view_of(b, &t);
-  const uint64_t n = b->n;
   uint64_t logged = 0;
   for (uint64_t r = 0; r < n; r++) {
     const unsigned type = b->type[r];
@@ -87,16 +97,17 @@ int engine_delta_run_cpu(prstm_engine *e, prstm_batch *b, const cmp_delta_plan *
       if (s < 0 || !cmp_delta_value(w[word], delta, &after)) {
         /* Refused: the state as it was, the table's commit order and
          * hashes back to unset. */
+        if (on_copy) free(w);
         while (logged > 0) {
           logged--;
           w[log[logged].word] = log[logged].value;
         }
+        free(log);
         if (b->seq) memset(b->seq, 0xff, (size_t)r * sizeof *b->seq);
         if (b->read_hash) memset(b->read_hash, 0, (size_t)r * sizeof *b->read_hash);
-        free(log);
         return 0;
       }
-      log[logged++] = (undo){word, w[word]};
+      if (log) log[logged++] = (undo){word, w[word]};
       hash = stm_read_hash_step(hash, w[word]);
       w[word] = after;
     }
@@ -105,5 +116,9 @@ int engine_delta_run_cpu(prstm_engine *e, prstm_batch *b, const cmp_delta_plan *
   }
   memset(b->status, TXTABLE_COMMITTED, (size_t)n);
   free(log);
+  if (on_copy) {
+    free(e->words);
+    e->words = w;
+  }
   return 1;
 }

@@ -76,14 +76,18 @@ static void hot_batch_commits_as_sums(prstm_backend backend) {
 Test(deltas, hot_batch_commits_as_sums_in_batch_order_on_the_cpu) { hot_batch_commits_as_sums(PRSTM_BACKEND_CPU); }
 Test(deltas, hot_batch_commits_as_sums_in_batch_order_on_the_gpu) { hot_batch_commits_as_sums(PRSTM_BACKEND_GPU); }
 
-/* Balances of 20 cannot fund the batch in batch order: the proof refuses,
+/* Balances of 20 cannot fund the batch in batch order (and its last row can
+ * never be funded): the proof refuses,
  * and the STM runs the batch on the untouched state, exactly as with the
  * path off (one thread each, so both runs are the same serial walk). */
-static void refused_proof_leaves_the_batch_to_the_stm(prstm_backend backend) {
+static void refused_proof_leaves_the_batch_to_the_stm(prstm_backend backend, uint64_t n, uint64_t accounts) {
   const prstm_workload *wl = prstm_workload_find("bank");
   test_need_backend(wl, backend);
-  const uint64_t n = 20000, accounts = 16;
   prstm_batch *b = hot_batch(wl, n, accounts, 12);
+  /* A last withdrawal no balance can fund: the proof fails at the very end,
+   * after every other step was taken. */
+  prstm_word last[2] = {accounts / 2, 1000000};
+  cr_assert_eq(prstm_batch_append_named(b, "withdraw", last, 2), 0);
   prstm_engine *on = open_bank(wl, backend, 1, PRSTM_DELTAS_ON, accounts, 20);
   prstm_results r = run_verified(on, b);
   cr_assert_eq(r.path, PRSTM_PATH_STM);
@@ -99,11 +103,16 @@ static void refused_proof_leaves_the_batch_to_the_stm(prstm_backend backend) {
   prstm_batch_destroy(b);
 }
 
+/* 16 accounts: the CPU walks a copy of the state; 50,000 accounts and 2,000
+ * rows: it walks in place and plays its undo log back. */
 Test(deltas, refused_proof_leaves_the_batch_to_the_stm_on_the_cpu) {
-  refused_proof_leaves_the_batch_to_the_stm(PRSTM_BACKEND_CPU);
+  refused_proof_leaves_the_batch_to_the_stm(PRSTM_BACKEND_CPU, 20000, 16);
+}
+Test(deltas, refused_proof_in_place_is_undone_on_the_cpu) {
+  refused_proof_leaves_the_batch_to_the_stm(PRSTM_BACKEND_CPU, 2000, 50000);
 }
 Test(deltas, refused_proof_leaves_the_batch_to_the_stm_on_the_gpu) {
-  refused_proof_leaves_the_batch_to_the_stm(PRSTM_BACKEND_GPU);
+  refused_proof_leaves_the_batch_to_the_stm(PRSTM_BACKEND_GPU, 20000, 16);
 }
 
 /* A withdrawal before the deposit that funds it: batch order fails its
@@ -150,8 +159,8 @@ Test(deltas, auto_takes_the_path_for_hot_words_or_a_cached_state) {
   prstm_results r = run_verified(hot, b);
   cr_assert_eq(r.path, PRSTM_PATH_DELTAS, "estimate %g", r.hot_estimate);
   cr_assert_geq(r.hot_estimate, 1.0);
-  prstm_engine *cached = open_bank(wl, PRSTM_BACKEND_CPU, 16, PRSTM_DELTAS_AUTO, 100000, 1000000);
-  prstm_batch *mild = hot_batch(wl, 20000, 100000, 17);
+  prstm_engine *cached = open_bank(wl, PRSTM_BACKEND_CPU, 16, PRSTM_DELTAS_AUTO, 1000, 1000000);
+  prstm_batch *mild = hot_batch(wl, 20000, 1000, 17);
   prstm_results m = run_verified(cached, mild);
   cr_assert_eq(m.path, PRSTM_PATH_DELTAS, "estimate %g", m.hot_estimate);
   cr_assert_lt(m.hot_estimate, 1.0);
