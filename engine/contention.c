@@ -1,7 +1,9 @@
 /* contention.c: how hot a batch's words are, from a sample of its address arguments, and how many transactions are worth running at once. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "delta.h"
 #include "engine_internal.h"
 
 static int contention_cmp_u64(const void *a, const void *b) {
@@ -42,6 +44,7 @@ void engine_contention_sample(const prstm_engine *e, const prstm_batch *b, engin
     const uint64_t r = rows == b->n ? i : (uint64_t)((double)i * (double)b->n / (double)rows);
     m += row_addresses(&e->wl->types[b->type[r]], b, r, words + m, (unsigned)per_row);
   }
+  c->batch_rows = b->n;
   c->rows = rows;
   c->words = m;
   if (m >= 2) {
@@ -60,15 +63,20 @@ void engine_contention_sample(const prstm_engine *e, const prstm_batch *b, engin
   free(words);
 }
 
+/* A batch of fewer rows than threads has only its rows in flight. */
+static double contention_inflight(const engine_contention *c, uint32_t inflight) {
+  return (double)(c->batch_rows < inflight ? c->batch_rows : inflight);
+}
+
 double engine_contention_conflicts(const engine_contention *c, uint32_t inflight) {
-  if (!c->known || inflight < 2) return 0.0;
+  if (!c->known || contention_inflight(c, inflight) < 2) return 0.0;
   const double s = (double)c->words / (double)c->rows;
-  return s * s * (double)(inflight - 1) * c->q;
+  return s * s * (contention_inflight(c, inflight) - 1) * c->q;
 }
 
 double engine_contention_hottest_inflight(const engine_contention *c, uint32_t inflight) {
   if (!c->known) return 0.0;
-  return (double)c->hottest_count / (double)c->rows * (double)inflight;
+  return (double)c->hottest_count / (double)c->rows * contention_inflight(c, inflight);
 }
 
 uint32_t engine_contention_inflight(const engine_contention *c, uint32_t most) {
@@ -79,4 +87,22 @@ uint32_t engine_contention_inflight(const engine_contention *c, uint32_t most) {
   uint32_t warps = (uint32_t)(t / 32.0) + 1;
   uint32_t threads = warps * 32;
   return threads < most ? threads : most;
+}
+
+int engine_auto_prefers_cpu(const prstm_engine *e, const prstm_batch *b, char *why, size_t whylen) {
+  engine_contention hot;
+  engine_contention_sample(e, b, &hot);
+  if (!hot.known) return 0;
+  /* The GPU's threads: those asked for, else about a full GPU's default. */
+  const uint32_t gpu = e->opt.threads ? e->opt.threads : PRSTM_POLICY_AUTO_GPU_INFLIGHT;
+  cmp_delta_plan plan;
+  if (engine_delta_want(e, b, PRSTM_BACKEND_GPU, gpu, &hot, &plan)) return 0; /* the GPU's delta path */
+  const double conflicts = engine_contention_conflicts(&hot, gpu),
+               queue = engine_contention_hottest_inflight(&hot, gpu);
+  if (conflicts < PRSTM_POLICY_AUTO_CPU_CONFLICTS && queue < PRSTM_POLICY_AUTO_CPU_HOT_WORD_QUEUE) return 0;
+  snprintf(why, whylen,
+           "the batch's words are hot for a GPU's threads (%.3g conflicts a transaction, %.3g transactions at once on "
+           "its hottest word) and it cannot take the delta path: the CPU backend runs such batches faster",
+           conflicts, queue);
+  return 1;
 }

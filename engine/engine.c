@@ -172,6 +172,11 @@ static int engine_run(prstm_engine *e, prstm_batch *b, prstm_results *res) {
   prstm_backend backend;
   rc = backend_choose(e, &backend, res->fallback, sizeof res->fallback);
   if (rc) return rc;
+  /* Auto picks by the batch too: a hot batch the delta path cannot take
+   * runs faster on the CPU backend (docs/PERFORMANCE.md, "Hot spots"). */
+  if (e->opt.backend == PRSTM_BACKEND_AUTO && backend == PRSTM_BACKEND_GPU &&
+      engine_auto_prefers_cpu(e, b, res->fallback, sizeof res->fallback))
+    backend = PRSTM_BACKEND_CPU;
   /* chunk_rows runs a larger batch in chunks on either backend, so the
    * chunked path is tested without a GPU too. A chunked run has one commit
    * order across its chunks, so it is verified like any other. */

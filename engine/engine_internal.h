@@ -116,6 +116,7 @@ int engine_watchdog_error(prstm_engine *e, const prstm_batch *b);
  * measured, and one whose bodies compute them is not (known is 0). */
 typedef struct engine_contention {
   int known;
+  uint64_t batch_rows;    /* rows of the batch: no more can be in flight */
   uint64_t rows, words;   /* rows sampled and the address words they named */
   double q;               /* the chance two of those words are the same */
   uint64_t hottest_count; /* how often the sample's most frequent word came */
@@ -130,6 +131,11 @@ double engine_contention_hottest_inflight(const engine_contention *c, uint32_t i
  * meets PRSTM_POLICY_INFLIGHT_CONFLICTS others, in whole warps, at least one
  * warp, at most `most`; `most` when the contention is not known. */
 uint32_t engine_contention_inflight(const engine_contention *c, uint32_t most);
+
+/* With backend auto and a usable GPU: whether the batch is one the CPU
+ * backend runs faster, an STM batch (no delta path) whose sampled words are
+ * so hot that a GPU's threads would queue on them; writes why. */
+int engine_auto_prefers_cpu(const prstm_engine *e, const prstm_batch *b, char *why, size_t whylen);
 
 /* Flags of one run on either backend. KEEP_POSTPONED: rows still postponed
  * at quiescence stay pending (a stream carries them over). QUIET: no

@@ -683,7 +683,7 @@ Test(cli, auto_backend_falls_back_to_the_cpu_with_a_notice) {
     assert_good_results(work_path("results.json"), "gpu");
   } else {
     assert_one_line_message(r->err);
-    assert_contains(r->err, "running on the CPU backend", "stderr");
+    assert_contains(r->err, "auto chose the CPU backend", "stderr");
     assert_good_results(work_path("results.json"), "cpu");
     /* The results keep the reason the GPU was passed over. */
     cJSON *root = parse_json_file(work_path("results.json"));

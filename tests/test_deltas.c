@@ -247,3 +247,42 @@ Test(contention, address_lists_count_every_address) {
   prstm_engine_destroy(e);
   prstm_batch_destroy(b);
 }
+
+/* Backend auto with a GPU: a hot batch the delta path takes stays on the
+ * GPU, as does a batch spread thin; a hot batch of opaque rows (16-account
+ * transfers on 10,000 accounts), or of declared rows with the path off,
+ * goes to the CPU, with the reason. No GPU is needed to ask. */
+Test(contention, auto_sends_hot_batches_the_path_cannot_take_to_the_cpu) {
+  const prstm_workload *wl = prstm_workload_find("bank");
+  char why[256] = "";
+  prstm_engine *hot = open_bank(wl, PRSTM_BACKEND_AUTO, 0, PRSTM_DELTAS_AUTO, 16, 1000000);
+  prstm_batch *b = hot_batch(wl, 20000, 16, 20);
+  cr_assert_not(engine_auto_prefers_cpu(hot, b, why, sizeof why), "the delta path's batch went to the CPU: %s", why);
+  prstm_engine *off = open_bank(wl, PRSTM_BACKEND_AUTO, 0, PRSTM_DELTAS_OFF, 16, 1000000);
+  cr_assert(engine_auto_prefers_cpu(off, b, why, sizeof why));
+  cr_assert(strstr(why, "hot") != NULL, "reason: %s", why);
+  const uint64_t large = 4000000;
+  prstm_engine *cold = open_bank(wl, PRSTM_BACKEND_AUTO, 0, PRSTM_DELTAS_OFF, large, 1000000);
+  prstm_batch *spread = hot_batch(wl, 20000, large, 21);
+  cr_assert_not(engine_auto_prefers_cpu(cold, spread, why, sizeof why), "a cold batch went to the CPU: %s", why);
+  prstm_engine *wide_e = open_bank(wl, PRSTM_BACKEND_AUTO, 0, PRSTM_DELTAS_AUTO, 10000, 1000000);
+  prstm_batch *wide = NULL;
+  cr_assert_eq(prstm_batch_create(&wide, wl), 0);
+  uint64_t x = 22;
+  for (int i = 0; i < 5000; i++) {
+    prstm_word args[3 + 15];
+    args[0] = ((x = x * 6364136223846793005ull + 1) >> 33) % 10000;
+    args[1] = 1;
+    args[2] = 15;
+    for (int k = 0; k < 15; k++) args[3 + k] = ((x = x * 6364136223846793005ull + 1) >> 33) % 10000;
+    cr_assert_eq(prstm_batch_append_named(wide, "transfer_multi", args, 18), 0);
+  }
+  cr_assert(engine_auto_prefers_cpu(wide_e, wide, why, sizeof why), "wide transfers stayed on the GPU");
+  prstm_engine_destroy(hot);
+  prstm_engine_destroy(off);
+  prstm_engine_destroy(cold);
+  prstm_engine_destroy(wide_e);
+  prstm_batch_destroy(b);
+  prstm_batch_destroy(spread);
+  prstm_batch_destroy(wide);
+}

@@ -61,6 +61,15 @@
  * many transactions in flight as meet this many others each, on average:
  * beyond that, more threads add aborts, not commits. */
 #define PRSTM_POLICY_INFLIGHT_CONFLICTS 4.0
+/* With backend auto, a batch that cannot take the delta path runs on the
+ * CPU where, with a GPU's AUTO_GPU_INFLIGHT threads, a transaction would
+ * meet AUTO_CPU_CONFLICTS others or the hottest word would hold
+ * AUTO_CPU_HOT_WORD_QUEUE transactions at once: there the GPU's STM trailed
+ * the CPU's (1,000 accounts: 270 conflicts; Zipf 0.8: 1,400 on account 0),
+ * and led it below (10,000 accounts: 27 and about 45). */
+#define PRSTM_POLICY_AUTO_GPU_INFLIGHT 65536u
+#define PRSTM_POLICY_AUTO_CPU_CONFLICTS 100.0
+#define PRSTM_POLICY_AUTO_CPU_HOT_WORD_QUEUE 64.0
 
 /* ---- Publishing counts (watchdog, progress observer) ---- */
 

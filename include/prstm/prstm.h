@@ -335,7 +335,7 @@ typedef struct prstm_results {
   uint32_t lock_coverage;
   uint64_t gpu_bytes; /* device memory used by the run, 0 on the CPU */
   char device[128];
-  char fallback[256]; /* why auto chose the CPU, empty otherwise */
+  char fallback[256]; /* why auto chose the CPU (no usable GPU, or a batch it runs faster), empty otherwise */
   prstm_path path;
   /* Conflicts a transaction would meet in the STM on average, estimated from
    * a sample of the batch (deltas AUTO and ON); 0 when not estimated. */

@@ -31,7 +31,9 @@ static const char usage_text[] =
     "\n"
     "options:\n"
     "  --backend auto|gpu|cpu   where to run (default: the config's, else auto:\n"
-    "                           the GPU when one is usable, else the CPU)\n"
+    "                           the GPU when one is usable, else the CPU; the CPU\n"
+    "                           also for a batch too hot for the GPU's STM that\n"
+    "                           cannot take the delta path)\n"
     "  --threads N              executing threads (0: every core, or 256 per SM of a GPU,\n"
     "                           512 for bank batches without transfer_multi)\n"
     "  --lock-coverage N        consecutive words per lock (>= 1)\n"
@@ -285,7 +287,7 @@ static int after_round(unsigned round, prstm_batch *b, const prstm_results *r, v
   progress_clear(c->bar);
   c->bar->round = round + 1;
   if (round == 0 && r->fallback[0] && !c->quiet)
-    fprintf(stderr, "prstm-run: no usable GPU (%s); running on the CPU backend\n", r->fallback);
+    fprintf(stderr, "prstm-run: auto chose the CPU backend: %s\n", r->fallback);
   if (!c->cfg->options.verify) return 0;
   run_report *rep = c->rep;
   prstm_verify_report v;
