@@ -11,16 +11,22 @@
  * too large) or any running value out of [0, 2^64). */
 enum { DELTA_REFUSED_STEP = 1, DELTA_REFUSED_VALUE = 2 };
 
+/* The table's argument columns as cmp_delta_step reads them. */
+__device__ static txtable_view delta_view(const delta_gpu_table *t) {
+  txtable_view v;
+  memset(&v, 0, sizeof v);
+  v.n = t->n;
+  v.stride = t->n;
+  v.ncols = t->ncols;
+  v.args = (uint64_t *)t->args;
+  return v;
+}
+
 /* Step slot e = r * slots + k of row r: its word as the sort key (nwords for
  * an empty slot, which sorts after every word) and its id. */
 __global__ void delta_emit_kernel(delta_gpu_table t, cmp_delta_plan plan, uint32_t *keys, uint32_t *ids,
                                   uint32_t *refused) {
-  txtable_view v;
-  memset(&v, 0, sizeof v);
-  v.n = t.n;
-  v.stride = t.n;
-  v.ncols = t.ncols;
-  v.args = (uint64_t *)t.args;
+  const txtable_view v = delta_view(&t);
   const uint64_t total = t.n * plan.slots;
   for (uint64_t e = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; e < total; e += (uint64_t)gridDim.x * blockDim.x) {
     const uint64_t r = e / plan.slots;
@@ -37,12 +43,7 @@ __global__ void delta_emit_kernel(delta_gpu_table t, cmp_delta_plan plan, uint32
 /* The signed amount of each sorted step, for the scan by word. */
 __global__ void delta_gather_kernel(delta_gpu_table t, cmp_delta_plan plan, const uint32_t *keys, const uint32_t *ids,
                                     uint64_t total, int64_t *amounts) {
-  txtable_view v;
-  memset(&v, 0, sizeof v);
-  v.n = t.n;
-  v.stride = t.n;
-  v.ncols = t.ncols;
-  v.args = (uint64_t *)t.args;
+  const txtable_view v = delta_view(&t);
   for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < total; i += (uint64_t)gridDim.x * blockDim.x) {
     int64_t delta = 0;
     if (keys[i] < t.nwords) {
