@@ -54,9 +54,19 @@ static uint32_t cpu_threads(const prstm_engine *e) {
   return cores > 0 ? (uint32_t)cores : 1;
 }
 
+uint32_t prstm_cpu_threads_max(void) {
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  uint64_t most = (uint64_t)(cores > 0 ? cores : 1) * PRSTM_POLICY_CPU_THREADS_PER_CORE_MAX;
+  if (most < PRSTM_POLICY_CPU_THREADS_MIN_MAX) most = PRSTM_POLICY_CPU_THREADS_MIN_MAX;
+  return most > PRSTM_MAX_THREADS ? PRSTM_MAX_THREADS : (uint32_t)most;
+}
+
 int backend_cpu_run(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *v, prstm_results *res,
                     unsigned flags) {
   uint32_t threads = cpu_threads(e);
+  if (threads > prstm_cpu_threads_max())
+    return engine_fail(e, PRSTM_EINVAL, "threads: %u CPU threads; at most %u on this machine (64 a core)", threads,
+                       prstm_cpu_threads_max());
   prstm_exec_ctx ctx;
   engine_ctx_fill_common(e, b, threads, &ctx);
   if (flags & ENGINE_RUN_KEEP_POSTPONED) ctx.semantic |= CMP_SEMANTIC_KEEP_POSTPONED;

@@ -56,7 +56,7 @@ static int get_uint(const cfg_ctx *c, const cJSON *parent, const char *key, cons
   }
   uint64_t v;
   if (loaders_json_uint(item, &v) != 0) {
-    loaders_errf(c->err, c->errlen, "%s: %s: expected a non-negative integer", c->file, where);
+    loaders_errf(c->err, c->errlen, "%s: %s: expected %s", c->file, where, loaders_uint_expected(item));
     return PRSTM_ECONFIG;
   }
   if (v < min) {
@@ -261,7 +261,10 @@ static int parse_mix(const cfg_ctx *c, const cJSON *mix, const prstm_workload *w
     }
     int type = prstm_type_find(wl, name);
     if (type < 0 || (unsigned)type >= wl->ntypes) {
-      loaders_errf(c->err, c->errlen, "%s: batch.generate.mix: unknown transaction type '%s'", c->file, name);
+      char names[512];
+      loaders_type_names(wl, names, sizeof names);
+      loaders_errf(c->err, c->errlen, "%s: batch.generate.mix: unknown transaction type '%s' (workload %s has: %s)",
+                   c->file, name, wl->name, names);
       return PRSTM_EUNKNOWN;
     }
     /* The upper bound rejects an infinite weight (cJSON reads 1e400 as one)
@@ -426,6 +429,13 @@ static int parse_config(const cfg_ctx *c, cJSON *root, prstm_config *cfg) {
    * A plugin brings its own; "workload" then only has to agree with it. */
   const char *name, *plugin;
   if ((rc = get_string(c, root, "plugin", "plugin", 0, &plugin)) != 0) return rc;
+  if (plugin == NULL && cJSON_GetObjectItemCaseSensitive(root, "workload") == NULL) {
+    loaders_errf(c->err, c->errlen,
+                 "%s: workload: missing: name a built-in workload (bank, vacation, kmeans, skiplist, graph) or give "
+                 "\"plugin\": the path of a workload plugin",
+                 c->file);
+    return PRSTM_ECONFIG;
+  }
   if ((rc = get_string(c, root, "workload", "workload", plugin == NULL, &name)) != 0) return rc;
   if (plugin != NULL) {
     if (plugin[0] == '\0') {
@@ -495,7 +505,9 @@ int prstm_config_load(const char *path, prstm_config *cfg, char *err, size_t err
   if (root == NULL) {
     unsigned long line, col;
     loaders_json_position(text + skip, off, &line, &col);
-    loaders_errf(err, errlen, "%s:%lu:%lu: malformed JSON", path, line, col);
+    loaders_errf(err, errlen, "%s:%lu:%lu: malformed JSON%s", path, line, col,
+                 /* From the byte before the stop: a block comment stops at its star. */
+                 loaders_not_json_hint(text + skip + (off > 0 ? off - 1 : 0), len - skip - (off > 0 ? off - 1 : 0), 0));
     free(text);
     return PRSTM_EPARSE;
   }

@@ -154,6 +154,31 @@ int loaders_json_uint(const cJSON *item, uint64_t *out) {
   return 0;
 }
 
+const char *loaders_uint_expected(const cJSON *item) {
+  if (cJSON_IsNumber(item) && item->valuedouble > LOADERS_JSON_MAX_INT && item->valuedouble < 1.8446744073709552e19 &&
+      (double)(uint64_t)item->valuedouble == item->valuedouble)
+    return "a non-negative integer of at most 9007199254740991 (JSON numbers beyond 2^53 - 1 lose digits)";
+  return "a non-negative integer";
+}
+
+void loaders_type_names(const prstm_workload *wl, char *out, size_t outlen) {
+  size_t at = 0;
+  if (outlen) out[0] = 0;
+  for (unsigned t = 0; t < wl->ntypes && at < outlen; t++)
+    at += (size_t)snprintf(out + at, outlen - at, "%s%s", t ? ", " : "", wl->types[t].name);
+}
+
+const char *loaders_not_json_hint(const char *text, size_t len, int jsonl) {
+  size_t i = 0;
+  while (i < len && (text[i] == ' ' || text[i] == '\t' || text[i] == '\r' || text[i] == '\n')) i++;
+  /* Outside a string, JSON has no '/': where the parser stops at one, a
+   * comment began there (or a character before). */
+  if (i < len && text[i] == '/') return " (a comment: JSON has none; remove it)";
+  if (jsonl && i < len && text[i] == '[')
+    return " (a JSON array: a batch file holds one transaction object per line, JSON Lines, not an array)";
+  return "";
+}
+
 int loaders_json_check_keys(const cJSON *obj, const char *const *allowed, const char **bad, int *duplicate) {
   for (const cJSON *c = obj->child; c != NULL; c = c->next) {
     const char *key = c->string != NULL ? c->string : "";
@@ -196,7 +221,7 @@ static int tx_address(const cJSON *item, uint64_t nwords, const char *where, prs
                       size_t msglen) {
   uint64_t v;
   if (loaders_json_uint(item, &v) != 0) {
-    loaders_errf(msg, msglen, "%s: expected a non-negative integer", where);
+    loaders_errf(msg, msglen, "%s: expected %s", where, loaders_uint_expected(item));
     return PRSTM_ECONFIG;
   }
   if (v >= nwords) {
@@ -231,7 +256,10 @@ int loaders_tx_from_json(const cJSON *obj, const prstm_workload *wl, uint64_t nw
   }
   int type = prstm_type_find(wl, type_item->valuestring);
   if (type < 0 || (unsigned)type >= wl->ntypes) {
-    loaders_errf(msg, msglen, "%s: unknown transaction type '%s'", where, type_item->valuestring);
+    char names[512];
+    loaders_type_names(wl, names, sizeof names);
+    loaders_errf(msg, msglen, "%s: unknown transaction type '%s' (workload %s has: %s)", where, type_item->valuestring,
+                 wl->name, names);
     return PRSTM_EUNKNOWN;
   }
   const prstm_type_desc *desc = &wl->types[type];
@@ -274,7 +302,7 @@ int loaders_tx_from_json(const cJSON *obj, const prstm_workload *wl, uint64_t nw
         break;
       case PRSTM_ARG_UINT:
         if (loaders_json_uint(item, &v) != 0) {
-          loaders_errf(msg, msglen, "%s: expected a non-negative integer", where);
+          loaders_errf(msg, msglen, "%s: expected %s", where, loaders_uint_expected(item));
           return PRSTM_ECONFIG;
         }
         args[nargs++] = v;
@@ -369,7 +397,8 @@ int prstm_load_jsonl(const char *path, const prstm_workload *wl, uint64_t nwords
     if (obj == NULL) {
       unsigned long l, c;
       loaders_json_position(line + skip, off, &l, &c);
-      loaders_errf(err, errlen, "%s:%lu:%lu: malformed JSON", path, lineno + l - 1, c);
+      loaders_errf(err, errlen, "%s:%lu:%lu: malformed JSON%s", path, lineno + l - 1, c,
+                   loaders_not_json_hint(line + skip, n - skip, 1));
       rc = PRSTM_EPARSE;
       break;
     }

@@ -48,6 +48,15 @@ void loaders_json_position(const char *text, size_t offset, unsigned long *line,
 /* Stores a JSON number that is integral and in [0, 2^53-1] into *out;
  * returns 0 on success and -1 for anything else. */
 int loaders_json_uint(const cJSON *item, uint64_t *out);
+/* What a message says was expected where loaders_json_uint refused item:
+ * a whole number above 2^53-1 is told the real limit. */
+const char *loaders_uint_expected(const cJSON *item);
+/* The names of the workload's types, comma-separated, for a message about
+ * an unknown one. */
+void loaders_type_names(const prstm_workload *wl, char *out, size_t outlen);
+/* A hint for a line or file that is not JSON: a JSON array where JSON Lines
+ * hold one object a line, or a comment; "" when none fits. */
+const char *loaders_not_json_hint(const char *text, size_t len, int jsonl);
 
 /* Checks the keys of an object: every key must be in allowed (a NULL-ended
  * list) and appear once. On failure returns -1 and points *bad at the

@@ -644,12 +644,34 @@ Test(cli, jsonl_batch_file_next_to_the_config_runs) {
   assert_workdir_holds_only((const char *const[]){"results.json", "final-state.json", NULL});
 }
 
-Test(cli, unwritable_results_path_exits_1_naming_it) {
+/* Checks before long work: a missing output folder, a generated batch
+ * larger than the machine's memory and a CPU thread count far beyond its
+ * cores are refused at once, exit 2, with nothing run or written. */
+Test(cli, missing_output_folder_exits_2_before_the_run) {
   const run_result *r = RUN(cli_data("good.json"), "--backend", "cpu", "--quiet", "--results", "no/such/dir/r.json");
-  assert_status(r, 1);
+  assert_status(r, 2);
   cr_assert_str_empty(r->out);
   assert_one_line_message(r->err);
-  assert_contains(r->err, "no/such/dir/r.json", "stderr");
+  assert_contains(r->err, "'no/such/dir' of 'no/such/dir/r.json' does not exist; nothing was run", "stderr");
+  assert_workdir_holds_only(NULL);
+}
+
+Test(cli, batch_larger_than_memory_exits_2_at_once) {
+  const run_result *r = RUN(cli_data("huge_generate.json"), "--backend", "cpu");
+  assert_status(r, 2);
+  cr_assert_str_empty(r->out);
+  assert_one_line_message(r->err);
+  assert_contains(r->err, "batch.generate.transactions: 1000000000000000 rows need at least", "stderr");
+  assert_contains(r->err, "GiB; this machine has", "stderr");
+  assert_workdir_holds_only(NULL);
+}
+
+Test(cli, cpu_threads_far_beyond_the_cores_exit_2_at_once) {
+  const run_result *r = RUN(cli_data("good.json"), "--backend", "cpu", "--threads", "100000");
+  assert_status(r, 2);
+  cr_assert_str_empty(r->out);
+  assert_one_line_message(r->err);
+  assert_contains(r->err, "100000 CPU threads; at most", "stderr");
   assert_workdir_holds_only(NULL);
 }
 

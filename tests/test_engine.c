@@ -171,3 +171,16 @@ Test(rounds, the_callbacks_code_stops_the_rounds_and_is_returned) {
   cr_assert_eq(last, first, "no later round was made");
   test_close(e, first);
 }
+
+/* The CPU backend refuses a thread count far beyond the cores before it
+ * starts one thread: the run returns PRSTM_EINVAL and names the limit. */
+Test(engine, cpu_threads_beyond_the_limit_are_refused) {
+  bank_run r;
+  run_open_threads(&r, prstm_workload_find("bank"), PRSTM_BACKEND_CPU, 1, PRSTM_SEMANTIC_POSTPONE, 100,
+                   prstm_cpu_threads_max() + 1);
+  run_state(&r, 4, 10);
+  add(&r, "deposit", 0, 1, 0);
+  cr_assert_eq(prstm_engine_run(r.engine, r.batch, &r.res), PRSTM_EINVAL);
+  cr_assert(strstr(prstm_engine_error(r.engine), "at most") != NULL, "%s", prstm_engine_error(r.engine));
+  run_close(&r);
+}

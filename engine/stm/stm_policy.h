@@ -71,6 +71,13 @@
 #define PRSTM_POLICY_AUTO_CPU_CONFLICTS 100.0
 #define PRSTM_POLICY_AUTO_CPU_HOT_WORD_QUEUE 64.0
 
+/* ---- The CPU backend ---- */
+
+/* The most threads it starts: 64 a core, at least 1,024 (the stress tests
+ * run 128 threads on 2 cores; more only time-slice the same cores). */
+#define PRSTM_POLICY_CPU_THREADS_PER_CORE_MAX 64u
+#define PRSTM_POLICY_CPU_THREADS_MIN_MAX 1024u
+
 /* ---- Publishing counts (watchdog, progress observer) ---- */
 
 /* A thread adds its commits, failures and abandonments to the global

@@ -316,6 +316,11 @@ typedef struct prstm_options {
   prstm_deltas_mode deltas;
 } prstm_options;
 
+/* The most threads the CPU backend starts on this machine: 64 a core, and
+ * at least 1,024 (more only time-slice the same cores; a run asking for more
+ * is refused with PRSTM_EINVAL before any thread starts). */
+uint32_t prstm_cpu_threads_max(void);
+
 /* Sets the defaults: auto backend, automatic threads, lock_coverage 1,
  * postpone, retry_limit 100, no verification, watchdog 60 s, and
  * chunk_rows from the environment variable PRSTM_CHUNK_ROWS when it holds a

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -183,6 +184,73 @@ static int apply_overrides(const cli_args *a, prstm_config *cfg) {
   return 0;
 }
 
+/* The folder of an output path must exist and take files: found before
+ * the run, not after it. */
+static int check_output_folder(const char *key, const char *path) {
+  if (!path[0]) return 0;
+  char dir[1024];
+  snprintf(dir, sizeof dir, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (!slash)
+    snprintf(dir, sizeof dir, ".");
+  else if (slash == dir)
+    dir[1] = 0;
+  else
+    *slash = 0;
+  struct stat st;
+  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    fprintf(stderr, "prstm-run: %s: the folder '%s' of '%s' does not exist; nothing was run\n", key, dir, path);
+    return -1;
+  }
+  if (access(dir, W_OK | X_OK) != 0) {
+    fprintf(stderr, "prstm-run: %s: cannot write into the folder '%s'; nothing was run\n", key, dir);
+    return -1;
+  }
+  return 0;
+}
+
+/* Checks that need no work and save a long one: output folders, the
+ * memory a state and a generated batch need at the least, and the CPU
+ * backend's thread count. Returns -1 (after its message) when the run
+ * cannot succeed. */
+static int check_before_work(const prstm_config *cfg) {
+  if (check_output_folder("output.results (--results)", cfg->results_path) ||
+      check_output_folder("output.final_state (--final-state)", cfg->final_state_path))
+    return -1;
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  const double memory = pages > 0 && page > 0 ? (double)pages * (double)page : 0;
+  const double gib = 1024.0 * 1024.0 * 1024.0;
+  if (memory > 0 && (cfg->workload->config_keys & PRSTM_KEYS_BANK) && (double)cfg->state.accounts * 8.0 > memory) {
+    fprintf(stderr, "prstm-run: %s: state.accounts: %llu accounts need %.1f GiB; this machine has %.1f GiB\n",
+            cfg->path, (unsigned long long)cfg->state.accounts, (double)cfg->state.accounts * 8.0 / gib, memory / gib);
+    return -1;
+  }
+  if (memory > 0 && cfg->batch_kind == PRSTM_BATCH_GENERATE) {
+    /* A row's type and status bytes and the smallest worker's argument
+     * words: a floor, not the whole cost. */
+    const double row = 2.0 + 8.0 * cfg->workload->variants[0].max_columns;
+    if ((double)cfg->generate.transactions * row > memory) {
+      fprintf(stderr,
+              "prstm-run: %s: batch.generate.transactions: %llu rows need at least %.1f GiB; this machine has "
+              "%.1f GiB\n",
+              cfg->path, (unsigned long long)cfg->generate.transactions, (double)cfg->generate.transactions * row / gib,
+              memory / gib);
+      return -1;
+    }
+  }
+  char why[256];
+  const int on_cpu =
+      cfg->options.backend == PRSTM_BACKEND_CPU ||
+      (cfg->options.backend == PRSTM_BACKEND_AUTO && !prstm_gpu_available(cfg->workload, why, sizeof why));
+  const uint32_t most = prstm_cpu_threads_max();
+  if (on_cpu && cfg->options.threads > most) {
+    fprintf(stderr, "prstm-run: %s: engine.threads (--threads): %u CPU threads; at most %u on this machine\n",
+            cfg->path, cfg->options.threads, most);
+    return -1;
+  }
+  return 0;
+}
+
 /* Returns -1 to continue, or an exit status. */
 static int parse_args(int argc, char **argv, cli_args *a) {
   static const struct option longopts[] = {{"backend", required_argument, NULL, 'b'},
@@ -341,7 +409,7 @@ int main(int argc, char **argv) {
   prstm_engine *e = NULL;
   prstm_batch *b = NULL;
   status = EXIT_INPUT;
-  if (apply_overrides(&a, &cfg)) goto done;
+  if (apply_overrides(&a, &cfg) || check_before_work(&cfg)) goto done;
 
   rc = prstm_engine_create(&e, cfg.workload, &cfg.options);
   if (!rc) rc = prstm_engine_init_state(e, &cfg.state);
