@@ -158,11 +158,11 @@ static int parse_engine(const cfg_ctx *c, const cJSON *root, prstm_options *opt)
       return PRSTM_ECONFIG;
     }
   }
-  if ((rc = get_u32(c, eng, "threads", "engine.threads", 0, &opt->threads)) != 0) return rc;
-  if (opt->threads > PRSTM_MAX_THREADS) {
-    loaders_errf(c->err, c->errlen, "%s: engine.threads: must be at most %u", c->file, PRSTM_MAX_THREADS);
-    return PRSTM_ECONFIG;
-  }
+  /* One limit, the lock word's: a value above it gets one message, however
+   * large. */
+  uint64_t threads = opt->threads;
+  if ((rc = get_uint(c, eng, "threads", "engine.threads", 0, 0, PRSTM_MAX_THREADS, &threads)) != 0) return rc;
+  opt->threads = (uint32_t)threads;
   if ((rc = get_u32(c, eng, "lock_coverage", "engine.lock_coverage", 1, &opt->lock_coverage)) != 0) return rc;
   if ((rc = get_string(c, eng, "semantic", "engine.semantic", 0, &s)) != 0) return rc;
   if (s != NULL) {

@@ -290,7 +290,22 @@ Test(cli, version_exits_0_and_prints_the_version) {
   const run_result *r = RUN("--version");
   assert_status(r, 0);
   cr_assert_str_empty(r->err);
-  cr_assert_str_eq(r->out, "prstm-run " PRSTM_VERSION_STRING "\n");
+  cr_assert_eq(strncmp(r->out, "prstm-run " PRSTM_VERSION_STRING " (", 12 + strlen(PRSTM_VERSION_STRING)), 0,
+               "version line: %s", r->out);
+#ifdef PRSTM_HAVE_CUDA
+  assert_contains(r->out, "GPU backend built for CUDA architectures", "--version");
+#else
+  assert_contains(r->out, "no GPU backend in this build", "--version");
+#endif
+}
+
+Test(cli, short_h_and_v_are_help_and_version) {
+  const run_result *r = RUN("-h");
+  assert_status(r, 0);
+  cr_assert_eq(strncmp(r->out, "usage: prstm-run CONFIG", 23), 0, "-h:\n%s", r->out);
+  r = RUN("-V");
+  assert_status(r, 0);
+  cr_assert_eq(strncmp(r->out, "prstm-run ", 10), 0, "-V:\n%s", r->out);
 }
 
 /* Bad usage is refused with exit status 2 before anything runs. */

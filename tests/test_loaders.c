@@ -422,8 +422,8 @@ Test(loaders, negative_integer_is_rejected) {
                       ": engine.retry_limit: expected a non-negative integer");
 }
 
-Test(loaders, threads_beyond_32_bits_are_rejected) {
-  expect_config_error("huge_threads.json", PRSTM_ECONFIG, ": engine.threads: must be at most 4294967295");
+Test(loaders, threads_beyond_32_bits_get_the_lock_word_limit) {
+  expect_config_error("huge_threads.json", PRSTM_ECONFIG, ": engine.threads: must be at most 2097151");
 }
 
 Test(loaders, zero_lock_coverage_is_rejected) {

@@ -57,8 +57,8 @@ static const char usage_text[] =
     "                           hot words, on whenever that holds, off never (default:\n"
     "                           engine.deltas, else auto)\n"
     "  --quiet                  print nothing but errors (and no progress bar)\n"
-    "  --help                   show this help and exit\n"
-    "  --version                show the version and exit\n"
+    "  -h, --help               show this help and exit\n"
+    "  -V, --version            show the version, and whether the GPU backend is built, and exit\n"
     "\n"
     "exit status: 0 the run completed (abandoned transactions are results),\n"
     "             1 runtime failure (no usable GPU for --backend gpu, CUDA error,\n"
@@ -269,7 +269,7 @@ static int parse_args(int argc, char **argv, cli_args *a) {
   memset(a, 0, sizeof *a);
   opterr = 0;
   int c;
-  while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":hV", longopts, NULL)) != -1) {
     switch (c) {
       case 'b':
         a->backend = optarg;
@@ -305,7 +305,12 @@ static int parse_args(int argc, char **argv, cli_args *a) {
         fputs(usage_text, stdout);
         return EXIT_OK;
       case 'V':
-        printf("prstm-run %s\n", PRSTM_VERSION_STRING);
+#ifdef PRSTM_RUN_GPU_ARCHITECTURES
+        printf("prstm-run %s (GPU backend built for CUDA architectures %s)\n", PRSTM_VERSION_STRING,
+               PRSTM_RUN_GPU_ARCHITECTURES);
+#else
+        printf("prstm-run %s (no GPU backend in this build: CPU only)\n", PRSTM_VERSION_STRING);
+#endif
         return EXIT_OK;
       case ':':
         fprintf(stderr, "prstm-run: option %s needs a value (see --help)\n", argv[optind - 1]);
