@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# gpu-check.sh: on a machine with a GPU, runs every test program against the GPU (a GPU test fails there instead of skipping), the example configs, a batch too large for the GPU's memory, and compute-sanitizer on the stress configs.
+# gpu-check.sh: on a machine with a GPU, runs every test program against the GPU (a GPU test fails there instead of skipping), the example configs, a batch too large for the GPU's memory, a slice of the verification campaign, and compute-sanitizer on the stress configs.
 # usage: tools/gpu-check.sh BUNDLE [LOGDIR]   (BUNDLE made by tools/bundle.sh; logs in LOGDIR, default ./gpu-check-out)
 # Knobs: WORKLOADS="vacation kmeans" also runs configs/NAME.json on the GPU,
-# verified, and on the CPU; SANITIZE=0 skips compute-sanitizer;
+# verified, and on the CPU; SWEEP_CASES (default 1000) and SWEEP_SEED size the
+# GPU slice of prstm-verify-sweep; SANITIZE=0 skips compute-sanitizer;
 # SANITIZERS="memcheck racecheck"; SAN_WATCHDOG=seconds.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -47,6 +48,12 @@ echo "chunked: exit $rc: $(grep -E 'invariant' chunked.log)"
 PRSTM_GPU_MEMORY_LIMIT=100000000 run "$root/configs/bank.json" --backend gpu --verify >chunked-verify.log 2>&1
 rc=$?; [ $rc -eq 0 ] || status=1
 echo "chunked with --verify: exit $rc: $(grep -E 'backend|verify' chunked-verify.log)"
+# The verification campaign on the GPU: random batches of every workload,
+# run whole, chunked and streamed, each checked by its certificate.
+timeout 300 "$bundle/run" prstm-verify-sweep --backend gpu --cases "${SWEEP_CASES:-1000}" --seed "${SWEEP_SEED:-1}" \
+  >sweep-gpu.log 2>&1
+rc=$?; [ $rc -eq 0 ] || status=1
+echo "verification campaign on the GPU: exit $rc: $(tail -1 sweep-gpu.log)"
 # compute-sanitizer on the GPU kernels, through the verified stress configs.
 if [ "${SANITIZE:-1}" = 1 ]; then
   for tool in ${SANITIZERS:-memcheck racecheck}; do
