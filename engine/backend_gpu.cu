@@ -163,7 +163,8 @@ static int gpu_wait_watched(prstm_engine *e, const prstm_batch *b, gpu_buffers *
 static int gpu_upload(const prstm_engine *e, const prstm_batch *b, uint32_t threads, prstm_exec_ctx *ctx,
                       gpu_buffers *g, char *err, size_t errlen) {
   GPU_CHECK(cudaMalloc((void **)&g->words, 8 * e->nwords));
-  GPU_CHECK(cudaMalloc((void **)&g->locks, 8 * ctx->nlocks));
+  const uint64_t lock_words = engine_lock_array_words(e->wl, ctx->nlocks);
+  GPU_CHECK(cudaMalloc((void **)&g->locks, 8 * lock_words));
   if (b->ncols) GPU_CHECK(cudaMalloc((void **)&g->args, 8 * (size_t)b->ncols * b->n));
   if (b->has_read_only) GPU_CHECK(cudaMalloc((void **)&g->result, 8 * b->n));
   if (b->seq) GPU_CHECK(cudaMalloc((void **)&g->seq, 8 * b->n));
@@ -173,7 +174,7 @@ static int gpu_upload(const prstm_engine *e, const prstm_batch *b, uint32_t thre
   GPU_CHECK(cudaMalloc((void **)&g->status, b->n));
   GPU_CHECK(cudaMalloc((void **)&g->stats, sizeof(stm_thread_stats) * threads));
   GPU_CHECK(cudaMemcpy(g->words, e->words, 8 * e->nwords, cudaMemcpyHostToDevice));
-  GPU_CHECK(cudaMemset(g->locks, 0, 8 * ctx->nlocks));
+  GPU_CHECK(cudaMemset(g->locks, 0, 8 * lock_words));
   for (uint32_t c = 0; c < b->ncols; c++)
     GPU_CHECK(cudaMemcpy(g->args + (size_t)c * b->n, b->args + (size_t)c * b->cap, 8 * b->n, cudaMemcpyHostToDevice));
   if (g->result) GPU_CHECK(cudaMemset(g->result, 0, 8 * b->n));
@@ -186,7 +187,7 @@ static int gpu_upload(const prstm_engine *e, const prstm_batch *b, uint32_t thre
   GPU_CHECK(cudaDeviceSynchronize());
 
   ctx->words = g->words;
-  ctx->locks = g->locks;
+  engine_ctx_set_locks(ctx, e->wl, g->locks);
   ctx->table.type = g->type;
   ctx->table.status = g->status;
   ctx->table.args = g->args;
@@ -308,8 +309,8 @@ static int gpu_run_checked(prstm_engine *e, prstm_batch *b, const prstm_worker_v
   size_t free_b = 0;
   rc = gpu_usable_memory(&free_b, err, errlen);
   if (rc) return rc;
-  uint64_t need = 8 * (e->nwords + ctx.nlocks) + txtable_device_bytes(b, e->opt.verify) +
-                  sizeof(stm_thread_stats) * threads + 8 * STM_Q_WORDS;
+  uint64_t need = 8 * (e->nwords + engine_lock_array_words(e->wl, ctx.nlocks)) +
+                  txtable_device_bytes(b, e->opt.verify) + sizeof(stm_thread_stats) * threads + 8 * STM_Q_WORDS;
   if (need > free_b) {
     snprintf(err, errlen,
              "the run needs %.1f MiB of GPU memory (state, locks and a table of %llu transactions); %s has %.1f MiB "
@@ -421,8 +422,8 @@ struct backend_stream {
   int verify;    /* each unit records its commit order and read hashes */
   uint64_t rows; /* rows of one slot */
   uint64_t *words, *locks;
-  unsigned long long *totals; /* device: aborts, postponements, sweeps of every unit */
-  uint64_t nwords, nlocks;
+  unsigned long long *totals;  /* device: aborts, postponements, sweeps of every unit */
+  uint64_t nwords, lock_words; /* lock_words: engine_lock_array_words */
   gpu_slot slot[2];
   cudaStream_t copy, back, monitor;
   uint64_t *h_watch; /* pinned: the progress words as the watchdog last saw them, then the stop word */
@@ -543,7 +544,7 @@ static int gpu_stream_open_checked(prstm_engine *e, backend_stream *g, int resul
   if (rc) return rc;
   g->threads = threads;
   g->nwords = e->nwords;
-  g->nlocks = (e->nwords + e->opt.lock_coverage - 1) / e->opt.lock_coverage;
+  g->lock_words = engine_lock_array_words(e->wl, (e->nwords + e->opt.lock_coverage - 1) / e->opt.lock_coverage);
 
   cudaDeviceProp prop;
   GPU_CHECK(cudaGetDeviceProperties(&prop, 0));
@@ -554,7 +555,7 @@ static int gpu_stream_open_checked(prstm_engine *e, backend_stream *g, int resul
    * rows and as many carried rows, hence four rows of table per unit row,
    * each with room for a carried row's id and, verified, its place in the
    * commit order and its read hash. */
-  uint64_t fixed = 8 * (g->nwords + g->nlocks) + 2 * (sizeof(stm_thread_stats) * threads + 8 * STM_Q_WORDS) +
+  uint64_t fixed = 8 * (g->nwords + g->lock_words) + 2 * (sizeof(stm_thread_stats) * threads + 8 * STM_Q_WORDS) +
                    3 * sizeof(unsigned long long);
   uint64_t row_bytes = 2 + 8ull * g->ncols + (results ? 8 : 0) + 8 + (g->verify ? 16 : 0);
   uint64_t usable = free_b - free_b / 32; /* headroom for the allocator's rounding */
@@ -582,7 +583,7 @@ static int gpu_stream_open_checked(prstm_engine *e, backend_stream *g, int resul
   GPU_CHECK(cudaHostAlloc((void **)&g->h_zeros, g->zero_bytes, cudaHostAllocDefault));
   memset(g->h_zeros, 0, g->zero_bytes);
   GPU_CHECK(cudaMalloc((void **)&g->words, 8 * g->nwords));
-  GPU_CHECK(cudaMalloc((void **)&g->locks, 8 * g->nlocks));
+  GPU_CHECK(cudaMalloc((void **)&g->locks, 8 * g->lock_words));
   GPU_CHECK(cudaMalloc((void **)&g->totals, 3 * sizeof(unsigned long long)));
   for (int k = 0; k < 2; k++) {
     rc = gpu_stream_alloc_slot(g, &g->slot[k], results, err, errlen);
@@ -606,7 +607,7 @@ static int gpu_stream_open_checked(prstm_engine *e, backend_stream *g, int resul
   memset(&none, 0, sizeof none);
   engine_ctx_fill_common(e, &none, threads, &g->base);
   g->base.words = g->words;
-  g->base.locks = g->locks;
+  engine_ctx_set_locks(&g->base, e->wl, g->locks);
   snprintf(device, device_len, "%.80s (%d SMs, %u threads)", prop.name, prop.multiProcessorCount, threads);
   return 0;
 }
@@ -776,7 +777,7 @@ static int gpu_stream_launch_checked(backend_stream *g, unsigned slot, const bac
    * run beside it, and events order what must be ordered. Locks are cleared
    * before each unit: nothing holds one between units. */
   GPU_CHECK(cudaStreamWaitEvent(0, sl->copy_end, 0));
-  GPU_CHECK(cudaMemsetAsync(g->locks, 0, 8 * g->nlocks, 0));
+  GPU_CHECK(cudaMemsetAsync(g->locks, 0, 8 * g->lock_words, 0));
   /* Verified, a row decided without a number recorded must show as one:
    * the column starts as "none" (all ones) for every unit. */
   if (g->verify) GPU_CHECK(cudaMemsetAsync(sl->seq, 0xff, 8 * n, 0));

@@ -10,6 +10,7 @@
 typedef struct fixture {
   uint64_t words[64];
   uint64_t locks[64];
+  uint64_t add_counts[64];
   uint64_t quiesce[STM_Q_WORDS];
   prstm_exec_ctx ctx;
   stm_read_entry reads[4];
@@ -32,5 +33,8 @@ static inline void fixture_init(fixture *f, uint64_t nwords, uint64_t coverage) 
   f->tx.writes = f->writes;
   f->tx.locks = f->lockset;
 }
+
+/* Gives the context counters of adds in flight, as a workload with uses_add has. */
+static inline void fixture_use_adds(fixture *f) { f->ctx.add_counts = f->add_counts; }
 
 #endif /* TEST_FIXTURE_H */

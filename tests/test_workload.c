@@ -19,6 +19,15 @@ static const prstm_type_desc probe_types[] = {
     {"wild", 0, 1, 1, {{"word", PRSTM_ARG_UINT}}, {NULL}},
     {"move", 0, 0, 3, {{"from", PRSTM_ARG_ADDRESS}, {"to", PRSTM_ARG_ADDRESS}, {"amount", PRSTM_ARG_UINT}}, {NULL}},
     {"livelock", 0, 0, 1, {{"word", PRSTM_ARG_ADDRESS}}, {NULL}},
+    {"add", 0, 0, 2, {{"word", PRSTM_ARG_ADDRESS}, {"delta", PRSTM_ARG_UINT}}, {NULL}},
+    {"add_then_read",
+     0,
+     0,
+     3,
+     {{"word", PRSTM_ARG_ADDRESS}, {"delta", PRSTM_ARG_UINT}, {"to", PRSTM_ARG_ADDRESS}},
+     {NULL}},
+    {"copy", 0, 0, 2, {{"from", PRSTM_ARG_ADDRESS}, {"to", PRSTM_ARG_ADDRESS}}, {NULL}},
+    {"set", 0, 0, 2, {{"word", PRSTM_ARG_ADDRESS}, {"value", PRSTM_ARG_UINT}}, {NULL}},
 };
 
 const prstm_workload test_probe_workload = {
@@ -27,4 +36,13 @@ const prstm_workload test_probe_workload = {
     .types = probe_types,
     .nvariants = 1,
     .variants = {{PRSTM_MAX_COLUMNS, PROBE_CAPACITY, probe_cpu_worker, PROBE_GPU}},
+};
+
+const prstm_workload test_probe_adds_workload = {
+    .name = "probe_adds",
+    .ntypes = sizeof probe_types / sizeof probe_types[0],
+    .types = probe_types,
+    .nvariants = 1,
+    .variants = {{PRSTM_MAX_COLUMNS, PROBE_CAPACITY, probe_cpu_worker, PROBE_GPU}},
+    .uses_add = 1,
 };

@@ -1,4 +1,4 @@
-/* test_workload.h: a test-only workload ("probe") whose types provoke write skew, lost updates, capacity overflow and wild addresses. */
+/* test_workload.h: a test-only workload ("probe") whose types provoke write skew, lost updates, capacity overflow, wild addresses and commutative adds beside readers and writers. */
 #ifndef TEST_WORKLOAD_H
 #define TEST_WORKLOAD_H
 
@@ -11,7 +11,11 @@ enum {
   PROBE_TOUCH = 3,
   PROBE_WILD = 4,
   PROBE_MOVE = 5,
-  PROBE_LIVELOCK = 6
+  PROBE_LIVELOCK = 6,
+  PROBE_ADD = 7,
+  PROBE_ADD_THEN_READ = 8,
+  PROBE_COPY = 9,
+  PROBE_SET = 10
 };
 #define PROBE_CAPACITY 16
 
@@ -69,8 +73,42 @@ PRSTM_INLINE int probe_livelock(prstm_tx *tx) {
   return PRSTM_COMMIT;
 }
 
+/* Adds `delta` to a word without reading it. */
+PRSTM_INLINE int probe_add(prstm_tx *tx) {
+  prstm_add(tx, prstm_arg(tx, 0), prstm_arg(tx, 1));
+  return PRSTM_COMMIT;
+}
+
+/* Adds `delta` to a word, then reads it and writes what it read to `to`. */
+PRSTM_INLINE int probe_add_then_read(prstm_tx *tx) {
+  uint64_t w = prstm_arg(tx, 0);
+  prstm_add(tx, w, prstm_arg(tx, 1));
+  prstm_write(tx, prstm_arg(tx, 2), prstm_read(tx, w));
+  return PRSTM_COMMIT;
+}
+
+/* Copies one word into another: a reader of words others add to. */
+PRSTM_INLINE int probe_copy(prstm_tx *tx) {
+  prstm_write(tx, prstm_arg(tx, 1), prstm_read(tx, prstm_arg(tx, 0)));
+  return PRSTM_COMMIT;
+}
+
+/* Sets a word without reading it: a writer of words others add to. */
+PRSTM_INLINE int probe_set(prstm_tx *tx) {
+  prstm_write(tx, prstm_arg(tx, 0), prstm_arg(tx, 1));
+  return PRSTM_COMMIT;
+}
+
 PRSTM_INLINE int probe_dispatch(prstm_tx *tx, unsigned type) {
   switch (type) {
+    case PROBE_ADD:
+      return probe_add(tx);
+    case PROBE_ADD_THEN_READ:
+      return probe_add_then_read(tx);
+    case PROBE_COPY:
+      return probe_copy(tx);
+    case PROBE_SET:
+      return probe_set(tx);
     case PROBE_LIVELOCK:
       return probe_livelock(tx);
     case PROBE_SKEW:
@@ -89,5 +127,7 @@ PRSTM_INLINE int probe_dispatch(prstm_tx *tx, unsigned type) {
 }
 
 extern const prstm_workload test_probe_workload;
+/* The same types, with uses_add: adds run side by side. */
+extern const prstm_workload test_probe_adds_workload;
 
 #endif /* TEST_WORKLOAD_H */

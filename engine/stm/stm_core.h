@@ -43,6 +43,10 @@ typedef struct prstm_exec_ctx {
   uint64_t *locks;
   uint64_t nlocks;
   uint64_t lock_coverage;
+  /* Commutative adds in flight, one counter per lock (nlocks words), where
+   * the workload declares uses_add; NULL elsewhere, and prstm_add is then a
+   * read and a write (see prstm_add). */
+  uint64_t *add_counts;
   txtable_view table;
   uint8_t type_tag[STM_MAX_TYPES];
   uint32_t tag_mask; /* bit t set when some row has semantic tag t */
@@ -67,9 +71,17 @@ enum {
 typedef struct stm_read_entry {
   uint64_t lock, version;
 } stm_read_entry;
+/* A write-set entry: a value to store, or, with STM_WRITE_ADD in addr, a
+ * delta to add (prstm_add). STM_WRITE_BLIND marks, at commit, an add under a
+ * lock the transaction neither reads nor writes under, which takes no lock
+ * and runs beside other such adds (stm_tx_settle_adds). Word addresses stay
+ * far below both bits. */
 typedef struct stm_write_entry {
   uint64_t addr, value;
 } stm_write_entry;
+#define STM_WRITE_ADD (1ull << 63)
+#define STM_WRITE_BLIND (1ull << 62)
+#define STM_WRITE_ADDR(a) ((a) & ~(STM_WRITE_ADD | STM_WRITE_BLIND))
 typedef struct stm_lock_entry {
   uint64_t lock, version;
   uint32_t held; /* 0 not held, 1 pre-locked, 2 locked */
@@ -99,6 +111,8 @@ typedef struct prstm_tx {
    * set by the walk on a row's first attempt only, so that every retry runs
    * the priority rule unchanged. */
   uint32_t direct;
+  /* The counters of this attempt's blind adds are raised (stm_tx_count_adds). */
+  uint32_t adds_counted;
   stm_read_entry *reads;
   stm_write_entry *writes;
   stm_lock_entry *locks;
@@ -163,15 +177,31 @@ PRSTM_INLINE uint64_t stm_tx_saw(prstm_tx *tx, uint64_t value) {
  * its recorded version pass validation; here the version is read before the
  * value, so a value written after it always shows as a moved version (or a
  * held lock) at validation, which comes after a fence. */
+PRSTM_INLINE uint64_t stm_tx_read_shared(prstm_tx *tx, uint64_t addr);
+PRSTM_INLINE uint64_t stm_tx_settle_add(prstm_tx *tx, uint32_t i);
+
 PRSTM_INLINE uint64_t prstm_read(prstm_tx *tx, uint64_t addr) {
   if (tx->state != STM_TX_OK) return 0;
-  const prstm_exec_ctx *ctx = tx->ctx;
-  if (addr >= ctx->nwords) {
+  if (addr >= tx->ctx->nwords) {
     stm_tx_doom(tx, STM_TX_BAD_ADDRESS);
     return 0;
   }
-  for (uint32_t i = 0; i < tx->nwrites; i++)
+  for (uint32_t i = 0; i < tx->nwrites; i++) {
     if (tx->writes[i].addr == addr) return stm_tx_saw(tx, tx->writes[i].value);
+    if (tx->writes[i].addr == (addr | STM_WRITE_ADD)) {
+      uint64_t v = stm_tx_settle_add(tx, i);
+      return tx->state == STM_TX_OK ? stm_tx_saw(tx, v) : 0;
+    }
+  }
+  uint64_t v = stm_tx_read_shared(tx, addr);
+  return tx->state == STM_TX_OK ? stm_tx_saw(tx, v) : 0;
+}
+
+/* The read itself, of an address in range that the attempt has not written:
+ * the lock word, the value, the read-set entry. Not folded into the read
+ * hash: prstm_read does that for what the body sees. */
+PRSTM_INLINE uint64_t stm_tx_read_shared(prstm_tx *tx, uint64_t addr) {
+  const prstm_exec_ctx *ctx = tx->ctx;
   uint64_t l = stm_lock_index(addr, ctx->lock_coverage);
   uint64_t before = port_load_acquire(&ctx->locks[l]);
   if (stm_lock_is_locked(before)) {
@@ -186,7 +216,7 @@ PRSTM_INLINE uint64_t prstm_read(prstm_tx *tx, uint64_t addr) {
   for (uint32_t i = 0; i < tx->nreads; i++) {
     if (tx->reads[i].lock == l) {
       if (tx->reads[i].version != version) stm_tx_doom(tx, STM_TX_CONFLICT);
-      return stm_tx_saw(tx, value);
+      return value;
     }
   }
   if (tx->nreads == tx->cap) {
@@ -196,7 +226,7 @@ PRSTM_INLINE uint64_t prstm_read(prstm_tx *tx, uint64_t addr) {
   tx->reads[tx->nreads].lock = l;
   tx->reads[tx->nreads].version = version;
   tx->nreads++;
-  return stm_tx_saw(tx, value);
+  return value;
 }
 
 /* Read of a word that no transaction of the batch ever writes (a graph's
@@ -220,16 +250,31 @@ PRSTM_INLINE uint64_t prstm_read_immutable(prstm_tx *tx, uint64_t addr) {
   return port_load_relaxed(&tx->ctx->words[addr]);
 }
 
+/* The lock of `addr` joins the lock set, once. The lock set can never
+ * outgrow the write set, whose capacity is the same: every lock in it covers
+ * at least one entry of the write set. */
+PRSTM_INLINE void stm_tx_lock_for_write(prstm_tx *tx, uint64_t addr) {
+  uint64_t l = stm_lock_index(addr, tx->ctx->lock_coverage);
+  for (uint32_t i = 0; i < tx->nlocks; i++)
+    if (tx->locks[i].lock == l) return;
+  tx->locks[tx->nlocks].lock = l;
+  tx->locks[tx->nlocks].version = 0;
+  tx->locks[tx->nlocks].held = 0;
+  tx->nlocks++;
+}
+
 /* Buffered write: the value reaches shared memory only at commit. */
 PRSTM_INLINE void prstm_write(prstm_tx *tx, uint64_t addr, uint64_t value) {
   if (tx->state != STM_TX_OK) return;
-  const prstm_exec_ctx *ctx = tx->ctx;
-  if (addr >= ctx->nwords) {
+  if (addr >= tx->ctx->nwords) {
     stm_tx_doom(tx, STM_TX_BAD_ADDRESS);
     return;
   }
   for (uint32_t i = 0; i < tx->nwrites; i++) {
-    if (tx->writes[i].addr == addr) {
+    if (STM_WRITE_ADDR(tx->writes[i].addr) == addr) {
+      /* A value written over an add replaces it: the add's word is now written. */
+      if (tx->writes[i].addr != addr) stm_tx_lock_for_write(tx, addr);
+      tx->writes[i].addr = addr;
       tx->writes[i].value = value;
       return;
     }
@@ -241,14 +286,56 @@ PRSTM_INLINE void prstm_write(prstm_tx *tx, uint64_t addr, uint64_t value) {
   tx->writes[tx->nwrites].addr = addr;
   tx->writes[tx->nwrites].value = value;
   tx->nwrites++;
-  uint64_t l = stm_lock_index(addr, ctx->lock_coverage);
-  for (uint32_t i = 0; i < tx->nlocks; i++)
-    if (tx->locks[i].lock == l) return;
-  /* The lock set can never outgrow the write set, whose capacity is the same. */
-  tx->locks[tx->nlocks].lock = l;
-  tx->locks[tx->nlocks].version = 0;
-  tx->locks[tx->nlocks].held = 0;
-  tx->nlocks++;
+  stm_tx_lock_for_write(tx, addr);
+}
+
+/* An add whose word the body now reads: it becomes a write of the value
+ * read plus the delta, under the transaction's own lock. */
+PRSTM_INLINE uint64_t stm_tx_settle_add(prstm_tx *tx, uint32_t i) {
+  const uint64_t addr = STM_WRITE_ADDR(tx->writes[i].addr);
+  const uint64_t base = stm_tx_read_shared(tx, addr);
+  tx->writes[i].addr = addr;
+  tx->writes[i].value += base;
+  stm_tx_lock_for_write(tx, addr);
+  return tx->writes[i].value;
+}
+
+/* Commutative add: `delta` (modulo 2^64; a negative delta as its two's
+ * complement) is added to the word at commit, without the body ever seeing
+ * the word's value. Two transactions that only add to a word commute, so
+ * their adds do not conflict: where the workload declares uses_add, an add
+ * under a lock the transaction neither reads nor writes under takes no lock
+ * at all, and any number of such adds commit side by side; a reader or
+ * writer of the word still conflicts with them as with a write. A body that
+ * reads the word after adding to it sees the value plus its delta, and the
+ * add is then a read and a write, as it always is without uses_add (the
+ * serial replay of --verify runs it so, with the same outcome). */
+PRSTM_INLINE void prstm_add(prstm_tx *tx, uint64_t addr, uint64_t delta) {
+  if (tx->state != STM_TX_OK) return;
+  if (addr >= tx->ctx->nwords) {
+    stm_tx_doom(tx, STM_TX_BAD_ADDRESS);
+    return;
+  }
+  for (uint32_t i = 0; i < tx->nwrites; i++) {
+    if (STM_WRITE_ADDR(tx->writes[i].addr) == addr) {
+      tx->writes[i].value += delta;
+      return;
+    }
+  }
+  if (!tx->ctx->add_counts) {
+    /* No counters: a read the body never sees (so not in the read hash),
+     * and a write. */
+    const uint64_t base = stm_tx_read_shared(tx, addr);
+    if (tx->state == STM_TX_OK) prstm_write(tx, addr, base + delta);
+    return;
+  }
+  if (tx->nwrites == tx->cap) {
+    stm_tx_doom(tx, STM_TX_CAPACITY);
+    return;
+  }
+  tx->writes[tx->nwrites].addr = addr | STM_WRITE_ADD;
+  tx->writes[tx->nwrites].value = delta;
+  tx->nwrites++;
 }
 
 /* ---- Engine side: begin, validate, commit, abort. ---- */
@@ -263,7 +350,23 @@ PRSTM_INLINE void stm_tx_begin(prstm_tx *tx, uint64_t row, uint64_t prio) {
   tx->reason = 0;
   tx->conflict_wait = 0;
   tx->direct = 0;
+  tx->adds_counted = 0;
   tx->conflict_lock = tx->conflict_word = 0;
+}
+
+/* The lock of a blind add's entry. */
+PRSTM_INLINE uint64_t stm_tx_add_lock(const prstm_tx *tx, const stm_write_entry *w) {
+  return stm_lock_index(STM_WRITE_ADDR(w->addr), tx->ctx->lock_coverage);
+}
+
+/* Lowers the counters that stm_tx_count_adds raised, after an abort: the
+ * adds never happened, so no version moves. */
+PRSTM_INLINE void stm_tx_uncount_adds(prstm_tx *tx) {
+  if (!tx->adds_counted) return;
+  for (uint32_t i = 0; i < tx->nwrites; i++)
+    if (tx->writes[i].addr & STM_WRITE_BLIND)
+      port_add_relaxed(&tx->ctx->add_counts[stm_tx_add_lock(tx, &tx->writes[i])], (uint64_t)0 - 1);
+  tx->adds_counted = 0;
 }
 
 /* Gives back every lock this attempt holds, without changing versions: no
@@ -275,12 +378,20 @@ PRSTM_INLINE void stm_tx_release_all(prstm_tx *tx) {
     if (e->held == 2) {
       port_store_release(&locks[e->lock], stm_lock_make(e->version, 0, 0));
     } else if (e->held == 1) {
-      /* A pre-lock may have been stolen meanwhile; then it is not ours to clear. */
-      port_cas(&locks[e->lock], stm_lock_make(e->version, tx->prio, STM_LOCK_PRELOCKED),
-               stm_lock_make(e->version, 0, 0));
+      /* A pre-lock may have been stolen meanwhile; then it is not ours to
+       * clear. A blind add that committed meanwhile may have moved its
+       * version (stm_tx_write_back): then it is cleared at that version. */
+      uint64_t w = stm_lock_make(e->version, tx->prio, STM_LOCK_PRELOCKED);
+      while (!port_cas(&locks[e->lock], w, stm_lock_make(stm_lock_version(w), 0, 0))) {
+        w = port_load_relaxed(&locks[e->lock]);
+        if (!tx->ctx->add_counts || !stm_lock_is_prelocked(w) || stm_lock_is_locked(w) ||
+            stm_lock_owner(w) != (tx->prio & STM_LOCK_OWNER_MASK))
+          break;
+      }
     }
     e->held = 0;
   }
+  stm_tx_uncount_adds(tx);
 }
 
 PRSTM_INLINE int stm_tx_find_lock(const prstm_tx *tx, uint64_t l) {
@@ -294,8 +405,11 @@ PRSTM_INLINE int stm_tx_find_lock(const prstm_tx *tx, uint64_t l) {
  * read and is not finally locked, so the snapshot the body saw was consistent. */
 PRSTM_INLINE int stm_tx_snapshot_valid(const prstm_tx *tx) {
   const uint64_t *locks = tx->ctx->locks;
+  const uint64_t *adds = tx->ctx->add_counts;
   port_fence_acq_rel(); /* the value reads before the version checks */
   for (uint32_t i = 0; i < tx->nreads; i++) {
+    /* An add under way may have landed in the value before its version moves. */
+    if (adds && port_load_acquire(&adds[tx->reads[i].lock]) != 0) return 0;
     uint64_t w = port_load_acquire(&locks[tx->reads[i].lock]);
     if (stm_lock_is_locked(w) || stm_lock_version(w) != tx->reads[i].version) return 0;
   }
@@ -369,6 +483,11 @@ PRSTM_INLINE int stm_tx_prelock(prstm_tx *tx, stm_lock_entry *e, int read_index)
  * takes no lock at all. */
 PRSTM_INLINE int stm_tx_validate_read(prstm_tx *tx, const stm_read_entry *r) {
   uint64_t *lw = &tx->ctx->locks[r->lock];
+  /* A blind add under way on this lock (stm_tx_count_adds) may have changed
+   * the value already and moves the version only when it ends: the read
+   * fails now. The counter is loaded before the lock word, so a count seen
+   * back at zero comes with the version it moved. */
+  if (tx->ctx->add_counts && port_load_acquire(&tx->ctx->add_counts[r->lock]) != 0) return 0;
   for (;;) {
     uint64_t w = stm_wait_unlocked(tx->ctx, lw, port_load_acquire(lw));
     if (stm_lock_is_locked(w) || stm_lock_version(w) != r->version) return 0;
@@ -421,14 +540,91 @@ PRSTM_INLINE void stm_tx_write_back(prstm_tx *tx) {
    * write; the fence puts the final locks before every new value, so a reader
    * that sees a new value then sees the lock or the new version. */
   if (tx->nwrites) port_fence_acq_rel();
-  for (uint32_t i = 0; i < tx->nwrites; i++) port_store_relaxed(&ctx->words[tx->writes[i].addr], tx->writes[i].value);
+  for (uint32_t i = 0; i < tx->nwrites; i++) {
+    const stm_write_entry *w = &tx->writes[i];
+    if (w->addr & STM_WRITE_ADD)
+      port_add_relaxed(&ctx->words[STM_WRITE_ADDR(w->addr)], w->value);
+    else
+      port_store_relaxed(&ctx->words[w->addr], w->value);
+  }
   /* One release fence orders all data writes before all new versions. */
-  if (tx->nlocks) port_fence_acq_rel();
+  if (tx->nlocks || tx->adds_counted) port_fence_acq_rel();
   for (uint32_t i = 0; i < tx->nlocks; i++) {
     stm_lock_entry *e = &tx->locks[i];
     port_store_relaxed(&ctx->locks[e->lock], stm_lock_make(e->version + 1, 0, 0));
     e->held = 0;
   }
+  if (tx->adds_counted) {
+    /* A blind add moves its lock's version (a reader of the old value then
+     * fails validation) and then lowers its counter, in that order: the
+     * counter's release puts the new version before it. */
+    for (uint32_t i = 0; i < tx->nwrites; i++)
+      if (tx->writes[i].addr & STM_WRITE_BLIND)
+        port_add_relaxed(&ctx->locks[stm_tx_add_lock(tx, &tx->writes[i])], 1ull << STM_LOCK_VERSION_SHIFT);
+    for (uint32_t i = 0; i < tx->nwrites; i++)
+      if (tx->writes[i].addr & STM_WRITE_BLIND)
+        port_add_release(&ctx->add_counts[stm_tx_add_lock(tx, &tx->writes[i])], (uint64_t)0 - 1);
+    tx->adds_counted = 0;
+  }
+}
+
+/* With counters of adds (the workload's uses_add), at the start of a
+ * commit: an add under a lock that the attempt also reads or writes under is
+ * applied under its own lock (the lock joins the lock set); every other add
+ * is blind. Returns the number of blind adds. */
+PRSTM_INLINE uint32_t stm_tx_settle_adds(prstm_tx *tx) {
+  uint32_t blind = 0;
+  for (uint32_t i = 0; i < tx->nwrites; i++) {
+    stm_write_entry *w = &tx->writes[i];
+    if (!(w->addr & STM_WRITE_ADD)) continue;
+    const uint64_t l = stm_tx_add_lock(tx, w);
+    if (stm_tx_find_lock(tx, l) >= 0 || stm_tx_find_read(tx, l) >= 0) {
+      stm_tx_lock_for_write(tx, STM_WRITE_ADDR(w->addr));
+    } else {
+      w->addr |= STM_WRITE_BLIND;
+      blind++;
+    }
+  }
+  return blind;
+}
+
+/* Raises the counter of every blind add's lock, before the commit's SC
+ * fence: a writer that pre-locks such a lock then sees the count after its
+ * own fence, or this attempt sees its pre-lock (stm_tx_adds_clear). */
+PRSTM_INLINE void stm_tx_count_adds(prstm_tx *tx) {
+  for (uint32_t i = 0; i < tx->nwrites; i++)
+    if (tx->writes[i].addr & STM_WRITE_BLIND)
+      port_add_relaxed(&tx->ctx->add_counts[stm_tx_add_lock(tx, &tx->writes[i])], 1);
+  tx->adds_counted = 1;
+}
+
+/* After the commit's SC fence, with counters of adds: no blind add of
+ * another attempt is under way on a lock this attempt pre-locked, and no
+ * other attempt holds the lock of one of this attempt's blind adds. A final
+ * lock there is waited out (its holder never waits); a lower pre-lock is
+ * taken away, as the pre-lock path does (its owner's final CAS then fails);
+ * a higher one makes this attempt abort. Returns 0 on a conflict. */
+PRSTM_INLINE int stm_tx_adds_clear(prstm_tx *tx) {
+  const prstm_exec_ctx *ctx = tx->ctx;
+  for (uint32_t i = 0; i < tx->nlocks; i++)
+    if (port_load_acquire(&ctx->add_counts[tx->locks[i].lock]) != 0) return 0;
+  if (!tx->adds_counted) return 1;
+  for (uint32_t i = 0; i < tx->nwrites; i++) {
+    if (!(tx->writes[i].addr & STM_WRITE_BLIND)) continue;
+    const uint64_t l = stm_tx_add_lock(tx, &tx->writes[i]);
+    uint64_t *lw = &ctx->locks[l];
+    for (;;) {
+      uint64_t w = stm_wait_unlocked(ctx, lw, port_load_acquire(lw));
+      if (stm_lock_is_locked(w)) return 0; /* the run was stopped */
+      if (!stm_lock_is_prelocked(w)) break;
+      if (!stm_may_steal(tx->prio, stm_lock_owner(w))) {
+        stm_tx_note_holder(tx, l, w);
+        return 0;
+      }
+      if (port_cas(lw, w, stm_lock_make(stm_lock_version(w), 0, 0))) break;
+    }
+  }
+  return 1;
 }
 
 /* The decision's place in the commit order (verification). The add needs
@@ -454,7 +650,11 @@ PRSTM_INLINE uint64_t stm_tx_take_sequence(const prstm_exec_ctx *ctx) {
  * attempt whose locks are exactly its reads tries stm_tx_lock_direct first. */
 PRSTM_INLINE int stm_tx_commit(prstm_tx *tx, uint64_t *sequence) {
   const prstm_exec_ctx *ctx = tx->ctx;
-  if (tx->direct && stm_tx_lock_direct(tx)) {
+  /* With counters of adds, every commit goes through the SC fence and
+   * checks them (stm_tx_adds_clear): the direct path and the all-owned case
+   * below skip that fence. */
+  const int counted = ctx->add_counts != 0;
+  if (tx->direct && !counted && stm_tx_lock_direct(tx)) {
     /* Its place in the commit order is taken with every final lock held, as
      * on the pre-lock path's all-owned case below. */
     if (sequence) *sequence = stm_tx_take_sequence(ctx);
@@ -464,6 +664,7 @@ PRSTM_INLINE int stm_tx_commit(prstm_tx *tx, uint64_t *sequence) {
   /* Read locks that are also pre-locked here, and how many of those the
    * first CAS took at exactly the version read. */
   uint32_t own_reads = 0, own_at_read_version = 0;
+  const uint32_t blind = counted ? stm_tx_settle_adds(tx) : 0;
   for (uint32_t i = 0; i < tx->nlocks; i++) {
     int r = stm_tx_find_read(tx, tx->locks[i].lock);
     int got = stm_tx_prelock(tx, &tx->locks[i], r);
@@ -476,7 +677,7 @@ PRSTM_INLINE int stm_tx_commit(prstm_tx *tx, uint64_t *sequence) {
       if (got == 2) own_at_read_version++;
     }
   }
-  const int all_reads_owned = tx->nlocks && own_at_read_version == tx->nreads;
+  const int all_reads_owned = !counted && tx->nlocks && own_at_read_version == tx->nreads;
   if (all_reads_owned) {
     /* Every lock read is pre-locked by this attempt at the version read (a
      * bank transfer: read two accounts, write both). Nothing is left to
@@ -496,7 +697,12 @@ PRSTM_INLINE int stm_tx_commit(prstm_tx *tx, uint64_t *sequence) {
      * validate under the PTX model, which allows that outcome with
      * acquire loads and acq_rel fences; only SC fences in the readers
      * forbid it. */
+    if (blind) stm_tx_count_adds(tx);
     port_fence_sc();
+    if (counted && !stm_tx_adds_clear(tx)) {
+      stm_tx_release_all(tx);
+      return 0;
+    }
     if (sequence) *sequence = stm_tx_take_sequence(ctx);
     for (uint32_t i = 0; i < tx->nreads; i++) {
       const stm_read_entry *r = &tx->reads[i];

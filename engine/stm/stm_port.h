@@ -82,6 +82,16 @@ PRSTM_INLINE uint64_t port_fetch_add_acq_rel(uint64_t *p, uint64_t v) {
   asm volatile("atom.acq_rel.gpu.global.add.u64 %0, [%1], %2;" : "=l"(old) : "l"(p), "l"(v) : "memory");
   return old;
 }
+/* Fire-and-forget atomic adds (no value returned, so no round trip to wait
+ * for): a commutative add's data and the counters of adds in flight. The
+ * release form orders everything before it (the data and the new version)
+ * before the count drops. */
+PRSTM_INLINE void port_add_relaxed(uint64_t *p, uint64_t v) {
+  asm volatile("red.relaxed.gpu.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+PRSTM_INLINE void port_add_release(uint64_t *p, uint64_t v) {
+  asm volatile("red.release.gpu.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
 PRSTM_INLINE void port_pause(unsigned rounds) {
   __nanosleep(rounds < PRSTM_POLICY_PAUSE_MAX_NS / PRSTM_POLICY_PAUSE_NS ? PRSTM_POLICY_PAUSE_NS * rounds
                                                                          : PRSTM_POLICY_PAUSE_MAX_NS);
@@ -151,6 +161,8 @@ PRSTM_INLINE uint64_t port_fetch_add(uint64_t *p, uint64_t v) {
 PRSTM_INLINE uint64_t port_fetch_add_acq_rel(uint64_t *p, uint64_t v) {
   return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL);
 }
+PRSTM_INLINE void port_add_relaxed(uint64_t *p, uint64_t v) { (void)__atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
+PRSTM_INLINE void port_add_release(uint64_t *p, uint64_t v) { (void)__atomic_fetch_add(p, v, __ATOMIC_RELEASE); }
 /* CPU threads often outnumber cores in tests; a waiting thread gives its core away. */
 #ifdef __cplusplus
 extern "C"

@@ -19,7 +19,7 @@ extern "C" {
  * lists the versions). A program that builds its own prstm_workload
  * (prstm_add_workload) is compiled against this header and needs no check;
  * it must be rebuilt with the library. */
-#define PRSTM_ABI_VERSION 7
+#define PRSTM_ABI_VERSION 8
 
 /* One table generates the error codes, their names and their messages, so the
  * three can never drift apart. Every function returns 0 or one of these. */
@@ -233,6 +233,11 @@ typedef struct prstm_workload {
   /* The declared steps of each type, ntypes entries (prstm_type_steps), or
    * NULL when no type declares any. */
   const prstm_type_steps *steps;
+  /* Nonzero when some type's body calls prstm_add: the engine then keeps a
+   * counter of adds in flight per lock (8 bytes a lock), and adds to a word
+   * that the adding transaction neither reads nor writes run side by side
+   * instead of conflicting. Zero: prstm_add is a read and a write. */
+  int uses_add;
 } prstm_workload;
 
 /* config_keys bits. PRSTM_KEYS_BANK: state.accounts (required),

@@ -13,6 +13,8 @@
  *   prstm_arg(tx, i)              argument i of the transaction
  *   prstm_read(tx, addr)          a shared word, validated at commit
  *   prstm_write(tx, addr, v)      a buffered write, applied at commit
+ *   prstm_add(tx, addr, d)        add d to a word at commit, without reading it:
+ *                                 adds commute (the workload's uses_add)
  *   prstm_read_immutable(tx, a)   a word no transaction of the batch writes
  *   prstm_set_result(tx, v)       a read-only type's result
  *   prstm_fail(tx, reason)        fail for good (PRSTM_REASON_USER + k)

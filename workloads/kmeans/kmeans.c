@@ -9,12 +9,12 @@
 PRSTM_CPU_WORKER(kmeans, kmeans_dispatch, KMEANS_CAPACITY)
 PRSTM_GPU_WORKER_DECLARE(kmeans);
 
-#define KMEANS_TYPE(k)                                                                                 \
-  {                                                                                                    \
-    "assign" #k, 15 - (k), 0, 2, {{"x", PRSTM_ARG_UINT}, {"y", PRSTM_ARG_UINT}}, {                     \
-      "iteration or header not in the state", "coordinate beyond the state's coordinate_max",          \
-          "previous iteration holds more points than the state declares", "cluster sum would overflow" \
-    }                                                                                                  \
+#define KMEANS_TYPE(k)                                                                        \
+  {                                                                                           \
+    "assign" #k, 15 - (k), 0, 2, {{"x", PRSTM_ARG_UINT}, {"y", PRSTM_ARG_UINT}}, {            \
+      "iteration or header not in the state", "coordinate beyond the state's coordinate_max", \
+          "previous iteration holds more points than the state declares"                      \
+    }                                                                                         \
   }
 
 /* assign<k> is type index k - 1; see kmeans_body.h for why tags go down with k. */
@@ -322,18 +322,18 @@ const prstm_workload prstm_workload_kmeans = {
     .ntypes = KMEANS_MAX_ITERATIONS,
     .types = kmeans_types,
     .nvariants = 1,
-    /* Every assign meets one of a few clusters (16 by default), so commits
-     * serialise per cluster, and more threads than 4096 bring only
-     * contention (docs/workloads/kmeans.md). */
     .variants = {{.max_columns = PRSTM_MAX_COLUMNS,
                   .set_capacity = KMEANS_CAPACITY,
                   .cpu_worker = kmeans_cpu_worker,
-                  PRSTM_GPU_HOOKS(kmeans),
-                  .gpu = {.threads_max = 4096}}},
+                  PRSTM_GPU_HOOKS(kmeans)}},
     .init_state = kmeans_init_state,
     .generate = kmeans_generate,
     .check_invariant = kmeans_check_invariant,
     .config_keys = 0,
     .nparams = KP_COUNT,
     .params = kmeans_params,
+    /* An assign adds its point to its cluster's sums and count: every cluster
+     * is a hot word, and adds let the assigns of an iteration commit side by
+     * side (kmeans_body.h). */
+    .uses_add = 1,
 };
