@@ -178,7 +178,6 @@ PRSTM_INLINE uint64_t stm_tx_saw(prstm_tx *tx, uint64_t value) {
  * value, so a value written after it always shows as a moved version (or a
  * held lock) at validation, which comes after a fence. */
 PRSTM_INLINE uint64_t stm_tx_read_shared(prstm_tx *tx, uint64_t addr);
-PRSTM_INLINE uint64_t stm_tx_settle_add(prstm_tx *tx, uint32_t i);
 
 PRSTM_INLINE uint64_t prstm_read(prstm_tx *tx, uint64_t addr) {
   if (tx->state != STM_TX_OK) return 0;
@@ -186,14 +185,19 @@ PRSTM_INLINE uint64_t prstm_read(prstm_tx *tx, uint64_t addr) {
     stm_tx_doom(tx, STM_TX_BAD_ADDRESS);
     return 0;
   }
+  /* A word this attempt added to is read as the shared value plus the
+   * delta: the read joins the read set, and the add, now under a lock the
+   * attempt reads under, is applied under its own lock at commit
+   * (stm_tx_settle_adds), so the value read stays the value written on. */
+  uint64_t delta = 0;
   for (uint32_t i = 0; i < tx->nwrites; i++) {
     if (tx->writes[i].addr == addr) return stm_tx_saw(tx, tx->writes[i].value);
     if (tx->writes[i].addr == (addr | STM_WRITE_ADD)) {
-      uint64_t v = stm_tx_settle_add(tx, i);
-      return tx->state == STM_TX_OK ? stm_tx_saw(tx, v) : 0;
+      delta = tx->writes[i].value;
+      break;
     }
   }
-  uint64_t v = stm_tx_read_shared(tx, addr);
+  uint64_t v = stm_tx_read_shared(tx, addr) + delta;
   return tx->state == STM_TX_OK ? stm_tx_saw(tx, v) : 0;
 }
 
@@ -289,17 +293,6 @@ PRSTM_INLINE void prstm_write(prstm_tx *tx, uint64_t addr, uint64_t value) {
   stm_tx_lock_for_write(tx, addr);
 }
 
-/* An add whose word the body now reads: it becomes a write of the value
- * read plus the delta, under the transaction's own lock. */
-PRSTM_INLINE uint64_t stm_tx_settle_add(prstm_tx *tx, uint32_t i) {
-  const uint64_t addr = STM_WRITE_ADDR(tx->writes[i].addr);
-  const uint64_t base = stm_tx_read_shared(tx, addr);
-  tx->writes[i].addr = addr;
-  tx->writes[i].value += base;
-  stm_tx_lock_for_write(tx, addr);
-  return tx->writes[i].value;
-}
-
 /* Commutative add: `delta` (modulo 2^64; a negative delta as its two's
  * complement) is added to the word at commit, without the body ever seeing
  * the word's value. Two transactions that only add to a word commute, so
@@ -308,8 +301,9 @@ PRSTM_INLINE uint64_t stm_tx_settle_add(prstm_tx *tx, uint32_t i) {
  * at all, and any number of such adds commit side by side; a reader or
  * writer of the word still conflicts with them as with a write. A body that
  * reads the word after adding to it sees the value plus its delta, and the
- * add is then a read and a write, as it always is without uses_add (the
- * serial replay of --verify runs it so, with the same outcome). */
+ * add is then applied under the transaction's own lock. Without uses_add
+ * (and in the serial replay of --verify) an add is a read and a write, with
+ * the same outcome. */
 PRSTM_INLINE void prstm_add(prstm_tx *tx, uint64_t addr, uint64_t delta) {
   if (tx->state != STM_TX_OK) return;
   if (addr >= tx->ctx->nwords) {
@@ -361,12 +355,24 @@ PRSTM_INLINE uint64_t stm_tx_add_lock(const prstm_tx *tx, const stm_write_entry 
 
 /* Lowers the counters that stm_tx_count_adds raised, after an abort: the
  * adds never happened, so no version moves. */
-PRSTM_INLINE void stm_tx_uncount_adds(prstm_tx *tx) {
-  if (!tx->adds_counted) return;
+PRSTM_OUTLINE void stm_tx_uncount_adds(prstm_tx *tx) {
   for (uint32_t i = 0; i < tx->nwrites; i++)
     if (tx->writes[i].addr & STM_WRITE_BLIND)
       port_add_relaxed(&tx->ctx->add_counts[stm_tx_add_lock(tx, &tx->writes[i])], (uint64_t)0 - 1);
   tx->adds_counted = 0;
+}
+
+/* A pre-lock of this attempt whose give-back CAS failed, with counters of
+ * adds: a blind add that committed meanwhile may have moved its version
+ * (stm_tx_write_back), and it is then cleared at that version. One that was
+ * stolen is not this attempt's to clear. */
+PRSTM_OUTLINE void stm_tx_unprelock_moved(prstm_tx *tx, uint64_t *lw) {
+  for (;;) {
+    uint64_t w = port_load_relaxed(lw);
+    if (!stm_lock_is_prelocked(w) || stm_lock_is_locked(w) || stm_lock_owner(w) != (tx->prio & STM_LOCK_OWNER_MASK))
+      return;
+    if (port_cas(lw, w, stm_lock_make(stm_lock_version(w), 0, 0))) return;
+  }
 }
 
 /* Gives back every lock this attempt holds, without changing versions: no
@@ -378,20 +384,15 @@ PRSTM_INLINE void stm_tx_release_all(prstm_tx *tx) {
     if (e->held == 2) {
       port_store_release(&locks[e->lock], stm_lock_make(e->version, 0, 0));
     } else if (e->held == 1) {
-      /* A pre-lock may have been stolen meanwhile; then it is not ours to
-       * clear. A blind add that committed meanwhile may have moved its
-       * version (stm_tx_write_back): then it is cleared at that version. */
-      uint64_t w = stm_lock_make(e->version, tx->prio, STM_LOCK_PRELOCKED);
-      while (!port_cas(&locks[e->lock], w, stm_lock_make(stm_lock_version(w), 0, 0))) {
-        w = port_load_relaxed(&locks[e->lock]);
-        if (!tx->ctx->add_counts || !stm_lock_is_prelocked(w) || stm_lock_is_locked(w) ||
-            stm_lock_owner(w) != (tx->prio & STM_LOCK_OWNER_MASK))
-          break;
-      }
+      /* A pre-lock may have been stolen meanwhile; then it is not ours to clear. */
+      if (!port_cas(&locks[e->lock], stm_lock_make(e->version, tx->prio, STM_LOCK_PRELOCKED),
+                    stm_lock_make(e->version, 0, 0)) &&
+          tx->ctx->add_counts)
+        stm_tx_unprelock_moved(tx, &locks[e->lock]);
     }
     e->held = 0;
   }
-  stm_tx_uncount_adds(tx);
+  if (tx->adds_counted) stm_tx_uncount_adds(tx);
 }
 
 PRSTM_INLINE int stm_tx_find_lock(const prstm_tx *tx, uint64_t l) {
@@ -532,6 +533,21 @@ PRSTM_INLINE int stm_tx_lock_direct(prstm_tx *tx) {
   return 1;
 }
 
+/* The end of a commit's blind adds, after their values: each moves its
+ * lock's version (a reader of the old value then fails validation) and then
+ * lowers its counter, in that order: the counter's release puts the new
+ * version before it. */
+PRSTM_OUTLINE void stm_tx_end_blind_adds(prstm_tx *tx) {
+  const prstm_exec_ctx *ctx = tx->ctx;
+  for (uint32_t i = 0; i < tx->nwrites; i++)
+    if (tx->writes[i].addr & STM_WRITE_BLIND)
+      port_add_relaxed(&ctx->locks[stm_tx_add_lock(tx, &tx->writes[i])], 1ull << STM_LOCK_VERSION_SHIFT);
+  for (uint32_t i = 0; i < tx->nwrites; i++)
+    if (tx->writes[i].addr & STM_WRITE_BLIND)
+      port_add_release(&ctx->add_counts[stm_tx_add_lock(tx, &tx->writes[i])], (uint64_t)0 - 1);
+  tx->adds_counted = 0;
+}
+
 /* The end of every commit, with all final locks held: the new values, then
  * the locks given back with version + 1. */
 PRSTM_INLINE void stm_tx_write_back(prstm_tx *tx) {
@@ -540,6 +556,23 @@ PRSTM_INLINE void stm_tx_write_back(prstm_tx *tx) {
    * write; the fence puts the final locks before every new value, so a reader
    * that sees a new value then sees the lock or the new version. */
   if (tx->nwrites) port_fence_acq_rel();
+  for (uint32_t i = 0; i < tx->nwrites; i++) port_store_relaxed(&ctx->words[tx->writes[i].addr], tx->writes[i].value);
+  /* One release fence orders all data writes before all new versions. */
+  if (tx->nlocks) port_fence_acq_rel();
+  for (uint32_t i = 0; i < tx->nlocks; i++) {
+    stm_lock_entry *e = &tx->locks[i];
+    port_store_relaxed(&ctx->locks[e->lock], stm_lock_make(e->version + 1, 0, 0));
+    e->held = 0;
+  }
+}
+
+/* stm_tx_write_back for a commit with counters of adds: adds are applied
+ * with atomic adds, and the blind ones end after the locks are given back.
+ * Without counters there are no adds in the write set (prstm_add makes them
+ * writes), so the commit above keeps the plain loop. */
+PRSTM_OUTLINE void stm_tx_write_back_adds(prstm_tx *tx) {
+  const prstm_exec_ctx *ctx = tx->ctx;
+  if (tx->nwrites) port_fence_acq_rel();
   for (uint32_t i = 0; i < tx->nwrites; i++) {
     const stm_write_entry *w = &tx->writes[i];
     if (w->addr & STM_WRITE_ADD)
@@ -547,32 +580,20 @@ PRSTM_INLINE void stm_tx_write_back(prstm_tx *tx) {
     else
       port_store_relaxed(&ctx->words[w->addr], w->value);
   }
-  /* One release fence orders all data writes before all new versions. */
   if (tx->nlocks || tx->adds_counted) port_fence_acq_rel();
   for (uint32_t i = 0; i < tx->nlocks; i++) {
     stm_lock_entry *e = &tx->locks[i];
     port_store_relaxed(&ctx->locks[e->lock], stm_lock_make(e->version + 1, 0, 0));
     e->held = 0;
   }
-  if (tx->adds_counted) {
-    /* A blind add moves its lock's version (a reader of the old value then
-     * fails validation) and then lowers its counter, in that order: the
-     * counter's release puts the new version before it. */
-    for (uint32_t i = 0; i < tx->nwrites; i++)
-      if (tx->writes[i].addr & STM_WRITE_BLIND)
-        port_add_relaxed(&ctx->locks[stm_tx_add_lock(tx, &tx->writes[i])], 1ull << STM_LOCK_VERSION_SHIFT);
-    for (uint32_t i = 0; i < tx->nwrites; i++)
-      if (tx->writes[i].addr & STM_WRITE_BLIND)
-        port_add_release(&ctx->add_counts[stm_tx_add_lock(tx, &tx->writes[i])], (uint64_t)0 - 1);
-    tx->adds_counted = 0;
-  }
+  if (tx->adds_counted) stm_tx_end_blind_adds(tx);
 }
 
 /* With counters of adds (the workload's uses_add), at the start of a
  * commit: an add under a lock that the attempt also reads or writes under is
  * applied under its own lock (the lock joins the lock set); every other add
  * is blind. Returns the number of blind adds. */
-PRSTM_INLINE uint32_t stm_tx_settle_adds(prstm_tx *tx) {
+PRSTM_OUTLINE uint32_t stm_tx_settle_adds(prstm_tx *tx) {
   uint32_t blind = 0;
   for (uint32_t i = 0; i < tx->nwrites; i++) {
     stm_write_entry *w = &tx->writes[i];
@@ -591,7 +612,7 @@ PRSTM_INLINE uint32_t stm_tx_settle_adds(prstm_tx *tx) {
 /* Raises the counter of every blind add's lock, before the commit's SC
  * fence: a writer that pre-locks such a lock then sees the count after its
  * own fence, or this attempt sees its pre-lock (stm_tx_adds_clear). */
-PRSTM_INLINE void stm_tx_count_adds(prstm_tx *tx) {
+PRSTM_OUTLINE void stm_tx_count_adds(prstm_tx *tx) {
   for (uint32_t i = 0; i < tx->nwrites; i++)
     if (tx->writes[i].addr & STM_WRITE_BLIND)
       port_add_relaxed(&tx->ctx->add_counts[stm_tx_add_lock(tx, &tx->writes[i])], 1);
@@ -604,7 +625,7 @@ PRSTM_INLINE void stm_tx_count_adds(prstm_tx *tx) {
  * lock there is waited out (its holder never waits); a lower pre-lock is
  * taken away, as the pre-lock path does (its owner's final CAS then fails);
  * a higher one makes this attempt abort. Returns 0 on a conflict. */
-PRSTM_INLINE int stm_tx_adds_clear(prstm_tx *tx) {
+PRSTM_OUTLINE int stm_tx_adds_clear(prstm_tx *tx) {
   const prstm_exec_ctx *ctx = tx->ctx;
   for (uint32_t i = 0; i < tx->nlocks; i++)
     if (port_load_acquire(&ctx->add_counts[tx->locks[i].lock]) != 0) return 0;
@@ -641,30 +662,13 @@ PRSTM_INLINE uint64_t stm_tx_take_sequence(const prstm_exec_ctx *ctx) {
   return port_fetch_add_acq_rel(&ctx->quiesce[STM_Q_SEQUENCE], 1);
 }
 
-/* Commit (PR-STM Algorithm 2 with the published gaps closed): pre-lock the
- * write set, fence, take the commit sequence, validate the read set, turn the
- * pre-locks into final locks, write, fence, release with version + 1.
- * Returns 1 on commit, 0 on a concurrent conflict (all locks given back).
- * A transaction with an empty write set (read-only, or failing) goes through
- * the same steps so that its decision is ordered the same way. A first
- * attempt whose locks are exactly its reads tries stm_tx_lock_direct first. */
-PRSTM_INLINE int stm_tx_commit(prstm_tx *tx, uint64_t *sequence) {
-  const prstm_exec_ctx *ctx = tx->ctx;
-  /* With counters of adds, every commit goes through the SC fence and
-   * checks them (stm_tx_adds_clear): the direct path and the all-owned case
-   * below skip that fence. */
-  const int counted = ctx->add_counts != 0;
-  if (tx->direct && !counted && stm_tx_lock_direct(tx)) {
-    /* Its place in the commit order is taken with every final lock held, as
-     * on the pre-lock path's all-owned case below. */
-    if (sequence) *sequence = stm_tx_take_sequence(ctx);
-    stm_tx_write_back(tx);
-    return 1;
-  }
-  /* Read locks that are also pre-locked here, and how many of those the
-   * first CAS took at exactly the version read. */
-  uint32_t own_reads = 0, own_at_read_version = 0;
-  const uint32_t blind = counted ? stm_tx_settle_adds(tx) : 0;
+/* The steps of a commit's pre-lock path, shared by both commits below. */
+
+/* Pre-locks the lock set. Counts the read locks that are also pre-locked
+ * here (own_reads) and how many of those the first CAS took at exactly the
+ * version read (own_at_read_version). Returns 0 on a conflict, with every
+ * lock given back. */
+PRSTM_INLINE int stm_tx_prelock_all(prstm_tx *tx, uint32_t *own_reads, uint32_t *own_at_read_version) {
   for (uint32_t i = 0; i < tx->nlocks; i++) {
     int r = stm_tx_find_read(tx, tx->locks[i].lock);
     int got = stm_tx_prelock(tx, &tx->locks[i], r);
@@ -673,11 +677,89 @@ PRSTM_INLINE int stm_tx_commit(prstm_tx *tx, uint64_t *sequence) {
       return 0;
     }
     if (r >= 0) {
-      own_reads++;
-      if (got == 2) own_at_read_version++;
+      (*own_reads)++;
+      if (got == 2) (*own_at_read_version)++;
     }
   }
-  const int all_reads_owned = !counted && tx->nlocks && own_at_read_version == tx->nreads;
+  return 1;
+}
+
+/* Validates the read set after the SC fence: a read lock this attempt also
+ * pre-locked must hold the version read; any other goes through
+ * stm_tx_validate_read. Returns 0 on a conflict, with every lock given back. */
+PRSTM_INLINE int stm_tx_validate_all(prstm_tx *tx, uint32_t own_reads) {
+  for (uint32_t i = 0; i < tx->nreads; i++) {
+    const stm_read_entry *r = &tx->reads[i];
+    int own = own_reads ? stm_tx_find_lock(tx, r->lock) : -1;
+    int ok = own >= 0 ? tx->locks[own].version == r->version : stm_tx_validate_read(tx, r);
+    if (!ok) {
+      stm_tx_release_all(tx);
+      return 0;
+    }
+  }
+  return 1;
+}
+
+/* Turns every pre-lock into a final lock. Returns 0 when a higher priority
+ * stole or revoked one, with every lock given back. */
+PRSTM_INLINE int stm_tx_finalize_locks(prstm_tx *tx) {
+  const prstm_exec_ctx *ctx = tx->ctx;
+  for (uint32_t i = 0; i < tx->nlocks; i++) {
+    stm_lock_entry *e = &tx->locks[i];
+    if (!port_cas_acquire(&ctx->locks[e->lock], stm_lock_make(e->version, tx->prio, STM_LOCK_PRELOCKED),
+                          stm_lock_make(e->version, tx->prio, STM_LOCK_LOCKED))) {
+      stm_tx_note_holder(tx, e->lock, port_load_acquire(&ctx->locks[e->lock]));
+      stm_tx_release_all(tx);
+      return 0;
+    }
+    e->held = 2;
+  }
+  return 1;
+}
+
+/* The commit of a workload with counters of adds (uses_add): the pre-lock
+ * path always, with the SC fence between the raised counters and pre-locks
+ * on one side and their checks on the other (stm_tx_adds_clear), and its
+ * place in the commit order taken after those checks, as a writer takes it
+ * after its pre-locks. Out of line, so that the other workloads' kernels
+ * do not carry it at every commit. */
+PRSTM_OUTLINE int stm_tx_commit_counted(prstm_tx *tx, uint64_t *sequence) {
+  uint32_t own_reads = 0, own_at_read_version = 0;
+  const uint32_t blind = stm_tx_settle_adds(tx);
+  if (!stm_tx_prelock_all(tx, &own_reads, &own_at_read_version)) return 0;
+  if (blind) stm_tx_count_adds(tx);
+  port_fence_sc();
+  if (!stm_tx_adds_clear(tx)) {
+    stm_tx_release_all(tx);
+    return 0;
+  }
+  if (sequence) *sequence = stm_tx_take_sequence(tx->ctx);
+  if (!stm_tx_validate_all(tx, own_reads) || !stm_tx_finalize_locks(tx)) return 0;
+  stm_tx_write_back_adds(tx);
+  return 1;
+}
+
+/* Commit (PR-STM Algorithm 2 with the published gaps closed): pre-lock the
+ * write set, fence, take the commit sequence, validate the read set, turn the
+ * pre-locks into final locks, write, fence, release with version + 1.
+ * Returns 1 on commit, 0 on a concurrent conflict (all locks given back).
+ * A transaction with an empty write set (read-only, or failing) goes through
+ * the same steps so that its decision is ordered the same way. A first
+ * attempt whose locks are exactly its reads tries stm_tx_lock_direct first.
+ * A workload with counters of adds commits by stm_tx_commit_counted. */
+PRSTM_INLINE int stm_tx_commit(prstm_tx *tx, uint64_t *sequence) {
+  const prstm_exec_ctx *ctx = tx->ctx;
+  if (ctx->add_counts) return stm_tx_commit_counted(tx, sequence);
+  if (tx->direct && stm_tx_lock_direct(tx)) {
+    /* Its place in the commit order is taken with every final lock held, as
+     * on the pre-lock path's all-owned case below. */
+    if (sequence) *sequence = stm_tx_take_sequence(ctx);
+    stm_tx_write_back(tx);
+    return 1;
+  }
+  uint32_t own_reads = 0, own_at_read_version = 0;
+  if (!stm_tx_prelock_all(tx, &own_reads, &own_at_read_version)) return 0;
+  const int all_reads_owned = tx->nlocks && own_at_read_version == tx->nreads;
   if (all_reads_owned) {
     /* Every lock read is pre-locked by this attempt at the version read (a
      * bank transfer: read two accounts, write both). Nothing is left to
@@ -697,34 +779,11 @@ PRSTM_INLINE int stm_tx_commit(prstm_tx *tx, uint64_t *sequence) {
      * validate under the PTX model, which allows that outcome with
      * acquire loads and acq_rel fences; only SC fences in the readers
      * forbid it. */
-    if (blind) stm_tx_count_adds(tx);
     port_fence_sc();
-    if (counted && !stm_tx_adds_clear(tx)) {
-      stm_tx_release_all(tx);
-      return 0;
-    }
     if (sequence) *sequence = stm_tx_take_sequence(ctx);
-    for (uint32_t i = 0; i < tx->nreads; i++) {
-      const stm_read_entry *r = &tx->reads[i];
-      int own = own_reads ? stm_tx_find_lock(tx, r->lock) : -1;
-      int ok = own >= 0 ? tx->locks[own].version == r->version : stm_tx_validate_read(tx, r);
-      if (!ok) {
-        stm_tx_release_all(tx);
-        return 0;
-      }
-    }
+    if (!stm_tx_validate_all(tx, own_reads)) return 0;
   }
-  for (uint32_t i = 0; i < tx->nlocks; i++) {
-    stm_lock_entry *e = &tx->locks[i];
-    if (!port_cas_acquire(&ctx->locks[e->lock], stm_lock_make(e->version, tx->prio, STM_LOCK_PRELOCKED),
-                          stm_lock_make(e->version, tx->prio, STM_LOCK_LOCKED))) {
-      /* A higher priority stole or revoked this pre-lock. */
-      stm_tx_note_holder(tx, e->lock, port_load_acquire(&ctx->locks[e->lock]));
-      stm_tx_release_all(tx);
-      return 0;
-    }
-    e->held = 2;
-  }
+  if (!stm_tx_finalize_locks(tx)) return 0;
   /* With every final lock held, no conflicting transaction can take a place
    * between this one's and its writes: a writer of these words waits for the
    * release, and a reader that validated them did so before the lock, with
