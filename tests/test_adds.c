@@ -1,4 +1,6 @@
 /* test_adds.c: commutative adds (prstm_add): an attempt's blind add by hand on each path, and runs in which adds meet each other, readers and writers, verified on the CPU and the GPU. */
+/* The attempts by hand below run the STM core compiled for adds. */
+#define PRSTM_USES_ADD 1
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,11 @@
 /* test_workload.c: the probe workload's type table and CPU worker, built through the same mechanism as user workloads. */
+/* The probe's add types commit side by side where the workload says
+ * uses_add (test_probe_adds_workload). */
+#define PRSTM_USES_ADD 1
 #include "test_workload.h"
+#if !PRSTM_ADDS_COMPILED
+#error "test_workload.h must be the first include of prstm_tx.h here (PRSTM_USES_ADD)"
+#endif
 
 PRSTM_CPU_WORKER(probe, probe_dispatch, PROBE_CAPACITY)
 

@@ -9,6 +9,18 @@
 
 #define STM_MAX_TYPES 64
 
+/* Commutative adds (prstm_add) commit side by side only in code compiled
+ * with PRSTM_USES_ADD defined before the first include of prstm_tx.h (a body
+ * header that calls prstm_add defines it first thing); without it every add
+ * is a read and a write. So the kernels of other workloads carry none of
+ * the adds' code: inlined at every read and commit site, it made them
+ * larger and slower (docs/DESIGN-NOTES.md, "Commutative adds"). */
+#ifdef PRSTM_USES_ADD
+#define STM_ADDS 1
+#else
+#define STM_ADDS 0
+#endif
+
 /* Counters each executing thread keeps privately and publishes once at the end. */
 typedef struct stm_thread_stats {
   uint64_t committed, aborts, postponements, failed, abandoned, sweeps;
@@ -177,7 +189,38 @@ PRSTM_INLINE uint64_t stm_tx_saw(prstm_tx *tx, uint64_t value) {
  * its recorded version pass validation; here the version is read before the
  * value, so a value written after it always shows as a moved version (or a
  * held lock) at validation, which comes after a fence. */
-PRSTM_INLINE uint64_t stm_tx_read_shared(prstm_tx *tx, uint64_t addr);
+/* The read itself, of an address in range that the attempt has not written:
+ * the lock word, the value, the read-set entry. Returns the value plus
+ * `delta` (an add of this attempt to the word, prstm_read), folded into the
+ * read hash when `hash` (what the body sees; an add's own read is not). */
+PRSTM_INLINE uint64_t stm_tx_read_word(prstm_tx *tx, uint64_t addr, uint64_t delta, int hash) {
+  const prstm_exec_ctx *ctx = tx->ctx;
+  uint64_t l = stm_lock_index(addr, ctx->lock_coverage);
+  uint64_t before = port_load_acquire(&ctx->locks[l]);
+  if (stm_lock_is_locked(before)) {
+    stm_tx_note_holder(tx, l, before);
+    stm_tx_doom(tx, STM_TX_CONFLICT);
+    return 0;
+  }
+  uint64_t value = port_load_relaxed(&ctx->words[addr]) + delta;
+  uint64_t version = stm_lock_version(before);
+  /* With lock_coverage > 1 several addresses share a lock: one entry per lock,
+   * and every read under it must have seen the same version. */
+  for (uint32_t i = 0; i < tx->nreads; i++) {
+    if (tx->reads[i].lock == l) {
+      if (tx->reads[i].version != version) stm_tx_doom(tx, STM_TX_CONFLICT);
+      return hash ? stm_tx_saw(tx, value) : value;
+    }
+  }
+  if (tx->nreads == tx->cap) {
+    stm_tx_doom(tx, STM_TX_CAPACITY);
+    return 0;
+  }
+  tx->reads[tx->nreads].lock = l;
+  tx->reads[tx->nreads].version = version;
+  tx->nreads++;
+  return hash ? stm_tx_saw(tx, value) : value;
+}
 
 PRSTM_INLINE uint64_t prstm_read(prstm_tx *tx, uint64_t addr) {
   if (tx->state != STM_TX_OK) return 0;
@@ -192,45 +235,12 @@ PRSTM_INLINE uint64_t prstm_read(prstm_tx *tx, uint64_t addr) {
   uint64_t delta = 0;
   for (uint32_t i = 0; i < tx->nwrites; i++) {
     if (tx->writes[i].addr == addr) return stm_tx_saw(tx, tx->writes[i].value);
-    if (tx->writes[i].addr == (addr | STM_WRITE_ADD)) {
+    if (STM_ADDS && tx->writes[i].addr == (addr | STM_WRITE_ADD)) {
       delta = tx->writes[i].value;
       break;
     }
   }
-  uint64_t v = stm_tx_read_shared(tx, addr) + delta;
-  return tx->state == STM_TX_OK ? stm_tx_saw(tx, v) : 0;
-}
-
-/* The read itself, of an address in range that the attempt has not written:
- * the lock word, the value, the read-set entry. Not folded into the read
- * hash: prstm_read does that for what the body sees. */
-PRSTM_INLINE uint64_t stm_tx_read_shared(prstm_tx *tx, uint64_t addr) {
-  const prstm_exec_ctx *ctx = tx->ctx;
-  uint64_t l = stm_lock_index(addr, ctx->lock_coverage);
-  uint64_t before = port_load_acquire(&ctx->locks[l]);
-  if (stm_lock_is_locked(before)) {
-    stm_tx_note_holder(tx, l, before);
-    stm_tx_doom(tx, STM_TX_CONFLICT);
-    return 0;
-  }
-  uint64_t value = port_load_relaxed(&ctx->words[addr]);
-  uint64_t version = stm_lock_version(before);
-  /* With lock_coverage > 1 several addresses share a lock: one entry per lock,
-   * and every read under it must have seen the same version. */
-  for (uint32_t i = 0; i < tx->nreads; i++) {
-    if (tx->reads[i].lock == l) {
-      if (tx->reads[i].version != version) stm_tx_doom(tx, STM_TX_CONFLICT);
-      return value;
-    }
-  }
-  if (tx->nreads == tx->cap) {
-    stm_tx_doom(tx, STM_TX_CAPACITY);
-    return 0;
-  }
-  tx->reads[tx->nreads].lock = l;
-  tx->reads[tx->nreads].version = version;
-  tx->nreads++;
-  return value;
+  return stm_tx_read_word(tx, addr, delta, 1);
 }
 
 /* Read of a word that no transaction of the batch ever writes (a graph's
@@ -275,9 +285,9 @@ PRSTM_INLINE void prstm_write(prstm_tx *tx, uint64_t addr, uint64_t value) {
     return;
   }
   for (uint32_t i = 0; i < tx->nwrites; i++) {
-    if (STM_WRITE_ADDR(tx->writes[i].addr) == addr) {
+    if ((STM_ADDS ? STM_WRITE_ADDR(tx->writes[i].addr) : tx->writes[i].addr) == addr) {
       /* A value written over an add replaces it: the add's word is now written. */
-      if (tx->writes[i].addr != addr) stm_tx_lock_for_write(tx, addr);
+      if (STM_ADDS && tx->writes[i].addr != addr) stm_tx_lock_for_write(tx, addr);
       tx->writes[i].addr = addr;
       tx->writes[i].value = value;
       return;
@@ -316,10 +326,10 @@ PRSTM_INLINE void prstm_add(prstm_tx *tx, uint64_t addr, uint64_t delta) {
       return;
     }
   }
-  if (!tx->ctx->add_counts) {
+  if (!STM_ADDS || !tx->ctx->add_counts) {
     /* No counters: a read the body never sees (so not in the read hash),
      * and a write. */
-    const uint64_t base = stm_tx_read_shared(tx, addr);
+    const uint64_t base = stm_tx_read_word(tx, addr, 0, 0);
     if (tx->state == STM_TX_OK) prstm_write(tx, addr, base + delta);
     return;
   }
@@ -355,7 +365,7 @@ PRSTM_INLINE uint64_t stm_tx_add_lock(const prstm_tx *tx, const stm_write_entry 
 
 /* Lowers the counters that stm_tx_count_adds raised, after an abort: the
  * adds never happened, so no version moves. */
-PRSTM_OUTLINE void stm_tx_uncount_adds(prstm_tx *tx) {
+PRSTM_INLINE void stm_tx_uncount_adds(prstm_tx *tx) {
   for (uint32_t i = 0; i < tx->nwrites; i++)
     if (tx->writes[i].addr & STM_WRITE_BLIND)
       port_add_relaxed(&tx->ctx->add_counts[stm_tx_add_lock(tx, &tx->writes[i])], (uint64_t)0 - 1);
@@ -366,7 +376,7 @@ PRSTM_OUTLINE void stm_tx_uncount_adds(prstm_tx *tx) {
  * adds: a blind add that committed meanwhile may have moved its version
  * (stm_tx_write_back), and it is then cleared at that version. One that was
  * stolen is not this attempt's to clear. */
-PRSTM_OUTLINE void stm_tx_unprelock_moved(prstm_tx *tx, uint64_t *lw) {
+PRSTM_INLINE void stm_tx_unprelock_moved(prstm_tx *tx, uint64_t *lw) {
   for (;;) {
     uint64_t w = port_load_relaxed(lw);
     if (!stm_lock_is_prelocked(w) || stm_lock_is_locked(w) || stm_lock_owner(w) != (tx->prio & STM_LOCK_OWNER_MASK))
@@ -387,12 +397,12 @@ PRSTM_INLINE void stm_tx_release_all(prstm_tx *tx) {
       /* A pre-lock may have been stolen meanwhile; then it is not ours to clear. */
       if (!port_cas(&locks[e->lock], stm_lock_make(e->version, tx->prio, STM_LOCK_PRELOCKED),
                     stm_lock_make(e->version, 0, 0)) &&
-          tx->ctx->add_counts)
+          STM_ADDS && tx->ctx->add_counts)
         stm_tx_unprelock_moved(tx, &locks[e->lock]);
     }
     e->held = 0;
   }
-  if (tx->adds_counted) stm_tx_uncount_adds(tx);
+  if (STM_ADDS && tx->adds_counted) stm_tx_uncount_adds(tx);
 }
 
 PRSTM_INLINE int stm_tx_find_lock(const prstm_tx *tx, uint64_t l) {
@@ -406,7 +416,7 @@ PRSTM_INLINE int stm_tx_find_lock(const prstm_tx *tx, uint64_t l) {
  * read and is not finally locked, so the snapshot the body saw was consistent. */
 PRSTM_INLINE int stm_tx_snapshot_valid(const prstm_tx *tx) {
   const uint64_t *locks = tx->ctx->locks;
-  const uint64_t *adds = tx->ctx->add_counts;
+  const uint64_t *adds = STM_ADDS ? tx->ctx->add_counts : 0;
   port_fence_acq_rel(); /* the value reads before the version checks */
   for (uint32_t i = 0; i < tx->nreads; i++) {
     /* An add under way may have landed in the value before its version moves. */
@@ -488,7 +498,7 @@ PRSTM_INLINE int stm_tx_validate_read(prstm_tx *tx, const stm_read_entry *r) {
    * the value already and moves the version only when it ends: the read
    * fails now. The counter is loaded before the lock word, so a count seen
    * back at zero comes with the version it moved. */
-  if (tx->ctx->add_counts && port_load_acquire(&tx->ctx->add_counts[r->lock]) != 0) return 0;
+  if (STM_ADDS && tx->ctx->add_counts && port_load_acquire(&tx->ctx->add_counts[r->lock]) != 0) return 0;
   for (;;) {
     uint64_t w = stm_wait_unlocked(tx->ctx, lw, port_load_acquire(lw));
     if (stm_lock_is_locked(w) || stm_lock_version(w) != r->version) return 0;
@@ -537,7 +547,7 @@ PRSTM_INLINE int stm_tx_lock_direct(prstm_tx *tx) {
  * lock's version (a reader of the old value then fails validation) and then
  * lowers its counter, in that order: the counter's release puts the new
  * version before it. */
-PRSTM_OUTLINE void stm_tx_end_blind_adds(prstm_tx *tx) {
+PRSTM_INLINE void stm_tx_end_blind_adds(prstm_tx *tx) {
   const prstm_exec_ctx *ctx = tx->ctx;
   for (uint32_t i = 0; i < tx->nwrites; i++)
     if (tx->writes[i].addr & STM_WRITE_BLIND)
@@ -570,7 +580,7 @@ PRSTM_INLINE void stm_tx_write_back(prstm_tx *tx) {
  * with atomic adds, and the blind ones end after the locks are given back.
  * Without counters there are no adds in the write set (prstm_add makes them
  * writes), so the commit above keeps the plain loop. */
-PRSTM_OUTLINE void stm_tx_write_back_adds(prstm_tx *tx) {
+PRSTM_INLINE void stm_tx_write_back_adds(prstm_tx *tx) {
   const prstm_exec_ctx *ctx = tx->ctx;
   if (tx->nwrites) port_fence_acq_rel();
   for (uint32_t i = 0; i < tx->nwrites; i++) {
@@ -593,7 +603,7 @@ PRSTM_OUTLINE void stm_tx_write_back_adds(prstm_tx *tx) {
  * commit: an add under a lock that the attempt also reads or writes under is
  * applied under its own lock (the lock joins the lock set); every other add
  * is blind. Returns the number of blind adds. */
-PRSTM_OUTLINE uint32_t stm_tx_settle_adds(prstm_tx *tx) {
+PRSTM_INLINE uint32_t stm_tx_settle_adds(prstm_tx *tx) {
   uint32_t blind = 0;
   for (uint32_t i = 0; i < tx->nwrites; i++) {
     stm_write_entry *w = &tx->writes[i];
@@ -612,7 +622,7 @@ PRSTM_OUTLINE uint32_t stm_tx_settle_adds(prstm_tx *tx) {
 /* Raises the counter of every blind add's lock, before the commit's SC
  * fence: a writer that pre-locks such a lock then sees the count after its
  * own fence, or this attempt sees its pre-lock (stm_tx_adds_clear). */
-PRSTM_OUTLINE void stm_tx_count_adds(prstm_tx *tx) {
+PRSTM_INLINE void stm_tx_count_adds(prstm_tx *tx) {
   for (uint32_t i = 0; i < tx->nwrites; i++)
     if (tx->writes[i].addr & STM_WRITE_BLIND)
       port_add_relaxed(&tx->ctx->add_counts[stm_tx_add_lock(tx, &tx->writes[i])], 1);
@@ -625,7 +635,7 @@ PRSTM_OUTLINE void stm_tx_count_adds(prstm_tx *tx) {
  * lock there is waited out (its holder never waits); a lower pre-lock is
  * taken away, as the pre-lock path does (its owner's final CAS then fails);
  * a higher one makes this attempt abort. Returns 0 on a conflict. */
-PRSTM_OUTLINE int stm_tx_adds_clear(prstm_tx *tx) {
+PRSTM_INLINE int stm_tx_adds_clear(prstm_tx *tx) {
   const prstm_exec_ctx *ctx = tx->ctx;
   for (uint32_t i = 0; i < tx->nlocks; i++)
     if (port_load_acquire(&ctx->add_counts[tx->locks[i].lock]) != 0) return 0;
@@ -721,9 +731,8 @@ PRSTM_INLINE int stm_tx_finalize_locks(prstm_tx *tx) {
  * path always, with the SC fence between the raised counters and pre-locks
  * on one side and their checks on the other (stm_tx_adds_clear), and its
  * place in the commit order taken after those checks, as a writer takes it
- * after its pre-locks. Out of line, so that the other workloads' kernels
- * do not carry it at every commit. */
-PRSTM_OUTLINE int stm_tx_commit_counted(prstm_tx *tx, uint64_t *sequence) {
+ * after its pre-locks. Compiled only where PRSTM_USES_ADD is defined. */
+PRSTM_INLINE int stm_tx_commit_counted(prstm_tx *tx, uint64_t *sequence) {
   uint32_t own_reads = 0, own_at_read_version = 0;
   const uint32_t blind = stm_tx_settle_adds(tx);
   if (!stm_tx_prelock_all(tx, &own_reads, &own_at_read_version)) return 0;
@@ -749,7 +758,7 @@ PRSTM_OUTLINE int stm_tx_commit_counted(prstm_tx *tx, uint64_t *sequence) {
  * A workload with counters of adds commits by stm_tx_commit_counted. */
 PRSTM_INLINE int stm_tx_commit(prstm_tx *tx, uint64_t *sequence) {
   const prstm_exec_ctx *ctx = tx->ctx;
-  if (ctx->add_counts) return stm_tx_commit_counted(tx, sequence);
+  if (STM_ADDS && ctx->add_counts) return stm_tx_commit_counted(tx, sequence);
   if (tx->direct && stm_tx_lock_direct(tx)) {
     /* Its place in the commit order is taken with every final lock held, as
      * on the pre-lock path's all-owned case below. */

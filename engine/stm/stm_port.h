@@ -13,16 +13,6 @@
 #else
 #define PRSTM_INLINE static inline __attribute__((always_inline))
 #endif
-/* A path that most workloads never take (commutative adds): called, not
- * inlined, so that it does not grow every call site of the hot code. A
- * kernel of the size of vacation's ran 30% slower with such paths inlined
- * at each of its reads and commits (docs/DESIGN-NOTES.md, "Commutative
- * adds"). */
-#if defined(__CUDACC__)
-#define PRSTM_OUTLINE static __host__ __device__ __noinline__
-#else
-#define PRSTM_OUTLINE static __attribute__((noinline))
-#endif
 
 #if defined(__CUDA_ARCH__)
 /* Device side: lock words and data bypass the non-coherent L1 through

@@ -14,7 +14,7 @@
  *   prstm_read(tx, addr)          a shared word, validated at commit
  *   prstm_write(tx, addr, v)      a buffered write, applied at commit
  *   prstm_add(tx, addr, d)        add d to a word at commit, without reading it:
- *                                 adds commute (the workload's uses_add)
+ *                                 adds commute (PRSTM_USES_ADD, uses_add)
  *   prstm_read_immutable(tx, a)   a word no transaction of the batch writes
  *   prstm_set_result(tx, v)       a read-only type's result
  *   prstm_fail(tx, reason)        fail for good (PRSTM_REASON_USER + k)
@@ -27,6 +27,18 @@
 #include "prstm.h"
 #include "stm_core.h"
 #include "cmp_walk.h"
+
+/* Adds commit side by side only in code compiled with PRSTM_USES_ADD
+ * defined before the first include of this header, and only for a workload
+ * whose descriptor sets uses_add; otherwise (either one missing) every
+ * prstm_add is a read and a write, with the same outcome. A body header that
+ * calls prstm_add defines it first thing, and can check that it came first:
+ *   #define PRSTM_USES_ADD 1
+ *   #include "prstm_tx.h"
+ *   #if !PRSTM_ADDS_COMPILED
+ *   #error "include this body header before anything that includes prstm_tx.h"
+ *   #endif */
+#define PRSTM_ADDS_COMPILED STM_ADDS
 
 /* Instantiates a workload's worker with set capacity CAP: the one body of
  * code, compiled into the CPU backend by PRSTM_CPU_WORKER (a .c file) and into

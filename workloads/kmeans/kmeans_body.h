@@ -2,7 +2,13 @@
 #ifndef KMEANS_BODY_H
 #define KMEANS_BODY_H
 
+/* The assigns add to their cluster with prstm_add: compiled so that those
+ * adds commit side by side (with the descriptor's uses_add). */
+#define PRSTM_USES_ADD 1
 #include "prstm_tx.h"
+#if !PRSTM_ADDS_COMPILED
+#error "kmeans_body.h must come before any other include of prstm_tx.h (PRSTM_USES_ADD)"
+#endif
 
 /* State layout, all 64-bit words:
  *   [0] points, [1] clusters, [2] iterations, [3] coordinate_max  (the header,
