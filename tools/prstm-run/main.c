@@ -226,9 +226,14 @@ static int check_before_work(const prstm_config *cfg) {
     return -1;
   }
   if (memory > 0 && cfg->batch_kind == PRSTM_BATCH_GENERATE) {
-    /* A row's type and status bytes and the smallest worker's argument
-     * words: a floor, not the whole cost. */
-    const double row = 2.0 + 8.0 * cfg->workload->variants[0].max_columns;
+    /* A row's type and status bytes and the argument words of the type
+     * with the fewest: a floor, not the whole cost. (A variant's
+     * max_columns is the widest row it takes, up to PRSTM_MAX_COLUMNS,
+     * not what a row costs.) */
+    unsigned fewest = PRSTM_MAX_COLUMNS;
+    for (unsigned t = 0; t < cfg->workload->ntypes; t++)
+      if (cfg->workload->types[t].nargs < fewest) fewest = cfg->workload->types[t].nargs;
+    const double row = 2.0 + 8.0 * fewest;
     if ((double)cfg->generate.transactions * row > memory) {
       fprintf(stderr,
               "prstm-run: %s: batch.generate.transactions: %llu rows need at least %.1f GiB; this machine has "
