@@ -237,7 +237,10 @@ int loaders_tx_from_json(const cJSON *obj, const prstm_workload *wl, uint64_t nw
   char where[LOADERS_KEYPATH_MAX];
   if (!cJSON_IsObject(obj)) {
     if (prefix[0] == '\0')
-      loaders_errf(msg, msglen, "expected a JSON object");
+      loaders_errf(msg, msglen, "expected a JSON object%s",
+                   cJSON_IsArray(obj) ? " (a JSON array: a batch file holds one transaction object per line, JSON "
+                                        "Lines, not an array)"
+                                      : "");
     else
       loaders_errf(msg, msglen, "%s: expected a JSON object", prefix);
     return PRSTM_ECONFIG;

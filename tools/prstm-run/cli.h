@@ -36,6 +36,7 @@ char *cli_results_json(const prstm_config *cfg, const prstm_engine *e, const prs
                        const run_report *rep);
 char *cli_final_state_json(const prstm_config *cfg, const prstm_engine *e, size_t *len);
 void cli_print_summary(const prstm_config *cfg, const prstm_results *r, const run_report *rep);
+void cli_print_written(const char *what, const char *path);
 
 /* progress_bar.c: the progress bar on a terminal. */
 typedef struct progress_bar {

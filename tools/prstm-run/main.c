@@ -493,7 +493,7 @@ int main(int argc, char **argv) {
       fprintf(stderr, "prstm-run: %s\n", err[0] ? err : prstm_strerror(rc));
       if (status == EXIT_OK) status = EXIT_RUNTIME;
     } else if (!a.quiet) {
-      printf("  results            %s\n", cfg.results_path);
+      cli_print_written("results", cfg.results_path);
     }
   }
   if (cfg.final_state_path[0]) {
@@ -505,7 +505,7 @@ int main(int argc, char **argv) {
       fprintf(stderr, "prstm-run: %s\n", err[0] ? err : prstm_strerror(rc));
       if (status == EXIT_OK) status = EXIT_RUNTIME;
     } else if (!a.quiet) {
-      printf("  final state        %s\n", cfg.final_state_path);
+      cli_print_written("final state", cfg.final_state_path);
     }
   }
 done:
