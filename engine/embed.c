@@ -2,27 +2,39 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "prstm.h"
+#include "txtable.h"
 
 int prstm_batch_append_named(prstm_batch *batch, const char *type, const prstm_word *args, unsigned nargs) {
   const prstm_workload *wl = prstm_batch_workload(batch);
-  if (wl == NULL || type == NULL || (nargs > 0 && args == NULL)) return PRSTM_EINVAL;
+  if (wl == NULL) return PRSTM_EINVAL;
+  if (type == NULL) return txtable_fail(batch, PRSTM_EINVAL, "no type name");
+  if (nargs > 0 && args == NULL) return txtable_fail(batch, PRSTM_EINVAL, "%u argument words but no array", nargs);
   int index = prstm_type_find(wl, type);
-  if (index < 0) return PRSTM_EUNKNOWN;
+  if (index < 0)
+    return txtable_fail(batch, PRSTM_EUNKNOWN, "unknown transaction type '%s' in workload %s", type, wl->name);
   const prstm_type_desc *desc = &wl->types[index];
-  if (desc->nargs > PRSTM_MAX_ARGS) return PRSTM_EINVAL;
+  if (desc->nargs > PRSTM_MAX_ARGS)
+    return txtable_fail(batch, PRSTM_EINVAL, "type %s declares too many arguments", type);
   /* Only the last argument may be an address list; it takes one word for its
    * count and one per entry, so the number of words depends on that count. */
   int has_list = desc->nargs > 0 && desc->args[desc->nargs - 1].kind == PRSTM_ARG_ADDRESS_LIST;
   if (!has_list) {
-    if (nargs != desc->nargs) return PRSTM_EINVAL;
+    if (nargs != desc->nargs)
+      return txtable_fail(batch, PRSTM_EINVAL, "type %s takes %u argument words, got %u", type, desc->nargs, nargs);
   } else {
     unsigned fixed = desc->nargs - 1;
-    if (nargs < fixed + 1) return PRSTM_EINVAL;
+    if (nargs < fixed + 1)
+      return txtable_fail(batch, PRSTM_EINVAL,
+                          "type %s takes %u argument words, then the count of its %s list and its entries; got %u",
+                          type, fixed, desc->args[fixed].name, nargs);
     prstm_word count = args[fixed];
     /* An empty list is refused as the JSON loaders refuse it: such a
      * transaction would do nothing and almost certainly is a caller's bug. */
-    if (count == 0 || count != (prstm_word)(nargs - fixed - 1)) return PRSTM_EINVAL;
+    if (count == 0)
+      return txtable_fail(batch, PRSTM_EINVAL, "type %s: the %s list is empty", type, desc->args[fixed].name);
+    if (count != (prstm_word)(nargs - fixed - 1))
+      return txtable_fail(batch, PRSTM_EINVAL, "type %s: the %s list says %llu entries, %u follow", type,
+                          desc->args[fixed].name, (unsigned long long)count, nargs - fixed - 1);
   }
   return prstm_batch_append(batch, (unsigned)index, args, nargs);
 }

@@ -100,7 +100,9 @@ Test(embed, append_by_name_stores_type_and_arguments) {
 Test(embed, append_by_name_refuses_unknown_type) {
   prstm_batch *b = bank_batch();
   prstm_word args[2] = {1, 2};
+  cr_assert_str_empty(prstm_batch_error(b), "no refusal yet");
   cr_assert_eq(prstm_batch_append_named(b, "teleport", args, 2), PRSTM_EUNKNOWN);
+  cr_assert_str_eq(prstm_batch_error(b), "unknown transaction type 'teleport' in workload bank");
   cr_assert_eq(prstm_batch_append_named(b, "Deposit", args, 2), PRSTM_EUNKNOWN, "type names are exact");
   cr_assert_eq(prstm_batch_size(b), 0, "a refused transaction is not appended");
   prstm_batch_destroy(b);
@@ -110,8 +112,10 @@ Test(embed, append_by_name_refuses_wrong_argument_count) {
   prstm_batch *b = bank_batch();
   prstm_word args[4] = {1, 2, 3, 4};
   cr_assert_eq(prstm_batch_append_named(b, "transfer", args, 2), PRSTM_EINVAL);
+  cr_assert_str_eq(prstm_batch_error(b), "type transfer takes 3 argument words, got 2");
   cr_assert_eq(prstm_batch_append_named(b, "transfer", args, 4), PRSTM_EINVAL);
   cr_assert_eq(prstm_batch_append_named(b, "deposit", args, 3), PRSTM_EINVAL);
+  cr_assert_str_eq(prstm_batch_error(b), "type deposit takes 2 argument words, got 3", "the last refusal's message");
   cr_assert_eq(prstm_batch_append_named(b, "balance", args, 0), PRSTM_EINVAL);
   cr_assert_eq(prstm_batch_size(b), 0);
   prstm_batch_destroy(b);
@@ -136,7 +140,9 @@ Test(embed, append_by_name_takes_an_address_list_as_count_then_entries) {
   prstm_word empty_list[3] = {0, 5, 0};
   cr_assert_eq(prstm_batch_append_named(b, "transfer_multi", short_list, 6), PRSTM_EINVAL,
                "the count must match the entries given");
+  cr_assert_str_eq(prstm_batch_error(b), "type transfer_multi: the from list says 2 entries, 3 follow");
   cr_assert_eq(prstm_batch_append_named(b, "transfer_multi", empty_list, 3), PRSTM_EINVAL);
+  cr_assert_str_eq(prstm_batch_error(b), "type transfer_multi: the from list is empty");
   cr_assert_eq(prstm_batch_append_named(b, "transfer_multi", ok, 2), PRSTM_EINVAL, "the count is missing");
   cr_assert_eq(prstm_batch_append_named(b, "transfer_multi", ok, 6), 0);
   cr_assert_eq(prstm_batch_size(b), 1);

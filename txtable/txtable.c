@@ -1,6 +1,8 @@
 /* txtable.c: building the global transaction table in host memory: append, grow, presort, outcomes. */
 #include "txtable.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -146,15 +148,31 @@ int prstm_batch_clear(prstm_batch *b) {
   return 0;
 }
 
+int txtable_fail(prstm_batch *b, int code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(b->err, sizeof b->err, fmt, ap);
+  va_end(ap);
+  return code;
+}
+
+const char *prstm_batch_error(const prstm_batch *b) { return b ? b->err : ""; }
+
 int prstm_batch_append(prstm_batch *b, unsigned type, const prstm_word *args, unsigned nargs) {
-  if (!b || type >= b->wl->ntypes || (nargs && !args)) return PRSTM_EINVAL;
-  if (nargs > PRSTM_MAX_COLUMNS) return PRSTM_EINVAL;
+  if (!b) return PRSTM_EINVAL;
+  if (type >= b->wl->ntypes)
+    return txtable_fail(b, PRSTM_EINVAL, "type index %u: workload %s has %u types", type, b->wl->name, b->wl->ntypes);
+  if (nargs && !args) return txtable_fail(b, PRSTM_EINVAL, "%u argument words but no array", nargs);
+  if (nargs > PRSTM_MAX_COLUMNS)
+    return txtable_fail(b, PRSTM_EINVAL, "%u argument words; at most %u", nargs, (unsigned)PRSTM_MAX_COLUMNS);
   const prstm_type_desc *t = &b->wl->types[type];
-  if (t->tag > PRSTM_MAX_TAG) return PRSTM_EINVAL;
+  if (t->tag > PRSTM_MAX_TAG)
+    return txtable_fail(b, PRSTM_EINVAL, "type %s: semantic tag %u; at most %u", t->name, t->tag,
+                        (unsigned)PRSTM_MAX_TAG);
   if (b->n == b->cap || nargs > b->ncols) {
     uint64_t cap = b->n == b->cap ? (b->cap ? b->cap * 2 : 1024) : b->cap;
     int rc = txtable_reshape(b, cap, nargs > b->ncols ? nargs : b->ncols);
-    if (rc) return rc;
+    if (rc) return txtable_fail(b, rc, "cannot grow the batch past %llu rows: out of memory", (unsigned long long)b->n);
   }
   uint64_t row = b->n++;
   b->type[row] = (uint8_t)type;

@@ -30,6 +30,7 @@ struct prstm_batch {
   const uint64_t *row_id;
   const struct txtable_allocator *pinned_alloc; /* prstm_batch_create_pinned's; NULL for an ordinary batch */
   int pinned;                                   /* type, status and args are page-locked now */
+  char err[256];                                /* why the last append was refused (prstm_batch_error) */
 };
 
 /* Page-locked host memory for a batch's columns, as a backend gives it
@@ -50,6 +51,13 @@ int txtable_prepare_run(prstm_batch *batch, int verify);
 /* The view the executing threads take of a batch in host memory: its
  * columns at stride cap, and its rows numbered as the batch says. */
 void txtable_view_of(prstm_batch *batch, txtable_view *view);
+/* Records why a call on the batch was refused (prstm_batch_error) and
+ * returns code. */
+int txtable_fail(prstm_batch *batch, int code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
 /* Bytes a table of this shape takes on the GPU (type, status, args, results). */
 uint64_t txtable_device_bytes(const prstm_batch *batch, int verify);
 

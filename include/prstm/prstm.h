@@ -504,6 +504,10 @@ int prstm_batch_append(prstm_batch *batch, unsigned type, const prstm_word *args
  * know: a body that reads a word out of range fails with
  * PRSTM_REASON_BAD_ADDRESS. */
 int prstm_batch_append_named(prstm_batch *batch, const char *type, const prstm_word *args, unsigned nargs);
+/* Why the batch's last refused append (prstm_batch_append or
+ * prstm_batch_append_named) was refused, in one line, e.g. "type deposit
+ * takes 2 argument words, got 3"; an empty string before any refusal. */
+const char *prstm_batch_error(const prstm_batch *batch);
 uint64_t prstm_batch_size(const prstm_batch *batch);
 const prstm_workload *prstm_batch_workload(const prstm_batch *batch);
 /* Reorders the table stably so that higher semantic tags come first. */
