@@ -735,3 +735,20 @@ Test(cli, quiet_auto_backend_prints_no_fallback_notice) {
   cr_assert_str_empty(r->out, "--quiet printed:\n%s", r->out);
   cr_assert_str_empty(r->err, "--quiet printed on stderr:\n%s", r->err);
 }
+
+/* Mix weights are relative: a mix that does not sum to 1 runs, and a notice
+ * on stderr says how the shares are taken (not with --quiet). */
+Test(cli, mix_weights_not_summing_to_1_are_noticed_as_relative) {
+  write_text(work_path("mix.json"),
+             "{\"workload\": \"bank\", \"engine\": {\"backend\": \"cpu\", \"threads\": 2},\n"
+             " \"state\": {\"accounts\": 64, \"initial_balance\": 100},\n"
+             " \"batch\": {\"generate\": {\"transactions\": 1000, \"mix\": {\"transfer\": 0.5, \"deposit\": 0.2}}},\n"
+             " \"output\": {\"results\": \"results.json\"}}\n");
+  const run_result *r = RUN(work_path("mix.json"));
+  assert_status(r, 0);
+  assert_contains(r->err, "batch.generate.mix: the weights sum to 0.7, not 1: each type's share is its weight over 0.7",
+                  "stderr");
+  r = RUN(work_path("mix.json"), "--quiet");
+  assert_status(r, 0);
+  cr_assert(strstr(r->err, "batch.generate.mix") == NULL, "--quiet printed the notice: %s", r->err);
+}

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -256,6 +257,18 @@ static int check_before_work(const prstm_config *cfg) {
   return 0;
 }
 
+/* Mix weights are relative: a mix that does not sum to 1 runs with each
+ * type's weight over the sum, which a notice says instead of a surprise. */
+static void note_mix_weights(const prstm_config *cfg) {
+  if (cfg->batch_kind != PRSTM_BATCH_GENERATE || cfg->generate.nmix == 0) return;
+  double sum = 0;
+  for (unsigned i = 0; i < cfg->generate.nmix; i++) sum += cfg->generate.mix_weights[i];
+  if (fabs(sum - 1.0) <= 1e-9) return;
+  fprintf(stderr,
+          "prstm-run: batch.generate.mix: the weights sum to %g, not 1: each type's share is its weight over %g\n", sum,
+          sum);
+}
+
 /* Returns -1 to continue, or an exit status. */
 static int parse_args(int argc, char **argv, cli_args *a) {
   static const struct option longopts[] = {{"backend", required_argument, NULL, 'b'},
@@ -420,6 +433,7 @@ int main(int argc, char **argv) {
   prstm_batch *b = NULL;
   status = EXIT_INPUT;
   if (apply_overrides(&a, &cfg) || check_before_work(&cfg)) goto done;
+  if (!a.quiet) note_mix_weights(&cfg);
 
   rc = prstm_engine_create(&e, cfg.workload, &cfg.options);
   if (!rc) rc = prstm_engine_init_state(e, &cfg.state);
