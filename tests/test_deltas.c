@@ -74,7 +74,7 @@ static void hot_batch_commits_as_sums(prstm_backend backend) {
 }
 
 Test(deltas, hot_batch_commits_as_sums_in_batch_order_on_the_cpu) { hot_batch_commits_as_sums(PRSTM_BACKEND_CPU); }
-Test(deltas, hot_batch_commits_as_sums_in_batch_order_on_the_gpu) { hot_batch_commits_as_sums(PRSTM_BACKEND_GPU); }
+Test(deltas_gpu, hot_batch_commits_as_sums_in_batch_order_on_the_gpu) { hot_batch_commits_as_sums(PRSTM_BACKEND_GPU); }
 
 /* Balances of 20 cannot fund the batch in batch order (and its last row can
  * never be funded): the proof refuses,
@@ -111,7 +111,7 @@ Test(deltas, refused_proof_leaves_the_batch_to_the_stm_on_the_cpu) {
 Test(deltas, refused_proof_in_place_is_undone_on_the_cpu) {
   refused_proof_leaves_the_batch_to_the_stm(PRSTM_BACKEND_CPU, 2000, 50000);
 }
-Test(deltas, refused_proof_leaves_the_batch_to_the_stm_on_the_gpu) {
+Test(deltas_gpu, refused_proof_leaves_the_batch_to_the_stm_on_the_gpu) {
   refused_proof_leaves_the_batch_to_the_stm(PRSTM_BACKEND_GPU, 20000, 16);
 }
 
@@ -204,7 +204,7 @@ Test(deltas, wrong_declaration_is_caught_by_verify) {
 /* Through the STM on a GPU, the default thread count keeps only as many
  * transactions in flight as the batch's words allow: a few warps on 16
  * accounts, the full default on millions. */
-Test(deltas, hot_stm_run_on_the_gpu_keeps_fewer_transactions_in_flight) {
+Test(deltas_gpu, hot_stm_run_on_the_gpu_keeps_fewer_transactions_in_flight) {
   const prstm_workload *wl = prstm_workload_find("bank");
   test_need_backend(wl, PRSTM_BACKEND_GPU);
   prstm_engine *hot = open_bank(wl, PRSTM_BACKEND_GPU, 0, PRSTM_DELTAS_OFF, 16, 1000000);

@@ -213,10 +213,10 @@ Test(graph, random_graph_reaches_the_sequential_closure_on_cpu) {
 Test(graph, closure_holds_when_one_lock_covers_eight_words_on_cpu) {
   generated_graph_reaches_closure(PRSTM_BACKEND_CPU, 8, 2000);
 }
-Test(graph, random_graph_reaches_the_sequential_closure_on_gpu) {
+Test(graph_gpu, random_graph_reaches_the_sequential_closure_on_gpu) {
   generated_graph_reaches_closure(PRSTM_BACKEND_GPU, 1, 20000);
 }
-Test(graph, closure_holds_when_one_lock_covers_eight_words_on_gpu) {
+Test(graph_gpu, closure_holds_when_one_lock_covers_eight_words_on_gpu) {
   generated_graph_reaches_closure(PRSTM_BACKEND_GPU, 8, 20000);
 }
 
@@ -389,7 +389,7 @@ static void star_capacity(prstm_backend backend) {
   }
 }
 Test(graph, degree_64_fits_its_sets_and_degree_65_fails_for_capacity_on_cpu) { star_capacity(PRSTM_BACKEND_CPU); }
-Test(graph, degree_64_fits_its_sets_and_degree_65_fails_for_capacity_on_gpu) { star_capacity(PRSTM_BACKEND_GPU); }
+Test(graph_gpu, degree_64_fits_its_sets_and_degree_65_fails_for_capacity_on_gpu) { star_capacity(PRSTM_BACKEND_GPU); }
 
 /* Corrupting one settled value (0, below every initial value, on a vertex
  * with out-edges) must be caught: the invariant can fail. */

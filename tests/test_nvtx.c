@@ -41,6 +41,7 @@ static void teardown(void) {
 }
 
 TestSuite(nvtx, .init = setup, .fini = teardown);
+TestSuite(nvtx_gpu, .init = setup, .fini = teardown);
 
 /* What one recorded run pushed, in order, and whether every push was popped
  * with the depth never going below zero. */
@@ -127,7 +128,7 @@ Test(nvtx, verified_run_also_marks_verify) {
   assert_ranges(&log, (const char *const[]){"load", "execute", "verify", NULL});
 }
 
-Test(nvtx, gpu_run_marks_transfer_execute_and_readback) {
+Test(nvtx_gpu, gpu_run_marks_transfer_execute_and_readback) {
   test_need_backend(prstm_workload_find("bank"), PRSTM_BACKEND_GPU);
   range_log log;
   cr_assert_eq(run_recorded((const char *const[]){"--backend", "gpu", NULL}, 1, &log), 0);

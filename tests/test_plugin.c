@@ -130,14 +130,15 @@ static void program_route(const char *flag) {
 }
 
 TestSuite(plugin, .init = setup, .fini = teardown, .timeout = 120);
+TestSuite(plugin_gpu, .init = setup, .fini = teardown, .timeout = 120);
 
 Test(plugin, unmodified_prstm_run_runs_the_seats_plugin_on_the_cpu) { plugin_route("cpu"); }
-Test(plugin, unmodified_prstm_run_runs_the_seats_plugin_on_the_gpu) {
+Test(plugin_gpu, unmodified_prstm_run_runs_the_seats_plugin_on_the_gpu) {
   need_gpu();
   plugin_route("gpu");
 }
 Test(plugin, seats_built_into_its_own_program_runs_on_the_cpu) { program_route("--cpu"); }
-Test(plugin, seats_built_into_its_own_program_runs_on_the_gpu) {
+Test(plugin_gpu, seats_built_into_its_own_program_runs_on_the_gpu) {
   need_gpu();
   program_route("--gpu");
 }

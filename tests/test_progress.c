@@ -467,7 +467,7 @@ Test(progress_api, finished_report_counts_abandoned_and_failed_cpu) {
   finished_report_counts_abandoned_and_failed(PRSTM_BACKEND_CPU, 2);
 }
 
-Test(progress_api, finished_report_counts_abandoned_and_failed_gpu) {
+Test(progress_api_gpu, finished_report_counts_abandoned_and_failed_gpu) {
   need_gpu();
   finished_report_counts_abandoned_and_failed(PRSTM_BACKEND_GPU, 4096);
 }
@@ -504,7 +504,7 @@ Test(progress_api, stalled_run_reports_live_but_never_finished_cpu) {
   stalled_run_reports_live_but_never_finished(PRSTM_BACKEND_CPU, 2);
 }
 
-Test(progress_api, stalled_run_reports_live_but_never_finished_gpu) {
+Test(progress_api_gpu, stalled_run_reports_live_but_never_finished_gpu) {
   need_gpu();
   stalled_run_reports_live_but_never_finished(PRSTM_BACKEND_GPU, 256);
 }

@@ -148,7 +148,7 @@ Test(vacation, presorted_batch_keeps_rooms_and_bookings_consistent) {
 Test(vacation, retry_mode_keeps_rooms_and_bookings_consistent) {
   generated_batch_stays_consistent(PRSTM_BACKEND_CPU, 1, PRSTM_SEMANTIC_RETRY, 0);
 }
-Test(vacation, gpu_generated_batch_keeps_rooms_and_bookings_consistent) {
+Test(vacation_gpu, gpu_generated_batch_keeps_rooms_and_bookings_consistent) {
   generated_batch_stays_consistent(PRSTM_BACKEND_GPU, 1, PRSTM_SEMANTIC_POSTPONE, 0);
 }
 
@@ -191,7 +191,9 @@ static void sold_out_booking_commits_after_cancel(prstm_backend backend) {
   run_close(&r);
 }
 Test(vacation, sold_out_booking_commits_after_cancel) { sold_out_booking_commits_after_cancel(PRSTM_BACKEND_CPU); }
-Test(vacation, gpu_sold_out_booking_commits_after_cancel) { sold_out_booking_commits_after_cancel(PRSTM_BACKEND_GPU); }
+Test(vacation_gpu, gpu_sold_out_booking_commits_after_cancel) {
+  sold_out_booking_commits_after_cancel(PRSTM_BACKEND_GPU);
+}
 
 /* A cancel placed before the booking it cancels waits for it: both commit
  * and the room is free again. */
@@ -211,7 +213,7 @@ static void cancel_before_its_booking_waits_for_it(prstm_backend backend) {
   run_close(&r);
 }
 Test(vacation, cancel_before_its_booking_waits_for_it) { cancel_before_its_booking_waits_for_it(PRSTM_BACKEND_CPU); }
-Test(vacation, gpu_cancel_before_its_booking_waits_for_it) {
+Test(vacation_gpu, gpu_cancel_before_its_booking_waits_for_it) {
   cancel_before_its_booking_waits_for_it(PRSTM_BACKEND_GPU);
 }
 
@@ -242,7 +244,7 @@ static void unfunded_booking_is_abandoned(prstm_backend backend) {
   run_close(&r);
 }
 Test(vacation, unfunded_booking_is_abandoned) { unfunded_booking_is_abandoned(PRSTM_BACKEND_CPU); }
-Test(vacation, gpu_unfunded_booking_is_abandoned) { unfunded_booking_is_abandoned(PRSTM_BACKEND_GPU); }
+Test(vacation_gpu, gpu_unfunded_booking_is_abandoned) { unfunded_booking_is_abandoned(PRSTM_BACKEND_GPU); }
 
 /* A cancel that no booking ever matches is abandoned too. */
 Test(vacation, cancel_without_booking_is_abandoned) {
