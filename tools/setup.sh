@@ -28,3 +28,5 @@ fi
 # shellcheck disable=SC2086
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release ${PRSTM_CMAKE_ARGS:-} >/dev/null
 cmake --build build -j"$(nproc)"
+# Whether the GPU backend was built, and for which GPUs, as the program says.
+echo "setup: built $(build/prstm-run --version)"

@@ -323,11 +323,16 @@ static int parse_args(int argc, char **argv, cli_args *a) {
         fputs(usage_text, stdout);
         return EXIT_OK;
       case 'V':
+#ifdef PRSTM_RUN_COMMIT
+#define CLI_COMMIT "commit " PRSTM_RUN_COMMIT "; "
+#else
+#define CLI_COMMIT ""
+#endif
 #ifdef PRSTM_RUN_GPU_ARCHITECTURES
-        printf("prstm-run %s (GPU backend built for CUDA architectures %s)\n", PRSTM_VERSION_STRING,
+        printf("prstm-run %s (%sGPU backend built for CUDA architectures %s)\n", PRSTM_VERSION_STRING, CLI_COMMIT,
                PRSTM_RUN_GPU_ARCHITECTURES);
 #else
-        printf("prstm-run %s (no GPU backend in this build: CPU only)\n", PRSTM_VERSION_STRING);
+        printf("prstm-run %s (%sno GPU backend in this build: CPU only)\n", PRSTM_VERSION_STRING, CLI_COMMIT);
 #endif
         return EXIT_OK;
       case ':':
