@@ -96,21 +96,23 @@ assert_linked_to_prefix "$work/embed-pkgconfig"
 step "run examples/embed (pkg-config)" "$work/embed-pkgconfig" --cpu
 
 # Route 3: a workload of one's own, through the installed prstm_add_workload:
-# the seats example built into its own program and as a plugin that the
-# installed prstm-run loads.
-mkdir -p "$work/seats-src"
-cat >"$work/seats-src/CMakeLists.txt" <<EOF
-cmake_minimum_required(VERSION 3.22)
-project(prstm_seats_installed LANGUAGES C)
-find_package(prstm REQUIRED)
-add_subdirectory("$src/examples/seats" seats)
-EOF
+# examples/seats configured as a project of its own, as docs/TUTORIAL.md
+# builds it, into its own program and as a plugin that the installed
+# prstm-run loads. Its GPU kernel is compiled where nvcc is, for the
+# architectures the library was built for.
+cuda_archs=$(sed -n 's/^CMAKE_CUDA_ARCHITECTURES:[A-Z]*=//p' "$build/CMakeCache.txt")
 step "configure examples/seats against the installed package" \
-  cmake -S "$work/seats-src" -B "$work/seats-build" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release
+  cmake -S examples/seats -B "$work/seats-build" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release \
+  ${cuda_archs:+-DCMAKE_CUDA_ARCHITECTURES="$cuda_archs"}
+grep -q "^prstm_DIR:PATH=$prefix/" "$work/seats-build/CMakeCache.txt" ||
+  fail "examples/seats found prstm somewhere other than $prefix: $(grep '^prstm_DIR' "$work/seats-build/CMakeCache.txt")"
 step "build examples/seats (prstm_add_workload)" cmake --build "$work/seats-build" -j"$jobs"
-assert_linked_to_prefix "$work/seats-build/seats/seats"
-step "run the seats program" "$work/seats-build/seats/seats" --cpu
+assert_linked_to_prefix "$work/seats-build/seats"
+step "run the seats program" "$work/seats-build/seats" --cpu
+if [ "${PRSTM_REQUIRE_GPU:-}" = 1 ]; then
+  step "run the seats program on the GPU (PRSTM_REQUIRE_GPU=1)" "$work/seats-build/seats" --gpu
+fi
 step "installed prstm-run loads the seats plugin" \
-  env -C "$work" "$prefix/bin/prstm-run" "$work/seats-build/seats/seats.json" --backend cpu --quiet
+  env -C "$work" "$prefix/bin/prstm-run" "$work/seats-build/seats.json" --backend cpu --quiet
 
 echo "check-install: all checks passed"
