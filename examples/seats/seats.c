@@ -4,31 +4,72 @@
 
 #include "seats_body.h"
 
-/* The CPU worker; the GPU one comes from seats_gpu.cu where CUDA is. */
+/* The CPU worker (seats_cpu_worker); the GPU one comes from seats_gpu.cu,
+ * and this declares its launcher and thread limit for the descriptor. */
 PRSTM_CPU_WORKER(seats, seats_dispatch, SEATS_CAPACITY)
 PRSTM_GPU_WORKER_DECLARE(seats);
 
+/* The types, indexed like seats_dispatch's switch. A batch names a type by
+ * .name and its arguments by the names in .args; .reasons are the strings of
+ * PRSTM_REASON_USER + 0 to + 3, in order. */
 static const prstm_type_desc seats_types[] = {
-    /* name, tag, read-only, arguments, reasons (from PRSTM_REASON_USER) */
-    {"book",
-     0,
-     0,
-     2,
-     {{"show", PRSTM_ARG_UINT}, {"customer", PRSTM_ARG_UINT}},
-     {"no such show or customer", "customer already holds a seat of this show"}},
-    {"release", 1, 0, 2, {{"show", PRSTM_ARG_UINT}, {"customer", PRSTM_ARG_UINT}}, {"no such show or customer"}},
-    {"free", 0, 1, 1, {{"show", PRSTM_ARG_UINT}}, {"no such show or customer"}},
+    [SEATS_BOOK] = {.name = "book",
+                    .tag = 0,
+                    .read_only = 0,
+                    .nargs = 2,
+                    .args = {{"show", PRSTM_ARG_UINT}, {"customer", PRSTM_ARG_UINT}},
+                    .reasons = {"no such show or customer", "customer already holds a seat of this show"}},
+    [SEATS_RELEASE] = {.name = "release",
+                       .tag = 1, /* runs before the bookings it funds */
+                       .read_only = 0,
+                       .nargs = 2,
+                       .args = {{"show", PRSTM_ARG_UINT}, {"customer", PRSTM_ARG_UINT}},
+                       .reasons = {"no such show or customer"}},
+    [SEATS_FREE] = {.name = "free",
+                    .tag = 0,
+                    .read_only = 1, /* its result is reported */
+                    .nargs = 1,
+                    .args = {{"show", PRSTM_ARG_UINT}},
+                    .reasons = {"no such show or customer"}},
 };
 
-/* The config's state section, e.g. {"shows": 4, "seats": 10, "customers": 100, "booked": 2}. */
+/* The knobs of the config's state section, e.g. {"shows": 4, "seats": 10,
+ * "customers": 100, "booked": 2}; init_state reads them in
+ * spec->params[SEATS_P_...]. */
 enum { SEATS_P_SHOWS, SEATS_P_SEATS, SEATS_P_CUSTOMERS, SEATS_P_BOOKED };
 static const prstm_param_desc seats_params[] = {
-    {"shows", PRSTM_PARAM_STATE, 4, 1, 1e6, 1, "number of shows"},
-    {"seats", PRSTM_PARAM_STATE, 10, 0, 1e9, 1, "seats per show"},
-    {"customers", PRSTM_PARAM_STATE, 100, 1, 1e6, 1, "customers who may book"},
-    {"booked", PRSTM_PARAM_STATE, 0, 0, 1e6, 1, "customers 0 to booked-1 start with a seat of every show"},
+    [SEATS_P_SHOWS] = {.name = "shows",
+                       .section = PRSTM_PARAM_STATE,
+                       .default_value = 4,
+                       .min = 1,
+                       .max = 1e6,
+                       .integer = 1,
+                       .help = "number of shows"},
+    [SEATS_P_SEATS] = {.name = "seats",
+                       .section = PRSTM_PARAM_STATE,
+                       .default_value = 10,
+                       .min = 0,
+                       .max = 1e9,
+                       .integer = 1,
+                       .help = "seats per show"},
+    [SEATS_P_CUSTOMERS] = {.name = "customers",
+                           .section = PRSTM_PARAM_STATE,
+                           .default_value = 100,
+                           .min = 1,
+                           .max = 1e6,
+                           .integer = 1,
+                           .help = "customers who may book"},
+    [SEATS_P_BOOKED] = {.name = "booked",
+                        .section = PRSTM_PARAM_STATE,
+                        .default_value = 0,
+                        .min = 0,
+                        .max = 1e6,
+                        .integer = 1,
+                        .help = "customers 0 to booked-1 start with a seat of every show"},
 };
 
+/* Hook: the initial words from the knobs. Hands back a malloc'd array
+ * (the engine frees it), or an error code with a message in err. */
 static int seats_init_state(const prstm_state_spec *spec, prstm_word **words, uint64_t *nwords, char *err,
                             size_t errlen) {
   uint64_t shows = (uint64_t)spec->params[SEATS_P_SHOWS];
@@ -57,7 +98,9 @@ static int seats_init_state(const prstm_state_spec *spec, prstm_word **words, ui
   return 0;
 }
 
-/* For every show, free seats plus seats held equal its seats, and the seats
+/* Hook: what must hold after any run, from the final state and the batch's
+ * outcomes; sets *ok and writes a one-line verdict into msg.
+ * For every show, free seats plus seats held equal its seats, and the seats
  * held equal those booked at the start plus committed bookings minus
  * committed releases; every abandoned booking is of a show still sold out. */
 static int seats_check_invariant(const prstm_engine *engine, const prstm_batch *batch, int *ok, char *msg,
@@ -98,6 +141,8 @@ static int seats_check_invariant(const prstm_engine *engine, const prstm_batch *
   return 0;
 }
 
+/* The descriptor. One worker variant serves every batch: rows of up to
+ * PRSTM_MAX_COLUMNS argument words, with SEATS_CAPACITY set entries. */
 const prstm_workload seats_workload = {
     .name = "seats",
     .ntypes = sizeof seats_types / sizeof seats_types[0],

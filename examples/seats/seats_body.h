@@ -4,9 +4,9 @@
 
 #include "prstm_tx.h"
 
-/* Type indices, in the order of seats_types[] in seats.c. */
+/* Type indices: seats_dispatch below and seats_types[] in seats.c use them. */
 enum { SEATS_BOOK = 0, SEATS_RELEASE = 1, SEATS_FREE = 2 };
-/* Reasons of our own start at PRSTM_REASON_USER. */
+/* Reasons of our own start at PRSTM_REASON_USER; a type has at most 4. */
 #define SEATS_REASON_NO_SUCH_SEAT (PRSTM_REASON_USER + 0)
 #define SEATS_REASON_ALREADY_BOOKED (PRSTM_REASON_USER + 1)
 
@@ -62,6 +62,10 @@ PRSTM_INLINE int seats_free(prstm_tx *tx) {
   return PRSTM_COMMIT;
 }
 
+/* The dispatch function: the workers call it with each transaction's type
+ * index, the position of its type in seats_types[]. A batch holds only the
+ * workload's types (the loaders and prstm_batch_append check), so the
+ * default case never runs. */
 PRSTM_INLINE int seats_dispatch(prstm_tx *tx, unsigned type) {
   switch (type) {
     case SEATS_BOOK:
@@ -75,8 +79,11 @@ PRSTM_INLINE int seats_dispatch(prstm_tx *tx, unsigned type) {
   }
 }
 
-/* Read, write and lock set entries per transaction: a book or release
- * touches two words. */
-#define SEATS_CAPACITY 4
+/* The set capacity: the most distinct words one transaction reads or writes
+ * with prstm_read and prstm_write (prstm_read_immutable takes no entry). A
+ * book or a release reads and writes two words, its show's free-seat count
+ * and its customer's holds word; a free reads one. A transaction that needs
+ * more entries fails with the reason "capacity". */
+#define SEATS_CAPACITY 2
 
 #endif /* SEATS_BODY_H */
