@@ -45,7 +45,7 @@ static const char usage_text[] =
     "\n"
     "options:\n"
     "  --out DIR               folder for the CSVs and meta.txt (default: bench-out)\n"
-    "  --quick                 small sizes: every experiment in about a minute on 2 cores\n"
+    "  --quick                 small sizes: every experiment in a few seconds on 2 cores\n"
     "  --backend auto|gpu|cpu  gpu: the GPU runners must run; cpu: they are written as\n"
     "                          unavailable; auto (default): GPU runners where a GPU is usable\n"
     "  --repeat N              timed runs per runner and point; the median counts (default 1)\n"

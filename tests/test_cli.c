@@ -332,6 +332,16 @@ Test(cli, non_numeric_threads_exit_2_naming_the_value) {
 
 Test(cli, negative_threads_exit_2) { assert_usage_error(RUN(cli_data("good.json"), "--threads", "-1"), "--threads"); }
 
+/* A thread count above the lock word's limit names that limit, however
+ * large the number, also beyond 32 or 64 bits. */
+Test(cli, threads_above_the_limit_name_the_limit_however_large) {
+  const char *const counts[] = {"3000000", "5000000000", "99999999999999999999999"};
+  for (unsigned i = 0; i < 3; i++) {
+    assert_usage_error(RUN(cli_data("good.json"), "--threads", counts[i]), "--threads");
+    assert_contains(last.err, "at most 2097151", "stderr");
+  }
+}
+
 Test(cli, zero_lock_coverage_exits_2) {
   assert_usage_error(RUN(cli_data("good.json"), "--lock-coverage", "0"), "--lock-coverage");
 }

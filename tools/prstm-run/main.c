@@ -140,9 +140,20 @@ static int apply_overrides(const cli_args *a, prstm_config *cfg) {
       return -1;
     }
   }
-  if (a->threads && parse_uint(a->threads, &cfg->options.threads)) {
-    fprintf(stderr, "prstm-run: --threads: expected a non-negative integer, got '%s'\n", a->threads);
-    return -1;
+  if (a->threads) {
+    /* Any whole number above the limit gets the limit, however large (one
+     * that does not fit 64 bits included). */
+    uint64_t t = 0;
+    const int whole = a->threads[0] && strspn(a->threads, "0123456789") == strlen(a->threads);
+    if (!whole) {
+      fprintf(stderr, "prstm-run: --threads: expected a non-negative integer, got '%s'\n", a->threads);
+      return -1;
+    }
+    if (parse_u64(a->threads, &t) || t > PRSTM_MAX_THREADS) {
+      fprintf(stderr, "prstm-run: --threads: at most %u, got '%s'\n", PRSTM_MAX_THREADS, a->threads);
+      return -1;
+    }
+    cfg->options.threads = (uint32_t)t;
   }
   if (a->lock_coverage &&
       (parse_uint(a->lock_coverage, &cfg->options.lock_coverage) || cfg->options.lock_coverage == 0)) {
@@ -170,10 +181,6 @@ static int apply_overrides(const cli_args *a, prstm_config *cfg) {
     }
   }
   if (a->verify) cfg->options.verify = 1;
-  if (a->threads && cfg->options.threads > PRSTM_MAX_THREADS) {
-    fprintf(stderr, "prstm-run: --threads: at most %u, got '%s'\n", PRSTM_MAX_THREADS, a->threads);
-    return -1;
-  }
   if ((a->results && strlen(a->results) >= sizeof cfg->results_path) ||
       (a->final_state && strlen(a->final_state) >= sizeof cfg->final_state_path)) {
     fprintf(stderr, "prstm-run: %s: path too long (at most %zu bytes)\n", a->results ? "--results" : "--final-state",
