@@ -1,8 +1,4 @@
 /* jsonl.c: JSON transaction records (one object per line, or inline in a config) turned into batch rows. */
-/* getline is POSIX.1-2008; ask for it explicitly so a plain -std=c11 build sees it. */
-#ifndef _POSIX_C_SOURCE
-#define _POSIX_C_SOURCE 200809L
-#endif
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -358,62 +354,25 @@ static int is_blank(const char *s, size_t n) {
   return 1;
 }
 
-int prstm_load_jsonl(const char *path, const prstm_workload *wl, uint64_t nwords, prstm_batch *batch, char *err,
-                     size_t errlen) {
-  if (path == NULL || wl == NULL || batch == NULL) {
-    loaders_errf(err, errlen, "prstm_load_jsonl: invalid argument");
-    return PRSTM_EINVAL;
+int loaders_jsonl_line(char *line, size_t n, int first_line, const prstm_workload *wl, uint64_t nwords,
+                       prstm_batch *batch, unsigned long *col, char *msg, size_t msglen) {
+  *col = 0;
+  /* Without its line end, a record that stops early is reported on its own
+   * line, not at column 1 of the next one. */
+  while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = '\0';
+  /* Only the first line may start with a byte order mark. */
+  size_t skip = first_line ? bom_length(line, n) : 0;
+  if (is_blank(line + skip, n - skip)) return 0;
+  size_t off = 0;
+  cJSON *obj = loaders_json_parse(line + skip, n - skip, &off);
+  if (obj == NULL) {
+    unsigned long l, c;
+    loaders_json_position(line + skip, off, &l, &c);
+    *col = c;
+    loaders_errf(msg, msglen, "malformed JSON%s", loaders_not_json_hint(line + skip, n - skip, 1));
+    return PRSTM_EPARSE;
   }
-  FILE *f = fopen(path, "rb");
-  if (f == NULL) {
-    int e = errno;
-    loaders_errf(err, errlen, "%s: cannot read: %s", path, strerror(e));
-    return PRSTM_EIO;
-  }
-  char *line = NULL;
-  size_t cap = 0;
-  unsigned long lineno = 0;
-  int rc = 0;
-  for (;;) {
-    errno = 0;
-    ssize_t got = getline(&line, &cap, f);
-    if (got < 0) {
-      /* getline returns -1 both at the end of the file and on an error;
-       * ferror tells them apart (a folder gives EISDIR here). */
-      if (ferror(f)) {
-        int e = errno != 0 ? errno : EIO;
-        loaders_errf(err, errlen, "%s: cannot read: %s", path, strerror(e));
-        rc = e == ENOMEM ? PRSTM_ENOMEM : PRSTM_EIO;
-      }
-      break;
-    }
-    lineno++;
-    size_t n = (size_t)got;
-    /* Without its line end, a record that stops early is reported on its own
-     * line, not at column 1 of the next one. */
-    while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = '\0';
-    /* Only the first line may start with a byte order mark. */
-    size_t skip = lineno == 1 ? bom_length(line, n) : 0;
-    if (is_blank(line + skip, n - skip)) continue;
-    size_t off = 0;
-    cJSON *obj = loaders_json_parse(line + skip, n - skip, &off);
-    if (obj == NULL) {
-      unsigned long l, c;
-      loaders_json_position(line + skip, off, &l, &c);
-      loaders_errf(err, errlen, "%s:%lu:%lu: malformed JSON%s", path, lineno + l - 1, c,
-                   loaders_not_json_hint(line + skip, n - skip, 1));
-      rc = PRSTM_EPARSE;
-      break;
-    }
-    char msg[LOADERS_KEYPATH_MAX + 256];
-    rc = loaders_tx_from_json(obj, wl, nwords, batch, "", msg, sizeof msg);
-    cJSON_Delete(obj);
-    if (rc != 0) {
-      loaders_errf(err, errlen, "%s:%lu: %s", path, lineno, msg);
-      break;
-    }
-  }
-  free(line);
-  fclose(f);
+  int rc = loaders_tx_from_json(obj, wl, nwords, batch, "", msg, msglen);
+  cJSON_Delete(obj);
   return rc;
 }

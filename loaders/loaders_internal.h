@@ -69,4 +69,17 @@ int loaders_json_check_keys(const cJSON *obj, const char *const *allowed, const 
 int loaders_tx_from_json(const cJSON *obj, const prstm_workload *wl, uint64_t nwords, prstm_batch *batch,
                          const char *prefix, char *msg, size_t msglen);
 
+/* One line of a JSON Lines batch, NUL-terminated and writable (n bytes,
+ * line end included or not): blank lines hold nothing; otherwise its record
+ * is appended to batch. `first_line`: the file's first line, which may start
+ * with a byte order mark. On an error returns its code with the message in
+ * msg, and with *col set (from 1) when the line is not JSON; the caller
+ * prefixes the file and line (jsonl_file.c). */
+int loaders_jsonl_line(char *line, size_t n, int first_line, const prstm_workload *wl, uint64_t nwords,
+                       prstm_batch *batch, unsigned long *col, char *msg, size_t msglen);
+/* prstm_load_jsonl on `threads` threads (0: the machine's cores, chunks of
+ * at least a megabyte), for tests that split small files. */
+int loaders_load_jsonl_threads(const char *path, const prstm_workload *wl, uint64_t nwords, prstm_batch *batch,
+                               unsigned threads, char *err, size_t errlen);
+
 #endif /* LOADERS_INTERNAL_H */

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "prstm.h"
+#include "loaders_internal.h"
 #include "test_paths.h"
 
 /* Bank type indices, as documented by the bank workload. */
@@ -780,4 +781,111 @@ Test(loaders, write_atomic_to_a_device_writes_in_place) {
   struct stat st;
   cr_assert_eq(stat("/dev/null", &st), 0);
   cr_assert(S_ISCHR(st.st_mode), "/dev/null is no longer a device");
+}
+
+/* ================= a batch file read on several threads ================= */
+
+/* A JSON Lines text of `n` records of every shape the bank takes (a byte
+ * order mark first, CRLF and LF ends, blank lines, an address list, no end
+ * on the last line), deterministic in `seed`. */
+static char *varied_jsonl(unsigned n, unsigned seed) {
+  size_t cap = (size_t)n * 96 + 64, at = 0;
+  char *text = malloc(cap);
+  cr_assert_not_null(text);
+  at += (size_t)snprintf(text + at, cap - at, "\xEF\xBB\xBF");
+  uint64_t s = seed;
+  for (unsigned i = 0; i < n; i++) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    const unsigned r = (unsigned)(s >> 33);
+    const char *end = i + 1 == n ? "" : r % 3 == 0 ? "\r\n" : "\n";
+    switch (r % 5) {
+      case 0:
+        at += (size_t)snprintf(text + at, cap - at, "{\"type\": \"deposit\", \"account\": %u, \"amount\": %u}%s", r % 8,
+                               i, end);
+        break;
+      case 1:
+        at += (size_t)snprintf(text + at, cap - at,
+                               "{\"type\": \"transfer\", \"from\": %u, \"to\": %u, \"amount\": %u}%s", r % 8,
+                               (r >> 3) % 8, i, end);
+        break;
+      case 2:
+        at += (size_t)snprintf(text + at, cap - at, "{\"type\": \"balance\", \"account\": %u}%s\n", r % 8, end);
+        break;
+      case 3:
+        at += (size_t)snprintf(text + at, cap - at,
+                               "{\"type\": \"transfer_multi\", \"to\": 0, \"amount\": %u, \"from\": [1, %u]}%s", i,
+                               2 + r % 6, end);
+        break;
+      default:
+        at += (size_t)snprintf(text + at, cap - at, "   {\"type\": \"withdraw\", \"account\": %u, \"amount\": %u}%s",
+                               r % 8, i, end);
+        break;
+    }
+  }
+  return text;
+}
+
+/* Every thread count reads the same rows in the same order as one thread,
+ * wherever the cuts fall (blank lines, CRLF, the last line without an end). */
+Test(loaders, a_file_read_on_several_threads_gives_the_rows_of_one, .init = make_tmpdir, .fini = remove_tmpdir) {
+  char *text = varied_jsonl(997, 7);
+  write_text(tmp_path("varied.jsonl"), text);
+  free(text);
+  prstm_batch *one = new_batch();
+  cr_assert_eq(loaders_load_jsonl_threads(tmp_path("varied.jsonl"), bank(), 8, one, 1, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(prstm_batch_size(one), 997);
+  for (unsigned threads = 2; threads <= 64; threads = threads * 2 + 1) {
+    prstm_batch *many = new_batch();
+    cr_assert_eq(loaders_load_jsonl_threads(tmp_path("varied.jsonl"), bank(), 8, many, threads, err, sizeof err), 0,
+                 "%u threads: %s", threads, err);
+    cr_assert_eq(prstm_batch_size(many), 997, "%u threads", threads);
+    for (uint64_t i = 0; i < 997; i++) {
+      cr_assert_eq(prstm_batch_type(many, i), prstm_batch_type(one, i), "%u threads, row %llu", threads,
+                   (unsigned long long)i);
+      for (unsigned c = 0; c < 5; c++)
+        cr_assert_eq(prstm_batch_arg(many, i, c), prstm_batch_arg(one, i, c), "%u threads, row %llu, column %u",
+                     threads, (unsigned long long)i, c);
+    }
+    prstm_batch_destroy(many);
+  }
+  prstm_batch_destroy(one);
+}
+
+/* Two bad lines in different chunks: the first in file order is reported,
+ * at its line in the whole file, whatever the thread count. */
+Test(loaders, the_first_bad_line_in_file_order_is_reported_at_its_line, .init = make_tmpdir, .fini = remove_tmpdir) {
+  size_t cap = 600 * 64, at = 0;
+  char *text = malloc(cap);
+  for (unsigned i = 1; i <= 600; i++) {
+    if (i == 250)
+      at += (size_t)snprintf(text + at, cap - at, "{\"type\": \"deposit\", \"account\": 1, \"amount\": }\n");
+    else if (i == 500)
+      at += (size_t)snprintf(text + at, cap - at, "{\"type\": \"refund\", \"account\": 1}\n");
+    else
+      at += (size_t)snprintf(text + at, cap - at, "{\"type\": \"deposit\", \"account\": 1, \"amount\": %u}\n", i);
+  }
+  write_text(tmp_path("two_bad.jsonl"), text);
+  free(text);
+  for (unsigned threads = 1; threads <= 33; threads += 4) {
+    prstm_batch *b = new_batch();
+    err[0] = '\0';
+    cr_assert_eq(loaders_load_jsonl_threads(tmp_path("two_bad.jsonl"), bank(), 8, b, threads, err, sizeof err),
+                 PRSTM_EPARSE, "%u threads: %s", threads, err);
+    cr_assert(strstr(err, "two_bad.jsonl:250:45: malformed JSON") != NULL, "%u threads: %s", threads, err);
+    cr_assert_eq(prstm_batch_size(b), 0, "%u threads: a failed load appends nothing", threads);
+    prstm_batch_destroy(b);
+  }
+}
+
+/* Rows appended to a batch that already holds some follow them. */
+Test(loaders, a_file_read_on_several_threads_appends_after_the_rows_there, .init = make_tmpdir, .fini = remove_tmpdir) {
+  char *text = varied_jsonl(300, 3);
+  write_text(tmp_path("more.jsonl"), text);
+  free(text);
+  prstm_batch *b = new_batch();
+  cr_assert_eq(prstm_batch_append(b, BALANCE, (const prstm_word[]){5}, 1), 0);
+  cr_assert_eq(loaders_load_jsonl_threads(tmp_path("more.jsonl"), bank(), 8, b, 7, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(prstm_batch_size(b), 301);
+  expect_row(b, 0, BALANCE, (const prstm_word[]){5}, 1);
+  prstm_batch_destroy(b);
 }

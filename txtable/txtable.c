@@ -183,6 +183,35 @@ int prstm_batch_append(prstm_batch *b, unsigned type, const prstm_word *args, un
   return 0;
 }
 
+int prstm_batch_append_rows(prstm_batch *dst, const prstm_batch *src) {
+  if (!dst || !src || dst == src) return PRSTM_EINVAL;
+  if (src->wl != dst->wl)
+    return txtable_fail(dst, PRSTM_EINVAL, "rows of workload %s appended to a batch of workload %s", src->wl->name,
+                        dst->wl->name);
+  if (src->n == 0) return 0;
+  if (src->n > UINT64_MAX - dst->n) return txtable_fail(dst, PRSTM_ENOMEM, "too many rows");
+  const uint64_t need = dst->n + src->n;
+  if (need > dst->cap || src->ncols > dst->ncols) {
+    uint64_t cap = dst->cap ? dst->cap : 1024;
+    while (cap < need) cap = cap > UINT64_MAX / 2 ? need : cap * 2;
+    int rc = txtable_reshape(dst, cap, src->ncols > dst->ncols ? src->ncols : dst->ncols);
+    if (rc) return txtable_fail(dst, rc, "cannot grow the batch to %llu rows: out of memory", (unsigned long long)need);
+  }
+  memcpy(dst->type + dst->n, src->type, (size_t)src->n);
+  memset(dst->status + dst->n, 0, (size_t)src->n);
+  for (uint32_t c = 0; c < dst->ncols; c++) {
+    uint64_t *to = dst->args + (uint64_t)c * dst->cap + dst->n;
+    if (c < src->ncols)
+      memcpy(to, src->args + (uint64_t)c * src->cap, (size_t)src->n * sizeof *to);
+    else
+      memset(to, 0, (size_t)src->n * sizeof *to);
+  }
+  dst->n = need;
+  dst->tag_mask |= src->tag_mask;
+  if (src->has_read_only) dst->has_read_only = 1;
+  return 0;
+}
+
 int prstm_batch_presort(prstm_batch *b) {
   if (!b) return PRSTM_EINVAL;
   if (b->n < 2) return 0;

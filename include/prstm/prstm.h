@@ -504,6 +504,10 @@ int prstm_batch_append(prstm_batch *batch, unsigned type, const prstm_word *args
  * know: a body that reads a word out of range fails with
  * PRSTM_REASON_BAD_ADDRESS. */
 int prstm_batch_append_named(prstm_batch *batch, const char *type, const prstm_word *args, unsigned nargs);
+/* Appends every row of `src` (a batch of the same workload) to `batch`, in
+ * order, as pending transactions: the way to join batches built apart,
+ * such as the parts of a file parsed on several threads. */
+int prstm_batch_append_rows(prstm_batch *batch, const prstm_batch *src);
 /* Why the batch's last refused append (prstm_batch_append or
  * prstm_batch_append_named) was refused, in one line, e.g. "type deposit
  * takes 2 argument words, got 3"; an empty string before any refusal. */
