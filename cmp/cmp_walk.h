@@ -34,6 +34,17 @@ PRSTM_INLINE uint64_t cmp_q_unconfirmed(uint64_t s) { return (s & CMP_Q_UNCONFIR
 #define CMP_SEMANTIC_MODE_MASK 0xffu
 #define CMP_SEMANTIC_KEEP_POSTPONED 0x100u
 
+/* The tag of a type whose rows the walk leaves alone (prstm_exec_ctx's
+ * type_tag): a snapshot type's rows, which the host runs apart. Above every
+ * real tag, so no sweep selects them. */
+#define CMP_TAG_NONE 255u
+/* In prstm_exec_ctx's tag_mask (whose low 16 bits are the tags present):
+ * the table holds such rows, so a thread counts them out of its block. */
+#define CMP_TAG_MASK_NONE (1u << 31)
+PRSTM_INLINE int cmp_row_left_alone(const prstm_exec_ctx *ctx, uint64_t row) {
+  return ctx->type_tag[port_table_load_u8(&ctx->table.type[row])] == CMP_TAG_NONE;
+}
+
 /* An attempt that lost to a lock holder (a final lock, or a pre-lock of
  * higher priority) waits for the holder's lock word to change before it
  * tries again. Retrying at once only re-reads, steals and loses pre-locks in
@@ -82,6 +93,9 @@ PRSTM_INLINE unsigned cmp_attempt(prstm_tx *tx, const prstm_exec_ctx *ctx, uint6
   for (unsigned attempt = 0;; attempt++) {
     stm_tx_begin(tx, row, prio);
     tx->direct = attempt == 0;
+#if !defined(__CUDA_ARCH__)
+    tx->unchecked = (unsigned)(ctx->unchecked_types >> type) & 1u;
+#endif
     int outcome = dispatch(tx, type);
     if (tx->state == STM_TX_CAPACITY || tx->state == STM_TX_BAD_ADDRESS) {
       /* Only a consistent snapshot may fail a transaction: a doomed attempt
@@ -282,6 +296,7 @@ PRSTM_INLINE void cmp_walk_retry(prstm_tx *tx, const prstm_exec_ctx *ctx, uint32
     port_warp_sync(lanes);
     if (stopped || row >= n) continue;
     const unsigned type = port_table_load_u8(&ctx->table.type[row]);
+    if (ctx->type_tag[type] == CMP_TAG_NONE) continue;
     for (uint32_t retries = 0;; retries++) {
       unsigned reason = 0;
       unsigned s = cmp_attempt(tx, ctx, row, type, rank, dispatch, st, &reason);
@@ -330,6 +345,9 @@ PRSTM_INLINE void cmp_walk_postpone(prstm_tx *tx, const prstm_exec_ctx *ctx, uin
    * and it has the most rows, so its bound ends every lane's loop together. */
   const uint64_t lane = port_warp_lane(rank);
   uint64_t pending = txtable_block_size(n, rank, ctx->nthreads);
+  /* Rows the walk leaves alone are not this thread's to finish. */
+  if (ctx->tag_mask & CMP_TAG_MASK_NONE)
+    for (uint64_t row = rank; row < n; row += step) pending -= (uint64_t)cmp_row_left_alone(ctx, row);
   /* A thread with an empty block is finished from the start, and must be
    * counted as such or the others would wait for it forever. */
   if (pending == 0) port_fetch_add(&ctx->quiesce[STM_Q_DONE], 1);
@@ -412,7 +430,8 @@ PRSTM_INLINE void cmp_walk_postpone(prstm_tx *tx, const prstm_exec_ctx *ctx, uin
      * still fund it, so there it stays pending for the host to carry over. */
     if (ctx->semantic & CMP_SEMANTIC_KEEP_POSTPONED) continue;
     for (uint64_t row = rank; row < n; row += step)
-      if ((ctx->table.status[row] & TXTABLE_STATUS_MASK) == 0u)
+      if ((ctx->table.status[row] & TXTABLE_STATUS_MASK) == 0u &&
+          !((ctx->tag_mask & CMP_TAG_MASK_NONE) && cmp_row_left_alone(ctx, row)))
         cmp_finish_row(ctx, row, TXTABLE_ABANDONED, TXTABLE_REASON_QUIESCENT, st);
   }
 }

@@ -168,6 +168,8 @@ static int engine_run(prstm_engine *e, prstm_batch *b, prstm_results *res) {
   }
   res->transactions = b->n;
   res->lock_coverage = e->opt.lock_coverage;
+  e->verify_snapshot_types = 0;
+  e->snapshot_committed = e->snapshot_failed = e->snapshot_abandoned = 0;
 
   prstm_backend backend;
   rc = backend_choose(e, &backend, res->fallback, sizeof res->fallback);
@@ -189,16 +191,38 @@ static int engine_run(prstm_engine *e, prstm_batch *b, prstm_results *res) {
   } else if (!ops) {
     rc = engine_fail(e, PRSTM_ENOGPU, "this build of prstm has no CUDA support");
   } else {
-    rc = ops->run(e, b, v, res);
+    /* Rows of snapshot types run first, on the host, on the state the run
+     * starts from; the backend's threads then leave them alone. */
+    engine_snapshot snap;
+    memset(&snap, 0, sizeof snap);
+    const uint64_t types = engine_snapshot_types(e->wl) & b->type_mask;
+    rc = types ? engine_snapshot_run(e, b, v, types, &snap) : 0;
+    if (rc == 0 && snap.k) {
+      e->run_snapshot_types = types;
+      e->snapshot_committed = snap.committed;
+      e->snapshot_failed = snap.failed;
+      e->snapshot_abandoned = snap.abandoned;
+    }
+    if (rc == 0) rc = ops->run(e, b, v, res);
+    e->run_snapshot_types = 0;
+    if (rc == 0 && snap.k) {
+      engine_snapshot_finish(e, b, &snap, res);
+      e->verify_snapshot_types = types;
+    }
+    e->snapshot_committed = e->snapshot_failed = e->snapshot_abandoned = 0;
     /* A batch whose table does not fit the device's memory runs as a
-     * stream of chunks that do, instead of failing. */
+     * stream of chunks that do, instead of failing; its snapshot rows then
+     * run through the STM with the others. */
     if (rc == PRSTM_ETOOBIG) {
+      engine_snapshot_undo(b, &snap);
+      e->snapshot_committed = e->snapshot_failed = e->snapshot_abandoned = 0;
       char fallback[sizeof res->fallback];
       memcpy(fallback, res->fallback, sizeof fallback);
       e->err[0] = 0;
       rc = engine_run_chunked(e, b, backend, fallback, 0, res);
       ran = e->last_run_variant;
     }
+    engine_snapshot_free(&snap);
   }
   if (rc == 0 && e->opt.verify) {
     e->verify_batch = b;

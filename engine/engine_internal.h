@@ -55,6 +55,14 @@ struct prstm_engine {
   void *progress_user;
   /* The open stream (engine/stream.c), which owns the state until closed. */
   struct prstm_stream *stream;
+  /* Snapshot types (snapshot.c): those whose rows the current whole run's
+   * threads leave alone because the host ran them on the state the run
+   * started from, and those the last verified run's replay must read the
+   * same way; with the rows the host decided, which progress reports add to
+   * the threads' counts. */
+  uint64_t run_snapshot_types;
+  uint64_t verify_snapshot_types;
+  uint64_t snapshot_committed, snapshot_failed, snapshot_abandoned;
   char err[512];
 };
 
@@ -84,6 +92,7 @@ typedef struct engine_verify_source {
   const prstm_word *final; /* NULL: the engine's words */
   const engine_verify_counts *counts;
   const prstm_worker_variant *variant; /* the run's worker, whose set capacity the replay must share */
+  uint64_t unchecked_types;            /* snapshot types the run ran on the host (snapshot.c) */
 } engine_verify_source;
 /* Replays the source and fills the report (verify.c). */
 int engine_verify_rows(prstm_engine *e, const engine_verify_source *src, prstm_verify_report *rep);
@@ -95,7 +104,31 @@ const prstm_worker_variant *engine_pick_variant(const prstm_workload *wl, uint32
  * committed, failed, or abandoned when its body postponed. The serial
  * executor of verification, built from the workload's own CPU worker. */
 int engine_run_serial(const prstm_workload *wl, const prstm_worker_variant *v, prstm_word *words, uint64_t nwords,
-                      uint64_t lock_coverage, txtable_view *table, char *err, size_t errlen);
+                      uint64_t lock_coverage, uint64_t unchecked_types, txtable_view *table, char *err, size_t errlen);
+
+/* Snapshot types (prstm_type_desc.snapshot) in a whole run: their rows run
+ * on the host, on the state the run starts from, before the threads run the
+ * others, and take the first places in the commit order (snapshot.c). */
+typedef struct engine_snapshot {
+  uint64_t k;      /* rows run */
+  uint64_t *row;   /* their rows in the batch */
+  uint8_t *status; /* their outcomes, kept while the run overwrites the batch's columns */
+  uint64_t *result, *seq, *read_hash;
+  uint64_t committed, failed, abandoned;
+} engine_snapshot;
+/* The workload's snapshot types, as a mask over type indices. */
+uint64_t engine_snapshot_types(const prstm_workload *wl);
+/* Runs the batch's rows of `types` on the engine's state, writes their
+ * outcomes into the batch and keeps them in s. */
+int engine_snapshot_run(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *v, uint64_t types,
+                        engine_snapshot *s);
+/* After the run of the other rows: the snapshot rows' outcomes put back,
+ * the other rows' places in the commit order moved after theirs, and their
+ * decisions added to res. */
+void engine_snapshot_finish(prstm_engine *e, prstm_batch *b, const engine_snapshot *s, prstm_results *res);
+/* The snapshot rows made pending again (the batch runs another way). */
+void engine_snapshot_undo(prstm_batch *b, const engine_snapshot *s);
+void engine_snapshot_free(engine_snapshot *s);
 
 double engine_now(void);
 /* Records a formatted message in the engine and returns code. */

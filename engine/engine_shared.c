@@ -33,6 +33,12 @@ void engine_ctx_fill_common(const prstm_engine *e, const prstm_batch *b, uint32_
   ctx->table.has_results = (uint32_t)b->has_read_only;
   for (unsigned t = 0; t < e->wl->ntypes; t++) ctx->type_tag[t] = (uint8_t)e->wl->types[t].tag;
   ctx->tag_mask = b->tag_mask;
+  /* A whole run whose snapshot rows the host ran: its threads leave them alone. */
+  if (e->run_snapshot_types) {
+    for (unsigned t = 0; t < e->wl->ntypes && t < 64; t++)
+      if ((e->run_snapshot_types >> t) & 1u) ctx->type_tag[t] = CMP_TAG_NONE;
+    ctx->tag_mask |= CMP_TAG_MASK_NONE;
+  }
   ctx->nthreads = threads;
   ctx->semantic = (uint32_t)e->opt.semantic;
   ctx->retry_limit = e->opt.retry_limit;
@@ -49,9 +55,10 @@ void engine_progress_report(prstm_engine *e, const prstm_batch *b, const uint64_
   p.transactions = b->n;
   /* Each word only grows, so counts built from them never decrease from one
    * report to the next, whatever order they were read in. */
-  p.committed = q[STM_Q_COMMITTED];
-  p.decided = q[STM_Q_COMMITTED] + q[STM_Q_FAILED];
-  p.abandoned = q[STM_Q_ABANDONED];
+  /* With the rows of snapshot types that the host decided before the run. */
+  p.committed = q[STM_Q_COMMITTED] + e->snapshot_committed;
+  p.decided = q[STM_Q_COMMITTED] + q[STM_Q_FAILED] + e->snapshot_committed + e->snapshot_failed;
+  p.abandoned = q[STM_Q_ABANDONED] + e->snapshot_abandoned;
   uint64_t final = p.decided + p.abandoned;
   p.pending = final < b->n ? b->n - final : 0;
   p.elapsed_s = now - clock->start;
@@ -75,7 +82,7 @@ const prstm_worker_variant *engine_pick_variant(const prstm_workload *wl, uint32
 }
 
 int engine_run_serial(const prstm_workload *wl, const prstm_worker_variant *v, prstm_word *words, uint64_t nwords,
-                      uint64_t lock_coverage, txtable_view *table, char *err, size_t errlen) {
+                      uint64_t lock_coverage, uint64_t unchecked_types, txtable_view *table, char *err, size_t errlen) {
   prstm_exec_ctx ctx;
   memset(&ctx, 0, sizeof ctx);
   ctx.words = words;
@@ -85,6 +92,7 @@ int engine_run_serial(const prstm_workload *wl, const prstm_worker_variant *v, p
   ctx.table = *table;
   for (unsigned t = 0; t < wl->ntypes; t++) ctx.type_tag[t] = (uint8_t)wl->types[t].tag;
   ctx.tag_mask = 0xffffu;
+  ctx.unchecked_types = unchecked_types;
   ctx.nthreads = 1;
   ctx.semantic = PRSTM_SEMANTIC_RETRY;
   ctx.retry_limit = 0;

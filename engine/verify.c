@@ -182,7 +182,8 @@ int engine_verify_rows(prstm_engine *e, const engine_verify_source *src, prstm_v
     goto out;
   }
   memcpy(words, src->initial, (size_t)e->nwords * sizeof *words);
-  rc = engine_run_serial(wl, v, words, e->nwords, e->opt.lock_coverage, &t.view, e->err, sizeof e->err);
+  rc = engine_run_serial(wl, v, words, e->nwords, e->opt.lock_coverage, src->unchecked_types, &t.view, e->err,
+                         sizeof e->err);
   if (rc) goto out;
   rep->replayed = m;
   for (uint64_t j = 0; j < m; j++) {
@@ -239,7 +240,8 @@ int engine_verify_rows(prstm_engine *e, const engine_verify_source *src, prstm_v
       goto out;
     }
     memcpy(words, final, (size_t)e->nwords * sizeof *words);
-    rc = engine_run_serial(wl, v, words, e->nwords, e->opt.lock_coverage, &blocked.view, e->err, sizeof e->err);
+    rc = engine_run_serial(wl, v, words, e->nwords, e->opt.lock_coverage, src->unchecked_types, &blocked.view, e->err,
+                           sizeof e->err);
     if (rc) goto out;
     rep->checked_blocked = a;
     for (uint64_t j = 0; j < a; j++) {
@@ -294,5 +296,6 @@ int prstm_engine_verify(prstm_engine *e, const prstm_batch *b, prstm_verify_repo
   src.initial = e->initial;
   src.counts = &e->verify_counts;
   src.variant = e->verify_variant;
+  src.unchecked_types = e->verify_snapshot_types;
   return engine_verify_rows(e, &src, rep);
 }

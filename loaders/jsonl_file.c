@@ -24,10 +24,10 @@ typedef struct jsonl_chunk {
   int first; /* holds the file's first line */
   const prstm_workload *wl;
   uint64_t nwords;
-  prstm_batch *rows;    /* its records, in order */
-  unsigned long lines;  /* lines read (all of them, or up to the error's) */
-  int rc;               /* its first error, or 0 */
-  unsigned long col;    /* the error's column when the line is not JSON */
+  prstm_batch *rows;   /* its records, in order */
+  unsigned long lines; /* lines read (all of them, or up to the error's) */
+  int rc;              /* its first error, or 0 */
+  unsigned long col;   /* the error's column when the line is not JSON */
   char msg[LOADERS_KEYPATH_MAX + 320];
 } jsonl_chunk;
 

@@ -124,6 +124,12 @@ static void draw_workload(sweep_case *c, uint64_t *s, uint64_t rows) {
     c->gen.transactions = rows;
     static const char *const types[] = {"deposit", "withdraw", "transfer"};
     random_mix(&c->gen, s, types, 3);
+    /* Now and then a few totals: snapshot queries of every account, run on
+     * the host before a whole run and through the STM in chunks and streams. */
+    if (below(s, 4) == 0) {
+      c->gen.mix_names[c->gen.nmix] = "total";
+      c->gen.mix_weights[c->gen.nmix++] = 0.001 + unit(s) * 0.01;
+    }
     c->gen.accounts_per_tx = below(s, 4) == 0 ? (unsigned)log_between(s, 1, 24) : 2;
     c->gen.amount_min = 1 + below(s, 10);
     c->gen.amount_max = c->gen.amount_min + below(s, 100);

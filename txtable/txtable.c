@@ -138,6 +138,7 @@ int prstm_batch_clear(prstm_batch *b) {
   if (!b) return PRSTM_EINVAL;
   b->n = 0;
   b->tag_mask = 0;
+  b->type_mask = 0;
   b->has_read_only = 0;
   free(b->result);
   free(b->seq);
@@ -179,6 +180,7 @@ int prstm_batch_append(prstm_batch *b, unsigned type, const prstm_word *args, un
   b->status[row] = 0;
   for (uint32_t c = 0; c < b->ncols; c++) b->args[(uint64_t)c * b->cap + row] = c < nargs ? args[c] : 0;
   b->tag_mask |= 1u << t->tag;
+  if (type < 64) b->type_mask |= 1ull << type;
   if (t->read_only) b->has_read_only = 1;
   return 0;
 }
@@ -208,6 +210,7 @@ int prstm_batch_append_rows(prstm_batch *dst, const prstm_batch *src) {
   }
   dst->n = need;
   dst->tag_mask |= src->tag_mask;
+  dst->type_mask |= src->type_mask;
   if (src->has_read_only) dst->has_read_only = 1;
   return 0;
 }

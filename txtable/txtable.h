@@ -15,7 +15,8 @@ struct prstm_batch {
   const prstm_workload *wl;
   uint64_t n, cap;
   uint32_t ncols;
-  uint32_t tag_mask; /* bit t: some row has semantic tag t */
+  uint32_t tag_mask;  /* bit t: some row has semantic tag t */
+  uint64_t type_mask; /* bit t: some row has type t */
   int has_read_only;
   uint8_t *type;
   uint8_t *status;     /* packed status and reason (txtable_view.h) */

@@ -62,6 +62,11 @@ typedef struct prstm_exec_ctx {
   txtable_view table;
   uint8_t type_tag[STM_MAX_TYPES];
   uint32_t tag_mask; /* bit t set when some row has semantic tag t */
+  /* Types whose rows read without a read set (bit t for type t): set only
+   * where one thread runs alone on a state nobody else changes (the rows
+   * of snapshot types, before a run, and in the serial replay), never in
+   * a run's threads. */
+  uint64_t unchecked_types;
   uint32_t nthreads;
   uint32_t semantic; /* prstm_semantic_mode */
   uint32_t retry_limit;
@@ -125,6 +130,8 @@ typedef struct prstm_tx {
   uint32_t direct;
   /* The counters of this attempt's blind adds are raised (stm_tx_count_adds). */
   uint32_t adds_counted;
+  /* Reads need no read set (prstm_exec_ctx.unchecked_types): host only. */
+  uint32_t unchecked;
   stm_read_entry *reads;
   stm_write_entry *writes;
   stm_lock_entry *locks;
@@ -240,6 +247,10 @@ PRSTM_INLINE uint64_t prstm_read(prstm_tx *tx, uint64_t addr) {
       break;
     }
   }
+#if !defined(__CUDA_ARCH__)
+  /* One thread alone on a state nobody changes: nothing to validate. */
+  if (tx->unchecked) return stm_tx_saw(tx, port_load_relaxed(&tx->ctx->words[addr]) + delta);
+#endif
   return stm_tx_read_word(tx, addr, delta, 1);
 }
 
@@ -355,6 +366,7 @@ PRSTM_INLINE void stm_tx_begin(prstm_tx *tx, uint64_t row, uint64_t prio) {
   tx->conflict_wait = 0;
   tx->direct = 0;
   tx->adds_counted = 0;
+  tx->unchecked = 0;
   tx->conflict_lock = tx->conflict_word = 0;
 }
 

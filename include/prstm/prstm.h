@@ -238,6 +238,15 @@ typedef struct prstm_workload {
    * that the adding transaction neither reads nor writes run side by side
    * instead of conflicting. Zero: prstm_add is a read and a write. */
   int uses_add;
+  /* Snapshot types, bit t for type t: read-only types whose rows read the
+   * state a whole run starts from, on the host, and take the first places in
+   * its commit order. A query over many words (the sum of every balance)
+   * reads them without a read set, so it never conflicts and never starves,
+   * and its result is that of a consistent state; on the GPU the host runs
+   * these rows before the kernel runs the others. Their bodies must not
+   * write or postpone. In a chunked run or a stream they run through the
+   * STM like any other (docs/DESIGN-NOTES.md, "Snapshot queries"). */
+  uint64_t snapshot_types;
 } prstm_workload;
 
 /* config_keys bits. PRSTM_KEYS_BANK: state.accounts (required),

@@ -29,6 +29,7 @@ static const prstm_type_desc bank_types[] = {
      3,
      {{"to", PRSTM_ARG_ADDRESS}, {"amount", PRSTM_ARG_UINT}, {"from", PRSTM_ARG_ADDRESS_LIST}},
      {"balance would overflow"}},
+    {"total", 0, 1, 0, {{NULL, PRSTM_ARG_UINT}}, {NULL}}, /* no arguments: the sum of every account */
 };
 
 /* Deposits, withdrawals and transfers declare their steps: their bodies in
@@ -41,6 +42,7 @@ static const prstm_type_steps bank_steps[] = {
     [BANK_TRANSFER] = {2, {{0, 2, -1}, {1, 2, +1}}},
     [BANK_BALANCE] = {0, {{0, 0, 0}}},
     [BANK_TRANSFER_MULTI] = {0, {{0, 0, 0}}},
+    [BANK_TOTAL] = {0, {{0, 0, 0}}},
 };
 
 static int bank_init_state(const prstm_state_spec *spec, prstm_word **words, uint64_t *nwords, char *err,
@@ -60,12 +62,12 @@ static int bank_init_state(const prstm_state_spec *spec, prstm_word **words, uin
   return 0;
 }
 
-#define BANK_NTYPES (BANK_TRANSFER_MULTI + 1)
+#define BANK_NTYPES (BANK_TOTAL + 1)
 
 /* The weight a mix's type adds to: transfer_multi counts as transfer, since
  * accounts_per_tx, not the mix, decides how wide a transfer is. */
-static const unsigned bank_mix_fold[BANK_NTYPES] = {BANK_DEPOSIT, BANK_WITHDRAW, BANK_TRANSFER, BANK_BALANCE,
-                                                    BANK_TRANSFER};
+static const unsigned bank_mix_fold[BANK_NTYPES] = {BANK_DEPOSIT, BANK_WITHDRAW, BANK_TRANSFER,
+                                                    BANK_BALANCE, BANK_TRANSFER, BANK_TOTAL};
 
 /* The bank's own knob of batch.generate. */
 enum { BANK_P_SKEW = 0, BANK_NPARAMS };
@@ -119,6 +121,8 @@ static int bank_emit_random(bank_gen *g) {
     case BANK_BALANCE:
       args[0] = a;
       return prstm_batch_append(g->batch, BANK_BALANCE, args, 1);
+    case BANK_TOTAL:
+      return prstm_batch_append(g->batch, BANK_TOTAL, NULL, 0);
     default:
       if (k <= 2) {
         args[0] = a;
@@ -190,7 +194,7 @@ static int bank_generate(const prstm_generate_spec *spec, const prstm_state_spec
   g.rng = spec->seed;
   g.batch = batch;
   /* Default mix: mostly transfers, some deposits and withdrawals. */
-  double w[BANK_NTYPES] = {0.1, 0.1, 0.8, 0.0, 0.0};
+  double w[BANK_NTYPES] = {0.1, 0.1, 0.8, 0.0, 0.0, 0.0};
   int rc;
   if ((rc = wl_mix_weights(spec, batch, w, BANK_NTYPES, bank_mix_fold, err, errlen)) != 0 ||
       (rc = wl_read_only_share(spec, w, 3, "deposit, withdraw or transfer", err, errlen)) != 0 ||
@@ -312,4 +316,6 @@ const prstm_workload prstm_workload_bank = {
     .nparams = BANK_NPARAMS,
     .params = bank_params,
     .steps = bank_steps,
+    /* total reads every account: a query on the state the run starts from. */
+    .snapshot_types = 1ull << BANK_TOTAL,
 };

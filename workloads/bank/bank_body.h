@@ -5,7 +5,14 @@
 #include "prstm_tx.h"
 
 /* Type indices, in the order of bank_types[] in bank.c. */
-enum { BANK_DEPOSIT = 0, BANK_WITHDRAW = 1, BANK_TRANSFER = 2, BANK_BALANCE = 3, BANK_TRANSFER_MULTI = 4 };
+enum {
+  BANK_DEPOSIT = 0,
+  BANK_WITHDRAW = 1,
+  BANK_TRANSFER = 2,
+  BANK_BALANCE = 3,
+  BANK_TRANSFER_MULTI = 4,
+  BANK_TOTAL = 5
+};
 /* The bank's own failure reason. */
 #define BANK_REASON_OVERFLOW (PRSTM_REASON_USER + 0)
 
@@ -44,6 +51,18 @@ PRSTM_INLINE int bank_balance(prstm_tx *tx) {
   return PRSTM_COMMIT;
 }
 
+/* The sum of every balance (TinySTM's read-all): a snapshot type, so it
+ * runs on the state a whole run starts from with no read set and commits
+ * whatever the load (prstm_type_desc.snapshot). Where it runs through the
+ * STM instead (a chunked run, a stream), more accounts than its set holds
+ * fail it for capacity. */
+PRSTM_INLINE int bank_total(prstm_tx *tx) {
+  uint64_t n = prstm_nwords(tx), sum = 0;
+  for (uint64_t a = 0; a < n && prstm_ok(tx); a++) sum += prstm_read(tx, a);
+  prstm_set_result(tx, sum);
+  return PRSTM_COMMIT;
+}
+
 /* Moves `amount` from each account of the list to `to`; the papers' size sweep
  * uses it with 1 to 127 sources. A source named twice pays twice. */
 PRSTM_INLINE int bank_transfer_multi(prstm_tx *tx) {
@@ -76,6 +95,8 @@ PRSTM_INLINE int bank_dispatch(prstm_tx *tx, unsigned type) {
       return bank_balance(tx);
     case BANK_TRANSFER_MULTI:
       return bank_transfer_multi(tx);
+    case BANK_TOTAL:
+      return bank_total(tx);
     default:
       return prstm_fail(tx, PRSTM_REASON_BAD_ADDRESS);
   }
