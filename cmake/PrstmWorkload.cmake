@@ -14,35 +14,82 @@
 #          PRSTM_PLUGIN(<the workload>).
 # TARGET   adds the workload to a program of your own, which passes the
 #          workload to prstm_engine_create itself.
-# The CUDA sources are compiled only where prstm has its GPU backend; then
+# The CUDA sources are compiled where prstm has its GPU backend; then
 # PRSTM_HAVE_CUDA is defined for the host sources so that they reference the
-# GPU launchers.
+# GPU launchers, and a program or plugin with CUDA sources gets the shared
+# CUDA runtime and, unless it has its own, prstm's GPU architectures.
 function(prstm_add_workload)
   cmake_parse_arguments(W "PLUGIN" "NAME;BUILTIN;TARGET" "SOURCES;CUDA_SOURCES" ${ARGN})
   if(NOT W_NAME OR NOT W_SOURCES)
     message(FATAL_ERROR "prstm_add_workload: NAME and SOURCES are required")
   endif()
+  # Whether prstm has its GPU backend. Built in this build (prstm's own tree,
+  # or a project that adds prstm with add_subdirectory), the prstm target
+  # says so itself (PRSTM_GPU_BACKEND, set in prstm's CMakeLists.txt). From
+  # the installed package, prstmConfig.cmake has set PRSTM_HAVE_CUDA in the
+  # caller's scope: the library has its GPU backend and the caller enabled
+  # CUDA before find_package(prstm).
+  get_target_property(imported prstm::prstm IMPORTED)
+  if(imported)
+    set(gpu ${PRSTM_HAVE_CUDA})
+  else()
+    get_target_property(gpu prstm::prstm PRSTM_GPU_BACKEND)
+  endif()
+  # enable_language(CUDA) in prstm's own directory does not reach the
+  # directory that compiles the workload's kernels, and CMake requires it
+  # there (and not from inside a function); without it the .cu files would
+  # fail to compile, or the workload would silently lose its GPU code.
+  if(gpu AND W_CUDA_SOURCES AND NOT CMAKE_CUDA_COMPILER_LOADED)
+    message(FATAL_ERROR
+      "prstm_add_workload(NAME ${W_NAME}): prstm has its GPU backend, so the workload's CUDA_SOURCES "
+      "must be compiled, but CUDA is not enabled in ${CMAKE_CURRENT_SOURCE_DIR}. Enable it in your "
+      "project before adding prstm where a CUDA compiler exists:\n"
+      "  include(CheckLanguage)\n  check_language(CUDA)\n"
+      "  if(CMAKE_CUDA_COMPILER)\n    enable_language(CUDA)\n  endif()\n"
+      "or configure with -DPRSTM_WITH_CUDA=OFF for a CPU-only build.")
+  endif()
   set(sources ${W_SOURCES})
-  if(PRSTM_HAVE_CUDA)
+  if(gpu)
     list(APPEND sources ${W_CUDA_SOURCES})
   endif()
   if(W_BUILTIN)
     target_sources(prstm PRIVATE ${sources})
     set_property(GLOBAL APPEND PROPERTY PRSTM_BUILTIN_WORKLOADS ${W_BUILTIN})
   endif()
+  set(targets "")
   if(W_PLUGIN)
     add_library(${W_NAME} MODULE ${sources})
     target_link_libraries(${W_NAME} PRIVATE prstm::prstm)
-    if(PRSTM_HAVE_CUDA)
-      target_compile_definitions(${W_NAME} PRIVATE PRSTM_HAVE_CUDA=1)
-    endif()
+    list(APPEND targets ${W_NAME})
   endif()
   if(W_TARGET)
     target_sources(${W_TARGET} PRIVATE ${sources})
     target_link_libraries(${W_TARGET} PRIVATE prstm::prstm)
-    if(PRSTM_HAVE_CUDA)
-      target_compile_definitions(${W_TARGET} PRIVATE PRSTM_HAVE_CUDA=1)
-    endif()
+    list(APPEND targets ${W_TARGET})
+  endif()
+  if(gpu)
+    foreach(t ${targets})
+      target_compile_definitions(${t} PRIVATE PRSTM_HAVE_CUDA=1)
+      if(W_CUDA_SOURCES)
+        _prstm_workload_cuda_properties(${t})
+      endif()
+    endforeach()
+  endif()
+endfunction()
+
+# The engine allocates the device memory that a workload's kernels use, so
+# they must run on the one shared CUDA runtime that prstm uses; and a project
+# that enabled CUDA after adding prstm has no CUDA architectures of its own,
+# so its kernels are built for prstm's.
+function(_prstm_workload_cuda_properties target)
+  get_target_property(runtime ${target} CUDA_RUNTIME_LIBRARY)
+  if(NOT runtime)
+    set_target_properties(${target} PROPERTIES CUDA_RUNTIME_LIBRARY Shared)
+  endif()
+  get_target_property(archs ${target} CUDA_ARCHITECTURES)
+  get_target_property(prstm_archs prstm::prstm CUDA_ARCHITECTURES)
+  if(NOT archs AND prstm_archs)
+    set_target_properties(${target} PROPERTIES CUDA_ARCHITECTURES "${prstm_archs}")
   endif()
 endfunction()
 
