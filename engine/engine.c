@@ -130,6 +130,8 @@ void prstm_results_add(prstm_results *total, const prstm_results *run) {
   total->transfer_s += run->transfer_s;
   total->execute_s += run->execute_s;
   total->wall_s += run->wall_s;
+  total->snapshot_rows += run->snapshot_rows;
+  total->snapshot_s += run->snapshot_s;
   if (run->gpu_bytes > total->gpu_bytes) total->gpu_bytes = run->gpu_bytes;
 }
 
@@ -196,7 +198,10 @@ static int engine_run(prstm_engine *e, prstm_batch *b, prstm_results *res) {
     engine_snapshot snap;
     memset(&snap, 0, sizeof snap);
     const uint64_t types = engine_snapshot_types(e->wl) & b->type_mask;
+    const double snap_t0 = engine_now();
     rc = types ? engine_snapshot_run(e, b, v, types, &snap) : 0;
+    res->snapshot_s = snap.k ? engine_now() - snap_t0 : 0;
+    res->snapshot_rows = snap.k;
     if (rc == 0 && snap.k) {
       e->run_snapshot_types = types;
       e->snapshot_committed = snap.committed;

@@ -502,6 +502,7 @@ static void totals_read_the_state_the_run_starts_from(prstm_backend backend) {
       totals++;
     }
     cr_assert_eq(totals, TOTALS);
+    cr_assert_eq(r.res.snapshot_rows, TOTALS, "%llu rows ran on the snapshot", (unsigned long long)r.res.snapshot_rows);
     check_bank_invariant(&r);
     run_close(&r);
   }
@@ -523,6 +524,7 @@ Test(bank_cpu, totals_in_a_chunked_run_go_through_the_stm) {
   for (unsigned i = 0; i < 300; i++) add(&r, i % 100 == 5 ? "total" : "deposit", i % 64, 1, 0);
   run_exec(&r);
   cr_assert_eq(r.res.failed, 3, "%llu failed", (unsigned long long)r.res.failed);
+  cr_assert_eq(r.res.snapshot_rows, 0);
   for (uint64_t i = 5; i < 300; i += 100) {
     prstm_status st;
     unsigned reason = 0;

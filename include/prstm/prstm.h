@@ -359,6 +359,10 @@ typedef struct prstm_results {
   /* Conflicts a transaction would meet in the STM on average, estimated from
    * a sample of the batch (deltas AUTO and ON); 0 when not estimated. */
   double hot_estimate;
+  /* Rows of snapshot types the host ran before the run (each committed on
+   * the starting state), and the seconds that took; 0 and 0 without any. */
+  uint64_t snapshot_rows;
+  double snapshot_s;
 } prstm_results;
 
 /* The engine: a workload, its shared state and options. Not thread-safe; one

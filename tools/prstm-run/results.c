@@ -75,6 +75,11 @@ char *cli_results_json(const prstm_config *cfg, const prstm_engine *e, const prs
   cJSON_AddStringToObject(eng, "deltas", cli_deltas_name(cfg->options.deltas));
   cJSON_AddStringToObject(root, "path", r->path == PRSTM_PATH_DELTAS ? "deltas" : "stm");
   cJSON_AddNumberToObject(root, "hot_estimate", r->hot_estimate);
+  cJSON *snap = cJSON_AddObjectToObject(root, "snapshot");
+  if (snap) {
+    cJSON_AddNumberToObject(snap, "rows", (double)r->snapshot_rows);
+    cJSON_AddNumberToObject(snap, "seconds", r->snapshot_s);
+  }
   cJSON_AddItemToObject(root, "abandoned_sample", outcome_samples(e, b, PRSTM_ABANDONED));
   cJSON_AddItemToObject(root, "failed_sample", outcome_samples(e, b, PRSTM_FAILED));
   char *text = cJSON_Print(root);
@@ -126,6 +131,9 @@ void cli_print_summary(const prstm_config *cfg, const prstm_results *r, const ru
   printf("  time               load %.3f s, transfer %.3f s, execute %.3f s, total %.3f s\n", rep->load_s,
          r->transfer_s, r->execute_s, rep->total_s);
   printf("  throughput         %.3f M committed tx/s of execution\n", thr / 1e6);
+  if (r->snapshot_rows)
+    printf("  snapshot queries   %llu, on the starting state, in %.3f s on the host before the run\n",
+           (unsigned long long)r->snapshot_rows, r->snapshot_s);
   printf("  invariant          %s: %s\n", rep->invariant_ok ? "ok" : "VIOLATED", rep->invariant);
   if (rep->verified)
     printf("  verify             %s: %s (replay %.3f s)\n", rep->verify.ok ? "ok" : "FAILED", rep->verify.message,
