@@ -206,10 +206,13 @@ int loaders_json_check_keys(const cJSON *obj, const char *const *allowed, const 
 /* Joins a key path prefix and a key: "" + "amount" is "amount",
  * "batch.transactions[3]" + "amount" is "batch.transactions[3].amount". */
 static void join_path(char *out, size_t outlen, const char *prefix, const char *key) {
-  if (prefix[0] == '\0')
-    snprintf(out, outlen, "%s", key);
-  else
-    snprintf(out, outlen, "%s.%s", prefix, key);
+  /* Called for every key of every record, so no printf: a JSON Lines file of
+   * 20M records spent a few percent of its load formatting these paths. */
+  size_t at = 0;
+  for (const char *p = prefix; *p && at + 1 < outlen; p++) out[at++] = *p;
+  if (prefix[0] && at + 1 < outlen) out[at++] = '.';
+  for (const char *k = key; *k && at + 1 < outlen; k++) out[at++] = *k;
+  if (outlen) out[at] = '\0';
 }
 
 /* Reads one address argument; where names the value in messages. */
