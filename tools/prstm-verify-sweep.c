@@ -176,6 +176,17 @@ static void draw_workload(sweep_case *c, uint64_t *s, uint64_t rows) {
     set_knob(wl, sp, "edges", (double)below(s, vertices * degree + 1));
     set_knob(wl, sp, "max_value", (double)log_between(s, 1, 1000));
     c->gen.read_only = below(s, 2) ? unit(s) * 0.5 : -1.0;
+  } else if (strcmp(wl->name, "ycsb") == 0) {
+    set_knob(wl, sp, "records", (double)log_between(s, 1, 2000));
+    set_knob(wl, sp, "fields", (double)(1 + below(s, 10)));
+    c->gen.transactions = rows;
+    const uint64_t ops = log_between(s, 1, 32);
+    double *gp = c->gen.params;
+    set_knob(wl, gp, "ops", (double)ops);
+    set_knob(wl, gp, "writes", (double)below(s, ops + 1));
+    set_knob(wl, gp, "blind", (double)below(s, 2));
+    set_knob(wl, gp, "skew", below(s, 2) ? unit(s) * 1.5 : 0.0);
+    c->gen.read_only = below(s, 2) ? unit(s) * 0.5 : -1.0;
   } else {
     /* A workload this campaign does not know: its generator's defaults. */
     c->gen.transactions = rows;
