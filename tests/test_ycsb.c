@@ -5,6 +5,7 @@
 
 #include "prstm.h"
 #include "test_backend.h"
+#include "engine_internal.h"
 #include "ycsb_body.h"
 
 #define GPU_THREADS 4096
@@ -155,4 +156,27 @@ Test(ycsb, generator_refuses_more_writes_than_operations_and_semantic_pairs) {
   cr_assert_eq(ycsb()->generate(&g, prstm_engine_state_spec(r.engine), r.batch, err, sizeof err), PRSTM_ECONFIG);
   cr_assert(strstr(err, "semantic_ratio") != NULL, "%s", err);
   test_close(r.engine, r.batch);
+}
+
+/* --backend auto: on an H100 a Zipf 0.99 batch ran 0.06x the CPU backend
+ * through the GPU's STM (docs/workloads/ycsb.md), so auto must send it to
+ * the CPU; a uniform one, 32x faster on the GPU, must stay. The choice is
+ * asked directly: it needs no GPU. */
+Test(ycsb, auto_sends_hot_keys_to_the_cpu_and_keeps_uniform_ones) {
+  for (int hot = 0; hot < 2; hot++) {
+    yc_run r;
+    memset(&r, 0, sizeof r);
+    prstm_options opt;
+    prstm_options_init(&opt);
+    test_open(ycsb(), &opt, &r.engine, &r.batch);
+    prstm_state_spec s;
+    prstm_state_spec_init(ycsb(), &s);
+    cr_assert_eq(prstm_engine_init_state(r.engine, &s), 0);
+    generate(&r, 200000, 10, 1, 0, hot ? 0.99 : 0.0, 0.0);
+    char why[256] = "";
+    const int cpu = engine_auto_prefers_cpu(r.engine, r.batch, why, sizeof why);
+    cr_assert_eq(cpu, hot, "%s keys: auto %s (%s)", hot ? "Zipf 0.99" : "uniform",
+                 cpu ? "chose the CPU" : "kept the GPU", why);
+    test_close(r.engine, r.batch);
+  }
 }
