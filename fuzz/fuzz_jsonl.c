@@ -33,37 +33,66 @@ static unsigned long nonblank_line(const uint8_t *data, size_t size, uint64_t k,
   return found;
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  const char *path = fuzz_write_input("prstm-fuzz-jsonl", data, size);
-  const prstm_workload *bank = prstm_workload_find("bank");
-  if (bank == NULL) abort();
+/* The offset just past line `lines` (1-based) of data, or size. */
+static size_t after_line(const uint8_t *data, size_t size, unsigned long lines) {
+  size_t at = 0;
+  for (unsigned long l = 0; l < lines && at < size; l++) {
+    const uint8_t *nl = memchr(data + at, '\n', size - at);
+    at = nl != NULL ? (size_t)(nl - data) + 1 : size;
+  }
+  return at;
+}
+
+/* Loads data into a new batch; returns the code, with the rows in *rows. */
+static int load(const uint8_t *data, size_t size, const prstm_workload *bank, uint64_t *rows, char *err, size_t errlen,
+                const char **path) {
+  *path = fuzz_write_input("prstm-fuzz-jsonl", data, size);
   prstm_batch *b = NULL;
   if (prstm_batch_create(&b, bank) != 0) abort();
+  int rc = prstm_load_jsonl(*path, bank, FUZZ_NWORDS, b, err, errlen);
+  *rows = prstm_batch_size(b);
+  if (rc == 0) fuzz_check_rows(b, bank, 0, FUZZ_NWORDS);
+  prstm_batch_destroy(b);
+  return rc;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  const prstm_workload *bank = prstm_workload_find("bank");
+  if (bank == NULL) abort();
   char err[2048];
-  int rc = prstm_load_jsonl(path, bank, FUZZ_NWORDS, b, err, sizeof err);
-  uint64_t rows = prstm_batch_size(b), records = 0;
-  /* Every line before the failing one was appended, so the failing line is
-   * the (rows + 1)-th record. */
-  unsigned long expect_line = nonblank_line(data, size, rows, &records);
+  const char *path = NULL;
+  uint64_t rows = 0, records = 0;
+  int rc = load(data, size, bank, &rows, err, sizeof err, &path);
+  (void)nonblank_line(data, size, 0, &records);
   if (rc == 0) {
     FUZZ_CHECK(rows == records, "%llu rows from %llu records", (unsigned long long)rows, (unsigned long long)records);
-  } else {
-    fuzz_check_error(rc, err, path);
-    FUZZ_CHECK(prstm_is_input_error(rc) || rc == PRSTM_ENOMEM, "error %s: %s", prstm_err_name(rc), err);
-    FUZZ_CHECK(expect_line != 0, "error after all %llu records: %s", (unsigned long long)rows, err);
-    /* "FILE:LINE: problem" or "FILE:LINE:COL: malformed JSON". */
-    const char *p = err + strlen(path) + 1;
-    char *endp;
-    unsigned long line = strtoul(p, &endp, 10);
-    FUZZ_CHECK(endp != p && *endp == ':', "no line number: %s", err);
-    /* PRSTM_FUZZ_NO_LINE_CHECK=1 turns this check off, to look for other
-     * bugs while a wrong line number is known and not yet fixed. */
-    static int line_check = -1;
-    if (line_check < 0) line_check = getenv("PRSTM_FUZZ_NO_LINE_CHECK") == NULL;
-    FUZZ_CHECK(!line_check || line == expect_line, "reported line %lu, failing record is on line %lu: %s", line,
-               expect_line, err);
+    return 0;
   }
-  fuzz_check_rows(b, bank, 0, FUZZ_NWORDS);
-  prstm_batch_destroy(b);
+  fuzz_check_error(rc, err, path);
+  FUZZ_CHECK(prstm_is_input_error(rc) || rc == PRSTM_ENOMEM, "error %s: %s", prstm_err_name(rc), err);
+  /* A failed load appends nothing. */
+  FUZZ_CHECK(rows == 0, "%llu rows appended by a failed load: %s", (unsigned long long)rows, err);
+  /* "FILE:LINE: problem" or "FILE:LINE:COL: malformed JSON". */
+  const char *p = err + strlen(path) + 1;
+  char *endp;
+  unsigned long line = strtoul(p, &endp, 10);
+  FUZZ_CHECK(endp != p && *endp == ':' && line >= 1, "no line number: %s", err);
+  /* PRSTM_FUZZ_NO_LINE_CHECK=1 turns these checks off, to look for other
+   * bugs while a wrong line number is known and not yet fixed. */
+  static int line_check = -1;
+  if (line_check < 0) line_check = getenv("PRSTM_FUZZ_NO_LINE_CHECK") == NULL;
+  if (!line_check || rc == PRSTM_ENOMEM) return 0;
+  /* The reported line is the first bad one in file order: the lines before
+   * it load whole, and with it the load fails there again. */
+  char again[2048];
+  uint64_t before_rows = 0, before_records = 0, with_rows = 0;
+  const size_t cut = after_line(data, size, line - 1);
+  (void)nonblank_line(data, cut, 0, &before_records);
+  int before = load(data, cut, bank, &before_rows, again, sizeof again, &path);
+  FUZZ_CHECK(before == 0 && before_rows == before_records,
+             "the %lu lines before the reported one do not load whole (%s): %s", line - 1, prstm_err_name(before), err);
+  int with = load(data, after_line(data, size, line), bank, &with_rows, again, sizeof again, &path);
+  FUZZ_CHECK(with == rc && strncmp(again + strlen(path), err + strlen(path), 32) == 0,
+             "the first %lu lines fail otherwise: '%s' against '%s'", line, again, err);
   return 0;
 }
