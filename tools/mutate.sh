@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # mutate.sh: a mutation spot-check: each named mutant (a small deliberate bug) is applied to a scratch copy of the tree, the whole CPU test suite runs, and the mutants the suite did not catch are listed.
 # usage: tools/mutate.sh [SCRATCH_DIR] [MUTANT_NAME...]
+#        tools/mutate.sh --check   (only that every mutant still applies; no build)
 # Exit 0 when every mutant was caught, 1 when one survived, 2 when a mutant
 # no longer applies (its line changed: update the list below).
 # The scratch copy builds the CPU backend alone (-DPRSTM_WITH_CUDA=OFF): the
@@ -8,6 +9,11 @@
 # has no GPU to run a GPU build's kernels on.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+check_only=0
+if [ "${1:-}" = --check ]; then
+  check_only=1
+  shift
+fi
 scratch=${1:-$root/build-mutate}
 shift || true
 wanted=("$@")
@@ -26,9 +32,28 @@ mutants=(
   "read-hash-not-compared|engine/verify.c|s/^    if (b->read_hash \&\& b->read_hash\[row\] != t.read_hash\[j\]) {\$/    if (0) {/"
   "decision-counts-not-compared|engine/verify.c|s/^  if (committed != c->committed || failed != c->failed || abandoned != c->abandoned) {\$/  if (0) {/"
   "unit-sequences-not-shifted|engine/stream.c|s/^  s->seq_base += sequences;\$/  (void)sequences;/"
-  "reader-ignores-adds-under-way|engine/stm/stm_core.h|s/^  if (tx->ctx->add_counts \&\& port_load_acquire(\&tx->ctx->add_counts\[r->lock\]) != 0) return 0;\$/  if (0) return 0;/"
+  "reader-ignores-adds-under-way|engine/stm/stm_core.h|s/^  if (STM_ADDS \&\& tx->ctx->add_counts \&\& port_load_acquire(\&tx->ctx->add_counts\[r->lock\]) != 0) return 0;\$/  if (0) return 0;/"
   "blind-add-keeps-the-version|engine/stm/stm_core.h|s/^      port_add_relaxed(\&ctx->locks\[stm_tx_add_lock(tx, \&tx->writes\[i\])\], 1ull << STM_LOCK_VERSION_SHIFT);\$/      (void)0;/"
 )
+
+# Each mutant must still change its line: a mutant that no longer applies
+# tests nothing. ctest runs this check (mutants_apply), so a change that
+# moves a mutant's line fails the suite at once, not only the slow check.
+if [ "$check_only" = 1 ]; then
+  stale=0
+  tmp=$(mktemp)
+  for m in "${mutants[@]}"; do
+    IFS='|' read -r name file expr <<<"$m"
+    sed "$expr" "$root/$file" >"$tmp"
+    if cmp -s "$root/$file" "$tmp"; then
+      echo "mutate: $name: no longer applies to $file"
+      stale=1
+    fi
+  done
+  rm -f "$tmp"
+  [ "$stale" = 0 ] && echo "mutate: all ${#mutants[@]} mutants apply"
+  exit $((stale * 2))
+fi
 
 mkdir -p "$scratch"
 src=$scratch/src
@@ -44,7 +69,8 @@ cmake -S "$src" -B "$build" -DPRSTM_WITH_CUDA=OFF -DPRSTM_BUILD_FUZZERS=OFF -DCM
   { echo "mutate: configure failed (see $log/configure.log)"; exit 2; }
 cmake --build "$build" -j"$(nproc)" >"$log/build.log" 2>&1 || { echo "mutate: build failed (see $log/build.log)"; exit 2; }
 # The suite must pass unmutated, or no mutant's verdict means anything.
-ctest --test-dir "$build" -j"$(nproc)" >"$log/baseline.log" 2>&1 ||
+# mutants_apply is left out: a mutated copy fails it by construction.
+ctest --test-dir "$build" -j"$(nproc)" -E "^mutants_apply$" >"$log/baseline.log" 2>&1 ||
   { echo "mutate: the unmutated suite fails (see $log/baseline.log)"; exit 2; }
 
 survivors=()
@@ -62,11 +88,13 @@ for m in "${mutants[@]}"; do
   start=$SECONDS
   if ! cmake --build "$build" -j"$(nproc)" >"$log/$name.build.log" 2>&1; then
     verdict="caught (does not build)"
-  elif ctest --test-dir "$build" -j"$(nproc)" >"$log/$name.log" 2>&1; then
+  elif ctest --test-dir "$build" -j"$(nproc)" -E "^mutants_apply$" >"$log/$name.log" 2>&1; then
     verdict="SURVIVED"
     survivors+=("$name")
   else
-    verdict="caught by $(grep -E '^[[:space:]]+[0-9]+ - ' "$log/$name.log" | sed -E 's/^[[:space:]]*[0-9]+ - //; s/ \(.*//' | paste -sd, -)"
+    # The tests ctest lists as failed (not those it lists as skipped).
+    verdict="caught by $(sed -n '/The following tests FAILED:/,$p' "$log/$name.log" | grep -E '^[[:space:]]+[0-9]+ - ' |
+      sed -E 's/^[[:space:]]*[0-9]+ - //; s/ \(.*//' | paste -sd, -)"
   fi
   echo "mutate: $name: $verdict ($((SECONDS - start)) s)"
   cp "$scratch/original" "$src/$file"
