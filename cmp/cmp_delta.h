@@ -15,6 +15,8 @@
  * proof and the batch runs through the STM on an untouched state. */
 
 #define CMP_DELTA_MAX_STEPS 4
+/* list_step and list_col of a type without an address list. */
+#define CMP_DELTA_NO_LIST 0xff
 
 /* The steps of every type, as the executing code reads them: columns of the
  * table rather than argument names. */
@@ -23,10 +25,17 @@ typedef struct cmp_delta_plan {
   uint8_t word_col[STM_MAX_TYPES][CMP_DELTA_MAX_STEPS];
   uint8_t amount_col[STM_MAX_TYPES][CMP_DELTA_MAX_STEPS];
   int8_t sign[STM_MAX_TYPES][CMP_DELTA_MAX_STEPS];
-  /* Step slots of a row: the most steps of any type in the batch. */
+  /* Whether a step's amount is multiplied by the length of the address list. */
+  uint8_t times_list[STM_MAX_TYPES][CMP_DELTA_MAX_STEPS];
+  /* The declared step that stands for one step per entry of the type's
+   * address list, and the column holding that list's length (its entries
+   * follow it), or CMP_DELTA_NO_LIST. */
+  uint8_t list_step[STM_MAX_TYPES];
+  uint8_t list_col[STM_MAX_TYPES];
+  /* Step slots of a row: the most steps of any row in the batch. */
   uint32_t slots;
-  /* The largest amount the proof takes: the slots of the whole batch times
-   * it stays below 2^62, so no running sum of steps can overflow. */
+  /* The largest amount a step moves: the slots of the whole batch times it
+   * stays below 2^62, so no running sum of steps can overflow. */
   uint64_t amount_max;
 } cmp_delta_plan;
 
@@ -35,17 +44,37 @@ PRSTM_INLINE uint64_t cmp_delta_arg(const txtable_view *t, uint64_t r, unsigned 
   return col < t->ncols ? t->args[(uint64_t)col * t->stride + r] : 0;
 }
 
-/* Step k of row r of type `type`: its word and signed amount. Returns 0 when
- * the row has no step k, 1 for a step, -1 for a step the proof cannot take
- * (a word out of range, an amount above the plan's bound). */
+/* Step k of row r of type `type`: its word and signed amount. A list step
+ * expands into one step per entry, so a row's steps are its declared steps
+ * with the list step repeated (none for an empty list). Returns 0 when the
+ * row has no step k, 1 for a step, -1 for a step the proof cannot take (a
+ * word out of range, an amount above the plan's bound, a list longer than
+ * the table's columns). */
 PRSTM_INLINE int cmp_delta_step(const cmp_delta_plan *p, const txtable_view *t, uint64_t nwords, uint64_t r,
                                 unsigned type, unsigned k, uint64_t *word, int64_t *delta) {
-  if (k >= p->nsteps[type]) return 0;
-  uint64_t w = cmp_delta_arg(t, r, p->word_col[type][k]);
-  uint64_t a = cmp_delta_arg(t, r, p->amount_col[type][k]);
+  unsigned j = k;
+  uint64_t count = 0, w;
+  const unsigned list_col = p->list_col[type], list_step = p->list_step[type];
+  if (list_col != CMP_DELTA_NO_LIST) {
+    count = cmp_delta_arg(t, r, list_col);
+    if (count >= t->ncols || count > t->ncols - 1 - list_col) return k < p->nsteps[type] ? -1 : 0;
+  }
+  const int in_list = list_step != CMP_DELTA_NO_LIST && k >= list_step && k - list_step < count;
+  if (list_step != CMP_DELTA_NO_LIST && k >= list_step) j = in_list ? list_step : (unsigned)(k - count + 1);
+  if (j >= p->nsteps[type]) return 0;
+  if (in_list)
+    w = cmp_delta_arg(t, r, list_col + 1 + (k - list_step));
+  else
+    w = cmp_delta_arg(t, r, p->word_col[type][j]);
+  uint64_t a = cmp_delta_arg(t, r, p->amount_col[type][j]);
+  int in_bound = a <= p->amount_max;
+  if (p->times_list[type][j]) {
+    in_bound = count == 0 || a <= p->amount_max / count;
+    a *= count;
+  }
   *word = w;
-  *delta = p->sign[type][k] < 0 ? -(int64_t)a : (int64_t)a;
-  return w < nwords && a <= p->amount_max ? 1 : -1;
+  *delta = p->sign[type][j] < 0 ? -(int64_t)a : (int64_t)a;
+  return w < nwords && in_bound ? 1 : -1;
 }
 
 /* The value of a word that started at `initial` after steps summing to

@@ -8,27 +8,61 @@
 int engine_delta_plan(const prstm_engine *e, const prstm_batch *b, cmp_delta_plan *plan) {
   const prstm_workload *wl = e->wl;
   memset(plan, 0, sizeof *plan);
+  memset(plan->list_step, CMP_DELTA_NO_LIST, sizeof plan->list_step);
+  memset(plan->list_col, CMP_DELTA_NO_LIST, sizeof plan->list_col);
   if (b->n == 0 || e->nwords >= UINT32_MAX) return 0;
   /* Only the types that occur count: a batch of transfers may take the path
    * even when its workload has opaque types too. */
   uint8_t present[PRSTM_MAX_TYPES] = {0};
   for (uint64_t r = 0; r < b->n; r++) present[b->type[r]] = 1;
   if (!wl->steps) return 0;
+  int lists = 0;
   for (unsigned t = 0; t < wl->ntypes; t++) {
     if (!present[t]) continue;
     const prstm_type_desc *d = &wl->types[t];
     const prstm_type_steps *steps = &wl->steps[t];
     if (d->read_only || steps->n == 0 || steps->n > CMP_DELTA_MAX_STEPS) return 0;
+    /* An address list is only ever the last argument, so its length sits in
+     * the column of its own index and its entries in the columns after. */
+    const int has_list = d->nargs > 0 && d->args[d->nargs - 1].kind == PRSTM_ARG_ADDRESS_LIST;
     for (unsigned k = 0; k < steps->n; k++) {
       const prstm_delta_desc *s = &steps->step[k];
       if (s->word_arg >= d->nargs || s->amount_arg >= d->nargs || (s->sign != 1 && s->sign != -1)) return 0;
-      if (d->args[s->word_arg].kind != PRSTM_ARG_ADDRESS || d->args[s->amount_arg].kind != PRSTM_ARG_UINT) return 0;
+      if (d->args[s->amount_arg].kind != PRSTM_ARG_UINT || (s->flags & ~PRSTM_DELTA_TIMES_LIST) != 0) return 0;
+      if (d->args[s->word_arg].kind == PRSTM_ARG_ADDRESS_LIST) {
+        if (plan->list_step[t] != CMP_DELTA_NO_LIST) return 0; /* one list step a type */
+        plan->list_step[t] = (uint8_t)k;
+      } else if (d->args[s->word_arg].kind != PRSTM_ARG_ADDRESS) {
+        return 0;
+      }
+      if ((s->flags & PRSTM_DELTA_TIMES_LIST) && !has_list) return 0;
       plan->word_col[t][k] = (uint8_t)s->word_arg;
       plan->amount_col[t][k] = (uint8_t)s->amount_arg;
       plan->sign[t][k] = (int8_t)s->sign;
+      plan->times_list[t][k] = (s->flags & PRSTM_DELTA_TIMES_LIST) != 0;
+    }
+    if (has_list) {
+      plan->list_col[t] = (uint8_t)(d->nargs - 1);
+      lists = 1;
     }
     plan->nsteps[t] = (uint8_t)steps->n;
     if (steps->n > plan->slots) plan->slots = steps->n;
+  }
+  /* A list step takes a slot per entry: the slots are the widest row's. A
+   * list longer than the table's columns (never loaded, only built by hand)
+   * leaves the batch to the STM. */
+  if (lists) {
+    txtable_view v;
+    txtable_view_of((prstm_batch *)b, &v);
+    for (uint64_t r = 0; r < b->n; r++) {
+      const unsigned t = b->type[r];
+      if (plan->list_col[t] == CMP_DELTA_NO_LIST) continue;
+      const uint64_t count = cmp_delta_arg(&v, r, plan->list_col[t]);
+      if (count >= v.ncols || count > v.ncols - 1 - plan->list_col[t]) return 0;
+      const uint64_t steps = plan->list_step[t] == CMP_DELTA_NO_LIST ? plan->nsteps[t] : plan->nsteps[t] - 1 + count;
+      if (steps > plan->slots) plan->slots = (uint32_t)steps;
+    }
+    if (plan->slots == 0) return 0;
   }
   /* Keys and step ids of the GPU's sort are 32 bits. */
   if ((uint64_t)b->n * plan->slots >= UINT32_MAX) return 0;

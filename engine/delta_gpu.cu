@@ -89,13 +89,17 @@ __global__ void delta_apply_words_kernel(delta_gpu_table t, const uint32_t *keys
 __global__ void delta_apply_rows_kernel(delta_gpu_table t, cmp_delta_plan plan, const uint64_t *read,
                                         const uint32_t *refused) {
   if (*refused) return;
+  const txtable_view v = delta_view(&t);
   for (uint64_t r = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; r < t.n; r += (uint64_t)gridDim.x * blockDim.x) {
     t.status[r] = txtable_pack_status(TXTABLE_COMMITTED, TXTABLE_REASON_NONE);
     if (t.seq) t.seq[r] = r;
     if (t.read_hash) {
-      uint64_t h = 0;
-      const unsigned steps = plan.nsteps[t.type[r]];
-      for (unsigned k = 0; k < steps; k++) h = stm_read_hash_step(h, read[r * plan.slots + k]);
+      /* A row's steps are its first slots (a list's entries vary by row). */
+      uint64_t h = 0, word;
+      int64_t delta;
+      for (unsigned k = 0; k < plan.slots && cmp_delta_step(&plan, &v, t.nwords, r, t.type[r], k, &word, &delta) > 0;
+           k++)
+        h = stm_read_hash_step(h, read[r * plan.slots + k]);
       t.read_hash[r] = h;
     }
   }

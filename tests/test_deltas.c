@@ -76,6 +76,118 @@ static void hot_batch_commits_as_sums(prstm_backend backend) {
 Test(deltas, hot_batch_commits_as_sums_in_batch_order_on_the_cpu) { hot_batch_commits_as_sums(PRSTM_BACKEND_CPU); }
 Test(deltas_gpu, hot_batch_commits_as_sums_in_batch_order_on_the_gpu) { hot_batch_commits_as_sums(PRSTM_BACKEND_GPU); }
 
+/* n rows among `accounts`: transfers from lists of 1 to 15 sources (every
+ * seventh names its first source twice, every fifth has its target among
+ * its sources), with two-account transfers and deposits between them, so
+ * rows have from 1 to 16 steps. */
+static prstm_batch *list_batch(const prstm_workload *wl, uint64_t n, uint64_t accounts, uint64_t seed) {
+  prstm_batch *b = NULL;
+  cr_assert_eq(prstm_batch_create(&b, wl), 0);
+  uint64_t x = seed;
+  for (uint64_t i = 0; i < n; i++) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    const uint64_t to = (x >> 33) % accounts, amount = 1 + (x >> 50) % 10, count = 1 + (x >> 20) % 15;
+    prstm_word args[3 + 15] = {to, amount, count};
+    for (uint64_t k = 0; k < count; k++) {
+      x = x * 6364136223846793005ull + 1442695040888963407ull;
+      args[3 + k] = (x >> 33) % accounts;
+    }
+    if (i % 7 == 0 && count > 1) args[4] = args[3];
+    if (i % 5 == 0) args[3 + count - 1] = to;
+    if (i % 9 == 4) {
+      prstm_word one[2] = {to, amount};
+      cr_assert_eq(prstm_batch_append_named(b, "deposit", one, 2), 0);
+    } else if (i % 9 == 8) {
+      prstm_word two[3] = {args[3], to, amount};
+      cr_assert_eq(prstm_batch_append_named(b, "transfer", two, 3), 0);
+    } else {
+      cr_assert_eq(prstm_batch_append_named(b, "transfer_multi", args, (unsigned)(3 + count)), 0);
+    }
+  }
+  return b;
+}
+
+/* A list step stands for one step per source, and the target's step moves
+ * the amount times the sources: the path commits the batch in batch order,
+ * the replay of the real bodies agrees (read hashes included), and the
+ * state is the STM's. */
+static void transfers_from_lists_commit_as_sums(prstm_backend backend) {
+  const prstm_workload *wl = prstm_workload_find("bank");
+  test_need_backend(wl, backend);
+  const uint64_t n = 20000, accounts = 16;
+  prstm_batch *b = list_batch(wl, n, accounts, 31);
+  prstm_engine *on = open_bank(wl, backend, 0, PRSTM_DELTAS_ON, accounts, 1000000);
+  prstm_results r = run_verified(on, b);
+  cr_assert_eq(r.path, PRSTM_PATH_DELTAS, "the batch of lists did not take the delta path");
+  cr_assert_eq(r.committed, n);
+  prstm_engine *off = open_bank(wl, PRSTM_BACKEND_CPU, 4, PRSTM_DELTAS_OFF, accounts, 1000000);
+  prstm_results s = run_verified(off, b);
+  cr_assert_eq(s.path, PRSTM_PATH_STM);
+  cr_assert_eq(s.committed, n);
+  const prstm_word *a = prstm_engine_state(on, NULL), *c = prstm_engine_state(off, NULL);
+  for (uint64_t i = 0; i < accounts; i++) cr_assert_eq(a[i], c[i], "account %llu differs", (unsigned long long)i);
+  prstm_engine_destroy(on);
+  prstm_engine_destroy(off);
+  prstm_batch_destroy(b);
+}
+
+Test(deltas, transfers_from_lists_commit_as_sums_on_the_cpu) {
+  transfers_from_lists_commit_as_sums(PRSTM_BACKEND_CPU);
+}
+Test(deltas_gpu, transfers_from_lists_commit_as_sums_on_the_gpu) {
+  transfers_from_lists_commit_as_sums(PRSTM_BACKEND_GPU);
+}
+
+/* A source named twice pays twice: with balances of 20 and an amount of 15,
+ * the second step of the list runs the account dry, so the proof refuses
+ * and the STM postpones the row, then abandons it (nothing can fund it). */
+static void list_source_named_twice_pays_twice(prstm_backend backend) {
+  const prstm_workload *wl = prstm_workload_find("bank");
+  test_need_backend(wl, backend);
+  prstm_engine *e = open_bank(wl, backend, 1, PRSTM_DELTAS_ON, 4, 20);
+  prstm_batch *b = NULL;
+  cr_assert_eq(prstm_batch_create(&b, wl), 0);
+  prstm_word ok[5] = {3, 15, 2, 0, 1}, dry[5] = {3, 15, 2, 2, 2};
+  cr_assert_eq(prstm_batch_append_named(b, "transfer_multi", ok, 5), 0);
+  cr_assert_eq(prstm_batch_append_named(b, "transfer_multi", dry, 5), 0);
+  prstm_results r = run_verified(e, b);
+  cr_assert_eq(r.path, PRSTM_PATH_STM);
+  cr_assert_eq(r.committed, 1);
+  cr_assert_eq(r.abandoned, 1);
+  const prstm_word *w = prstm_engine_state(e, NULL);
+  cr_assert_eq(w[0], 5);
+  cr_assert_eq(w[2], 20);
+  cr_assert_eq(w[3], 50);
+  prstm_engine_destroy(e);
+  prstm_batch_destroy(b);
+}
+
+Test(deltas, list_source_named_twice_pays_twice_on_the_cpu) { list_source_named_twice_pays_twice(PRSTM_BACKEND_CPU); }
+Test(deltas_gpu, list_source_named_twice_pays_twice_on_the_gpu) {
+  list_source_named_twice_pays_twice(PRSTM_BACKEND_GPU);
+}
+
+/* The proof bounds every step's amount so that no running sum can
+ * overflow; the target's step is the amount times the sources, so a
+ * per-source amount under the bound can still put the target's over it.
+ * Such a row runs through the STM, which commits it. */
+Test(deltas, list_total_over_the_bound_runs_through_the_stm) {
+  const prstm_workload *wl = prstm_workload_find("bank");
+  prstm_engine *e = open_bank(wl, PRSTM_BACKEND_CPU, 1, PRSTM_DELTAS_ON, 16, 1ull << 56);
+  prstm_batch *b = NULL;
+  cr_assert_eq(prstm_batch_create(&b, wl), 0);
+  /* One row of 16 steps: the bound is 2^62 / 16 = 2^58; 15 * 2^55 is over it. */
+  prstm_word args[3 + 15] = {0, 1ull << 55, 15};
+  for (unsigned k = 0; k < 15; k++) args[3 + k] = 1 + k;
+  cr_assert_eq(prstm_batch_append_named(b, "transfer_multi", args, 18), 0);
+  prstm_results r = run_verified(e, b);
+  cr_assert_eq(r.path, PRSTM_PATH_STM);
+  cr_assert_eq(r.committed, 1);
+  cr_assert_eq(prstm_engine_state(e, NULL)[0], (1ull << 56) + 15 * (1ull << 55));
+  prstm_engine_destroy(e);
+  prstm_batch_destroy(b);
+}
+
 /* Balances of 20 cannot fund the batch in batch order (and its last row can
  * never be funded): the proof refuses,
  * and the STM runs the batch on the untouched state, exactly as with the
@@ -249,9 +361,10 @@ Test(contention, address_lists_count_every_address) {
 }
 
 /* Backend auto with a GPU: a hot batch the delta path takes stays on the
- * GPU, as does a batch spread thin; a hot batch of opaque rows (16-account
- * transfers on 10,000 accounts), or of declared rows with the path off,
- * goes to the CPU, with the reason. No GPU is needed to ask. */
+ * GPU (16-account transfers on 10,000 accounts among them), as does a batch
+ * spread thin; a hot batch of opaque rows (transfers among 16 accounts with
+ * balance reads), or of declared rows with the path off, goes to the CPU,
+ * with the reason. No GPU is needed to ask. */
 Test(contention, auto_sends_hot_batches_the_path_cannot_take_to_the_cpu) {
   const prstm_workload *wl = prstm_workload_find("bank");
   char why[256] = "";
@@ -277,7 +390,14 @@ Test(contention, auto_sends_hot_batches_the_path_cannot_take_to_the_cpu) {
     for (int k = 0; k < 15; k++) args[3 + k] = ((x = x * 6364136223846793005ull + 1) >> 33) % 10000;
     cr_assert_eq(prstm_batch_append_named(wide, "transfer_multi", args, 18), 0);
   }
-  cr_assert(engine_auto_prefers_cpu(wide_e, wide, why, sizeof why), "wide transfers stayed on the GPU");
+  cr_assert_not(engine_auto_prefers_cpu(wide_e, wide, why, sizeof why), "wide transfers went to the CPU: %s", why);
+  prstm_engine *wide_off = open_bank(wl, PRSTM_BACKEND_AUTO, 0, PRSTM_DELTAS_OFF, 10000, 1000000);
+  cr_assert(engine_auto_prefers_cpu(wide_off, wide, why, sizeof why), "wide transfers off the path stayed on the GPU");
+  prstm_batch *opaque = hot_batch(wl, 20000, 16, 23);
+  for (prstm_word a = 0; a < 2000; a++) cr_assert_eq(prstm_batch_append_named(opaque, "balance", &a, 1), 0);
+  cr_assert(engine_auto_prefers_cpu(hot, opaque, why, sizeof why), "hot opaque rows stayed on the GPU");
+  prstm_engine_destroy(wide_off);
+  prstm_batch_destroy(opaque);
   prstm_engine_destroy(hot);
   prstm_engine_destroy(off);
   prstm_engine_destroy(cold);

@@ -33,6 +33,8 @@ mutants=(
   "decision-counts-not-compared|engine/verify.c|s/^  if (committed != c->committed || failed != c->failed || abandoned != c->abandoned) {\$/  if (0) {/"
   "unit-sequences-not-shifted|engine/stream.c|s/^  s->seq_base += sequences;\$/  (void)sequences;/"
   "reader-ignores-adds-under-way|engine/stm/stm_core.h|s/^  if (STM_ADDS \&\& tx->ctx->add_counts \&\& port_load_acquire(\&tx->ctx->add_counts\[r->lock\]) != 0) return 0;\$/  if (0) return 0;/"
+  "list-total-not-multiplied|cmp/cmp_delta.h|s/^    a \*= count;\$/    a *= 1;/"
+  "list-total-unbounded|cmp/cmp_delta.h|s/^    in_bound = count == 0 || a <= p->amount_max \/ count;\$/    in_bound = 1;/"
   "blind-add-keeps-the-version|engine/stm/stm_core.h|s/^      port_add_relaxed(\&ctx->locks\[stm_tx_add_lock(tx, \&tx->writes\[i\])\], 1ull << STM_LOCK_VERSION_SHIFT);\$/      (void)0;/"
 )
 

@@ -95,14 +95,22 @@ typedef struct prstm_arg_desc {
 
 #define PRSTM_MAX_DELTAS 4
 
+/* prstm_delta_desc.flags: the step's amount is the amount argument times
+ * the number of entries of the type's address list (a transfer from many
+ * sources adds them all to its target in one write). */
+#define PRSTM_DELTA_TIMES_LIST 1u
+
 /* One step of a type whose body only moves amounts between words: it reads
  * the word named by argument word_arg and writes it back with the amount of
  * argument amount_arg added (sign +1) or taken away (sign -1), postponing or
- * failing where the result would leave [0, 2^64). */
+ * failing where the result would leave [0, 2^64). Where word_arg is an
+ * address list, the step stands for one such step per entry of the list, in
+ * list order. */
 typedef struct prstm_delta_desc {
-  unsigned word_arg;   /* the argument holding the word's address */
+  unsigned word_arg;   /* the argument holding the word's address (or the list of them) */
   unsigned amount_arg; /* the argument holding the amount */
   int sign;            /* +1 adds the amount, -1 takes it away */
+  unsigned flags;      /* 0, or PRSTM_DELTA_TIMES_LIST */
 } prstm_delta_desc;
 
 /* The steps of one type (prstm_workload.steps). A type that declares steps

@@ -35,13 +35,15 @@ static const prstm_type_desc bank_types[] = {
 /* Deposits, withdrawals and transfers declare their steps: their bodies in
  * bank_body.h read each account once, in this order, and write it back moved
  * by the amount, so hot batches of them may run as sums (docs/DESIGN-NOTES.md,
- * "Hot spots"). Balance reads and transfer_multi's lists stay opaque. */
+ * "Hot spots"). transfer_multi takes the amount from each source of its list
+ * in turn, then reads its target once and adds the amount once a source.
+ * Balance reads and totals stay opaque. */
 static const prstm_type_steps bank_steps[] = {
     [BANK_DEPOSIT] = {1, {{0, 1, +1}}},
     [BANK_WITHDRAW] = {1, {{0, 1, -1}}},
     [BANK_TRANSFER] = {2, {{0, 2, -1}, {1, 2, +1}}},
     [BANK_BALANCE] = {0, {{0, 0, 0}}},
-    [BANK_TRANSFER_MULTI] = {0, {{0, 0, 0}}},
+    [BANK_TRANSFER_MULTI] = {2, {{2, 1, -1}, {0, 1, +1, PRSTM_DELTA_TIMES_LIST}}},
     [BANK_TOTAL] = {0, {{0, 0, 0}}},
 };
 
