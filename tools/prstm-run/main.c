@@ -53,7 +53,7 @@ static const char usage_text[] =
     "                           only when the batch does not fit the GPU's memory;\n"
     "                           a chunked run is verified like any other)\n"
     "  --deltas auto|on|off     batches whose every type declares its steps (the bank's\n"
-    "                           deposit, withdraw, transfer) may run as sums where the\n"
+    "                           deposit, withdraw, transfer, transfer_multi) run as sums where the\n"
     "                           batch order commits every row: auto when the batch has\n"
     "                           hot words, on whenever that holds, off never (default:\n"
     "                           engine.deltas, else auto)\n"
