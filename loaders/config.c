@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "loaders_internal.h"
 
@@ -560,7 +561,11 @@ int prstm_config_load_batch(const prstm_config *cfg, uint64_t nwords, prstm_batc
     }
     case PRSTM_BATCH_FILE: {
       uint64_t before = prstm_batch_size(batch);
-      int rc = prstm_load_jsonl(cfg->batch_file, cfg->workload, nwords, batch, err, errlen);
+      /* A folder is a binary batch (batch_dir.c), a file JSON Lines. */
+      struct stat st;
+      const int folder = stat(cfg->batch_file, &st) == 0 && S_ISDIR(st.st_mode);
+      int rc = folder ? prstm_load_batch_dir(cfg->batch_file, cfg->workload, nwords, batch, err, errlen)
+                      : prstm_load_jsonl(cfg->batch_file, cfg->workload, nwords, batch, err, errlen);
       if (rc != 0) return rc;
       if (prstm_batch_size(batch) == before) {
         loaders_errf(err, errlen, "%s: batch is empty", cfg->batch_file);

@@ -131,9 +131,7 @@ static void transfers_from_lists_commit_as_sums(prstm_backend backend) {
   prstm_batch_destroy(b);
 }
 
-Test(deltas, transfers_from_lists_commit_as_sums_on_the_cpu) {
-  transfers_from_lists_commit_as_sums(PRSTM_BACKEND_CPU);
-}
+Test(deltas, transfers_from_lists_commit_as_sums_on_the_cpu) { transfers_from_lists_commit_as_sums(PRSTM_BACKEND_CPU); }
 Test(deltas_gpu, transfers_from_lists_commit_as_sums_on_the_gpu) {
   transfers_from_lists_commit_as_sums(PRSTM_BACKEND_GPU);
 }

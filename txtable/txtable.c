@@ -215,6 +215,81 @@ int prstm_batch_append_rows(prstm_batch *dst, const prstm_batch *src) {
   return 0;
 }
 
+int prstm_batch_append_columns(prstm_batch *b, uint64_t n, const uint8_t *types, const prstm_column *cols,
+                               unsigned ncols) {
+  if (!b) return PRSTM_EINVAL;
+  if (n == 0) return 0;
+  if (!types) return txtable_fail(b, PRSTM_EINVAL, "%llu rows but no type column", (unsigned long long)n);
+  if (ncols > PRSTM_MAX_COLUMNS)
+    return txtable_fail(b, PRSTM_EINVAL, "%u argument columns; at most %u", ncols, (unsigned)PRSTM_MAX_COLUMNS);
+  if (ncols && !cols) return txtable_fail(b, PRSTM_EINVAL, "%u argument columns but no array", ncols);
+  for (unsigned c = 0; c < ncols; c++) {
+    const unsigned w = cols[c].width;
+    if (w != 1 && w != 2 && w != 4 && w != 8)
+      return txtable_fail(b, PRSTM_EINVAL, "column %u: width %u bytes; expected 1, 2, 4 or 8", c, w);
+    if (!cols[c].data) return txtable_fail(b, PRSTM_EINVAL, "column %u: no data", c);
+  }
+  /* Every type index first, so that a refusal appends nothing. */
+  uint8_t seen[256] = {0};
+  for (uint64_t i = 0; i < n; i++) seen[types[i]] = 1;
+  uint32_t tag_mask = 0;
+  uint64_t type_mask = 0;
+  int has_read_only = 0;
+  for (unsigned t = 0; t < 256; t++) {
+    if (!seen[t]) continue;
+    if (t >= b->wl->ntypes) {
+      uint64_t row = 0;
+      while (types[row] != t) row++;
+      return txtable_fail(b, PRSTM_EINVAL, "row %llu: type index %u: workload %s has %u types", (unsigned long long)row,
+                          t, b->wl->name, b->wl->ntypes);
+    }
+    const prstm_type_desc *d = &b->wl->types[t];
+    if (d->tag > PRSTM_MAX_TAG)
+      return txtable_fail(b, PRSTM_EINVAL, "type %s: semantic tag %u; at most %u", d->name, d->tag,
+                          (unsigned)PRSTM_MAX_TAG);
+    tag_mask |= 1u << d->tag;
+    if (t < 64) type_mask |= 1ull << t;
+    if (d->read_only) has_read_only = 1;
+  }
+  if (n > UINT64_MAX - b->n) return txtable_fail(b, PRSTM_ENOMEM, "too many rows");
+  const uint64_t need = b->n + n;
+  if (need > b->cap || ncols > b->ncols) {
+    uint64_t cap = b->cap ? b->cap : 1024;
+    while (cap < need) cap = cap > UINT64_MAX / 2 ? need : cap * 2;
+    int rc = txtable_reshape(b, cap, ncols > b->ncols ? ncols : b->ncols);
+    if (rc) return txtable_fail(b, rc, "cannot grow the batch to %llu rows: out of memory", (unsigned long long)need);
+  }
+  memcpy(b->type + b->n, types, (size_t)n);
+  memset(b->status + b->n, 0, (size_t)n);
+  for (uint32_t c = 0; c < b->ncols; c++) {
+    uint64_t *to = b->args + (uint64_t)c * b->cap + b->n;
+    if (c >= ncols) {
+      memset(to, 0, (size_t)n * sizeof *to);
+      continue;
+    }
+    const void *from = cols[c].data;
+    switch (cols[c].width) {
+      case 8:
+        memcpy(to, from, (size_t)n * sizeof *to);
+        break;
+      case 4:
+        for (uint64_t i = 0; i < n; i++) to[i] = ((const uint32_t *)from)[i];
+        break;
+      case 2:
+        for (uint64_t i = 0; i < n; i++) to[i] = ((const uint16_t *)from)[i];
+        break;
+      default:
+        for (uint64_t i = 0; i < n; i++) to[i] = ((const uint8_t *)from)[i];
+        break;
+    }
+  }
+  b->n = need;
+  b->tag_mask |= tag_mask;
+  b->type_mask |= type_mask;
+  if (has_read_only) b->has_read_only = 1;
+  return 0;
+}
+
 int prstm_batch_presort(prstm_batch *b) {
   if (!b) return PRSTM_EINVAL;
   if (b->n < 2) return 0;
@@ -303,4 +378,10 @@ unsigned prstm_batch_type(const prstm_batch *b, uint64_t i) { return b && i < b-
 prstm_word prstm_batch_arg(const prstm_batch *b, uint64_t i, unsigned col) {
   if (!b || i >= b->n || col >= b->ncols) return 0;
   return b->args[(uint64_t)col * b->cap + i];
+}
+
+unsigned prstm_batch_columns(const prstm_batch *b) { return b ? b->ncols : 0; }
+
+const prstm_word *prstm_batch_column(const prstm_batch *b, unsigned col) {
+  return b && col < b->ncols ? b->args + (uint64_t)col * b->cap : NULL;
 }

@@ -529,6 +529,21 @@ int prstm_batch_append_named(prstm_batch *batch, const char *type, const prstm_w
  * order, as pending transactions: the way to join batches built apart,
  * such as the parts of a file parsed on several threads. */
 int prstm_batch_append_rows(prstm_batch *batch, const prstm_batch *src);
+/* One argument column of prstm_batch_append_columns: a value a row, each
+ * `width` bytes (1, 2, 4 or 8), an unsigned integer in the host's byte
+ * order. */
+typedef struct prstm_column {
+  const void *data;
+  unsigned width;
+} prstm_column;
+/* Appends n rows given as columns: types[i] is row i's type index and
+ * cols[c] holds argument word c of every row (ncols columns; a row's words
+ * past them are 0). Refuses, appending nothing, a type index the workload
+ * does not have or a column of another width; like prstm_batch_append it
+ * checks no address. The way to take a columnar batch from another program
+ * without a call a row. */
+int prstm_batch_append_columns(prstm_batch *batch, uint64_t n, const uint8_t *types, const prstm_column *cols,
+                               unsigned ncols);
 /* Why the batch's last refused append (prstm_batch_append or
  * prstm_batch_append_named) was refused, in one line, e.g. "type deposit
  * takes 2 argument words, got 3"; an empty string before any refusal. */
@@ -542,6 +557,11 @@ int prstm_batch_outcome(const prstm_batch *batch, uint64_t i, prstm_status *stat
                         prstm_word *result);
 unsigned prstm_batch_type(const prstm_batch *batch, uint64_t i);
 prstm_word prstm_batch_arg(const prstm_batch *batch, uint64_t i, unsigned col);
+/* The number of argument columns, and column col's words of every row (in
+ * row order, prstm_batch_size of them; NULL past the columns). The pointer
+ * holds until the next append, clear or presort. */
+unsigned prstm_batch_columns(const prstm_batch *batch);
+const prstm_word *prstm_batch_column(const prstm_batch *batch, unsigned col);
 /* Describes a reason code of a type ("capacity", "insufficient funds"...). */
 const char *prstm_reason_string(const prstm_workload *wl, unsigned type, unsigned reason);
 /* Names a status: "pending", "committed", "abandoned" or "failed" ("unknown status" otherwise). */
@@ -662,6 +682,17 @@ int prstm_config_load_batch(const prstm_config *cfg, uint64_t nwords, prstm_batc
 /* Appends the transactions of a JSON Lines file (one object per line). */
 int prstm_load_jsonl(const char *path, const prstm_workload *wl, uint64_t nwords, prstm_batch *batch, char *err,
                      size_t errlen);
+/* Appends the rows of a binary batch: a folder holding batch.json (format
+ * "prstm-batch", version 1, the workload, rows, columns and the names of the
+ * types by index) and NumPy .npy columns type.npy (uint8) and arg0.npy ...
+ * (unsigned integers of 1, 2, 4 or 8 bytes). Checked as the JSON Lines
+ * loader checks rows; a refused folder appends nothing. */
+int prstm_load_batch_dir(const char *dir, const prstm_workload *wl, uint64_t nwords, prstm_batch *batch, char *err,
+                         size_t errlen);
+/* Writes the batch's rows as such a folder (created where missing; its
+ * files replaced), each argument column in the narrowest width that holds
+ * it, batch.json last. */
+int prstm_save_batch_dir(const char *dir, const prstm_batch *batch, char *err, size_t errlen);
 /* Writes text to path atomically: a temporary file in the same folder, then rename. */
 int prstm_write_file_atomic(const char *path, const char *text, size_t len, char *err, size_t errlen);
 

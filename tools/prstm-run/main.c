@@ -57,6 +57,11 @@ static const char usage_text[] =
     "                           batch order commits every row: auto when the batch has\n"
     "                           hot words, on whenever that holds, off never (default:\n"
     "                           engine.deltas, else auto)\n"
+    "  --batch PATH             run this batch instead of the config's: a JSON Lines file, or a\n"
+    "                           binary batch folder (relative to the working directory)\n"
+    "  --save-batch DIR         write the config's batch (loaded or generated) into DIR as a\n"
+    "                           binary batch (NumPy .npy columns and batch.json) and exit\n"
+    "                           without running it\n"
     "  --quiet                  print nothing but errors (and no progress bar)\n"
     "  -h, --help               show this help and exit\n"
     "  -V, --version            show the version, and whether the GPU backend is built, and exit\n"
@@ -122,6 +127,8 @@ typedef struct cli_args {
   const char *deltas;
   const char *results;
   const char *final_state;
+  const char *batch;      /* --batch: a JSON Lines file or binary batch folder instead of the config's batch */
+  const char *save_batch; /* --save-batch: write the batch as a binary batch folder and exit */
   int quiet;
   int verify;
 } cli_args;
@@ -188,6 +195,15 @@ static int apply_overrides(const cli_args *a, prstm_config *cfg) {
     return -1;
   }
   if (a->results) snprintf(cfg->results_path, sizeof cfg->results_path, "%s", a->results);
+  if (a->batch) {
+    if (strlen(a->batch) >= sizeof cfg->batch_file || !a->batch[0]) {
+      fprintf(stderr, "prstm-run: --batch: expected a path of 1 to %zu bytes\n", sizeof cfg->batch_file - 1);
+      return -1;
+    }
+    /* Relative to the working directory, like every path on the command line. */
+    cfg->batch_kind = PRSTM_BATCH_FILE;
+    snprintf(cfg->batch_file, sizeof cfg->batch_file, "%s", a->batch);
+  }
   if (a->final_state) snprintf(cfg->final_state_path, sizeof cfg->final_state_path, "%s", a->final_state);
   return 0;
 }
@@ -221,10 +237,11 @@ static int check_output_folder(const char *key, const char *path) {
  * memory a state and a generated batch need at the least, and the CPU
  * backend's thread count. Returns -1 (after its message) when the run
  * cannot succeed. */
-static int check_before_work(const prstm_config *cfg) {
+static int check_before_work(const prstm_config *cfg, const char *save_batch) {
   if (check_output_folder("output.results (--results)", cfg->results_path) ||
       check_output_folder("output.final_state (--final-state)", cfg->final_state_path))
     return -1;
+  if (save_batch && check_output_folder("--save-batch", save_batch)) return -1;
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
   const double memory = pages > 0 && page > 0 ? (double)pages * (double)page : 0;
   const double gib = 1024.0 * 1024.0 * 1024.0;
@@ -288,6 +305,8 @@ static int parse_args(int argc, char **argv, cli_args *a) {
                                            {"watchdog", required_argument, NULL, 'w'},
                                            {"chunk-rows", required_argument, NULL, 'c'},
                                            {"deltas", required_argument, NULL, 'd'},
+                                           {"batch", required_argument, NULL, 'B'},
+                                           {"save-batch", required_argument, NULL, 'S'},
                                            {"help", no_argument, NULL, 'h'},
                                            {"version", no_argument, NULL, 'V'},
                                            {NULL, 0, NULL, 0}};
@@ -313,6 +332,12 @@ static int parse_args(int argc, char **argv, cli_args *a) {
         break;
       case 'd':
         a->deltas = optarg;
+        break;
+      case 'B':
+        a->batch = optarg;
+        break;
+      case 'S':
+        a->save_batch = optarg;
         break;
       case 'q':
         a->quiet = 1;
@@ -444,7 +469,7 @@ int main(int argc, char **argv) {
   prstm_engine *e = NULL;
   prstm_batch *b = NULL;
   status = EXIT_INPUT;
-  if (apply_overrides(&a, &cfg) || check_before_work(&cfg)) goto done;
+  if (apply_overrides(&a, &cfg) || check_before_work(&cfg, a.save_batch)) goto done;
   if (!a.quiet) note_mix_weights(&cfg);
 
   rc = prstm_engine_create(&e, cfg.workload, &cfg.options);
@@ -461,6 +486,26 @@ int main(int argc, char **argv) {
   if (rc) {
     fprintf(stderr, "prstm-run: %s\n", err[0] ? err : prstm_strerror(rc));
     status = cli_exit_status(rc, CLI_LOADING);
+    goto done;
+  }
+  if (a.save_batch) {
+    /* Conversion only: the batch as loaded, written as a binary batch. */
+    CLI_RANGE_POP();
+    load_range_open = 0;
+    const double t_save = cli_now();
+    rc = prstm_save_batch_dir(a.save_batch, b, err, sizeof err);
+    if (rc) {
+      fprintf(stderr, "prstm-run: %s\n", err[0] ? err : prstm_strerror(rc));
+      status = EXIT_RUNTIME;
+      goto done;
+    }
+    if (!a.quiet)
+      printf(
+          "prstm-run: saved %llu transactions of %s as a binary batch in %s (load %.3f s, save %.3f s); run it "
+          "with --batch %s\n",
+          (unsigned long long)prstm_batch_size(b), cfg.workload->name, a.save_batch, t_save - t0, cli_now() - t_save,
+          a.save_batch);
+    status = EXIT_OK;
     goto done;
   }
   run_report rep;
