@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,9 @@
 /* A manifest is a few hundred bytes; anything far larger is not one. */
 #define BATCH_DIR_MANIFEST_MAX (1u << 20)
 #define BATCH_DIR_PATH_MAX 1100
+/* Below this many rows a check is not worth a thread of its own. */
+#define BATCH_DIR_CHECK_ROWS_PER_THREAD (1u << 20)
+#define BATCH_DIR_MAX_THREADS 64
 
 /* One mapped .npy column: its values start at `data`, `width` bytes each. */
 typedef struct npy_column {
@@ -283,6 +287,67 @@ out:
   return rc;
 }
 
+/* Rows [lo, hi) of check_rows: one thread's share. */
+typedef struct check_job {
+  const prstm_workload *wl;
+  uint64_t nwords;
+  const batch_manifest *mf;
+  const npy_column *type_col, *cols;
+  uint64_t lo, hi;
+  int rc;
+  char err[512];
+} check_job;
+
+static void *check_range(void *arg) {
+  check_job *j = arg;
+  const prstm_workload *wl = j->wl;
+  const batch_manifest *mf = j->mf;
+  const npy_column *cols = j->cols, *type_col = j->type_col;
+  const uint8_t *type = type_col->data;
+  const uint64_t nwords = j->nwords;
+  char *err = j->err;
+  const size_t errlen = sizeof j->err;
+  j->rc = 0;
+  for (uint64_t r = j->lo; r < j->hi; r++) {
+    if (type[r] >= mf->ntypes) {
+      loaders_errf(err, errlen, "%s: row %" PRIu64 ": type index %u; batch.json names %u types", type_col->path, r,
+                   type[r], mf->ntypes);
+      j->rc = PRSTM_ECONFIG;
+      return NULL;
+    }
+    const prstm_type_desc *d = &wl->types[mf->type_of[type[r]]];
+    for (unsigned a = 0; a < d->nargs; a++) {
+      const uint64_t v = npy_value(&cols[a], r);
+      if (d->args[a].kind == PRSTM_ARG_ADDRESS && v >= nwords) {
+        loaders_errf(err, errlen,
+                     "%s: row %" PRIu64 ": %s: address %" PRIu64 " out of range (the state has %" PRIu64 " words)",
+                     cols[a].path, r, d->args[a].name, v, nwords);
+        j->rc = PRSTM_ECONFIG;
+        return NULL;
+      }
+      if (d->args[a].kind != PRSTM_ARG_ADDRESS_LIST) continue;
+      if (v == 0 || v > mf->columns - a - 1) {
+        loaders_errf(err, errlen, "%s: row %" PRIu64 ": %s: a list of %" PRIu64 " addresses; expected 1 to %u",
+                     cols[a].path, r, d->args[a].name, v, mf->columns - a - 1);
+        j->rc = PRSTM_ECONFIG;
+        return NULL;
+      }
+      for (uint64_t k = 0; k < v; k++) {
+        const uint64_t w = npy_value(&cols[a + 1 + k], r);
+        if (w >= nwords) {
+          loaders_errf(err, errlen,
+                       "%s: row %" PRIu64 ": %s[%" PRIu64 "]: address %" PRIu64 " out of range (the state has %" PRIu64
+                       " words)",
+                       cols[a + 1 + k].path, r, d->args[a].name, k, w, nwords);
+          j->rc = PRSTM_ECONFIG;
+          return NULL;
+        }
+      }
+    }
+  }
+  return NULL;
+}
+
 /* Every row against the workload's argument kinds, as the JSON Lines loader
  * checks them: a type with its columns, addresses inside the state, a list
  * of at least one address that fits the columns. */
@@ -301,40 +366,49 @@ static int check_rows(const char *dir, const prstm_workload *wl, uint64_t nwords
         }
     }
   }
-  for (uint64_t r = 0; r < mf->rows; r++) {
-    if (type[r] >= mf->ntypes) {
-      loaders_errf(err, errlen, "%s: row %" PRIu64 ": type index %u; batch.json names %u types", type_col->path, r,
-                   type[r], mf->ntypes);
-      return PRSTM_ECONFIG;
-    }
-    const prstm_type_desc *d = &wl->types[mf->type_of[type[r]]];
-    for (unsigned a = 0; a < d->nargs; a++) {
-      const uint64_t v = npy_value(&cols[a], r);
-      if (d->args[a].kind == PRSTM_ARG_ADDRESS && v >= nwords) {
-        loaders_errf(err, errlen,
-                     "%s: row %" PRIu64 ": %s: address %" PRIu64 " out of range (the state has %" PRIu64 " words)",
-                     cols[a].path, r, d->args[a].name, v, nwords);
-        return PRSTM_ECONFIG;
-      }
-      if (d->args[a].kind != PRSTM_ARG_ADDRESS_LIST) continue;
-      if (v == 0 || v > mf->columns - a - 1) {
-        loaders_errf(err, errlen, "%s: row %" PRIu64 ": %s: a list of %" PRIu64 " addresses; expected 1 to %u",
-                     cols[a].path, r, d->args[a].name, v, mf->columns - a - 1);
-        return PRSTM_ECONFIG;
-      }
-      for (uint64_t k = 0; k < v; k++) {
-        const uint64_t w = npy_value(&cols[a + 1 + k], r);
-        if (w >= nwords) {
-          loaders_errf(err, errlen,
-                       "%s: row %" PRIu64 ": %s[%" PRIu64 "]: address %" PRIu64 " out of range (the state has %" PRIu64
-                       " words)",
-                       cols[a + 1 + k].path, r, d->args[a].name, k, w, nwords);
-          return PRSTM_ECONFIG;
-        }
-      }
-    }
+  /* The rows on every core, each thread a range; the first error in row
+   * order is the one reported, whatever the thread count. */
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  uint64_t nthreads = mf->rows / BATCH_DIR_CHECK_ROWS_PER_THREAD + 1;
+  if (nthreads > (uint64_t)(cores > 0 ? cores : 1)) nthreads = (uint64_t)(cores > 0 ? cores : 1);
+  if (nthreads > BATCH_DIR_MAX_THREADS) nthreads = BATCH_DIR_MAX_THREADS;
+  check_job *jobs = calloc(nthreads, sizeof *jobs);
+  pthread_t *tids = calloc(nthreads, sizeof *tids);
+  int *started = calloc(nthreads, sizeof *started);
+  if (!jobs || !tids || !started) {
+    free(jobs);
+    free(tids);
+    free(started);
+    loaders_errf(err, errlen, "%s: out of memory", dir);
+    return PRSTM_ENOMEM;
   }
-  return 0;
+  for (uint64_t k = 0; k < nthreads; k++) {
+    jobs[k] = (check_job){.wl = wl,
+                          .nwords = nwords,
+                          .mf = mf,
+                          .type_col = type_col,
+                          .cols = cols,
+                          .lo = mf->rows * k / nthreads,
+                          .hi = mf->rows * (k + 1) / nthreads};
+    if (k > 0) started[k] = pthread_create(&tids[k], NULL, check_range, &jobs[k]) == 0;
+  }
+  check_range(&jobs[0]);
+  for (uint64_t k = 1; k < nthreads; k++) {
+    if (started[k])
+      pthread_join(tids[k], NULL);
+    else
+      check_range(&jobs[k]);
+  }
+  int rc = 0;
+  for (uint64_t k = 0; k < nthreads && !rc; k++)
+    if (jobs[k].rc) {
+      rc = jobs[k].rc;
+      loaders_errf(err, errlen, "%s", jobs[k].err);
+    }
+  free(jobs);
+  free(tids);
+  free(started);
+  return rc;
 }
 
 int prstm_load_batch_dir(const char *dir, const prstm_workload *wl, uint64_t nwords, prstm_batch *batch, char *err,
@@ -382,6 +456,8 @@ int prstm_load_batch_dir(const char *dir, const prstm_workload *wl, uint64_t nwo
     for (uint64_t r = 0; r < mf.rows; r++) mapped_types[r] = mf.type_of[types[r]];
     types = mapped_types;
   }
+  /* Exactly the room the rows need, instead of the next power of two. */
+  if (mf.rows) prstm_batch_reserve(batch, prstm_batch_size(batch) + mf.rows, mf.columns);
   rc = prstm_batch_append_columns(batch, mf.rows, types, view, mf.columns);
   if (rc) loaders_errf(err, errlen, "%s: %s", dir, prstm_batch_error(batch));
 out:

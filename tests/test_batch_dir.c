@@ -451,3 +451,87 @@ Test(batch_dir, save_into_an_unwritable_place_fails_with_the_path, .init = make_
   cr_assert_not_null(strstr(err, "no/such/folder"), "%s", err);
   prstm_batch_destroy(b);
 }
+
+/* Large appends and checks run on several threads, each a range of rows:
+ * every row lands in its place across the ranges' edges, and a load reports
+ * the first bad row in row order, whichever thread met it. */
+Test(batch_dir, append_columns_of_millions_of_rows_copies_every_row) {
+  const prstm_workload *wl = prstm_workload_find("bank");
+  prstm_batch *b = NULL;
+  cr_assert_eq(prstm_batch_create(&b, wl), 0);
+  const uint64_t n = 5000000;
+  uint8_t *types = malloc(n), *c0 = malloc(n);
+  uint16_t *c1 = malloc(n * 2);
+  uint64_t *c2 = malloc(n * 8);
+  cr_assert(types && c0 && c1 && c2);
+  for (uint64_t i = 0; i < n; i++) {
+    types[i] = (uint8_t)(i % 3);
+    c0[i] = (uint8_t)i;
+    c1[i] = (uint16_t)(i * 7);
+    c2[i] = i * 0x9e3779b97f4a7c15ull;
+  }
+  const prstm_column cols[3] = {{c0, 1}, {c1, 2}, {c2, 8}};
+  prstm_word first[3] = {1, 2, 3};
+  cr_assert_eq(prstm_batch_append(b, 2, first, 3), 0);
+  cr_assert_eq(prstm_batch_append_columns(b, n, types, cols, 3), 0, "%s", prstm_batch_error(b));
+  cr_assert_eq(prstm_batch_size(b), n + 1);
+  for (uint64_t i = 0; i < n; i++) {
+    if (prstm_batch_type(b, i + 1) != types[i] || prstm_batch_arg(b, i + 1, 0) != c0[i] ||
+        prstm_batch_arg(b, i + 1, 1) != c1[i] || prstm_batch_arg(b, i + 1, 2) != c2[i])
+      cr_assert_fail("row %llu differs", (unsigned long long)i + 1);
+  }
+  cr_assert_eq(prstm_batch_arg(b, 0, 2), 3);
+  free(types);
+  free(c0);
+  free(c1);
+  free(c2);
+  prstm_batch_destroy(b);
+}
+
+/* A folder of n deposits on accounts below 100, except the rows in bad[],
+ * which name account 5000. */
+static const char *deposits_with_bad_rows(const char *name, uint64_t n, const uint64_t *bad, unsigned nbad) {
+  const prstm_workload *wl = prstm_workload_find("bank");
+  prstm_batch *b = NULL;
+  cr_assert_eq(prstm_batch_create(&b, wl), 0);
+  uint8_t *types = calloc(n, 1);
+  uint16_t *account = malloc(n * 2);
+  uint8_t *amount = malloc(n);
+  cr_assert(types && account && amount);
+  for (uint64_t i = 0; i < n; i++) {
+    account[i] = (uint16_t)(i % 100);
+    amount[i] = 1;
+  }
+  for (unsigned k = 0; k < nbad; k++) account[bad[k]] = 5000;
+  const prstm_column cols[2] = {{account, 2}, {amount, 1}};
+  cr_assert_eq(prstm_batch_append_columns(b, n, types, cols, 2), 0);
+  const char *dir = in_tmp(name);
+  char err[512];
+  cr_assert_eq(prstm_save_batch_dir(dir, b, err, sizeof err), 0, "%s", err);
+  free(types);
+  free(account);
+  free(amount);
+  prstm_batch_destroy(b);
+  return dir;
+}
+
+Test(batch_dir, first_bad_row_is_reported_whichever_thread_met_it, .init = make_tmpdir, .fini = remove_tmpdir) {
+  const prstm_workload *wl = prstm_workload_find("bank");
+  const uint64_t n = 3000000, both[2] = {1000000, 2500000}, late[1] = {2999999};
+  char err[512] = "";
+  prstm_batch *b = NULL;
+  cr_assert_eq(prstm_batch_create(&b, wl), 0);
+  const char *dir = deposits_with_bad_rows("two", n, both, 2);
+  cr_assert_eq(prstm_load_batch_dir(dir, wl, 100, b, err, sizeof err), PRSTM_ECONFIG);
+  cr_assert_not_null(strstr(err, "row 1000000: account: address 5000"), "%s", err);
+  dir = deposits_with_bad_rows("late", n, late, 1);
+  cr_assert_eq(prstm_load_batch_dir(dir, wl, 100, b, err, sizeof err), PRSTM_ECONFIG);
+  cr_assert_not_null(strstr(err, "row 2999999: account: address 5000"), "%s", err);
+  cr_assert_eq(prstm_batch_size(b), 0);
+  /* The same folder over a state that holds account 5000 loads whole. */
+  cr_assert_eq(prstm_load_batch_dir(dir, wl, 5001, b, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(prstm_batch_size(b), n);
+  cr_assert_eq(prstm_batch_arg(b, 2999999, 0), 5000);
+  cr_assert_eq(prstm_batch_arg(b, 2999998, 0), 2999998 % 100);
+  prstm_batch_destroy(b);
+}

@@ -1,10 +1,12 @@
 /* txtable.c: building the global transaction table in host memory: append, grow, presort, outcomes. */
 #include "txtable.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Host memory for a batch's columns: from the batch's pinned allocator
  * where it was asked for and gives some, else ordinary. *pinned says which
@@ -215,6 +217,47 @@ int prstm_batch_append_rows(prstm_batch *dst, const prstm_batch *src) {
   return 0;
 }
 
+/* Rows [lo, hi) of the appended columns, copied into the table's words from
+ * `base` on: one thread's share of prstm_batch_append_columns. */
+typedef struct column_copy {
+  prstm_batch *b;
+  uint64_t base, lo, hi;
+  const prstm_column *cols;
+  unsigned ncols;
+} column_copy;
+
+static void *column_copy_rows(void *arg) {
+  const column_copy *j = arg;
+  const uint64_t lo = j->lo, m = j->hi - j->lo;
+  for (uint32_t c = 0; c < j->b->ncols; c++) {
+    uint64_t *to = j->b->args + (uint64_t)c * j->b->cap + j->base + lo;
+    if (c >= j->ncols) {
+      memset(to, 0, (size_t)m * sizeof *to);
+      continue;
+    }
+    const void *from = j->cols[c].data;
+    switch (j->cols[c].width) {
+      case 8:
+        memcpy(to, (const uint64_t *)from + lo, (size_t)m * sizeof *to);
+        break;
+      case 4:
+        for (uint64_t i = 0; i < m; i++) to[i] = ((const uint32_t *)from)[lo + i];
+        break;
+      case 2:
+        for (uint64_t i = 0; i < m; i++) to[i] = ((const uint16_t *)from)[lo + i];
+        break;
+      default:
+        for (uint64_t i = 0; i < m; i++) to[i] = ((const uint8_t *)from)[lo + i];
+        break;
+    }
+  }
+  return NULL;
+}
+
+/* Below this many rows a copy is not worth a thread of its own. */
+#define TXTABLE_COPY_ROWS_PER_THREAD (1u << 21)
+#define TXTABLE_COPY_MAX_THREADS 32
+
 int prstm_batch_append_columns(prstm_batch *b, uint64_t n, const uint8_t *types, const prstm_column *cols,
                                unsigned ncols) {
   if (!b) return PRSTM_EINVAL;
@@ -261,27 +304,27 @@ int prstm_batch_append_columns(prstm_batch *b, uint64_t n, const uint8_t *types,
   }
   memcpy(b->type + b->n, types, (size_t)n);
   memset(b->status + b->n, 0, (size_t)n);
-  for (uint32_t c = 0; c < b->ncols; c++) {
-    uint64_t *to = b->args + (uint64_t)c * b->cap + b->n;
-    if (c >= ncols) {
-      memset(to, 0, (size_t)n * sizeof *to);
-      continue;
-    }
-    const void *from = cols[c].data;
-    switch (cols[c].width) {
-      case 8:
-        memcpy(to, from, (size_t)n * sizeof *to);
-        break;
-      case 4:
-        for (uint64_t i = 0; i < n; i++) to[i] = ((const uint32_t *)from)[i];
-        break;
-      case 2:
-        for (uint64_t i = 0; i < n; i++) to[i] = ((const uint16_t *)from)[i];
-        break;
-      default:
-        for (uint64_t i = 0; i < n; i++) to[i] = ((const uint8_t *)from)[i];
-        break;
-    }
+  /* A large append is copied by several threads, each a range of rows of
+   * every column: the copy is bound by memory, and by the page faults of a
+   * table just grown, which one thread takes one at a time. A thread that
+   * cannot start leaves its range to this one. */
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  uint64_t nthreads = n / TXTABLE_COPY_ROWS_PER_THREAD + 1;
+  if (nthreads > (uint64_t)(cores > 0 ? cores : 1)) nthreads = (uint64_t)(cores > 0 ? cores : 1);
+  if (nthreads > TXTABLE_COPY_MAX_THREADS) nthreads = TXTABLE_COPY_MAX_THREADS;
+  column_copy jobs[TXTABLE_COPY_MAX_THREADS];
+  pthread_t tids[TXTABLE_COPY_MAX_THREADS];
+  int started[TXTABLE_COPY_MAX_THREADS] = {0};
+  for (uint64_t k = 0; k < nthreads; k++) {
+    jobs[k] = (column_copy){b, b->n, n * k / nthreads, n * (k + 1) / nthreads, cols, ncols};
+    if (k > 0) started[k] = pthread_create(&tids[k], NULL, column_copy_rows, &jobs[k]) == 0;
+  }
+  column_copy_rows(&jobs[0]);
+  for (uint64_t k = 1; k < nthreads; k++) {
+    if (started[k])
+      pthread_join(tids[k], NULL);
+    else
+      column_copy_rows(&jobs[k]);
   }
   b->n = need;
   b->tag_mask |= tag_mask;
