@@ -29,8 +29,8 @@ BUILD_DIR=$(cd "$1" && pwd) || exit 2
 ROOT=$(cd "$(dirname "$0")/.." && pwd) || exit 2
 cd "$ROOT" || exit 2
 
-FUZZERS=(fuzz_config fuzz_jsonl)
-declare -A CORPUS=([fuzz_config]=config [fuzz_jsonl]=jsonl)
+FUZZERS=(fuzz_config fuzz_jsonl fuzz_npy)
+declare -A CORPUS=([fuzz_config]=config [fuzz_jsonl]=jsonl [fuzz_npy]=npy)
 JOBS=$(nproc 2>/dev/null || echo 2)
 
 # Where a build put the fuzzers: BUILD_DIR/fuzz (top-level build),
