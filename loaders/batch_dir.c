@@ -469,11 +469,8 @@ out:
   return rc;
 }
 
-/* Writes one column as a .npy file of `width`-byte values, by way of a
- * temporary file renamed into place: the type column, or argument column
- * col. */
-static int npy_write(const char *path, uint64_t rows, unsigned width, const prstm_batch *b, int type_column,
-                     unsigned col, char *err, size_t errlen) {
+int loaders_npy_write(const char *path, uint64_t rows, unsigned width, const prstm_batch *b, loaders_npy_source src,
+                      unsigned col, char *err, size_t errlen) {
   char header[128];
   int n = snprintf(header, sizeof header, "{'descr': '%cu%u', 'fortran_order': False, 'shape': (%" PRIu64 ",), }",
                    width == 1 ? '|' : '<', width, rows);
@@ -497,12 +494,23 @@ static int npy_write(const char *path, uint64_t rows, unsigned width, const prst
   enum { CHUNK = 1 << 16 };
   uint64_t *buf = malloc(CHUNK * sizeof *buf);
   if (!buf) ok = 0;
-  const prstm_word *column = type_column ? NULL : prstm_batch_column(b, col);
+  const prstm_word *column = src == LOADERS_NPY_COLUMN ? prstm_batch_column(b, col) : NULL;
   for (uint64_t at = 0; ok && at < rows; at += CHUNK) {
     const uint64_t m = rows - at < CHUNK ? rows - at : CHUNK;
     unsigned char *out = (unsigned char *)buf;
     for (uint64_t i = 0; i < m; i++) {
-      const uint64_t v = type_column ? prstm_batch_type(b, at + i) : column[at + i];
+      uint64_t v = 0;
+      if (src == LOADERS_NPY_COLUMN) {
+        v = column ? column[at + i] : 0;
+      } else if (src == LOADERS_NPY_TYPE) {
+        v = prstm_batch_type(b, at + i);
+      } else {
+        prstm_status status = PRSTM_PENDING;
+        unsigned reason = 0;
+        prstm_word result = 0;
+        prstm_batch_outcome(b, at + i, &status, &reason, &result);
+        v = src == LOADERS_NPY_STATUS ? (uint64_t)status : src == LOADERS_NPY_REASON ? reason : result;
+      }
       /* Little-endian, as the header says, whatever the host. */
       for (unsigned k = 0; k < width; k++) out[i * width + k] = (unsigned char)(v >> (8 * k));
     }
@@ -548,7 +556,7 @@ int prstm_save_batch_dir(const char *dir, const prstm_batch *batch, char *err, s
   snprintf(path, sizeof path, "%s/%s", dir, BATCH_DIR_MANIFEST);
   unlink(path);
   snprintf(path, sizeof path, "%s/type.npy", dir);
-  int rc = npy_write(path, rows, 1, batch, 1, 0, err, errlen);
+  int rc = loaders_npy_write(path, rows, 1, batch, LOADERS_NPY_TYPE, 0, err, errlen);
   for (unsigned c = 0; c < ncols && !rc; c++) {
     /* The narrowest width that holds the column's largest value. */
     const prstm_word *v = prstm_batch_column(batch, c);
@@ -556,7 +564,7 @@ int prstm_save_batch_dir(const char *dir, const prstm_batch *batch, char *err, s
     for (uint64_t r = 0; r < rows; r++) max |= v[r];
     const unsigned width = max <= UINT8_MAX ? 1 : max <= UINT16_MAX ? 2 : max <= UINT32_MAX ? 4 : 8;
     snprintf(path, sizeof path, "%s/arg%u.npy", dir, c);
-    rc = npy_write(path, rows, width, batch, 0, c, err, errlen);
+    rc = loaders_npy_write(path, rows, width, batch, LOADERS_NPY_COLUMN, c, err, errlen);
   }
   if (rc) return rc;
   cJSON *root = cJSON_CreateObject();

@@ -82,4 +82,18 @@ int loaders_jsonl_line(char *line, size_t n, int first_line, const prstm_workloa
 int loaders_load_jsonl_threads(const char *path, const prstm_workload *wl, uint64_t nwords, prstm_batch *batch,
                                unsigned threads, char *err, size_t errlen);
 
+/* What a .npy column written by loaders_npy_write holds, row by row. */
+typedef enum loaders_npy_source {
+  LOADERS_NPY_TYPE,   /* the row's type index */
+  LOADERS_NPY_COLUMN, /* argument column col */
+  LOADERS_NPY_STATUS, /* the outcome's prstm_status */
+  LOADERS_NPY_REASON, /* the outcome's reason code */
+  LOADERS_NPY_RESULT  /* the outcome's result word */
+} loaders_npy_source;
+/* Writes one column of the batch as a .npy file of `width`-byte unsigned
+ * little-endian values (numpy's header, version 1.0), by way of a temporary
+ * file renamed into place; "PATH: cannot write: REASON" on failure. */
+int loaders_npy_write(const char *path, uint64_t rows, unsigned width, const prstm_batch *b, loaders_npy_source src,
+                      unsigned col, char *err, size_t errlen);
+
 #endif /* LOADERS_INTERNAL_H */

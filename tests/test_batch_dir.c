@@ -535,3 +535,102 @@ Test(batch_dir, first_bad_row_is_reported_whichever_thread_met_it, .init = make_
   cr_assert_eq(prstm_batch_arg(b, 2999998, 0), 2999998 % 100);
   prstm_batch_destroy(b);
 }
+
+/* A run with every outcome: a committed deposit, a balance read with its
+ * result, a withdrawal nothing funds (abandoned) and a deposit that would
+ * overflow (failed with the bank's reason). */
+static prstm_batch *run_every_outcome(void) {
+  const prstm_workload *wl = prstm_workload_find("bank");
+  prstm_options opt;
+  prstm_options_init(&opt);
+  opt.backend = PRSTM_BACKEND_CPU;
+  opt.threads = 1;
+  prstm_engine *e = NULL;
+  cr_assert_eq(prstm_engine_create(&e, wl, &opt), 0);
+  prstm_state_spec s = {.accounts = 4, .initial_balance = 10};
+  cr_assert_eq(prstm_engine_init_state(e, &s), 0);
+  prstm_batch *b = NULL;
+  cr_assert_eq(prstm_batch_create(&b, wl), 0);
+  prstm_word dep[2] = {1, 5}, bal[1] = {1}, wd[2] = {2, 1000}, over[2] = {3, UINT64_MAX};
+  cr_assert_eq(prstm_batch_append_named(b, "deposit", dep, 2), 0);
+  cr_assert_eq(prstm_batch_append_named(b, "balance", bal, 1), 0);
+  cr_assert_eq(prstm_batch_append_named(b, "withdraw", wd, 2), 0);
+  cr_assert_eq(prstm_batch_append_named(b, "deposit", over, 2), 0);
+  prstm_results r;
+  cr_assert_eq(prstm_engine_run(e, b, &r), 0, "%s", prstm_engine_error(e));
+  prstm_engine_destroy(e);
+  return b;
+}
+
+Test(outcomes, jsonl_has_a_line_a_row_with_names, .init = make_tmpdir, .fini = remove_tmpdir) {
+  prstm_batch *b = run_every_outcome();
+  char err[512];
+  const char *path = in_tmp("o.jsonl");
+  cr_assert_eq(prstm_save_outcomes(path, b, err, sizeof err), 0, "%s", err);
+  size_t len;
+  char *text = read_bytes(path, &len);
+  /* The balance read ran before or after the deposit: its result is 10 or 15. */
+  const char *balance = strstr(text, "{\"index\":1,\"status\":\"committed\",\"reason\":\"none\",\"result\":1");
+  cr_assert_not_null(balance, "%s", text);
+  char want[1024];
+  snprintf(want, sizeof want,
+           "{\"index\":0,\"status\":\"committed\",\"reason\":\"none\",\"result\":0}\n%.*s\n"
+           "{\"index\":2,\"status\":\"abandoned\",\"reason\":\"%s\",\"result\":0}\n"
+           "{\"index\":3,\"status\":\"failed\",\"reason\":\"balance would overflow\",\"result\":0}\n",
+           (int)(strchr(balance, '\n') - balance), balance,
+           prstm_reason_string(prstm_batch_workload(b), 1, PRSTM_REASON_QUIESCENT));
+  cr_assert_str_eq(text, want);
+  free(text);
+  prstm_batch_destroy(b);
+}
+
+Test(outcomes, folder_holds_numpy_columns, .init = make_tmpdir, .fini = remove_tmpdir) {
+  prstm_batch *b = run_every_outcome();
+  char err[512];
+  const char *dir = in_tmp("od");
+  cr_assert_eq(prstm_save_outcomes(dir, b, err, sizeof err), 0, "%s", err);
+  static const struct {
+    const char *file;
+    unsigned width;
+  } cols[] = {{"status.npy", 1}, {"reason.npy", 1}, {"result.npy", 8}};
+  uint64_t got[3][4];
+  for (unsigned c = 0; c < 3; c++) {
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s", dir, cols[c].file);
+    size_t len;
+    char *f = read_bytes(path, &len);
+    cr_assert_eq(memcmp(f, "\x93NUMPY\x01\x00", 8), 0);
+    const size_t at = 10 + ((unsigned char)f[8] | (size_t)(unsigned char)f[9] << 8);
+    cr_assert_eq(len, at + 4 * cols[c].width, "%s: %zu bytes", cols[c].file, len);
+    cr_assert_not_null(strstr(f + 10, "'shape': (4,)"));
+    for (unsigned r = 0; r < 4; r++) {
+      uint64_t v = 0;
+      for (unsigned k = 0; k < cols[c].width; k++)
+        v |= (uint64_t)(unsigned char)f[at + r * cols[c].width + k] << (8 * k);
+      got[c][r] = v;
+    }
+    free(f);
+  }
+  cr_assert_eq(got[0][0], PRSTM_COMMITTED);
+  cr_assert_eq(got[0][2], PRSTM_ABANDONED);
+  cr_assert_eq(got[0][3], PRSTM_FAILED);
+  cr_assert_eq(got[1][2], PRSTM_REASON_QUIESCENT);
+  cr_assert_eq(got[1][3], PRSTM_REASON_USER + 0);
+  cr_assert(got[2][1] == 10 || got[2][1] == 15, "balance result %llu", (unsigned long long)got[2][1]);
+  char path[600];
+  snprintf(path, sizeof path, "%s/outcomes.json", dir);
+  size_t len;
+  char *m = read_bytes(path, &len);
+  cr_assert_not_null(strstr(m, "\"format\": \"prstm-outcomes\""), "%s", m);
+  cr_assert_not_null(strstr(m, "\"rows\": 4"), "%s", m);
+  free(m);
+  prstm_batch_destroy(b);
+}
+
+Test(outcomes, unwritable_path_fails_with_the_path, .init = make_tmpdir, .fini = remove_tmpdir) {
+  prstm_batch *b = run_every_outcome();
+  char err[512] = "";
+  cr_assert_eq(prstm_save_outcomes(in_tmp("no/such.jsonl"), b, err, sizeof err), PRSTM_EIO);
+  cr_assert_not_null(strstr(err, "no/such.jsonl: cannot write"), "%s", err);
+  prstm_batch_destroy(b);
+}

@@ -693,6 +693,13 @@ int prstm_load_batch_dir(const char *dir, const prstm_workload *wl, uint64_t nwo
  * files replaced), each argument column in the narrowest width that holds
  * it, batch.json last. */
 int prstm_save_batch_dir(const char *dir, const prstm_batch *batch, char *err, size_t errlen);
+/* Writes every transaction's outcome after a run: to a path ending in
+ * .jsonl, one line a row, {"index", "status", "reason", "result"} (the
+ * status's and the reason's names); to any other path, a folder (created
+ * where missing) of .npy columns status.npy (uint8, prstm_status),
+ * reason.npy (uint8) and result.npy (uint64), row i at index i, and an
+ * outcomes.json written last. */
+int prstm_save_outcomes(const char *path, const prstm_batch *batch, char *err, size_t errlen);
 /* Writes text to path atomically: a temporary file in the same folder, then rename. */
 int prstm_write_file_atomic(const char *path, const char *text, size_t len, char *err, size_t errlen);
 

@@ -62,6 +62,9 @@ static const char usage_text[] =
     "  --save-batch DIR         write the config's batch (loaded or generated) into DIR as a\n"
     "                           binary batch (NumPy .npy columns and batch.json) and exit\n"
     "                           without running it\n"
+    "  --outcomes PATH          write every transaction's outcome (index, status, reason,\n"
+    "                           result): JSON Lines where PATH ends in .jsonl, else a\n"
+    "                           folder of .npy columns (docs/BATCHES.md)\n"
     "  --quiet                  print nothing but errors (and no progress bar)\n"
     "  -h, --help               show this help and exit\n"
     "  -V, --version            show the version, and whether the GPU backend is built, and exit\n"
@@ -129,6 +132,7 @@ typedef struct cli_args {
   const char *final_state;
   const char *batch;      /* --batch: a JSON Lines file or binary batch folder instead of the config's batch */
   const char *save_batch; /* --save-batch: write the batch as a binary batch folder and exit */
+  const char *outcomes;   /* --outcomes: every transaction's outcome, JSON Lines or .npy columns */
   int quiet;
   int verify;
 } cli_args;
@@ -237,11 +241,12 @@ static int check_output_folder(const char *key, const char *path) {
  * memory a state and a generated batch need at the least, and the CPU
  * backend's thread count. Returns -1 (after its message) when the run
  * cannot succeed. */
-static int check_before_work(const prstm_config *cfg, const char *save_batch) {
+static int check_before_work(const prstm_config *cfg, const char *save_batch, const char *outcomes) {
   if (check_output_folder("output.results (--results)", cfg->results_path) ||
       check_output_folder("output.final_state (--final-state)", cfg->final_state_path))
     return -1;
   if (save_batch && check_output_folder("--save-batch", save_batch)) return -1;
+  if (outcomes && check_output_folder("--outcomes", outcomes)) return -1;
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
   const double memory = pages > 0 && page > 0 ? (double)pages * (double)page : 0;
   const double gib = 1024.0 * 1024.0 * 1024.0;
@@ -307,6 +312,7 @@ static int parse_args(int argc, char **argv, cli_args *a) {
                                            {"deltas", required_argument, NULL, 'd'},
                                            {"batch", required_argument, NULL, 'B'},
                                            {"save-batch", required_argument, NULL, 'S'},
+                                           {"outcomes", required_argument, NULL, 'O'},
                                            {"help", no_argument, NULL, 'h'},
                                            {"version", no_argument, NULL, 'V'},
                                            {NULL, 0, NULL, 0}};
@@ -338,6 +344,9 @@ static int parse_args(int argc, char **argv, cli_args *a) {
         break;
       case 'S':
         a->save_batch = optarg;
+        break;
+      case 'O':
+        a->outcomes = optarg;
         break;
       case 'q':
         a->quiet = 1;
@@ -469,7 +478,7 @@ int main(int argc, char **argv) {
   prstm_engine *e = NULL;
   prstm_batch *b = NULL;
   status = EXIT_INPUT;
-  if (apply_overrides(&a, &cfg) || check_before_work(&cfg, a.save_batch)) goto done;
+  if (apply_overrides(&a, &cfg) || check_before_work(&cfg, a.save_batch, a.outcomes)) goto done;
   if (!a.quiet) note_mix_weights(&cfg);
 
   rc = prstm_engine_create(&e, cfg.workload, &cfg.options);
@@ -565,6 +574,18 @@ int main(int argc, char **argv) {
       if (status == EXIT_OK) status = EXIT_RUNTIME;
     } else if (!a.quiet) {
       cli_print_written("results", cfg.results_path);
+    }
+  }
+  if (a.outcomes) {
+    const double t_out = cli_now();
+    rc = prstm_save_outcomes(a.outcomes, b, err, sizeof err);
+    if (rc) {
+      fprintf(stderr, "prstm-run: %s\n", err[0] ? err : prstm_strerror(rc));
+      if (status == EXIT_OK) status = EXIT_RUNTIME;
+    } else if (!a.quiet) {
+      char what[64];
+      snprintf(what, sizeof what, "outcomes (%.3f s)", cli_now() - t_out);
+      cli_print_written(what, a.outcomes);
     }
   }
   if (cfg.final_state_path[0]) {
