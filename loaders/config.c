@@ -299,7 +299,7 @@ static int parse_mix(const cfg_ctx *c, const cJSON *mix, const prstm_workload *w
 
 static int parse_generate(const cfg_ctx *c, const cJSON *gen, const prstm_workload *wl, prstm_generate_spec *g) {
   static const char *const common[] = {"transactions", "seed", "mix", "read_only", "semantic_ratio", "presorted", NULL};
-  static const char *const bank[] = {"accounts_per_tx", "amount", NULL};
+  static const char *const bank[] = {"accounts_per_tx", "amount", "threads", NULL};
   static const char *const amount_keys[] = {"min", "max", NULL};
   const char *keys[CFG_MAX_KEYS];
   section_keys(wl, PRSTM_PARAM_GENERATE, common, bank, keys);
@@ -316,6 +316,9 @@ static int parse_generate(const cfg_ctx *c, const cJSON *gen, const prstm_worklo
   if ((rc = get_uint(c, gen, "accounts_per_tx", "batch.generate.accounts_per_tx", 0, 1, UINT_MAX, &apt)) != 0)
     return rc;
   g->accounts_per_tx = (unsigned)apt;
+  uint64_t gen_threads = g->threads;
+  if ((rc = get_uint(c, gen, "threads", "batch.generate.threads", 0, 0, 1024, &gen_threads)) != 0) return rc;
+  g->threads = (unsigned)gen_threads;
 
   const cJSON *amount;
   if ((rc = get_object(c, gen, "amount", "batch.generate.amount", 0, &amount)) != 0) return rc;

@@ -534,3 +534,57 @@ Test(bank_cpu, totals_in_a_chunked_run_go_through_the_stm) {
   }
   run_close(&r);
 }
+
+/* The generator makes its rows in blocks, each block from its own stream,
+ * on as many threads as asked: one thread and several give the same batch,
+ * row for row, with semantic pairs split across blocks, a Zipfian skew and
+ * wide transfers. */
+static prstm_batch *generated(const prstm_workload *wl, unsigned threads, double semantic, double skew, unsigned apt) {
+  prstm_generate_spec g;
+  memset(&g, 0, sizeof g);
+  g.transactions = 300007; /* five blocks, the last one short */
+  g.seed = 2026;
+  g.accounts_per_tx = apt;
+  g.amount_min = 1;
+  g.amount_max = 50;
+  g.read_only = 0.1;
+  g.semantic_ratio = semantic;
+  g.threads = threads;
+  g.params[prstm_param_find(wl, "skew")] = skew;
+  prstm_state_spec s = {.accounts = 100000, .initial_balance = 20};
+  prstm_batch *b = NULL;
+  cr_assert_eq(prstm_batch_create(&b, wl), 0);
+  char err[256];
+  cr_assert_eq(wl->generate(&g, &s, b, err, sizeof err), 0, "%s", err);
+  return b;
+}
+
+Test(bank_generator, same_rows_whatever_the_thread_count) {
+  const prstm_workload *wl = prstm_workload_find("bank");
+  static const struct {
+    double semantic, skew;
+    unsigned apt;
+  } shapes[] = {{0.0, 0.0, 2}, {0.3, 0.0, 2}, {0.2, 0.99, 2}, {0.0, 0.0, 5}};
+  for (unsigned k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+    prstm_batch *one = generated(wl, 1, shapes[k].semantic, shapes[k].skew, shapes[k].apt);
+    cr_assert_eq(prstm_batch_size(one), 300007);
+    for (unsigned threads = 2; threads <= 7; threads += 5) {
+      prstm_batch *many = generated(wl, threads, shapes[k].semantic, shapes[k].skew, shapes[k].apt);
+      cr_assert_eq(prstm_batch_size(many), prstm_batch_size(one));
+      cr_assert_eq(prstm_batch_columns(many), prstm_batch_columns(one));
+      for (uint64_t i = 0; i < prstm_batch_size(one); i++) {
+        if (prstm_batch_type(many, i) != prstm_batch_type(one, i))
+          cr_assert_fail("shape %u, %u threads: row %llu's type differs", k, threads, (unsigned long long)i);
+        for (unsigned c = 0; c < prstm_batch_columns(one); c++)
+          if (prstm_batch_arg(many, i, c) != prstm_batch_arg(one, i, c))
+            cr_assert_fail("shape %u, %u threads: row %llu column %u differs", k, threads, (unsigned long long)i, c);
+      }
+      prstm_batch_destroy(many);
+    }
+    /* The blocks' streams differ: block 1 does not repeat block 0. */
+    unsigned same = 0;
+    for (uint64_t i = 0; i < 1000; i++) same += prstm_batch_arg(one, i, 0) == prstm_batch_arg(one, 65536 + i, 0);
+    cr_assert_lt(same, 100, "shape %u: block 1 repeats block 0 (%u of 1000 rows)", k, same);
+    prstm_batch_destroy(one);
+  }
+}

@@ -3,10 +3,12 @@
 #define PRSTM_WORKLOAD_UTIL_H
 
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "prstm.h"
 
@@ -190,6 +192,85 @@ static inline uint64_t *wl_pair_rows(uint64_t *rng, uint64_t n, uint64_t npairs)
   }
   free(chosen);
   return slot;
+}
+
+/* ---- Generators on every core ----
+ *
+ * A generated batch is made in blocks of WL_BLOCK_ROWS rows, block b from a
+ * stream of its own seeded by wl_block_seed(seed, b): the rows depend on
+ * the seed and the row's place alone, so every core count gives the same
+ * batch. Each thread makes a run of consecutive blocks into a batch of its
+ * own, and the parts are joined in block order. */
+#define WL_BLOCK_ROWS 65536u
+#define WL_BLOCK_MAX_THREADS 64
+
+/* Makes rows [first, first + rows) into part, drawing from *rng. */
+typedef int (*wl_make_block_fn)(const void *ctx, prstm_batch *part, uint64_t first, uint64_t rows, uint64_t *rng);
+
+static inline uint64_t wl_block_seed(uint64_t seed, uint64_t block) {
+  uint64_t s = seed ^ ((block + 1) * 0xd1b54a32d192ed03ull);
+  return wl_rand(&s);
+}
+
+typedef struct wl_block_job {
+  wl_make_block_fn make;
+  const void *ctx;
+  uint64_t seed, n, block_lo, block_hi;
+  prstm_batch *part;
+  int rc;
+} wl_block_job;
+
+static void *wl_block_worker(void *arg) {
+  wl_block_job *j = (wl_block_job *)arg;
+  for (uint64_t b = j->block_lo; b < j->block_hi && !j->rc; b++) {
+    const uint64_t first = b * WL_BLOCK_ROWS;
+    const uint64_t rows = j->n - first < WL_BLOCK_ROWS ? j->n - first : WL_BLOCK_ROWS;
+    uint64_t rng = wl_block_seed(j->seed, b);
+    j->rc = j->make(j->ctx, j->part, first, rows, &rng);
+  }
+  return NULL;
+}
+
+/* Appends n generated rows to batch, made by `make` block by block on
+ * `threads` threads (0: every core). Returns the first failure (a generator's appends fail only
+ * for memory). */
+static inline int wl_generate_blocks(prstm_batch *batch, uint64_t n, uint64_t seed, unsigned threads,
+                                     wl_make_block_fn make, const void *ctx) {
+  const uint64_t nblocks = (n + WL_BLOCK_ROWS - 1) / WL_BLOCK_ROWS;
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  uint64_t nthreads = threads ? threads : (uint64_t)(cores > 0 ? cores : 1);
+  if (nthreads > nblocks) nthreads = nblocks ? nblocks : 1;
+  if (nthreads > WL_BLOCK_MAX_THREADS) nthreads = WL_BLOCK_MAX_THREADS;
+  wl_block_job jobs[WL_BLOCK_MAX_THREADS];
+  pthread_t tids[WL_BLOCK_MAX_THREADS];
+  int started[WL_BLOCK_MAX_THREADS] = {0};
+  int rc = 0;
+  for (uint64_t t = 0; t < nthreads; t++) {
+    jobs[t] = (wl_block_job){make, ctx, seed, n, nblocks * t / nthreads, nblocks * (t + 1) / nthreads, NULL, 0};
+    const uint64_t blocks = jobs[t].block_hi - jobs[t].block_lo;
+    if (!rc) rc = prstm_batch_create(&jobs[t].part, prstm_batch_workload(batch));
+    if (!rc) rc = prstm_batch_reserve(jobs[t].part, blocks * WL_BLOCK_ROWS, 0);
+  }
+  for (uint64_t t = 1; t < nthreads && !rc; t++)
+    started[t] = pthread_create(&tids[t], NULL, wl_block_worker, &jobs[t]) == 0;
+  if (!rc) wl_block_worker(&jobs[0]);
+  for (uint64_t t = 1; t < nthreads && !rc; t++) {
+    if (started[t])
+      pthread_join(tids[t], NULL);
+    else
+      wl_block_worker(&jobs[t]);
+  }
+  for (uint64_t t = 0; t < nthreads && !rc; t++) rc = jobs[t].rc;
+  if (!rc) {
+    /* Room for every row at once, then the parts in order. */
+    uint64_t cols = 0;
+    for (uint64_t t = 0; t < nthreads; t++)
+      if (prstm_batch_columns(jobs[t].part) > cols) cols = prstm_batch_columns(jobs[t].part);
+    rc = prstm_batch_reserve(batch, prstm_batch_size(batch) + n, (unsigned)cols);
+    for (uint64_t t = 0; t < nthreads && !rc; t++) rc = prstm_batch_append_rows(batch, jobs[t].part);
+  }
+  for (uint64_t t = 0; t < nthreads; t++) prstm_batch_destroy(jobs[t].part);
+  return rc;
 }
 
 /* ---- The end of a generator ---- */

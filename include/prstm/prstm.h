@@ -155,6 +155,9 @@ typedef struct prstm_generate_spec {
   double semantic_ratio;           /* share of transactions in a semantic dependency */
   int presorted;                   /* higher tags first in the table */
   double params[PRSTM_MAX_PARAMS]; /* the workload's own knobs of batch.generate */
+  /* Threads that generate the batch (0: every core); the rows are the same
+   * for every count. The bank's generator honours it (batch.generate.threads). */
+  unsigned threads;
 } prstm_generate_spec;
 
 /* A workload's own configuration knob: a number under the config's `state`

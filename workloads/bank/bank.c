@@ -174,6 +174,43 @@ static int bank_emit_pair_member(bank_gen *g, uint64_t account, uint64_t amount,
   return prstm_batch_append(g->batch, BANK_WITHDRAW, args, 2);
 }
 
+/* What every block of a generated batch shares: the generator's settings
+ * and tables, read only while the blocks are made. */
+typedef struct bank_blocks {
+  bank_gen base;
+  const uint64_t *slot; /* each row's pair and member, or NULL without pairs */
+  uint64_t reserved;    /* accounts set apart for pairs */
+  int transfers;        /* the mix has transfers, so a pair may be one */
+} bank_blocks;
+
+/* Rows [first, first + rows): random rows from the block's stream; pair p's
+ * account, amount and shape from its own stream, so both members agree
+ * without storing them, whichever blocks they fall in. */
+static int bank_make_block(const void *ctx, prstm_batch *part, uint64_t first, uint64_t rows, uint64_t *rng) {
+  const bank_blocks *bb = ctx;
+  const prstm_generate_spec *spec = bb->base.spec;
+  bank_gen g = bb->base;
+  g.batch = part;
+  g.rng = *rng;
+  int rc = 0;
+  for (uint64_t i = first; i < first + rows && rc == 0; i++) {
+    if (!bb->slot || bb->slot[i] == WL_RANDOM_ROW) {
+      rc = bank_emit_random(&g);
+      continue;
+    }
+    const uint64_t reserved = bb->reserved, p = bb->slot[i] >> 1;
+    uint64_t ps = spec->seed ^ (0xa5a5a5a5a5a5a5a5ull + p * 0x9e3779b97f4a7c15ull);
+    uint64_t account = reserved ? g.accounts + p % reserved : wl_below(&ps, g.accounts);
+    uint64_t amount = spec->amount_min + wl_below(&ps, spec->amount_max - spec->amount_min + 1);
+    int as_transfer = bb->transfers && spec->accounts_per_tx <= 2 && (wl_rand(&ps) & 1);
+    uint64_t to = g.accounts < 2 ? account : (account + 1 + wl_below(&ps, g.accounts - 1)) % g.accounts;
+    uint64_t extra = !reserved || p < reserved ? g.initial : 0;
+    rc = bank_emit_pair_member(&g, account, amount, extra, (int)(bb->slot[i] & 1), as_transfer, to);
+  }
+  *rng = g.rng;
+  return rc;
+}
+
 static int bank_generate(const prstm_generate_spec *spec, const prstm_state_spec *state, prstm_batch *batch, char *err,
                          size_t errlen) {
   if (spec->transactions == 0 || state->accounts == 0) {
@@ -229,22 +266,8 @@ static int bank_generate(const prstm_generate_spec *spec, const prstm_state_spec
     }
     g.zipf = &zipf;
   }
-  /* Pair p's account, amount and shape come from its own stream, so both
-   * members agree without storing them. */
-  for (uint64_t i = 0; i < n && rc == 0; i++) {
-    if (!slot || slot[i] == WL_RANDOM_ROW) {
-      rc = bank_emit_random(&g);
-      continue;
-    }
-    uint64_t p = slot[i] >> 1;
-    uint64_t ps = spec->seed ^ (0xa5a5a5a5a5a5a5a5ull + p * 0x9e3779b97f4a7c15ull);
-    uint64_t account = reserved ? g.accounts + p % reserved : wl_below(&ps, g.accounts);
-    uint64_t amount = spec->amount_min + wl_below(&ps, spec->amount_max - spec->amount_min + 1);
-    int as_transfer = w[BANK_TRANSFER] > 0 && spec->accounts_per_tx <= 2 && (wl_rand(&ps) & 1);
-    uint64_t to = g.accounts < 2 ? account : (account + 1 + wl_below(&ps, g.accounts - 1)) % g.accounts;
-    uint64_t extra = !reserved || p < reserved ? g.initial : 0;
-    rc = bank_emit_pair_member(&g, account, amount, extra, (int)(slot[i] & 1), as_transfer, to);
-  }
+  bank_blocks blocks = {g, slot, reserved, w[BANK_TRANSFER] > 0};
+  rc = wl_generate_blocks(batch, n, spec->seed, spec->threads, bank_make_block, &blocks);
   free(slot);
   if (g.zipf) wl_zipf_free(&zipf);
   return wl_generated(batch, rc, spec->presorted, err, errlen);
