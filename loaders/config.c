@@ -298,8 +298,9 @@ static int parse_mix(const cfg_ctx *c, const cJSON *mix, const prstm_workload *w
 }
 
 static int parse_generate(const cfg_ctx *c, const cJSON *gen, const prstm_workload *wl, prstm_generate_spec *g) {
-  static const char *const common[] = {"transactions", "seed", "mix", "read_only", "semantic_ratio", "presorted", NULL};
-  static const char *const bank[] = {"accounts_per_tx", "amount", "threads", NULL};
+  static const char *const common[] = {"transactions",   "seed",      "mix",     "read_only",
+                                       "semantic_ratio", "presorted", "threads", NULL};
+  static const char *const bank[] = {"accounts_per_tx", "amount", NULL};
   static const char *const amount_keys[] = {"min", "max", NULL};
   const char *keys[CFG_MAX_KEYS];
   section_keys(wl, PRSTM_PARAM_GENERATE, common, bank, keys);

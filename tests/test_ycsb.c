@@ -180,3 +180,39 @@ Test(ycsb, auto_sends_hot_keys_to_the_cpu_and_keeps_uniform_ones) {
     test_close(r.engine, r.batch);
   }
 }
+
+/* The generator runs in blocks on as many threads as asked: one thread and
+ * three give the same Zipfian batch of updates and reads, row for row. */
+Test(ycsb, generated_rows_are_the_same_whatever_the_thread_count) {
+  prstm_batch *b[2];
+  for (unsigned k = 0; k < 2; k++) {
+    yc_run r;
+    run_open(&r, PRSTM_BACKEND_CPU, 100000, 4);
+    prstm_generate_spec g;
+    prstm_generate_spec_init(ycsb(), &g);
+    g.transactions = 200003; /* four blocks, the last one short */
+    g.seed = 99;
+    g.threads = k ? 3 : 1;
+    test_set_knob(ycsb(), g.params, "skew", 0.99);
+    g.nmix = 2;
+    g.mix_names[0] = "update";
+    g.mix_weights[0] = 0.5;
+    g.mix_names[1] = "read";
+    g.mix_weights[1] = 0.5;
+    char err[256];
+    cr_assert_eq(ycsb()->generate(&g, prstm_engine_state_spec(r.engine), r.batch, err, sizeof err), 0, "%s", err);
+    b[k] = r.batch;
+    prstm_engine_destroy(r.engine);
+  }
+  cr_assert_eq(prstm_batch_size(b[0]), 200003);
+  cr_assert_eq(prstm_batch_size(b[1]), prstm_batch_size(b[0]));
+  cr_assert_eq(prstm_batch_columns(b[1]), prstm_batch_columns(b[0]));
+  for (uint64_t i = 0; i < prstm_batch_size(b[0]); i++) {
+    if (prstm_batch_type(b[0], i) != prstm_batch_type(b[1], i)) cr_assert_fail("row %llu: type", (unsigned long long)i);
+    for (unsigned c = 0; c < prstm_batch_columns(b[0]); c++)
+      if (prstm_batch_arg(b[0], i, c) != prstm_batch_arg(b[1], i, c))
+        cr_assert_fail("row %llu column %u differs", (unsigned long long)i, c);
+  }
+  prstm_batch_destroy(b[0]);
+  prstm_batch_destroy(b[1]);
+}

@@ -76,6 +76,40 @@ static int ycsb_init_state(const prstm_state_spec *spec, prstm_word **words, uin
 /* `transactions` rows of the mix (update by default), each of `ops`
  * operations on keys drawn uniformly or by the Zipfian skew; an update's
  * last `writes` operations write. */
+/* What every block of a generated batch shares, read only. */
+typedef struct ycsb_blocks {
+  ycsb_shape s;
+  unsigned ops;
+  uint64_t kinds;       /* the update's operation kinds, two bits each */
+  double cumulative[2]; /* update, read */
+  const wl_zipf *zipf;  /* skewed keys, or NULL for uniform ones */
+} ycsb_blocks;
+
+static int ycsb_make_block(const void *ctx, prstm_batch *part, uint64_t first, uint64_t rows, uint64_t *rng) {
+  const ycsb_blocks *yb = ctx;
+  const unsigned ops = yb->ops;
+  prstm_word args[YCSB_MAX_OPS + 2];
+  int rc = 0;
+  (void)first;
+  for (uint64_t t = 0; rc == 0 && t < rows; t++) {
+    const unsigned type = wl_pick(rng, yb->cumulative, 2);
+    prstm_word *keys = type == YCSB_UPDATE ? args + 2 : args + 1;
+    for (unsigned i = 0; i < ops; i++) {
+      const uint64_t record = yb->zipf ? wl_zipf_draw(yb->zipf, rng) : wl_below(rng, yb->s.records);
+      keys[i] = record * yb->s.fields + i % yb->s.fields;
+    }
+    if (type == YCSB_UPDATE) {
+      args[0] = yb->kinds;
+      args[1] = ops;
+      rc = prstm_batch_append(part, YCSB_UPDATE, args, ops + 2);
+    } else {
+      args[0] = ops;
+      rc = prstm_batch_append(part, YCSB_READ, args, ops + 1);
+    }
+  }
+  return rc;
+}
+
 static int ycsb_generate(const prstm_generate_spec *spec, const prstm_state_spec *state, prstm_batch *batch, char *err,
                          size_t errlen) {
   ycsb_shape s;
@@ -104,27 +138,9 @@ static int ycsb_generate(const prstm_generate_spec *spec, const prstm_state_spec
     snprintf(err, errlen, "cannot allocate the Zipfian table");
     return PRSTM_ENOMEM;
   }
-  uint64_t kinds = 0;
-  for (unsigned i = ops - writes; i < ops; i++) kinds |= (uint64_t)write_kind << (2 * i);
-  uint64_t rng = spec->seed;
-  rc = prstm_batch_reserve(batch, spec->transactions, ops + 2);
-  prstm_word args[YCSB_MAX_OPS + 2];
-  for (uint64_t t = 0; rc == 0 && t < spec->transactions; t++) {
-    const unsigned type = wl_pick(&rng, cumulative, 2);
-    prstm_word *keys = type == YCSB_UPDATE ? args + 2 : args + 1;
-    for (unsigned i = 0; i < ops; i++) {
-      const uint64_t record = skewed ? wl_zipf_draw(&zipf, &rng) : wl_below(&rng, s.records);
-      keys[i] = record * s.fields + i % s.fields;
-    }
-    if (type == YCSB_UPDATE) {
-      args[0] = kinds;
-      args[1] = ops;
-      rc = prstm_batch_append(batch, YCSB_UPDATE, args, ops + 2);
-    } else {
-      args[0] = ops;
-      rc = prstm_batch_append(batch, YCSB_READ, args, ops + 1);
-    }
-  }
+  ycsb_blocks blocks = {s, ops, 0, {cumulative[0], cumulative[1]}, skewed ? &zipf : NULL};
+  for (unsigned i = ops - writes; i < ops; i++) blocks.kinds |= (uint64_t)write_kind << (2 * i);
+  rc = wl_generate_blocks(batch, spec->transactions, spec->seed, spec->threads, ycsb_make_block, &blocks);
   if (skewed) wl_zipf_free(&zipf);
   return wl_generated(batch, rc, spec->presorted, err, errlen);
 }
