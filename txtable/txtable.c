@@ -187,6 +187,8 @@ int prstm_batch_append(prstm_batch *b, unsigned type, const prstm_word *args, un
   return 0;
 }
 
+static void txtable_copy_rows(prstm_batch *b, uint64_t n, const prstm_column *cols, unsigned ncols);
+
 int prstm_batch_append_rows(prstm_batch *dst, const prstm_batch *src) {
   if (!dst || !src || dst == src) return PRSTM_EINVAL;
   if (src->wl != dst->wl)
@@ -203,13 +205,13 @@ int prstm_batch_append_rows(prstm_batch *dst, const prstm_batch *src) {
   }
   memcpy(dst->type + dst->n, src->type, (size_t)src->n);
   memset(dst->status + dst->n, 0, (size_t)src->n);
-  for (uint32_t c = 0; c < dst->ncols; c++) {
-    uint64_t *to = dst->args + (uint64_t)c * dst->cap + dst->n;
-    if (c < src->ncols)
-      memcpy(to, src->args + (uint64_t)c * src->cap, (size_t)src->n * sizeof *to);
-    else
-      memset(to, 0, (size_t)src->n * sizeof *to);
-  }
+  /* The source's columns as 8-byte columns: copied on every core when large
+   * (the parts of a generated or parsed batch joined in order). */
+  prstm_column *cols = malloc((src->ncols ? src->ncols : 1) * sizeof *cols);
+  if (!cols) return txtable_fail(dst, PRSTM_ENOMEM, "out of memory");
+  for (uint32_t c = 0; c < src->ncols; c++) cols[c] = (prstm_column){src->args + (uint64_t)c * src->cap, 8};
+  txtable_copy_rows(dst, src->n, cols, src->ncols);
+  free(cols);
   dst->n = need;
   dst->tag_mask |= src->tag_mask;
   dst->type_mask |= src->type_mask;
@@ -304,10 +306,20 @@ int prstm_batch_append_columns(prstm_batch *b, uint64_t n, const uint8_t *types,
   }
   memcpy(b->type + b->n, types, (size_t)n);
   memset(b->status + b->n, 0, (size_t)n);
-  /* A large append is copied by several threads, each a range of rows of
-   * every column: the copy is bound by memory, and by the page faults of a
-   * table just grown, which one thread takes one at a time. A thread that
-   * cannot start leaves its range to this one. */
+  txtable_copy_rows(b, n, cols, ncols);
+  b->n = need;
+  b->tag_mask |= tag_mask;
+  b->type_mask |= type_mask;
+  if (has_read_only) b->has_read_only = 1;
+  return 0;
+}
+
+/* Copies n rows of ncols columns into the table's words from row b->n on,
+ * zeroing its other columns there. A large copy is made by several threads,
+ * each a range of rows of every column: the copy is bound by memory, and by
+ * the page faults of a table just grown, which one thread takes one at a
+ * time. A thread that cannot start leaves its range to this one. */
+static void txtable_copy_rows(prstm_batch *b, uint64_t n, const prstm_column *cols, unsigned ncols) {
   const long cores = sysconf(_SC_NPROCESSORS_ONLN);
   uint64_t nthreads = n / TXTABLE_COPY_ROWS_PER_THREAD + 1;
   if (nthreads > (uint64_t)(cores > 0 ? cores : 1)) nthreads = (uint64_t)(cores > 0 ? cores : 1);
@@ -326,11 +338,6 @@ int prstm_batch_append_columns(prstm_batch *b, uint64_t n, const uint8_t *types,
     else
       column_copy_rows(&jobs[k]);
   }
-  b->n = need;
-  b->tag_mask |= tag_mask;
-  b->type_mask |= type_mask;
-  if (has_read_only) b->has_read_only = 1;
-  return 0;
 }
 
 int prstm_batch_presort(prstm_batch *b) {
