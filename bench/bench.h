@@ -150,6 +150,9 @@ typedef struct bench_experiment {
   int (*run)(bench_ctx *c);
 } bench_experiment;
 extern const bench_experiment bench_experiments[];
+/* The ingest experiment (ingest.c), with a CSV of its own. */
+int exp_ingest(bench_ctx *c);
+extern const char ingest_csv_header[];
 extern const unsigned bench_experiment_count;
 /* The shapes of points the experiments and the targets share. */
 FILE *bench_open_csv(const bench_ctx *c, const char *name);

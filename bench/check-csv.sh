@@ -56,6 +56,20 @@ for name in bank-accounts bank-coverage bank-threads bank-size semantic-bank sem
   fi
 done
 
+# ingest.csv has a header of its own: every input measured, checked (status
+# ok) and with a positive rate.
+i=$dir/ingest.csv
+if [ ! -s "$i" ]; then
+  fail "$i: missing or empty"
+else
+  [ "$(head -1 "$i")" = "experiment,input,rows,bytes,seconds,rows_per_s,mb_per_s,vs_read,status,note" ] ||
+    fail "$i: header is not prstm-bench's ingest header"
+  for input in generate save_binary read_jsonl load_jsonl read_binary load_binary; do
+    awk -F, -v in_="$input" 'NR > 1 && $2 == in_ && $9 == "ok" && $6 > 0 {found = 1} END {exit !found}' "$i" ||
+      fail "$i: no checked row of $input with a positive rate"
+  done
+fi
+
 t=$dir/targets.csv
 if [ ! -s "$t" ]; then
   fail "$t: missing or empty"

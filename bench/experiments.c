@@ -446,5 +446,6 @@ const bench_experiment bench_experiments[] = {
     {"workloads-coverage", exp_workloads_coverage},
     {"targets", exp_targets},
     {"contention", exp_contention},
+    {"ingest", exp_ingest},
 };
 const unsigned bench_experiment_count = sizeof bench_experiments / sizeof bench_experiments[0];

@@ -110,10 +110,35 @@ GP
   made=$((made + 1))
 }
 
+# The ingest experiment: each input path's rate in MB/s (rows/s for the
+# generator, which reads nothing), beside the plain reads of the same files.
+plot_ingest() {
+  local csv=$1
+  awk -F, 'NR > 1 && $9 == "ok" {v = $7 > 0 ? $7 : $6 / 1e6; printf "%s %g\n", $2, v}' "$csv" >"$tmp/ingest.dat"
+  if [ ! -s "$tmp/ingest.dat" ]; then
+    echo "plot.sh: $csv has no measured rows; no plot" >&2
+    return 0
+  fi
+  cat >"$tmp/ingest.gp" <<GP
+set terminal pngcairo size 800,480 font 'sans,10'
+set output '$dir/ingest.png'
+set title 'ingest: MB/s of file read or written (generate: M rows/s), each load checked row for row'
+set style fill solid 0.6
+set boxwidth 0.6
+set logscale y 10
+set grid y
+set xtics noenhanced
+plot '$tmp/ingest.dat' using 0:2:xtic(1) with boxes notitle, '' using 0:2:(sprintf('%.0f', \$2)) with labels offset 0,1 notitle
+GP
+  gnuplot "$tmp/ingest.gp"
+  made=$((made + 1))
+}
+
 for csv in "$dir"/*.csv; do
   [ -e "$csv" ] || continue
   case $(basename "$csv") in
     targets.csv) plot_targets "$csv" ;;
+    ingest.csv) plot_ingest "$csv" ;;
     targets-runs.csv) ;; # the runs behind targets.csv, not a sweep
     *) plot_sweep "$csv" ;;
   esac

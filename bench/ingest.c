@@ -1,0 +1,208 @@
+/* ingest.c: the ingest experiment: one batch of bank transfers generated, written as JSON Lines and as a binary batch, then loaded back by each path, checked row for row and timed against a plain read of the same files. */
+#define _GNU_SOURCE /* nftw */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bench.h"
+
+const char ingest_csv_header[] = "experiment,input,rows,bytes,seconds,rows_per_s,mb_per_s,vs_read,status,note\n";
+
+/* Reads a file to its end and throws the bytes away; returns the bytes
+ * read, or -1. */
+static int64_t ingest_read_file(const char *path) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  static char buf[1 << 20];
+  int64_t total = 0;
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      close(fd);
+      return n < 0 ? -1 : total;
+    }
+    total += n;
+  }
+}
+
+static int64_t ingest_folder_bytes;
+static int ingest_read_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+  (void)st;
+  (void)ftw;
+  if (flag != FTW_F) return 0;
+  int64_t n = ingest_read_file(path);
+  if (n < 0) return 1;
+  ingest_folder_bytes += n;
+  return 0;
+}
+
+static int ingest_remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+  (void)st;
+  (void)flag;
+  (void)ftw;
+  return remove(path);
+}
+
+/* 0 when b holds exactly the rows of ref. */
+static int ingest_same_rows(const prstm_batch *ref, const prstm_batch *b) {
+  const uint64_t n = prstm_batch_size(ref);
+  if (prstm_batch_size(b) != n) return -1;
+  for (uint64_t i = 0; i < n; i++) {
+    if (prstm_batch_type(b, i) != prstm_batch_type(ref, i)) return -1;
+    for (unsigned col = 0; col < 3; col++)
+      if (prstm_batch_arg(b, i, col) != prstm_batch_arg(ref, i, col)) return -1;
+  }
+  return 0;
+}
+
+typedef struct ingest_row {
+  const char *input;
+  uint64_t rows;
+  int64_t bytes;
+  double seconds, vs_read;
+  int ok;
+  char note[200];
+} ingest_row;
+
+static void ingest_write(FILE *f, const ingest_row *r) {
+  fprintf(f, "ingest,%s,%" PRIu64 ",%" PRId64 ",%.6f,%.6g,%.6g,", r->input, r->rows, r->bytes, r->seconds,
+          r->ok && r->seconds > 0 ? (double)r->rows / r->seconds : 0.0,
+          r->ok && r->seconds > 0 && r->bytes > 0 ? (double)r->bytes / r->seconds / 1e6 : 0.0);
+  if (r->vs_read > 0) fprintf(f, "%.4g", r->vs_read);
+  fprintf(f, ",%s,%s\n", r->ok ? "ok" : "failed", r->note);
+  fprintf(stderr, "prstm-bench: ingest %s: %" PRIu64 " rows in %.3f s%s%s\n", r->input, r->rows, r->seconds,
+          r->ok ? "" : ": ", r->ok ? "" : r->note);
+}
+
+int exp_ingest(bench_ctx *c) {
+  char path[1300];
+  snprintf(path, sizeof path, "%s/ingest.csv", c->o.out_dir);
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    fprintf(stderr, "prstm-bench: cannot write %s: %s\n", path, strerror(errno));
+    return PRSTM_EIO;
+  }
+  fputs(ingest_csv_header, f);
+  const prstm_workload *wl = prstm_workload_find("bank");
+  const uint64_t n = c->o.transactions ? c->o.transactions : c->o.quick ? 200000 : 20000000;
+  const uint64_t accounts = c->o.quick ? 100000 : 2500000;
+  prstm_generate_spec g;
+  prstm_generate_spec_init(wl, &g);
+  g.transactions = n;
+  g.seed = c->o.seed;
+  g.nmix = 1;
+  g.mix_names[0] = "transfer";
+  g.mix_weights[0] = 1.0;
+  g.amount_min = 1;
+  g.amount_max = 10;
+  prstm_state_spec s;
+  prstm_state_spec_init(wl, &s);
+  s.accounts = accounts;
+  s.initial_balance = 1000;
+  char jsonl[1300], folder[1300], err[1024];
+  snprintf(jsonl, sizeof jsonl, "%s/ingest.jsonl", c->o.out_dir);
+  snprintf(folder, sizeof folder, "%s/ingest-batch", c->o.out_dir);
+  int status = 0;
+  prstm_batch *ref = NULL, *b = NULL;
+
+  /* Generated on every core. */
+  ingest_row gen = {"generate", n, 0, 0, 0, 1, ""};
+  double t = bench_now();
+  int rc = prstm_batch_create(&ref, wl);
+  if (!rc) rc = wl->generate(&g, &s, ref, err, sizeof err);
+  gen.seconds = bench_now() - t;
+  if (rc) {
+    gen.ok = 0;
+    snprintf(gen.note, sizeof gen.note, "generate: %.180s", err);
+    ingest_write(f, &gen);
+    prstm_batch_destroy(ref);
+    fclose(f);
+    return rc;
+  }
+  ingest_write(f, &gen);
+
+  /* The same rows as JSON Lines (written, not timed) and as a binary batch. */
+  FILE *j = fopen(jsonl, "w");
+  for (uint64_t i = 0; j && i < n; i++)
+    fprintf(j, "{\"type\":\"transfer\",\"from\":%" PRIu64 ",\"to\":%" PRIu64 ",\"amount\":%" PRIu64 "}\n",
+            prstm_batch_arg(ref, i, 0), prstm_batch_arg(ref, i, 1), prstm_batch_arg(ref, i, 2));
+  if (!j || fclose(j) != 0) {
+    fprintf(stderr, "prstm-bench: cannot write %s: %s\n", jsonl, strerror(errno));
+    prstm_batch_destroy(ref);
+    fclose(f);
+    return PRSTM_EIO;
+  }
+  ingest_row save = {"save_binary", n, 0, 0, 0, 1, ""};
+  t = bench_now();
+  rc = prstm_save_batch_dir(folder, ref, err, sizeof err);
+  save.seconds = bench_now() - t;
+  ingest_folder_bytes = 0;
+  if (!rc && nftw(folder, ingest_read_entry, 8, FTW_PHYS) != 0) rc = PRSTM_EIO;
+  save.bytes = ingest_folder_bytes;
+  if (rc) {
+    save.ok = 0;
+    snprintf(save.note, sizeof save.note, "%.190s", err);
+    status = rc;
+  }
+  ingest_write(f, &save);
+
+  /* The plain reads first (the files are in the page cache now, as they
+   * are for the loads), then each load, checked row for row. */
+  ingest_row read_jsonl = {"read_jsonl", n, 0, 0, 0, 1, ""};
+  t = bench_now();
+  read_jsonl.bytes = ingest_read_file(jsonl);
+  read_jsonl.seconds = bench_now() - t;
+  read_jsonl.ok = read_jsonl.bytes > 0;
+  ingest_write(f, &read_jsonl);
+  ingest_row load_jsonl = {"load_jsonl", n, read_jsonl.bytes, 0, 0, 1, ""};
+  rc = prstm_batch_create(&b, wl);
+  t = bench_now();
+  if (!rc) rc = prstm_load_jsonl(jsonl, wl, accounts, b, err, sizeof err);
+  load_jsonl.seconds = bench_now() - t;
+  if (rc || ingest_same_rows(ref, b) != 0) {
+    load_jsonl.ok = 0;
+    snprintf(load_jsonl.note, sizeof load_jsonl.note, "%.190s", rc ? err : "rows differ from the generated ones");
+    status = PRSTM_EUNKNOWN;
+  } else {
+    load_jsonl.vs_read = read_jsonl.seconds / load_jsonl.seconds;
+  }
+  ingest_write(f, &load_jsonl);
+  prstm_batch_destroy(b);
+  b = NULL;
+
+  ingest_row read_binary = {"read_binary", n, 0, 0, 0, 1, ""};
+  ingest_folder_bytes = 0;
+  t = bench_now();
+  read_binary.ok = save.ok && nftw(folder, ingest_read_entry, 8, FTW_PHYS) == 0;
+  read_binary.seconds = bench_now() - t;
+  read_binary.bytes = ingest_folder_bytes;
+  ingest_write(f, &read_binary);
+  ingest_row load_binary = {"load_binary", n, read_binary.bytes, 0, 0, 1, ""};
+  rc = prstm_batch_create(&b, wl);
+  t = bench_now();
+  if (!rc) rc = prstm_load_batch_dir(folder, wl, accounts, b, err, sizeof err);
+  load_binary.seconds = bench_now() - t;
+  if (rc || ingest_same_rows(ref, b) != 0) {
+    load_binary.ok = 0;
+    snprintf(load_binary.note, sizeof load_binary.note, "%.190s", rc ? err : "rows differ from the generated ones");
+    status = PRSTM_EUNKNOWN;
+  } else {
+    load_binary.vs_read = read_binary.seconds / load_binary.seconds;
+  }
+  ingest_write(f, &load_binary);
+  prstm_batch_destroy(b);
+  prstm_batch_destroy(ref);
+  /* The files are as large as the batch: they go. */
+  unlink(jsonl);
+  nftw(folder, ingest_remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+  fclose(f);
+  if (status) c->failures++;
+  return status;
+}
