@@ -435,10 +435,15 @@ static int parse_config(const cfg_ctx *c, cJSON *root, prstm_config *cfg) {
   const char *name, *plugin;
   if ((rc = get_string(c, root, "plugin", "plugin", 0, &plugin)) != 0) return rc;
   if (plugin == NULL && cJSON_GetObjectItemCaseSensitive(root, "workload") == NULL) {
+    /* The built-in workloads by name, as this build has them. */
+    char names[256] = "";
+    size_t used = 0;
+    for (unsigned i = 0; prstm_workload_at(i) != NULL && used < sizeof names; i++)
+      used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "", prstm_workload_at(i)->name);
     loaders_errf(c->err, c->errlen,
-                 "%s: workload: missing: name a built-in workload (bank, vacation, kmeans, skiplist, graph) or give "
-                 "\"plugin\": the path of a workload plugin",
-                 c->file);
+                 "%s: workload: missing: name a built-in workload (%s) or give \"plugin\": the path of a workload "
+                 "plugin",
+                 c->file, names);
     return PRSTM_ECONFIG;
   }
   if ((rc = get_string(c, root, "workload", "workload", plugin == NULL, &name)) != 0) return rc;
