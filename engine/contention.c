@@ -42,7 +42,9 @@ void engine_contention_sample(const prstm_engine *e, const prstm_batch *b, engin
     /* Spread over the whole batch: generated batches are random throughout,
      * but a loaded one may have its hot rows together. */
     const uint64_t r = rows == b->n ? i : (uint64_t)((double)i * (double)b->n / (double)rows);
-    m += row_addresses(&e->wl->types[b->type[r]], b, r, words + m, (unsigned)per_row);
+    unsigned k = e->wl->row_words ? e->wl->row_words(e, b, r, words + m, (unsigned)per_row) : 0;
+    if (k > per_row) k = (unsigned)per_row;
+    m += k ? k : row_addresses(&e->wl->types[b->type[r]], b, r, words + m, (unsigned)per_row);
   }
   c->batch_rows = b->n;
   c->rows = rows;

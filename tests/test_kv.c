@@ -163,3 +163,45 @@ Test(kv_cpu, invariant_catches_a_broken_store) {
   memcpy(&w[other], saved, sizeof saved);
   test_close(r.engine, r.batch);
 }
+
+/* Backend auto sees the hot sets through the workload's row_words (the
+ * keys are numbers, not addresses): a write-heavy Zipfian mix goes to the
+ * CPU with the reason; gets alone on the same keys, or sets on uniform
+ * keys, stay on the GPU. No GPU is needed to ask. */
+Test(kv_cpu, auto_sees_hot_sets_through_row_words) {
+  static const struct {
+    double set, get, skew;
+    int to_cpu;
+  } cases[] = {{0.5, 0.5, 0.99, 1}, {0.0, 1.0, 0.99, 0}, {0.5, 0.5, 0.0, 0}};
+  for (unsigned k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    kv_run r;
+    run_open(&r, PRSTM_BACKEND_CPU, 2, 262144, 8, 0);
+    prstm_engine_destroy(r.engine);
+    prstm_options opt;
+    test_options(&opt, PRSTM_BACKEND_AUTO, 0, 1);
+    cr_assert_eq(prstm_engine_create(&r.engine, kv(), &opt), 0);
+    prstm_state_spec s;
+    prstm_state_spec_init(kv(), &s);
+    test_set_knob(kv(), s.params, "sets", 262144);
+    test_set_knob(kv(), s.params, "preload", 0);
+    cr_assert_eq(prstm_engine_init_state(r.engine, &s), 0, "%s", prstm_engine_error(r.engine));
+    prstm_generate_spec g;
+    prstm_generate_spec_init(kv(), &g);
+    g.transactions = 100000;
+    test_set_knob(kv(), g.params, "keys", 2000000);
+    test_set_knob(kv(), g.params, "skew", cases[k].skew);
+    g.nmix = 2;
+    g.mix_names[0] = "set";
+    g.mix_weights[0] = cases[k].set;
+    g.mix_names[1] = "get";
+    g.mix_weights[1] = cases[k].get;
+    char err[256];
+    cr_assert_eq(kv()->generate(&g, prstm_engine_state_spec(r.engine), r.batch, err, sizeof err), 0, "%s", err);
+    char why[256] = "";
+    const int to_cpu = engine_auto_prefers_cpu(r.engine, r.batch, why, sizeof why);
+    cr_assert_eq(to_cpu, cases[k].to_cpu, "case %u: auto %s the CPU (%s)", k, to_cpu ? "chose" : "did not choose",
+                 why);
+    if (to_cpu) cr_assert(strstr(why, "hot") != NULL, "reason: %s", why);
+    test_close(r.engine, r.batch);
+  }
+}

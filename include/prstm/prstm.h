@@ -19,7 +19,7 @@ extern "C" {
  * lists the versions). A program that builds its own prstm_workload
  * (prstm_add_workload) is compiled against this header and needs no check;
  * it must be rebuilt with the library. */
-#define PRSTM_ABI_VERSION 8
+#define PRSTM_ABI_VERSION 9
 
 /* One table generates the error codes, their names and their messages, so the
  * three can never drift apart. Every function returns 0 or one of these. */
@@ -259,6 +259,14 @@ typedef struct prstm_workload {
    * write or postpone. In a chunked run or a stream they run through the
    * STM like any other (docs/DESIGN-NOTES.md, "Snapshot queries"). */
   uint64_t snapshot_types;
+  /* The words row `row` will write, as far as the host can tell before the
+   * run: up to cap addresses into out, returning how many. The engine's
+   * sample of a batch's hot words (--backend auto, the GPU's threads in
+   * flight) reads these for a type whose words its body computes (a hash
+   * table's set from a key); NULL, or 0 returned for a row, leaves the
+   * sample the row's address arguments. */
+  unsigned (*row_words)(const struct prstm_engine *engine, const struct prstm_batch *batch, uint64_t row, uint64_t *out,
+                        unsigned cap);
 } prstm_workload;
 
 /* config_keys bits. PRSTM_KEYS_BANK: state.accounts (required),

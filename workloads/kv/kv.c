@@ -218,6 +218,20 @@ static int kv_check_invariant(const prstm_engine *engine, const prstm_batch *bat
   return 0;
 }
 
+/* The sample's view of a row: a set or a delete writes its key's set (the
+ * clock word stands for it); a get writes nothing, and gets do not conflict
+ * with one another, so it names no word. */
+static unsigned kv_row_words(const prstm_engine *engine, const prstm_batch *batch, uint64_t row, uint64_t *out,
+                             unsigned cap) {
+  uint64_t nwords = 0;
+  const prstm_word *w = prstm_engine_state(engine, &nwords);
+  if (cap == 0 || prstm_batch_type(batch, row) == KV_GET || nwords < KV_HEADER || w[0] == 0 || w[1] == 0 ||
+      w[1] > KV_MAX_WAYS)
+    return 0;
+  out[0] = kv_set_base(kv_set_of(prstm_batch_arg(batch, row, 0), w[0]), w[1]);
+  return 1;
+}
+
 const prstm_workload prstm_workload_kv = {
     .name = "kv",
     .ntypes = sizeof kv_types / sizeof kv_types[0],
@@ -233,4 +247,5 @@ const prstm_workload prstm_workload_kv = {
     .config_keys = 0,
     .nparams = KP_COUNT,
     .params = kv_params,
+    .row_words = kv_row_words,
 };
