@@ -59,20 +59,20 @@ static prstm_word result_of(const kv_run *r, uint64_t row) {
 Test(kv_cpu, set_get_and_delete_follow_the_store_rules) {
   kv_run r;
   run_open(&r, PRSTM_BACKEND_CPU, 1, 1, 2, 0);
-  add(&r, "get", 1, 0);    /* 0: miss */
-  add(&r, "set", 1, 10);   /* 1 */
-  add(&r, "set", 2, 20);   /* 2 */
-  add(&r, "get", 1, 0);    /* 3: 10 */
-  add(&r, "set", 1, 11);   /* 4: update: key 1 is now the newest */
-  add(&r, "set", 3, 30);   /* 5: evicts key 2, set longest ago */
-  add(&r, "get", 2, 0);    /* 6: miss */
-  add(&r, "get", 1, 0);    /* 7: 11 */
-  add(&r, "get", 3, 0);    /* 8: 30 */
-  add(&r, "delete", 3, 0); /* 9 */
-  add(&r, "get", 3, 0);    /* 10: miss */
+  add(&r, "get", 1, 0);     /* 0: miss */
+  add(&r, "set", 1, 10);    /* 1 */
+  add(&r, "set", 2, 20);    /* 2 */
+  add(&r, "get", 1, 0);     /* 3: 10 */
+  add(&r, "set", 1, 11);    /* 4: update: key 1 is now the newest */
+  add(&r, "set", 3, 30);    /* 5: evicts key 2, set longest ago */
+  add(&r, "get", 2, 0);     /* 6: miss */
+  add(&r, "get", 1, 0);     /* 7: 11 */
+  add(&r, "get", 3, 0);     /* 8: 30 */
+  add(&r, "delete", 3, 0);  /* 9 */
+  add(&r, "get", 3, 0);     /* 10: miss */
   add(&r, "delete", 99, 0); /* 11: a key never held */
-  add(&r, "set", 4, 40);   /* 12: takes the emptied way */
-  add(&r, "get", 1, 0);    /* 13: 11, not evicted */
+  add(&r, "set", 4, 40);    /* 12: takes the emptied way */
+  add(&r, "get", 1, 0);     /* 13: 11, not evicted */
   test_run_verified(r.engine, r.batch, &r.res, "kv");
   static const struct {
     uint64_t row, value;
@@ -199,8 +199,7 @@ Test(kv_cpu, auto_sees_hot_sets_through_row_words) {
     cr_assert_eq(kv()->generate(&g, prstm_engine_state_spec(r.engine), r.batch, err, sizeof err), 0, "%s", err);
     char why[256] = "";
     const int to_cpu = engine_auto_prefers_cpu(r.engine, r.batch, why, sizeof why);
-    cr_assert_eq(to_cpu, cases[k].to_cpu, "case %u: auto %s the CPU (%s)", k, to_cpu ? "chose" : "did not choose",
-                 why);
+    cr_assert_eq(to_cpu, cases[k].to_cpu, "case %u: auto %s the CPU (%s)", k, to_cpu ? "chose" : "did not choose", why);
     if (to_cpu) cr_assert(strstr(why, "hot") != NULL, "reason: %s", why);
     test_close(r.engine, r.batch);
   }
