@@ -517,13 +517,7 @@ int loaders_npy_write(const char *path, uint64_t rows, unsigned width, const prs
     ok = fwrite(out, width, (size_t)m, f) == (size_t)m;
   }
   free(buf);
-  if (fclose(f) != 0) ok = 0;
-  if (!ok || rename(tmp, path) != 0) {
-    loaders_errf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
-    unlink(tmp);
-    return PRSTM_EIO;
-  }
-  return 0;
+  return loaders_commit_tmp(f, ok, tmp, path, err, errlen);
 }
 
 int prstm_save_batch_dir(const char *dir, const prstm_batch *batch, char *err, size_t errlen) {
@@ -536,15 +530,8 @@ int prstm_save_batch_dir(const char *dir, const prstm_batch *batch, char *err, s
     loaders_errf(err, errlen, "%s: path too long", dir);
     return PRSTM_EINVAL;
   }
-  if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-    loaders_errf(err, errlen, "%s: cannot create the folder: %s", dir, strerror(errno));
-    return PRSTM_EIO;
-  }
-  struct stat st;
-  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-    loaders_errf(err, errlen, "%s: not a folder", dir);
-    return PRSTM_EIO;
-  }
+  int made = loaders_make_folder(dir, err, errlen);
+  if (made) return made;
   const prstm_workload *wl = prstm_batch_workload(batch);
   const uint64_t rows = prstm_batch_size(batch);
   /* The columns the rows use: as many as the widest type's arguments, or

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <cjson/cJSON.h>
 
@@ -81,6 +82,14 @@ int loaders_jsonl_line(char *line, size_t n, int first_line, const prstm_workloa
  * at least a megabyte), for tests that split small files. */
 int loaders_load_jsonl_threads(const char *path, const prstm_workload *wl, uint64_t nwords, prstm_batch *batch,
                                unsigned threads, char *err, size_t errlen);
+
+/* Creates folder dir where it is missing; "DIR: cannot create the folder:
+ * REASON" or "DIR: not a folder" (PRSTM_EIO) when it cannot be used. */
+int loaders_make_folder(const char *dir, char *err, size_t errlen);
+/* Closes f, written to the temporary file tmp, and renames it to path when
+ * every write succeeded (ok); otherwise removes tmp and returns PRSTM_EIO
+ * with "PATH: cannot write: REASON". */
+int loaders_commit_tmp(FILE *f, int ok, const char *tmp, const char *path, char *err, size_t errlen);
 
 /* What a .npy column written by loaders_npy_write holds, row by row. */
 typedef enum loaders_npy_source {

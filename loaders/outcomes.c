@@ -87,25 +87,12 @@ static int outcomes_jsonl(const char *path, const prstm_batch *b, char *err, siz
   }
   if (ok && used) ok = fwrite(buf, 1, used, f) == used;
   free(buf);
-  if (fclose(f) != 0) ok = 0;
-  if (!ok || rename(tmp, path) != 0) {
-    loaders_errf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
-    unlink(tmp);
-    return PRSTM_EIO;
-  }
-  return 0;
+  return loaders_commit_tmp(f, ok, tmp, path, err, errlen);
 }
 
 static int outcomes_dir(const char *dir, const prstm_batch *b, char *err, size_t errlen) {
-  if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-    loaders_errf(err, errlen, "%s: cannot create the folder: %s", dir, strerror(errno));
-    return PRSTM_EIO;
-  }
-  struct stat st;
-  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-    loaders_errf(err, errlen, "%s: not a folder", dir);
-    return PRSTM_EIO;
-  }
+  int made = loaders_make_folder(dir, err, errlen);
+  if (made) return made;
   const uint64_t n = prstm_batch_size(b);
   char path[OUTCOMES_PATH_MAX];
   /* The manifest last, as for a binary batch. */

@@ -1,4 +1,4 @@
-/* write_atomic.c: writes an output file so that readers see either the old contents or the complete new ones. */
+/* write_atomic.c: writes an output file so that readers see either the old contents or the complete new ones, and the folders and temporary files the other writers share. */
 /* mkstemp, fsync, fchmod and O_DIRECTORY are POSIX.1-2008; ask for them
  * explicitly so a plain -std=c11 build sees them. */
 #ifndef _XOPEN_SOURCE
@@ -185,4 +185,27 @@ fail:
   free(tmp);
   loaders_errf(err, errlen, "cannot write %s: %s", path, strerror(e != 0 ? e : EIO));
   return PRSTM_EIO;
+}
+
+int loaders_make_folder(const char *dir, char *err, size_t errlen) {
+  if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+    loaders_errf(err, errlen, "%s: cannot create the folder: %s", dir, strerror(errno));
+    return PRSTM_EIO;
+  }
+  struct stat st;
+  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    loaders_errf(err, errlen, "%s: not a folder", dir);
+    return PRSTM_EIO;
+  }
+  return 0;
+}
+
+int loaders_commit_tmp(FILE *f, int ok, const char *tmp, const char *path, char *err, size_t errlen) {
+  if (fclose(f) != 0) ok = 0;
+  if (!ok || rename(tmp, path) != 0) {
+    loaders_errf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+    unlink(tmp);
+    return PRSTM_EIO;
+  }
+  return 0;
 }

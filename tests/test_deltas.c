@@ -50,18 +50,18 @@ static prstm_results run_verified(prstm_engine *e, prstm_batch *b) {
   return res;
 }
 
-static void hot_batch_commits_as_sums(prstm_backend backend) {
-  const prstm_workload *wl = prstm_workload_find("bank");
-  test_need_backend(wl, backend);
-  const uint64_t n = 50000, accounts = 16;
-  prstm_batch *b = hot_batch(wl, n, accounts, 11);
+/* Runs b (every row committing) on backend with the path on, verified, and
+ * checks that it took the path with no abort; then through the STM, which
+ * must end in the same state: with every row committed, the state is the
+ * sums whatever the order. Destroys b. */
+static void commits_as_sums_like_the_stm(const prstm_workload *wl, prstm_backend backend, prstm_batch *b,
+                                         uint64_t accounts) {
+  const uint64_t n = prstm_batch_size(b);
   prstm_engine *on = open_bank(wl, backend, 0, PRSTM_DELTAS_ON, accounts, 1000000);
   prstm_results r = run_verified(on, b);
-  cr_assert_eq(r.path, PRSTM_PATH_DELTAS, "the hot batch did not take the delta path");
+  cr_assert_eq(r.path, PRSTM_PATH_DELTAS, "the batch did not take the delta path");
   cr_assert_eq(r.committed, n);
   cr_assert_eq(r.aborts, 0);
-  /* The same batch through the STM ends in the same state: with every row
-   * committed, the state is the sums whatever the order. */
   prstm_engine *off = open_bank(wl, PRSTM_BACKEND_CPU, 4, PRSTM_DELTAS_OFF, accounts, 1000000);
   prstm_results s = run_verified(off, b);
   cr_assert_eq(s.path, PRSTM_PATH_STM);
@@ -71,6 +71,12 @@ static void hot_batch_commits_as_sums(prstm_backend backend) {
   prstm_engine_destroy(on);
   prstm_engine_destroy(off);
   prstm_batch_destroy(b);
+}
+
+static void hot_batch_commits_as_sums(prstm_backend backend) {
+  const prstm_workload *wl = prstm_workload_find("bank");
+  test_need_backend(wl, backend);
+  commits_as_sums_like_the_stm(wl, backend, hot_batch(wl, 50000, 16, 11), 16);
 }
 
 Test(deltas, hot_batch_commits_as_sums_in_batch_order_on_the_cpu) { hot_batch_commits_as_sums(PRSTM_BACKEND_CPU); }
@@ -114,21 +120,7 @@ static prstm_batch *list_batch(const prstm_workload *wl, uint64_t n, uint64_t ac
 static void transfers_from_lists_commit_as_sums(prstm_backend backend) {
   const prstm_workload *wl = prstm_workload_find("bank");
   test_need_backend(wl, backend);
-  const uint64_t n = 20000, accounts = 16;
-  prstm_batch *b = list_batch(wl, n, accounts, 31);
-  prstm_engine *on = open_bank(wl, backend, 0, PRSTM_DELTAS_ON, accounts, 1000000);
-  prstm_results r = run_verified(on, b);
-  cr_assert_eq(r.path, PRSTM_PATH_DELTAS, "the batch of lists did not take the delta path");
-  cr_assert_eq(r.committed, n);
-  prstm_engine *off = open_bank(wl, PRSTM_BACKEND_CPU, 4, PRSTM_DELTAS_OFF, accounts, 1000000);
-  prstm_results s = run_verified(off, b);
-  cr_assert_eq(s.path, PRSTM_PATH_STM);
-  cr_assert_eq(s.committed, n);
-  const prstm_word *a = prstm_engine_state(on, NULL), *c = prstm_engine_state(off, NULL);
-  for (uint64_t i = 0; i < accounts; i++) cr_assert_eq(a[i], c[i], "account %llu differs", (unsigned long long)i);
-  prstm_engine_destroy(on);
-  prstm_engine_destroy(off);
-  prstm_batch_destroy(b);
+  commits_as_sums_like_the_stm(wl, backend, list_batch(wl, 20000, 16, 31), 16);
 }
 
 Test(deltas, transfers_from_lists_commit_as_sums_on_the_cpu) { transfers_from_lists_commit_as_sums(PRSTM_BACKEND_CPU); }

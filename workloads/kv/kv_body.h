@@ -35,6 +35,16 @@ PRSTM_INLINE uint64_t kv_set_of(uint64_t key, uint64_t sets) {
 
 PRSTM_INLINE uint64_t kv_set_base(uint64_t set, uint64_t ways) { return KV_HEADER + set * (1 + KV_SLOT * ways); }
 
+/* The first word of key's set, from the header, and the ways a set;
+ * returns 0 for a header that describes no store. */
+PRSTM_INLINE int kv_locate(prstm_tx *tx, uint64_t key, uint64_t *base, uint64_t *ways) {
+  const uint64_t sets = prstm_read_immutable(tx, 0);
+  *ways = prstm_read_immutable(tx, 1);
+  if (sets == 0 || *ways == 0 || *ways > KV_MAX_WAYS) return 0;
+  *base = kv_set_base(kv_set_of(key, sets), *ways);
+  return 1;
+}
+
 /* The way holding key in the set at base, or ways when none does. */
 PRSTM_INLINE uint64_t kv_find(prstm_tx *tx, uint64_t base, uint64_t ways, uint64_t key) {
   for (uint64_t w = 0; w < ways && prstm_ok(tx); w++)
@@ -46,9 +56,8 @@ PRSTM_INLINE uint64_t kv_find(prstm_tx *tx, uint64_t base, uint64_t ways, uint64
  * conflict with one another. */
 PRSTM_INLINE int kv_get(prstm_tx *tx) {
   const uint64_t key = prstm_arg(tx, 0);
-  const uint64_t sets = prstm_read_immutable(tx, 0), ways = prstm_read_immutable(tx, 1);
-  if (sets == 0 || ways == 0 || ways > KV_MAX_WAYS) return prstm_fail(tx, PRSTM_REASON_BAD_ADDRESS);
-  const uint64_t base = kv_set_base(kv_set_of(key, sets), ways);
+  uint64_t base = 0, ways = 0;
+  if (!kv_locate(tx, key, &base, &ways)) return prstm_fail(tx, PRSTM_REASON_BAD_ADDRESS);
   const uint64_t w = kv_find(tx, base, ways, key);
   prstm_set_result(tx, w < ways ? prstm_read(tx, base + 1 + KV_SLOT * w + 1) : KV_MISS);
   return PRSTM_COMMIT;
@@ -59,9 +68,8 @@ PRSTM_INLINE int kv_get(prstm_tx *tx) {
  * since they write nothing). */
 PRSTM_INLINE int kv_set(prstm_tx *tx) {
   const uint64_t key = prstm_arg(tx, 0), value = prstm_arg(tx, 1);
-  const uint64_t sets = prstm_read_immutable(tx, 0), ways = prstm_read_immutable(tx, 1);
-  if (sets == 0 || ways == 0 || ways > KV_MAX_WAYS) return prstm_fail(tx, PRSTM_REASON_BAD_ADDRESS);
-  const uint64_t base = kv_set_base(kv_set_of(key, sets), ways);
+  uint64_t base = 0, ways = 0;
+  if (!kv_locate(tx, key, &base, &ways)) return prstm_fail(tx, PRSTM_REASON_BAD_ADDRESS);
   const uint64_t clock = prstm_read(tx, base) + 1;
   uint64_t way = kv_find(tx, base, ways, key);
   if (way == ways) {
@@ -90,9 +98,8 @@ PRSTM_INLINE int kv_set(prstm_tx *tx) {
  * leaves it as it is (and commits). */
 PRSTM_INLINE int kv_delete(prstm_tx *tx) {
   const uint64_t key = prstm_arg(tx, 0);
-  const uint64_t sets = prstm_read_immutable(tx, 0), ways = prstm_read_immutable(tx, 1);
-  if (sets == 0 || ways == 0 || ways > KV_MAX_WAYS) return prstm_fail(tx, PRSTM_REASON_BAD_ADDRESS);
-  const uint64_t base = kv_set_base(kv_set_of(key, sets), ways);
+  uint64_t base = 0, ways = 0;
+  if (!kv_locate(tx, key, &base, &ways)) return prstm_fail(tx, PRSTM_REASON_BAD_ADDRESS);
   const uint64_t w = kv_find(tx, base, ways, key);
   if (w < ways) {
     prstm_write(tx, base + 1 + KV_SLOT * w, 0);
