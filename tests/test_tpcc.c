@@ -74,8 +74,8 @@ Test(tpcc_cpu, new_order_and_payment_follow_the_rules) {
   tpcc_run r;
   run_open(&r, PRSTM_BACKEND_CPU, 1, 2, 20, 50, 16);
   const tpcc_layout *l = &r.l;
-  *word(&r, tpcc_stock(l, 0, 7) + TPCC_S_QUANTITY) = 12;
-  *word(&r, tpcc_stock(l, 1, 9) + TPCC_S_QUANTITY) = 40;
+  *word(&r, tpcc_stock(l, 0, 7) + TPCC_S_ROW) = 12;
+  *word(&r, tpcc_stock(l, 1, 9) + TPCC_S_ROW) = 40;
   /* Customers 3, 7 and 11 of district (1, 2) share name 700, 7 in the middle
    * of the index's run. */
   const uint64_t idx = tpcc_names(l, 1, 2);
@@ -98,11 +98,11 @@ Test(tpcc_cpu, new_order_and_payment_follow_the_rules) {
   const uint64_t lines_a[2][3] = {{0, 7, 5}, {1, 9, 5}};
   const uint64_t lines_b[1][3] = {{0, 7, 1}};
   const uint64_t lines_bad[2][3] = {{0, 8, 1}, {0, 50, 1}}; /* item 50: the unused item */
-  new_order(&r, 0, 3, 4, 2, lines_a);         /* 0 */
-  new_order(&r, 0, 3, 5, 2, lines_bad);       /* 1: rolls back */
-  new_order(&r, 0, 3, 6, 1, lines_b);         /* 2 */
-  payment(&r, 0, 3, 0, 3, 4, 0, 12345);       /* 3 */
-  payment(&r, 1, 0, 1, 2, 700, 1, 500);       /* 4: by name */
+  new_order(&r, 0, 3, 4, 2, lines_a);                       /* 0 */
+  new_order(&r, 0, 3, 5, 2, lines_bad);                     /* 1: rolls back */
+  new_order(&r, 0, 3, 6, 1, lines_b);                       /* 2 */
+  payment(&r, 0, 3, 0, 3, 4, 0, 12345);                     /* 3 */
+  payment(&r, 1, 0, 1, 2, 700, 1, 500);                     /* 4: by name */
   test_run_verified(r.engine, r.batch, &r.res, "tpcc");
   prstm_status st;
   unsigned reason = 0;
@@ -115,11 +115,14 @@ Test(tpcc_cpu, new_order_and_payment_follow_the_rules) {
   cr_assert_eq(*word(&r, tpcc_slot(l, 0) + 1), 1);
   cr_assert_eq(*word(&r, tpcc_slot(l, 2) + 1), 2);
   /* Stock: 12 - 5 + 91 = 98, then 98 - 1; the remote line's row: 40 - 5. */
-  cr_assert_eq(*word(&r, tpcc_stock(l, 0, 7) + TPCC_S_QUANTITY), 97);
+  const uint64_t s7 = *word(&r, tpcc_stock(l, 0, 7) + TPCC_S_ROW), s9 = *word(&r, tpcc_stock(l, 1, 9) + TPCC_S_ROW);
+  cr_assert_eq(TPCC_S_QUANTITY(s7), 97);
   cr_assert_eq(*word(&r, tpcc_stock(l, 0, 7) + TPCC_S_YTD), 6);
-  cr_assert_eq(*word(&r, tpcc_stock(l, 0, 7) + TPCC_S_COUNTS), 2ull << 32);
-  cr_assert_eq(*word(&r, tpcc_stock(l, 1, 9) + TPCC_S_QUANTITY), 35);
-  cr_assert_eq(*word(&r, tpcc_stock(l, 1, 9) + TPCC_S_COUNTS), (1ull << 32) | 1, "a remote line counts as remote");
+  cr_assert_eq(TPCC_S_ORDER_CNT(s7), 2);
+  cr_assert_eq(TPCC_S_REMOTE_CNT(s7), 0);
+  cr_assert_eq(TPCC_S_QUANTITY(s9), 35);
+  cr_assert_eq(TPCC_S_ORDER_CNT(s9), 1);
+  cr_assert_eq(TPCC_S_REMOTE_CNT(s9), 1, "a remote line counts as remote");
   cr_assert_eq(*word(&r, tpcc_slot(l, 0) + 3), TPCC_LINE_WORD(7, 0, 5, 5 * price7));
   cr_assert_eq(*word(&r, tpcc_slot(l, 0) + 4), TPCC_LINE_WORD(9, 1, 5, 5 * price9));
   cr_assert_eq(*word(&r, tpcc_slot(l, 0) + 2) >> 40, 0, "an order with a remote line is not all local");
@@ -179,9 +182,7 @@ static void mixes_keep_the_conditions(prstm_backend backend) {
 }
 
 Test(tpcc_cpu, mixes_keep_the_consistency_conditions) { mixes_keep_the_conditions(PRSTM_BACKEND_CPU); }
-Test(tpcc_gpu, mixes_keep_the_consistency_conditions, .timeout = 180) {
-  mixes_keep_the_conditions(PRSTM_BACKEND_GPU);
-}
+Test(tpcc_gpu, mixes_keep_the_consistency_conditions, .timeout = 180) { mixes_keep_the_conditions(PRSTM_BACKEND_GPU); }
 
 /* The generator: the same rows on 1 and 3 threads; TPC-C's shares (1%
  * rollbacks, 1% remote lines, 15% remote payments, 60% by name, 5 to 15

@@ -49,7 +49,8 @@ enum {
 static const prstm_param_desc tpcc_params[TP_COUNT] = {
     {"warehouses", PRSTM_PARAM_STATE, 4, 1, TPCC_MAX_WAREHOUSES, 1, "warehouses (TPC-C's scale; few: hot districts)"},
     {"customers", PRSTM_PARAM_STATE, 3000, 1, TPCC_MAX_CUSTOMERS, 1, "customers a district (TPC-C: 3000)"},
-    {"items", PRSTM_PARAM_STATE, 100000, 1, TPCC_MAX_ITEMS, 1, "items, each stocked by every warehouse (TPC-C: 100000)"},
+    {"items", PRSTM_PARAM_STATE, 100000, 1, TPCC_MAX_ITEMS, 1,
+     "items, each stocked by every warehouse (TPC-C: 100000)"},
     {"slots", PRSTM_PARAM_STATE, 1000000, 0, 1e10, 1,
      "insert slots: row r of the batch inserts its order or history row into slot r (at least the batch's rows)"},
     {"seed", PRSTM_PARAM_STATE, 1, 0, 9007199254740991.0, 1, "seed of the initial population"},
@@ -131,7 +132,7 @@ static int tpcc_init_state(const prstm_state_spec *spec, prstm_word **words, uin
   for (uint64_t wh = 0; wh < l.warehouses; wh++) {
     w[tpcc_warehouse(&l, wh) + TPCC_W_YTD] = TPCC_W_YTD_INITIAL;
     w[tpcc_warehouse(&l, wh) + TPCC_W_TAX] = wl_below(&rng, 2001);
-    for (uint64_t i = 0; i <= l.items; i++) w[tpcc_stock(&l, wh, i) + TPCC_S_QUANTITY] = 10 + wl_below(&rng, 91);
+    for (uint64_t i = 0; i <= l.items; i++) w[tpcc_stock(&l, wh, i) + TPCC_S_ROW] = 10 + wl_below(&rng, 91);
     for (uint64_t d = 0; d < TPCC_DISTRICTS; d++) {
       const uint64_t dist = tpcc_district(&l, wh, d);
       w[dist + TPCC_D_YTD] = TPCC_D_YTD_INITIAL;
@@ -239,8 +240,8 @@ static int tpcc_make_block(const void *ctx, prstm_batch *part, uint64_t first, u
 }
 
 /* `transactions` rows of the mix (half NewOrder, half Payment by default). */
-static int tpcc_generate(const prstm_generate_spec *spec, const prstm_state_spec *state, prstm_batch *batch,
-                         char *err, size_t errlen) {
+static int tpcc_generate(const prstm_generate_spec *spec, const prstm_state_spec *state, prstm_batch *batch, char *err,
+                         size_t errlen) {
   if (spec->semantic_ratio != 0) {
     snprintf(err, errlen, "semantic_ratio: tpcc's transactions have no semantic dependencies (got %g)",
              spec->semantic_ratio);
@@ -292,8 +293,7 @@ static int tpcc_bad(tpcc_check *k, uint64_t row, const char *why) {
 }
 
 /* A committed or failed NewOrder against its slot; 1 when it holds. */
-static int tpcc_check_new_order(tpcc_check *k, const prstm_batch *batch, uint64_t r, prstm_status st,
-                                unsigned reason) {
+static int tpcc_check_new_order(tpcc_check *k, const prstm_batch *batch, uint64_t r, prstm_status st, unsigned reason) {
   const tpcc_layout *l = &k->l;
   const uint64_t w = prstm_batch_arg(batch, r, 0), d = prstm_batch_arg(batch, r, 1), c = prstm_batch_arg(batch, r, 2);
   const uint64_t quantities = prstm_batch_arg(batch, r, 3), n = prstm_batch_arg(batch, r, 4);
@@ -329,7 +329,7 @@ static int tpcc_check_new_order(tpcc_check *k, const prstm_batch *batch, uint64_
       return tpcc_bad(k, r, "an ORDER-LINE row does not match its line");
     if (sw != w) all_local = 0;
     k->s_ytd[idx] += qty;
-    k->s_counts[idx] += (1ull << 32) + (sw != w);
+    k->s_counts[idx] += (1ull << 8) + ((uint64_t)(sw != w) << 36);
     k->lines++;
   }
   if ((slot[2] >> 40) != all_local) return tpcc_bad(k, r, "O_ALL_LOCAL is wrong");
@@ -439,7 +439,8 @@ static int tpcc_check_tables(tpcc_check *k) {
         return 0;
       }
       if (w[dist + TPCC_D_YTD] != TPCC_D_YTD_INITIAL + k->d_ytd[di]) {
-        snprintf(k->msg, k->msglen, "condition 9: D_YTD of district %llu of warehouse %llu is not the sum of its history",
+        snprintf(k->msg, k->msglen,
+                 "condition 9: D_YTD of district %llu of warehouse %llu is not the sum of its history",
                  (unsigned long long)d, (unsigned long long)wh);
         return 0;
       }
@@ -456,8 +457,9 @@ static int tpcc_check_tables(tpcc_check *k) {
     }
     for (uint64_t i = 0; i <= l->items; i++) {
       const uint64_t s = tpcc_stock(l, wh, i), idx = wh * (l->items + 1) + i;
-      if (w[s + TPCC_S_QUANTITY] < 10 || w[s + TPCC_S_QUANTITY] > 100 || w[s + TPCC_S_YTD] != k->s_ytd[idx] ||
-          w[s + TPCC_S_COUNTS] != k->s_counts[idx]) {
+      const uint64_t q = TPCC_S_QUANTITY(w[s + TPCC_S_ROW]);
+      if (q < 10 || q > 100 || w[s + TPCC_S_YTD] != k->s_ytd[idx] ||
+          (w[s + TPCC_S_ROW] & ~(uint64_t)0xffu) != k->s_counts[idx]) {
         snprintf(k->msg, k->msglen,
                  "stock of item %llu at warehouse %llu: quantity, year-to-date or counts do not match the "
                  "committed order lines",
@@ -496,8 +498,8 @@ static int tpcc_check_invariant(const prstm_engine *engine, const prstm_batch *b
   k.msglen = msglen;
   *ok = 0;
   const prstm_word *w = k.w;
-  if (nwords < TPCC_HEADER_WORDS || w[0] < 1 || w[0] > TPCC_MAX_WAREHOUSES || w[1] < 1 ||
-      w[1] > TPCC_MAX_CUSTOMERS || w[2] < 1 || w[2] > TPCC_MAX_ITEMS) {
+  if (nwords < TPCC_HEADER_WORDS || w[0] < 1 || w[0] > TPCC_MAX_WAREHOUSES || w[1] < 1 || w[1] > TPCC_MAX_CUSTOMERS ||
+      w[2] < 1 || w[2] > TPCC_MAX_ITEMS) {
     snprintf(msg, msglen, "the header does not describe the state");
     return 0;
   }
