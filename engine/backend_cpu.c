@@ -74,7 +74,7 @@ int backend_cpu_run(prstm_engine *e, prstm_batch *b, const prstm_worker_variant 
   txtable_view_of(b, &ctx.table);
   uint64_t quiesce[STM_Q_WORDS] = {0};
   ctx.quiesce = quiesce;
-  engine_ctx_set_locks(&ctx, e->wl, calloc((size_t)engine_lock_array_words(e->wl, ctx.nlocks), sizeof *ctx.locks));
+  engine_ctx_set_locks(&ctx, e->wl, engine_lock_array(engine_lock_array_words(e->wl, ctx.nlocks)));
   ctx.stats = calloc(threads, sizeof *ctx.stats);
   pthread_t *tids = calloc(threads, sizeof *tids);
   cpu_thread_arg *args = calloc(threads, sizeof *args);
