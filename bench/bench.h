@@ -11,7 +11,7 @@
 enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2, EXIT_INCOMPLETE = 3 };
 
 /* The series of the sweeps, which --series selects from. */
-#define SERIES_COUNT 12
+#define SERIES_COUNT 16
 extern const char *const series_names[SERIES_COUNT];
 
 /* ---- Runners: the ways one point's batch is executed. ---- */
@@ -88,7 +88,8 @@ typedef struct bench_point {
   uint32_t cpu_threads; /* threads of the CPU backend runners; 0: every host core */
   uint32_t lock_coverage;
   unsigned runners;
-  int verify; /* also run the first engine runner once with verification */
+  int verify;          /* also run the first engine runner once with verification */
+  uint64_t chunk_rows; /* the engine's options.chunk_rows: 0 the whole batch at once (unless it does not fit) */
 } bench_point;
 
 /* incomplete: retry mode gave up on transactions at its retry limit, so a

@@ -429,6 +429,86 @@ static int exp_contention(bench_ctx *c) {
   return status;
 }
 
+/* oltp: the benchmarks GPU transaction engines are compared on. TPC-C's
+ * NewOrder and Payment (half and half, and Payment alone) from 1 to 256
+ * warehouses, where few warehouses are the hot case (every NewOrder of a
+ * district takes its next order id); YCSB's 9 reads and 1 read-modify-write
+ * over 1M records at Zipfian skews, and on uniform keys in chunks of 10,000
+ * and 100,000 rows against the whole batch at once (the cost of a small
+ * batch: its kernel's start, set-up, end and copies, in the end-to-end
+ * rate). Every point runs on the GPU, the CPU backend and one CPU thread,
+ * each run checked against the workload's invariant, and the GPU's run
+ * once more verified against its serial replay. TPC-C points below 16
+ * warehouses take a tenth of the transactions: there the GPU's STM runs
+ * NewOrders at tens of thousands a second. */
+static bench_point oltp_point(const bench_ctx *c, const prstm_workload *wl, const char *series, uint64_t transactions) {
+  bench_point p;
+  point_init(c, &p, wl, "oltp", series);
+  p.gen.transactions = transactions;
+  p.runners = RUNNER_BIT(R_GPU_POSTPONE) | RUNNER_BIT(R_CPU_POSTPONE) | RUNNER_BIT(R_CPU_SERIAL);
+  p.verify = 1;
+  return p;
+}
+
+static int exp_oltp(bench_ctx *c) {
+  const prstm_workload *tpcc = prstm_workload_find("tpcc"), *ycsb = prstm_workload_find("ycsb");
+  if (!tpcc || !ycsb) {
+    fprintf(stderr, "prstm-bench: this build lacks the tpcc or ycsb workload\n");
+    return PRSTM_EUNKNOWN;
+  }
+  FILE *f = bench_open_csv(c, "oltp");
+  if (!f) return PRSTM_EIO;
+  const uint64_t n = c->o.transactions ? c->o.transactions : c->o.quick ? 20000 : 1000000;
+  static const double full_wh[] = {1, 4, 16, 64, 256}, quick_wh[] = {1, 4};
+  const unsigned nw = c->o.quick ? 2 : 5;
+  bench_row rows[R_COUNT];
+  int status = 0;
+  for (unsigned mix = 0; mix < 2; mix++) {
+    for (unsigned i = 0; i < nw; i++) {
+      const double w = (c->o.quick ? quick_wh : full_wh)[i];
+      const uint64_t rows_n = w < 16 && mix == 0 && !c->o.quick ? n / 10 : n;
+      bench_point p = oltp_point(c, tpcc, mix == 0 ? "tpcc" : "tpcc-payment", rows_n);
+      p.x_name = "warehouses";
+      p.x = w;
+      if (set_param(tpcc, p.state.params, "warehouses", w) ||
+          set_param(tpcc, p.state.params, "slots", (double)rows_n) ||
+          (c->o.quick && set_param(tpcc, p.state.params, "items", 10000)))
+        status = PRSTM_EUNKNOWN;
+      p.gen.nmix = 2;
+      p.gen.mix_names[0] = "new_order";
+      p.gen.mix_weights[0] = mix == 0 ? 0.5 : 0.0;
+      p.gen.mix_names[1] = "payment";
+      p.gen.mix_weights[1] = mix == 0 ? 0.5 : 1.0;
+      run_point(c, &p, f, rows);
+    }
+  }
+  /* YCSB: 9 reads and 1 read-modify-write on 1M one-field records. */
+  static const double full_skew[] = {0.0, 0.5, 0.99, 1.2}, quick_skew[] = {0.0, 0.99};
+  for (unsigned i = 0; i < (c->o.quick ? 2u : 4u); i++) {
+    const double theta = (c->o.quick ? quick_skew : full_skew)[i];
+    bench_point p = oltp_point(c, ycsb, "ycsb", n);
+    p.x_name = "skew";
+    p.x = theta;
+    if (set_param(ycsb, p.state.params, "records", c->o.quick ? 100000 : 1000000) ||
+        set_param(ycsb, p.gen.params, "skew", theta))
+      status = PRSTM_EUNKNOWN;
+    run_point(c, &p, f, rows);
+  }
+  static const uint64_t chunks[] = {10000, 100000, 0};
+  for (unsigned i = 0; i < 3; i++) {
+    bench_point p = oltp_point(c, ycsb, "ycsb-chunks", n);
+    p.x_name = "chunk_rows";
+    p.x = (double)(chunks[i] ? chunks[i] : n);
+    p.chunk_rows = chunks[i];
+    /* The chunks are the GPU's question; the CPU runs the batch whole. */
+    p.runners = RUNNER_BIT(R_GPU_POSTPONE);
+    if (set_param(ycsb, p.state.params, "records", c->o.quick ? 100000 : 1000000)) status = PRSTM_EUNKNOWN;
+    run_point(c, &p, f, rows);
+  }
+  fclose(f);
+  return status;
+}
+
 static int exp_semantic_bank(bench_ctx *c) { return exp_semantic(c, 0); }
 static int exp_semantic_vacation(bench_ctx *c) { return exp_semantic(c, 1); }
 static int exp_workloads_threads(bench_ctx *c) { return exp_workloads(c, 0); }
@@ -447,5 +527,6 @@ const bench_experiment bench_experiments[] = {
     {"targets", exp_targets},
     {"contention", exp_contention},
     {"ingest", exp_ingest},
+    {"oltp", exp_oltp},
 };
 const unsigned bench_experiment_count = sizeof bench_experiments / sizeof bench_experiments[0];

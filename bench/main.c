@@ -12,8 +12,9 @@
 
 #include "bench.h"
 
-const char *const series_names[SERIES_COUNT] = {"update", "ro20",  "unsorted", "presorted", "transfers", "skiplist",
-                                                "kmeans", "graph", "accounts", "skew",      "vacation",  "wide"};
+const char *const series_names[SERIES_COUNT] = {
+    "update",   "ro20", "unsorted", "presorted", "transfers", "skiplist",     "kmeans", "graph",
+    "accounts", "skew", "vacation", "wide",      "tpcc",      "tpcc-payment", "ycsb",   "ycsb-chunks"};
 
 static const char usage_text[] =
     "usage: prstm-bench [options] [EXPERIMENT...]\n"
@@ -42,6 +43,10 @@ static const char usage_text[] =
     "  ingest              one batch of transfers generated, then loaded as JSON Lines and\n"
     "                      as a binary batch, each checked row for row and timed against\n"
     "                      a plain read of its files (ingest.csv)\n"
+    "  oltp                TPC-C (NewOrder and Payment half and half, and Payment alone) on\n"
+    "                      1 to 256 warehouses; YCSB 9 reads + 1 write at Zipfian skews to\n"
+    "                      1.2, and in chunks of 10,000 and 100,000 rows; GPU, CPU backend\n"
+    "                      and one CPU thread, every point verified (docs/OLTP.md)\n"
     "  bank                the four bank-* experiments\n"
     "  semantic            semantic-bank and semantic-vacation\n"
     "  workloads           workloads-threads and workloads-coverage\n"
@@ -58,15 +63,16 @@ static const char usage_text[] =
     "                          (default 300, 60 with --quick)\n"
     "  --max-time S            start no new point after S seconds in all; the points left\n"
     "                          are written as skipped and the exit status is 3 (default: no limit)\n"
-    "  --transactions N        base batch size of the bank, vacation and skiplist points\n"
-    "                          (default 8000000, 20000 with --quick)\n"
+    "  --transactions N        base batch size of the bank, vacation, skiplist and oltp points\n"
+    "                          (default 8000000, oltp 1000000; 20000 with --quick)\n"
     "  --runners LIST          comma-separated runners to run (default: all of them):\n"
     "                          gpu_postpone,gpu_retry,gpu_ceiling,cpu_postpone,cpu_retry,\n"
     "                          cpu_serial,cpu_plain, and in contention gpu_stm,gpu_deltas,\n"
     "                          cpu_stm,cpu_deltas (the delta path off and on)\n"
     "  --series LIST           comma-separated series to run (default: all): update, ro20,\n"
     "                          unsorted, presorted, transfers, skiplist, kmeans, graph,\n"
-    "                          accounts, skew, vacation, wide; the\n"
+    "                          accounts, skew, vacation, wide, tpcc, tpcc-payment, ycsb,\n"
+    "                          ycsb-chunks; the\n"
     "                          points of other series are neither run nor written (targets\n"
     "                          always runs whole)\n"
     "  --cpu-threads N         threads of the CPU backend runners (default 0: every host core)\n"

@@ -165,6 +165,7 @@ static int engine_run_once(const bench_ctx *c, const bench_point *p, prstm_backe
   opt.retry_limit = 100;
   opt.verify = verify;
   opt.deltas = deltas;
+  opt.chunk_rows = p->chunk_rows;
   opt.watchdog_s = (uint32_t)(c->o.timeout_point_s > 1 ? c->o.timeout_point_s : 1);
   prstm_engine *e = NULL;
   prstm_batch *current = batch;
