@@ -156,7 +156,7 @@ typedef struct prstm_generate_spec {
   int presorted;                   /* higher tags first in the table */
   double params[PRSTM_MAX_PARAMS]; /* the workload's own knobs of batch.generate */
   /* Threads that generate the batch (0: every core); the rows are the same
-   * for every count. The bank's and ycsb's generators honour it
+   * for every count. The bank's, ycsb's, kv's and tpcc's generators honour it
    * (batch.generate.threads); the others run on one thread. */
   unsigned threads;
 } prstm_generate_spec;
