@@ -12,7 +12,7 @@ nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 [ -x "$nvcc" ] || { echo "resource-report: nvcc not found (set NVCC)" >&2; exit 1; }
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
-incs=(-I"$root/engine" -I"$root/cmp" -I"$root/txtable" -I"$root/loaders")
+incs=(-I"$root/include/prstm" -I"$root/engine" -I"$root/engine/stm" -I"$root/cmp" -I"$root/txtable" -I"$root/loaders")
 for dir in "$root"/workloads/*/; do incs+=(-I"$dir"); done
 printf '%-44s %5s %7s %12s %11s\n' kernel regs "stack B" "spill st. B" "spill ld. B"
 for src in "$root"/workloads/*/*_gpu.cu "$root/bench/ceiling.cu"; do
