@@ -21,6 +21,23 @@
 #define STM_ADDS 0
 #endif
 
+/* Membership filters of the read, write and lock sets, in code compiled
+ * with PRSTM_WIDE_SETS defined before the first include of prstm_tx.h (a
+ * body header whose transactions touch tens of words). Every read, write
+ * and lock of an attempt searches its set for the key first, and a set of
+ * n entries then costs n^2 / 2 comparisons; on a GPU the sets of such a
+ * body sit in thread-local memory, where each comparison is a trip to the
+ * cache. A filter is 128 bits of hashed membership: a key whose bit is
+ * clear is not in the set, and the search is skipped. The bits only ever
+ * cover more keys than the set holds, so a skipped search is never wrong.
+ * Small sets keep none: the bits would cost registers that their kernels
+ * use. */
+#ifdef PRSTM_WIDE_SETS
+#define STM_FILTERS 1
+#else
+#define STM_FILTERS 0
+#endif
+
 /* Counters each executing thread keeps privately and publishes once at the end. */
 typedef struct stm_thread_stats {
   uint64_t committed, aborts, postponements, failed, abandoned, sweeps;
@@ -104,6 +121,34 @@ typedef struct stm_lock_entry {
   uint32_t held; /* 0 not held, 1 pre-locked, 2 locked */
 } stm_lock_entry;
 
+/* A set's membership filter (STM_FILTERS). */
+typedef struct stm_filter {
+  uint64_t bits[2];
+} stm_filter;
+
+PRSTM_INLINE uint64_t stm_filter_slot(uint64_t key) { return (key * 0x9e3779b97f4a7c15ull) >> 57; }
+PRSTM_INLINE void stm_filter_add(stm_filter *f, uint64_t key) {
+  const uint64_t h = stm_filter_slot(key);
+  f->bits[h >> 6] |= 1ull << (h & 63u);
+}
+/* 0 when key is surely not in the filter's set; 1 when it may be. */
+PRSTM_INLINE int stm_filter_may_hold(const stm_filter *f, uint64_t key) {
+  const uint64_t h = stm_filter_slot(key);
+  return (int)((f->bits[h >> 6] >> (h & 63u)) & 1u);
+}
+
+/* The filters live in prstm_tx only where they are compiled, so that the
+ * attempt of a small-set kernel keeps its registers (prstm_tx never leaves
+ * the file that compiled it: every function on it is static). SET is
+ * reads, writes or locks. */
+#if STM_FILTERS
+#define STM_FILTER_ADD(tx, set, key) stm_filter_add(&(tx)->set##_filter, (key))
+#define STM_FILTER_MAY_HOLD(tx, set, key) stm_filter_may_hold(&(tx)->set##_filter, (key))
+#else
+#define STM_FILTER_ADD(tx, set, key) ((void)0)
+#define STM_FILTER_MAY_HOLD(tx, set, key) 1
+#endif
+
 /* One transaction attempt: thread-private sets of fixed capacity. */
 typedef struct prstm_tx {
   const prstm_exec_ctx *ctx;
@@ -135,6 +180,10 @@ typedef struct prstm_tx {
   stm_read_entry *reads;
   stm_write_entry *writes;
   stm_lock_entry *locks;
+#if STM_FILTERS
+  /* Filters of the sets, keyed by read lock, written word and lock. */
+  stm_filter reads_filter, writes_filter, locks_filter;
+#endif
 } prstm_tx;
 
 /* ---- The body API: what a transaction type's code calls. ---- */
@@ -213,16 +262,18 @@ PRSTM_INLINE uint64_t stm_tx_read_word(prstm_tx *tx, uint64_t addr, uint64_t del
   uint64_t version = stm_lock_version(before);
   /* With lock_coverage > 1 several addresses share a lock: one entry per lock,
    * and every read under it must have seen the same version. */
-  for (uint32_t i = 0; i < tx->nreads; i++) {
-    if (tx->reads[i].lock == l) {
-      if (tx->reads[i].version != version) stm_tx_doom(tx, STM_TX_CONFLICT);
-      return hash ? stm_tx_saw(tx, value) : value;
+  if (STM_FILTER_MAY_HOLD(tx, reads, l))
+    for (uint32_t i = 0; i < tx->nreads; i++) {
+      if (tx->reads[i].lock == l) {
+        if (tx->reads[i].version != version) stm_tx_doom(tx, STM_TX_CONFLICT);
+        return hash ? stm_tx_saw(tx, value) : value;
+      }
     }
-  }
   if (tx->nreads == tx->cap) {
     stm_tx_doom(tx, STM_TX_CAPACITY);
     return 0;
   }
+  STM_FILTER_ADD(tx, reads, l);
   tx->reads[tx->nreads].lock = l;
   tx->reads[tx->nreads].version = version;
   tx->nreads++;
@@ -240,7 +291,7 @@ PRSTM_INLINE uint64_t prstm_read(prstm_tx *tx, uint64_t addr) {
    * attempt reads under, is applied under its own lock at commit
    * (stm_tx_settle_adds), so the value read stays the value written on. */
   uint64_t delta = 0;
-  for (uint32_t i = 0; i < tx->nwrites; i++) {
+  for (uint32_t i = 0; i < (STM_FILTER_MAY_HOLD(tx, writes, addr) ? tx->nwrites : 0u); i++) {
     if (tx->writes[i].addr == addr) return stm_tx_saw(tx, tx->writes[i].value);
     if (STM_ADDS && tx->writes[i].addr == (addr | STM_WRITE_ADD)) {
       delta = tx->writes[i].value;
@@ -280,8 +331,10 @@ PRSTM_INLINE uint64_t prstm_read_immutable(prstm_tx *tx, uint64_t addr) {
  * at least one entry of the write set. */
 PRSTM_INLINE void stm_tx_lock_for_write(prstm_tx *tx, uint64_t addr) {
   uint64_t l = stm_lock_index(addr, tx->ctx->lock_coverage);
-  for (uint32_t i = 0; i < tx->nlocks; i++)
-    if (tx->locks[i].lock == l) return;
+  if (STM_FILTER_MAY_HOLD(tx, locks, l))
+    for (uint32_t i = 0; i < tx->nlocks; i++)
+      if (tx->locks[i].lock == l) return;
+  STM_FILTER_ADD(tx, locks, l);
   tx->locks[tx->nlocks].lock = l;
   tx->locks[tx->nlocks].version = 0;
   tx->locks[tx->nlocks].held = 0;
@@ -295,7 +348,7 @@ PRSTM_INLINE void prstm_write(prstm_tx *tx, uint64_t addr, uint64_t value) {
     stm_tx_doom(tx, STM_TX_BAD_ADDRESS);
     return;
   }
-  for (uint32_t i = 0; i < tx->nwrites; i++) {
+  for (uint32_t i = 0; i < (STM_FILTER_MAY_HOLD(tx, writes, addr) ? tx->nwrites : 0u); i++) {
     if ((STM_ADDS ? STM_WRITE_ADDR(tx->writes[i].addr) : tx->writes[i].addr) == addr) {
       /* A value written over an add replaces it: the add's word is now written. */
       if (STM_ADDS && tx->writes[i].addr != addr) stm_tx_lock_for_write(tx, addr);
@@ -308,6 +361,7 @@ PRSTM_INLINE void prstm_write(prstm_tx *tx, uint64_t addr, uint64_t value) {
     stm_tx_doom(tx, STM_TX_CAPACITY);
     return;
   }
+  STM_FILTER_ADD(tx, writes, addr);
   tx->writes[tx->nwrites].addr = addr;
   tx->writes[tx->nwrites].value = value;
   tx->nwrites++;
@@ -331,7 +385,7 @@ PRSTM_INLINE void prstm_add(prstm_tx *tx, uint64_t addr, uint64_t delta) {
     stm_tx_doom(tx, STM_TX_BAD_ADDRESS);
     return;
   }
-  for (uint32_t i = 0; i < tx->nwrites; i++) {
+  for (uint32_t i = 0; i < (STM_FILTER_MAY_HOLD(tx, writes, addr) ? tx->nwrites : 0u); i++) {
     if (STM_WRITE_ADDR(tx->writes[i].addr) == addr) {
       tx->writes[i].value += delta;
       return;
@@ -348,6 +402,7 @@ PRSTM_INLINE void prstm_add(prstm_tx *tx, uint64_t addr, uint64_t delta) {
     stm_tx_doom(tx, STM_TX_CAPACITY);
     return;
   }
+  STM_FILTER_ADD(tx, writes, addr);
   tx->writes[tx->nwrites].addr = addr | STM_WRITE_ADD;
   tx->writes[tx->nwrites].value = delta;
   tx->nwrites++;
@@ -368,6 +423,11 @@ PRSTM_INLINE void stm_tx_begin(prstm_tx *tx, uint64_t row, uint64_t prio) {
   tx->adds_counted = 0;
   tx->unchecked = 0;
   tx->conflict_lock = tx->conflict_word = 0;
+#if STM_FILTERS
+  tx->reads_filter.bits[0] = tx->reads_filter.bits[1] = 0;
+  tx->writes_filter.bits[0] = tx->writes_filter.bits[1] = 0;
+  tx->locks_filter.bits[0] = tx->locks_filter.bits[1] = 0;
+#endif
 }
 
 /* The lock of a blind add's entry. */
@@ -418,6 +478,7 @@ PRSTM_INLINE void stm_tx_release_all(prstm_tx *tx) {
 }
 
 PRSTM_INLINE int stm_tx_find_lock(const prstm_tx *tx, uint64_t l) {
+  if (!STM_FILTER_MAY_HOLD(tx, locks, l)) return -1;
   for (uint32_t i = 0; i < tx->nlocks; i++)
     if (tx->locks[i].lock == l) return (int)i;
   return -1;
@@ -460,6 +521,7 @@ PRSTM_INLINE uint64_t stm_wait_unlocked(const prstm_exec_ctx *ctx, const uint64_
 
 /* The read-set entry of lock l, or -1 when the attempt did not read under it. */
 PRSTM_INLINE int stm_tx_find_read(const prstm_tx *tx, uint64_t l) {
+  if (!STM_FILTER_MAY_HOLD(tx, reads, l)) return -1;
   for (uint32_t i = 0; i < tx->nreads; i++)
     if (tx->reads[i].lock == l) return (int)i;
   return -1;

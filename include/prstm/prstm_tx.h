@@ -40,6 +40,12 @@
  *   #endif */
 #define PRSTM_ADDS_COMPILED STM_ADDS
 
+/* A body whose transactions read or write tens of words (TPC-C's NewOrder)
+ * defines PRSTM_WIDE_SETS before the first include of this header too:
+ * its read, write and lock sets then keep membership filters, and a word
+ * new to a set skips the search of that set. Small sets keep none (the
+ * filters cost registers); the outcome is the same either way. */
+
 /* Instantiates a workload's worker with set capacity CAP: the one body of
  * code, compiled into the CPU backend by PRSTM_CPU_WORKER (a .c file) and into
  * a persistent kernel by PRSTM_GPU_WORKER (a .cu file). */
