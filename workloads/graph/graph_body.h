@@ -2,6 +2,9 @@
 #ifndef GRAPH_BODY_H
 #define GRAPH_BODY_H
 
+/* A push reads and writes a vertex's neighbours (up to GRAPH_MAX_DEGREE):
+ * its sets keep membership filters. */
+#define PRSTM_WIDE_SETS 1
 #include "prstm_tx.h"
 
 /* Type indices, in the order of graph_types[] in graph.c. */
