@@ -69,7 +69,9 @@ static prstm_word *word(tpcc_run *r, uint64_t at) { return &r->engine->words[at]
  * rolls back and writes nothing (its district's next id stays); a Payment
  * adds to the warehouse's and district's year-to-date and takes from the
  * customer's balance; a Payment by last name pays the middle customer of
- * that name. */
+ * that name; a NewOrder whose line is not a stock row, and a Payment of a
+ * warehouse past the last, fail for their bad input, write nothing, and
+ * leave the invariant holding. */
 Test(tpcc_cpu, new_order_and_payment_follow_the_rules) {
   tpcc_run r;
   run_open(&r, PRSTM_BACKEND_CPU, 1, 2, 20, 50, 16);
@@ -103,6 +105,9 @@ Test(tpcc_cpu, new_order_and_payment_follow_the_rules) {
   new_order(&r, 0, 3, 6, 1, lines_b);                       /* 2 */
   payment(&r, 0, 3, 0, 3, 4, 0, 12345);                     /* 3 */
   payment(&r, 1, 0, 1, 2, 700, 1, 500);                     /* 4: by name */
+  const prstm_word off_stock[6] = {1, 1, 1, 1, 1, 5};       /* 5: its line is word 5, no stock row */
+  cr_assert_eq(prstm_batch_append_named(r.batch, "new_order", off_stock, 6), 0, "%s", prstm_batch_error(r.batch));
+  payment(&r, 2, 0, 0, 0, 1, 0, 100); /* 6: warehouse 2 of 2 */
   test_run_verified(r.engine, r.batch, &r.res, "tpcc");
   prstm_status st;
   unsigned reason = 0;
@@ -110,6 +115,13 @@ Test(tpcc_cpu, new_order_and_payment_follow_the_rules) {
   cr_assert_eq(st, PRSTM_FAILED);
   cr_assert_eq(reason, TPCC_REASON_UNUSED_ITEM);
   cr_assert_eq(*word(&r, tpcc_slot(l, 1)), TPCC_SLOT_EMPTY, "the rolled back order left rows");
+  for (uint64_t row = 5; row <= 6; row++) {
+    cr_assert_eq(prstm_batch_outcome(r.batch, row, &st, &reason, NULL), 0);
+    cr_assert_eq(st, PRSTM_FAILED, "row %llu", (unsigned long long)row);
+    cr_assert_eq(reason, TPCC_REASON_INPUT, "row %llu", (unsigned long long)row);
+    cr_assert_eq(*word(&r, tpcc_slot(l, row)), TPCC_SLOT_EMPTY, "row %llu wrote its slot", (unsigned long long)row);
+  }
+  cr_assert_eq(*word(&r, tpcc_district(l, 1, 1) + TPCC_D_NEXT_O_ID), 1, "the bad order took an order id");
   cr_assert_eq(*word(&r, tpcc_stock(l, 0, 8) + TPCC_S_YTD), 0, "the rolled back order took stock");
   cr_assert_eq(*word(&r, tpcc_district(l, 0, 3) + TPCC_D_NEXT_O_ID), 3, "two orders committed in district 3");
   cr_assert_eq(*word(&r, tpcc_slot(l, 0) + 1), 1);

@@ -284,7 +284,7 @@ typedef struct tpcc_check {
   /* Expected totals from the committed rows. */
   uint64_t *w_ytd, *d_ytd, *c_ytd, *c_count, *s_ytd, *s_counts;
   uint64_t *order_ids; /* district << 40 | o_id of each committed order */
-  uint64_t norders, new_orders, rolled_back, payments, lines;
+  uint64_t norders, new_orders, rolled_back, bad_input, payments, lines;
 } tpcc_check;
 
 static int tpcc_bad(tpcc_check *k, uint64_t row, const char *why) {
@@ -292,28 +292,41 @@ static int tpcc_bad(tpcc_check *k, uint64_t row, const char *why) {
   return 0;
 }
 
-/* A committed or failed NewOrder against its slot; 1 when it holds. */
+/* A row its body must fail (`due`: the unused item's rollback, or bad
+ * input) failed with that reason and wrote nothing. */
+static int tpcc_failed_as_due(tpcc_check *k, uint64_t r, prstm_status st, unsigned reason, unsigned due) {
+  if (st != PRSTM_FAILED || reason != due)
+    return tpcc_bad(k, r,
+                    due == TPCC_REASON_UNUSED_ITEM ? "a new order naming the unused item did not roll back"
+                                                   : "a row with bad input (an id out of range, a line that is not a "
+                                                     "stock row, a quantity of 0) did not fail for it");
+  if (k->w[tpcc_slot(&k->l, r)] != TPCC_SLOT_EMPTY) return tpcc_bad(k, r, "a failed row left rows in its slot");
+  if (due == TPCC_REASON_UNUSED_ITEM)
+    k->rolled_back++;
+  else
+    k->bad_input++;
+  return 1;
+}
+
+/* A NewOrder against its slot; 1 when it holds. The reason it must fail
+ * for, if any, comes from the same checks in the same order as the body's. */
 static int tpcc_check_new_order(tpcc_check *k, const prstm_batch *batch, uint64_t r, prstm_status st, unsigned reason) {
   const tpcc_layout *l = &k->l;
   const uint64_t w = prstm_batch_arg(batch, r, 0), d = prstm_batch_arg(batch, r, 1), c = prstm_batch_arg(batch, r, 2);
   const uint64_t quantities = prstm_batch_arg(batch, r, 3), n = prstm_batch_arg(batch, r, 4);
   const prstm_word *slot = &k->w[tpcc_slot(l, r)];
+  unsigned due = 0;
   if (w >= l->warehouses || d >= TPCC_DISTRICTS || c >= l->customers || n < 1 || n > TPCC_MAX_LINES)
-    return tpcc_bad(k, r, "a new order with ids out of range");
-  int unused = 0;
-  for (uint64_t j = 0; j < n; j++) {
-    const uint64_t at = prstm_batch_arg(batch, r, 5 + (unsigned)j);
-    if (at < l->stock || at >= l->names || (at - l->stock) % TPCC_STOCK) return tpcc_bad(k, r, "a line off stock");
-    unused |= (at - l->stock) / TPCC_STOCK % (l->items + 1) == l->items;
+    due = TPCC_REASON_INPUT;
+  for (uint64_t j = 0; !due && j < n; j++) {
+    const uint64_t at = prstm_batch_arg(batch, r, 5 + (unsigned)j), qty = (quantities >> (4 * j)) & 0xfu;
+    if (at < l->stock || at >= l->names || (at - l->stock) % TPCC_STOCK || qty == 0)
+      due = TPCC_REASON_INPUT;
+    else if ((at - l->stock) / TPCC_STOCK % (l->items + 1) == l->items)
+      due = TPCC_REASON_UNUSED_ITEM;
   }
-  if (st != PRSTM_COMMITTED) {
-    if (st != PRSTM_FAILED || reason != TPCC_REASON_UNUSED_ITEM || !unused)
-      return tpcc_bad(k, r, "a new order that neither committed nor rolled back for its unused item");
-    if (slot[0] != TPCC_SLOT_EMPTY) return tpcc_bad(k, r, "a rolled back new order left rows in its slot");
-    k->rolled_back++;
-    return 1;
-  }
-  if (unused) return tpcc_bad(k, r, "a new order naming the unused item committed");
+  if (due) return tpcc_failed_as_due(k, r, st, reason, due);
+  if (st != PRSTM_COMMITTED) return tpcc_bad(k, r, "a new order that did not commit");
   if (slot[0] != TPCC_SLOT_HEAD(TPCC_SLOT_ORDER, w, d) || (slot[2] & 0xffffffffu) != c ||
       ((slot[2] >> 32) & 0xffu) != n)
     return tpcc_bad(k, r, "its ORDER row does not match it");
@@ -338,25 +351,27 @@ static int tpcc_check_new_order(tpcc_check *k, const prstm_batch *batch, uint64_
   return 1;
 }
 
-static int tpcc_check_payment(tpcc_check *k, const prstm_batch *batch, uint64_t r, prstm_status st) {
+/* A Payment against its slot and totals, its bad input found as the body
+ * finds it; 1 when it holds. */
+static int tpcc_check_payment(tpcc_check *k, const prstm_batch *batch, uint64_t r, prstm_status st, unsigned reason) {
   const tpcc_layout *l = &k->l;
   const uint64_t w = prstm_batch_arg(batch, r, 0), d = prstm_batch_arg(batch, r, 1);
   const uint64_t cw = prstm_batch_arg(batch, r, 2), cd = prstm_batch_arg(batch, r, 3);
   const uint64_t who = prstm_batch_arg(batch, r, 4), by_name = prstm_batch_arg(batch, r, 5);
   const uint64_t amount = prstm_batch_arg(batch, r, 6);
-  if (st != PRSTM_COMMITTED) return tpcc_bad(k, r, "a payment did not commit");
-  if (w >= l->warehouses || cw >= l->warehouses || d >= TPCC_DISTRICTS || cd >= TPCC_DISTRICTS)
-    return tpcc_bad(k, r, "a payment with ids out of range");
+  if (w >= l->warehouses || cw >= l->warehouses || d >= TPCC_DISTRICTS || cd >= TPCC_DISTRICTS || by_name > 1)
+    return tpcc_failed_as_due(k, r, st, reason, TPCC_REASON_INPUT);
   uint64_t c = who;
   if (by_name) {
     /* The middle customer of the name, through the index that
      * tpcc_check_names has checked against the customers' names. */
     const uint64_t idx = tpcc_names(l, cw, cd);
     const uint64_t entry = who < TPCC_NAMES ? k->w[idx + who] : 0, count = entry & 0xffffffffu;
-    if (count == 0) return tpcc_bad(k, r, "a payment by a name no customer has");
+    if (count == 0) return tpcc_failed_as_due(k, r, st, reason, TPCC_REASON_INPUT);
     c = k->w[idx + TPCC_NAMES + (entry >> 32) + (count - 1) / 2];
   }
-  if (c >= l->customers) return tpcc_bad(k, r, "a payment of a customer out of range");
+  if (c >= l->customers) return tpcc_failed_as_due(k, r, st, reason, TPCC_REASON_INPUT);
+  if (st != PRSTM_COMMITTED) return tpcc_bad(k, r, "a payment did not commit");
   const prstm_word *slot = &k->w[tpcc_slot(l, r)];
   if (slot[0] != TPCC_SLOT_HEAD(TPCC_SLOT_HISTORY, w, d) || slot[1] != TPCC_HISTORY_CUSTOMER(cw, cd, c) ||
       slot[2] != amount)
@@ -484,7 +499,8 @@ static int tpcc_check_tables(tpcc_check *k) {
 
 /* TPC-C's consistency conditions 1 to 4 (with every order a new order, as
  * no Delivery runs), conditions 8 and 9, and more from the batch: every row
- * committed, or rolled back for the unused item it names; every slot holds
+ * committed, or rolled back for the unused item it names, or failed for its
+ * bad input (writing nothing either way); every slot holds
  * exactly its row's ORDER and ORDER-LINE rows or its HISTORY row; each
  * stock row's year-to-date and counts, and each customer's totals, are
  * those of the committed rows. */
@@ -510,7 +526,10 @@ static int tpcc_check_invariant(const prstm_engine *engine, const prstm_batch *b
     return 0;
   }
   if (n > k.l.slots) {
-    snprintf(msg, msglen, "%llu rows for %llu slots", (unsigned long long)n, (unsigned long long)k.l.slots);
+    snprintf(msg, msglen,
+             "%llu rows for %llu slots: rows from %llu on failed with no slot; give state.slots at least the "
+             "batch's rows",
+             (unsigned long long)n, (unsigned long long)k.l.slots, (unsigned long long)k.l.slots);
     return 0;
   }
   const uint64_t districts = k.l.warehouses * TPCC_DISTRICTS, stock = k.l.warehouses * (k.l.items + 1);
@@ -539,7 +558,7 @@ static int tpcc_check_invariant(const prstm_engine *engine, const prstm_batch *b
     if (prstm_batch_type(batch, r) == TPCC_NEW_ORDER)
       holds = tpcc_check_new_order(&k, batch, r, st, reason);
     else
-      holds = tpcc_check_payment(&k, batch, r, st);
+      holds = tpcc_check_payment(&k, batch, r, st, reason);
   }
   /* Slots past the batch stay empty. */
   for (uint64_t r = n; holds && r < k.l.slots; r++)
@@ -547,11 +566,14 @@ static int tpcc_check_invariant(const prstm_engine *engine, const prstm_batch *b
   if (holds) holds = tpcc_check_tables(&k);
   if (holds) {
     *ok = 1;
+    char bad[96] = "";
+    if (k.bad_input)
+      snprintf(bad, sizeof bad, "; %llu rows failed for bad input and wrote nothing", (unsigned long long)k.bad_input);
     snprintf(msg, msglen,
-             "%llu new orders committed (%llu order lines) and %llu rolled back for an unused item, %llu payments; "
+             "%llu new orders committed (%llu order lines) and %llu rolled back for an unused item, %llu payments%s; "
              "consistency conditions 1 to 4, 8 and 9 hold, and stock and customers match the committed rows",
              (unsigned long long)k.new_orders, (unsigned long long)k.lines, (unsigned long long)k.rolled_back,
-             (unsigned long long)k.payments);
+             (unsigned long long)k.payments, bad);
   }
   free(k.w_ytd);
   free(k.d_ytd);
