@@ -100,12 +100,12 @@ void engine_verify_report_init(prstm_verify_report *rep);
 
 /* The first worker variant whose max_columns covers ncols, or NULL. */
 const prstm_worker_variant *engine_pick_variant(const prstm_workload *wl, uint32_t ncols);
-/* Runs rows on one host thread in retry mode with no retries: each row ends
- * committed, failed, or abandoned when its body postponed. The serial
- * executor of verification, built from the workload's own CPU worker. */
 /* A zeroed lock array of `words` words for a CPU run or replay (freed with
  * free); NULL when out of memory. A large one is zeroed on every core. */
 uint64_t *engine_lock_array(uint64_t words);
+/* Runs rows on one host thread in retry mode with no retries: each row ends
+ * committed, failed, or abandoned when its body postponed. The serial
+ * executor of verification, built from the workload's own CPU worker. */
 int engine_run_serial(const prstm_workload *wl, const prstm_worker_variant *v, prstm_word *words, uint64_t nwords,
                       uint64_t lock_coverage, uint64_t unchecked_types, txtable_view *table, char *err, size_t errlen);
 

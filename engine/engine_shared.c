@@ -85,52 +85,53 @@ const prstm_worker_variant *engine_pick_variant(const prstm_workload *wl, uint32
 }
 
 /* The lock array of a CPU run or replay (the locks, then the counters of
- * adds where the workload has them), zeroed before the clock starts. A fresh calloc leaves
- * the zeroing to first touch, and on a state of 10^8 words nearly every lock
- * a transaction takes is then a page fault, which the kernel serialises:
- * the execution of a large state was bound by faults, not by transactions,
- * and did not scale with threads. A large array gets huge pages where the
- * kernel grants them (madvise) and is zeroed by every core at once. */
-#define CPU_LOCKS_PARALLEL_BYTES ((size_t)64 << 20)
-#define CPU_LOCKS_HUGE_PAGE ((size_t)2 << 20)
+ * adds where the workload has them), zeroed before the clock starts. A
+ * fresh calloc leaves the zeroing to first touch, and on a state of 10^8
+ * words nearly every lock a transaction takes is then a page fault, which
+ * the kernel serialises: the execution of a large state was bound by
+ * faults, not by transactions, and did not scale with threads. A large
+ * array gets huge pages where the kernel grants them (madvise) and is
+ * zeroed by every core at once. */
+#define ENGINE_LOCKS_PARALLEL_BYTES ((size_t)64 << 20)
+#define ENGINE_LOCKS_HUGE_PAGE ((size_t)2 << 20)
 
-typedef struct cpu_zero_job {
+typedef struct engine_zero_job {
   unsigned char *at;
   size_t bytes;
-} cpu_zero_job;
+} engine_zero_job;
 
-static void *cpu_zero_slice(void *p) {
-  const cpu_zero_job *j = p;
+static void *engine_zero_slice(void *p) {
+  const engine_zero_job *j = p;
   memset(j->at, 0, j->bytes);
   return NULL;
 }
 
 uint64_t *engine_lock_array(uint64_t words) {
   const size_t bytes = (size_t)words * sizeof(uint64_t);
-  if (bytes < CPU_LOCKS_PARALLEL_BYTES) return calloc((size_t)words, sizeof(uint64_t));
-  const size_t rounded = (bytes + CPU_LOCKS_HUGE_PAGE - 1) / CPU_LOCKS_HUGE_PAGE * CPU_LOCKS_HUGE_PAGE;
+  if (bytes < ENGINE_LOCKS_PARALLEL_BYTES) return calloc((size_t)words, sizeof(uint64_t));
+  const size_t rounded = (bytes + ENGINE_LOCKS_HUGE_PAGE - 1) / ENGINE_LOCKS_HUGE_PAGE * ENGINE_LOCKS_HUGE_PAGE;
   void *mem = NULL;
-  if (posix_memalign(&mem, CPU_LOCKS_HUGE_PAGE, rounded) != 0) return NULL;
+  if (posix_memalign(&mem, ENGINE_LOCKS_HUGE_PAGE, rounded) != 0) return NULL;
   (void)madvise(mem, rounded, MADV_HUGEPAGE); /* a hint: without it the zeroing below still runs */
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  enum { MAX_ZEROERS = 64 };
-  unsigned n = cores < 1 ? 1u : cores > MAX_ZEROERS ? (unsigned)MAX_ZEROERS : (unsigned)cores;
-  cpu_zero_job jobs[MAX_ZEROERS];
-  pthread_t tids[MAX_ZEROERS];
-  int started[MAX_ZEROERS] = {0};
-  const size_t slice = (rounded / n + CPU_LOCKS_HUGE_PAGE - 1) / CPU_LOCKS_HUGE_PAGE * CPU_LOCKS_HUGE_PAGE;
+  enum { ENGINE_MAX_ZEROERS = 64 };
+  unsigned n = cores < 1 ? 1u : cores > ENGINE_MAX_ZEROERS ? (unsigned)ENGINE_MAX_ZEROERS : (unsigned)cores;
+  engine_zero_job jobs[ENGINE_MAX_ZEROERS];
+  pthread_t tids[ENGINE_MAX_ZEROERS];
+  int started[ENGINE_MAX_ZEROERS] = {0};
+  const size_t slice = (rounded / n + ENGINE_LOCKS_HUGE_PAGE - 1) / ENGINE_LOCKS_HUGE_PAGE * ENGINE_LOCKS_HUGE_PAGE;
   for (unsigned i = 0; i < n; i++) {
     const size_t from = (size_t)i * slice < rounded ? (size_t)i * slice : rounded;
     const size_t to = from + slice < rounded ? from + slice : rounded;
-    jobs[i] = (cpu_zero_job){(unsigned char *)mem + from, to - from};
-    if (i > 0) started[i] = pthread_create(&tids[i], NULL, cpu_zero_slice, &jobs[i]) == 0;
+    jobs[i] = (engine_zero_job){(unsigned char *)mem + from, to - from};
+    if (i > 0) started[i] = pthread_create(&tids[i], NULL, engine_zero_slice, &jobs[i]) == 0;
   }
-  cpu_zero_slice(&jobs[0]);
+  engine_zero_slice(&jobs[0]);
   for (unsigned i = 1; i < n; i++) {
     if (started[i])
       pthread_join(tids[i], NULL);
     else
-      cpu_zero_slice(&jobs[i]); /* a thread that could not start: its slice here */
+      engine_zero_slice(&jobs[i]); /* a thread that could not start: its slice here */
   }
   return mem;
 }
