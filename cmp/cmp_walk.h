@@ -70,11 +70,23 @@ PRSTM_INLINE void cmp_wait_conflict(const prstm_exec_ctx *ctx, const prstm_tx *t
   }
 }
 
+/* A decided row's footprint, in a unit of a co-executed run: the locks it
+ * read under and those it wrote or added under. Plain byte stores of 1, so
+ * threads marking the same lock need no atomics. The sets are intact after
+ * the commit, which gives back locks but keeps its entries. */
+PRSTM_INLINE void cmp_mark_footprint(const prstm_exec_ctx *ctx, const prstm_tx *tx) {
+  for (uint32_t i = 0; i < tx->nreads; i++) ctx->read_marks[tx->reads[i].lock] = 1;
+  for (uint32_t i = 0; i < tx->nwrites; i++)
+    ctx->write_marks[stm_lock_index(STM_WRITE_ADDR(tx->writes[i].addr), ctx->lock_coverage)] = 1;
+}
+
 /* Under verification, a decided row's place in the commit order and the
- * hash of what it read, for the serial replay to compare. */
+ * hash of what it read, for the serial replay to compare; in a unit of a
+ * co-executed run, its footprint. */
 PRSTM_INLINE void cmp_record_order(const prstm_exec_ctx *ctx, const prstm_tx *tx, uint64_t row, const uint64_t *seq) {
   if (seq) ctx->table.seq[row] = *seq;
   if (ctx->table.read_hash) ctx->table.read_hash[row] = tx->read_hash;
+  if (ctx->read_marks) cmp_mark_footprint(ctx, tx);
 }
 
 /* Executes row until it commits, fails, or is postponed by a semantic

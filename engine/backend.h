@@ -111,6 +111,14 @@ typedef struct backend_ops {
   int (*stream_finish)(prstm_engine *e, backend_stream *s, uint64_t *aborts, uint64_t *postponements, uint64_t *sweeps);
   /* Stops and waits for whatever is in flight, then frees everything. */
   void (*stream_free)(backend_stream *s);
+  /* A unit of a co-executed run (hetero.c), with no unit in flight: its
+   * replica of the shared words copied out to host memory or in from it,
+   * and the footprint marks of its units since the last take copied into
+   * the engine's (unit_read_marks, unit_write_marks) and cleared. NULL
+   * where the replica and the marks are the engine's own (the CPU). */
+  int (*state_read)(prstm_engine *e, backend_stream *s, prstm_word *words);
+  int (*state_write)(prstm_engine *e, backend_stream *s, const prstm_word *words);
+  int (*marks_take)(prstm_engine *e, backend_stream *s);
 } backend_ops;
 
 /* The backends of this build; backend_gpu_ops is NULL without CUDA. */

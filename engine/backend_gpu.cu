@@ -303,6 +303,7 @@ static int gpu_run_checked(prstm_engine *e, prstm_batch *b, const prstm_worker_v
   prstm_exec_ctx ctx;
   engine_ctx_fill_common(e, b, threads, &ctx);
   ctx.table.stride = b->n;
+  ctx.read_marks = ctx.write_marks = NULL; /* a co-executed unit runs streams only */
 
   cudaDeviceProp prop;
   GPU_CHECK(cudaGetDeviceProperties(&prop, 0));
@@ -429,6 +430,10 @@ struct backend_stream {
   uint64_t *h_watch; /* pinned: the progress words as the watchdog last saw them, then the stop word */
   uint8_t *h_zeros;  /* pinned zeros: the source of each unit's cleared statuses, results and progress words */
   uint64_t zero_bytes;
+  /* A unit of a co-executed run: its footprint marks on the device, the
+   * read marks then the write marks, one byte a lock each; NULL otherwise. */
+  uint8_t *marks;
+  uint64_t nlocks;
   prstm_exec_ctx base;
 };
 
@@ -495,6 +500,7 @@ static void gpu_stream_free(backend_stream *g) {
   }
   cudaFree(g->words);
   cudaFree(g->locks);
+  cudaFree(g->marks);
   cudaFree(g->totals);
   if (g->copy) cudaStreamDestroy(g->copy);
   if (g->back) cudaStreamDestroy(g->back);
@@ -608,6 +614,14 @@ static int gpu_stream_open_checked(prstm_engine *e, backend_stream *g, int resul
   engine_ctx_fill_common(e, &none, threads, &g->base);
   g->base.words = g->words;
   engine_ctx_set_locks(&g->base, e->wl, g->locks);
+  g->base.read_marks = g->base.write_marks = NULL;
+  if (e->unit_read_marks) {
+    g->nlocks = g->base.nlocks;
+    GPU_CHECK(cudaMalloc((void **)&g->marks, 2 * g->nlocks));
+    GPU_CHECK(cudaMemset(g->marks, 0, 2 * g->nlocks));
+    g->base.read_marks = g->marks;
+    g->base.write_marks = g->marks + g->nlocks;
+  }
   snprintf(device, device_len, "%.80s (%d SMs, %u threads)", prop.name, prop.multiProcessorCount, threads);
   return 0;
 }
@@ -919,6 +933,34 @@ static int gpu_stream_finish(prstm_engine *e, backend_stream *g, uint64_t *abort
   return 0;
 }
 
+/* A unit of a co-executed run: its replica out and in, whole, and its marks
+ * taken. The caller has no unit in flight, so the default stream's order
+ * (the units run on it) is the only one these copies need. */
+static int gpu_state_read(prstm_engine *e, backend_stream *g, prstm_word *words) {
+  char *err = e->err;
+  size_t errlen = sizeof e->err;
+  GPU_CHECK(cudaMemcpy(words, g->words, 8 * g->nwords, cudaMemcpyDeviceToHost));
+  return 0;
+}
+
+static int gpu_state_write(prstm_engine *e, backend_stream *g, const prstm_word *words) {
+  char *err = e->err;
+  size_t errlen = sizeof e->err;
+  GPU_CHECK(cudaMemcpy(g->words, words, 8 * g->nwords, cudaMemcpyHostToDevice));
+  return 0;
+}
+
+static int gpu_marks_take(prstm_engine *e, backend_stream *g) {
+  char *err = e->err;
+  size_t errlen = sizeof e->err;
+  if (!g->marks || !e->unit_read_marks || !e->unit_write_marks)
+    return engine_fail(e, PRSTM_EINVAL, "the GPU unit keeps no footprint marks");
+  GPU_CHECK(cudaMemcpy(e->unit_read_marks, g->marks, g->nlocks, cudaMemcpyDeviceToHost));
+  GPU_CHECK(cudaMemcpy(e->unit_write_marks, g->marks + g->nlocks, g->nlocks, cudaMemcpyDeviceToHost));
+  GPU_CHECK(cudaMemset(g->marks, 0, 2 * g->nlocks));
+  return 0;
+}
+
 /* ---- the backend ---- */
 
 static const backend_ops gpu_ops = {
@@ -934,6 +976,9 @@ static const backend_ops gpu_ops = {
     gpu_unit_wait,
     gpu_stream_finish,
     gpu_stream_free,
+    gpu_state_read,
+    gpu_state_write,
+    gpu_marks_take,
 };
 
 extern "C" const backend_ops *backend_gpu_ops(void) { return &gpu_ops; }

@@ -30,6 +30,12 @@ static unsigned row_addresses(const prstm_type_desc *d, const prstm_batch *b, ui
   return m;
 }
 
+unsigned engine_row_words(const prstm_engine *e, const prstm_batch *b, uint64_t r, uint64_t *out, unsigned cap) {
+  unsigned k = e->wl->row_words ? e->wl->row_words(e, b, r, out, cap) : 0;
+  if (k > cap) k = cap;
+  return k ? k : row_addresses(&e->wl->types[b->type[r]], b, r, out, cap);
+}
+
 void engine_contention_sample(const prstm_engine *e, const prstm_batch *b, engine_contention *c) {
   memset(c, 0, sizeof *c);
   const uint64_t want = PRSTM_POLICY_CONTENTION_SAMPLE_ROWS, per_row = 64;
@@ -42,9 +48,7 @@ void engine_contention_sample(const prstm_engine *e, const prstm_batch *b, engin
     /* Spread over the whole batch: generated batches are random throughout,
      * but a loaded one may have its hot rows together. */
     const uint64_t r = rows == b->n ? i : (uint64_t)((double)i * (double)b->n / (double)rows);
-    unsigned k = e->wl->row_words ? e->wl->row_words(e, b, r, words + m, (unsigned)per_row) : 0;
-    if (k > per_row) k = (unsigned)per_row;
-    m += k ? k : row_addresses(&e->wl->types[b->type[r]], b, r, words + m, (unsigned)per_row);
+    m += engine_row_words(e, b, r, words + m, (unsigned)per_row);
   }
   c->batch_rows = b->n;
   c->rows = rows;

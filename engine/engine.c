@@ -132,6 +132,9 @@ void prstm_results_add(prstm_results *total, const prstm_results *run) {
   total->wall_s += run->wall_s;
   total->snapshot_rows += run->snapshot_rows;
   total->snapshot_s += run->snapshot_s;
+  total->rounds += run->rounds;
+  total->second_unit_rows += run->second_unit_rows;
+  total->discarded_rows += run->discarded_rows;
   if (run->gpu_bytes > total->gpu_bytes) total->gpu_bytes = run->gpu_bytes;
 }
 
@@ -173,6 +176,15 @@ static int engine_run(prstm_engine *e, prstm_batch *b, prstm_results *res) {
   e->verify_snapshot_types = 0;
   e->snapshot_committed = e->snapshot_failed = e->snapshot_abandoned = 0;
 
+  if (e->opt.backend == PRSTM_BACKEND_HETERO) {
+    rc = engine_run_hetero(e, b, v, res);
+    if (rc == 0 && e->opt.verify) {
+      e->verify_batch = b;
+      e->verify_variant = v;
+      e->verify_counts = (engine_verify_counts){e->last_run_sequences, res->committed, res->failed, res->abandoned};
+    }
+    return rc;
+  }
   prstm_backend backend;
   rc = backend_choose(e, &backend, res->fallback, sizeof res->fallback);
   if (rc) return rc;

@@ -63,6 +63,10 @@ struct prstm_engine {
   uint64_t run_snapshot_types;
   uint64_t verify_snapshot_types;
   uint64_t snapshot_committed, snapshot_failed, snapshot_abandoned;
+  /* A unit of a co-executed run (hetero.c) is an engine of its own, whose
+   * runs mark the locks their decided rows read and wrote here (one byte a
+   * lock, prstm_exec_ctx.read_marks); NULL in every other engine. */
+  uint8_t *unit_read_marks, *unit_write_marks;
   char err[512];
 };
 
@@ -168,6 +172,9 @@ typedef struct engine_contention {
   uint64_t hottest_count; /* how often the sample's most frequent word came */
 } engine_contention;
 void engine_contention_sample(const prstm_engine *e, const prstm_batch *b, engine_contention *c);
+/* The words row r names as far as the host can tell: the workload's
+ * row_words hook, else its address arguments; at most cap, 0 when none. */
+unsigned engine_row_words(const prstm_engine *e, const prstm_batch *b, uint64_t r, uint64_t *out, unsigned cap);
 /* Conflicts a transaction meets on its words, on average, with `inflight`
  * transactions running at once: s * s * (inflight - 1) * q for s words a row. */
 double engine_contention_conflicts(const engine_contention *c, uint32_t inflight);
@@ -193,6 +200,10 @@ int engine_auto_prefers_cpu(const prstm_engine *e, const prstm_batch *b, char *w
  * abandonment only at the end (engine/stream.c). */
 int engine_run_chunked(prstm_engine *e, prstm_batch *b, prstm_backend backend, const char *fallback, uint64_t unit_rows,
                        prstm_results *res);
+/* Runs one batch co-executed by a CPU unit and a GPU unit (or a second CPU
+ * unit where no GPU is usable), each on a replica of the state, reconciled
+ * after every round (engine/hetero.c). */
+int engine_run_hetero(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *v, prstm_results *res);
 
 #ifdef __cplusplus
 }

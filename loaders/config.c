@@ -154,8 +154,10 @@ static int parse_engine(const cfg_ctx *c, const cJSON *root, prstm_options *opt)
       opt->backend = PRSTM_BACKEND_GPU;
     else if (strcmp(s, "cpu") == 0)
       opt->backend = PRSTM_BACKEND_CPU;
+    else if (strcmp(s, "hetero") == 0)
+      opt->backend = PRSTM_BACKEND_HETERO;
     else {
-      loaders_errf(c->err, c->errlen, "%s: engine.backend: expected 'auto', 'gpu' or 'cpu'", c->file);
+      loaders_errf(c->err, c->errlen, "%s: engine.backend: expected 'auto', 'gpu', 'cpu' or 'hetero'", c->file);
       return PRSTM_ECONFIG;
     }
   }

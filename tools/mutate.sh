@@ -37,6 +37,7 @@ mutants=(
   "list-total-unbounded|cmp/cmp_delta.h|s/^    in_bound = count == 0 || a <= p->amount_max \/ count;\$/    in_bound = 1;/"
   "blind-add-keeps-the-version|engine/stm/stm_core.h|s/^      port_add_relaxed(\&ctx->locks\[stm_tx_add_lock(tx, \&tx->writes\[i\])\], 1ull << STM_LOCK_VERSION_SHIFT);\$/      (void)0;/"
   "payment-skips-district-total|workloads/tpcc/tpcc_body.h|s/^  prstm_add(tx, tpcc_district(\&l, w, d) + TPCC_D_YTD, amount);\$/  (void)0;/"
+  "co-execution-keeps-conflicting-parts|engine/hetero.c|s/^  \*kept = !conflict;\$/  *kept = 1;/"
 )
 
 # Each mutant must still change its line: a mutant that no longer applies

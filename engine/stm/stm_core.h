@@ -89,6 +89,10 @@ typedef struct prstm_exec_ctx {
   uint32_t retry_limit;
   stm_thread_stats *stats; /* one per thread */
   uint64_t *quiesce;       /* STM_Q_WORDS words */
+  /* The footprint of a unit of a co-executed run (engine/hetero.c): one
+   * byte per lock, set to 1 under every lock a decided row read, and under
+   * every lock it wrote or added under. NULL in every other run. */
+  uint8_t *read_marks, *write_marks;
 } prstm_exec_ctx;
 
 /* Outcomes a transaction body returns. */

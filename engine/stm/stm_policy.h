@@ -97,4 +97,27 @@
 #define PRSTM_POLICY_STREAM_PARALLEL_BYTES (4ull << 20)
 #define PRSTM_POLICY_STREAM_MAX_COPY_THREADS 8
 
+/* ---- Co-execution (host, engine/hetero.c) ---- */
+
+/* A co-executed run's first round: this many rows, half on each unit, to
+ * measure how fast each one decides rows before the shares are set. */
+#define PRSTM_POLICY_HETERO_FIRST_ROUND_ROWS 65536ull
+/* Rounds shrink by half after a conflict and grow by double after a round
+ * without one, between these bounds. */
+#define PRSTM_POLICY_HETERO_MIN_ROUND_ROWS 1024ull
+#define PRSTM_POLICY_HETERO_MAX_ROUND_ROWS (8ull << 20)
+/* Nor shorter than one row for this many locks: reconciling scans the
+ * marks of every lock. */
+#define PRSTM_POLICY_HETERO_LOCKS_PER_ROUND_ROW 16u
+/* Neither unit's share of a round falls below one part in this many, so a
+ * unit that lost its rows to conflicts keeps being measured. */
+#define PRSTM_POLICY_HETERO_MIN_SHARE_PARTS 64u
+/* A round is routed by the rows' words when at least one row in this many
+ * names words the host can see; else it is split blindly. */
+#define PRSTM_POLICY_HETERO_ROUTED_PARTS 8u
+/* Once every row was handed out, rounds of both units go on over the
+ * carried rows at most this many times (while they decide some) before
+ * unit A runs what is left to the end. */
+#define PRSTM_POLICY_HETERO_ROUNDS_AFTER_NEW 4u
+
 #endif /* STM_POLICY_H */

@@ -19,7 +19,7 @@ extern "C" {
  * lists the versions). A program that builds its own prstm_workload
  * (prstm_add_workload) is compiled against this header and needs no check;
  * it must be rebuilt with the library. */
-#define PRSTM_ABI_VERSION 9
+#define PRSTM_ABI_VERSION 10
 
 /* One table generates the error codes, their names and their messages, so the
  * three can never drift apart. Every function returns 0 or one of these. */
@@ -308,7 +308,15 @@ extern const prstm_workload prstm_workload_bank;
 /* Returns the index of a type by name in a workload, or PRSTM_EUNKNOWN. */
 int prstm_type_find(const prstm_workload *wl, const char *name);
 
-typedef enum prstm_backend { PRSTM_BACKEND_AUTO = 0, PRSTM_BACKEND_GPU = 1, PRSTM_BACKEND_CPU = 2 } prstm_backend;
+/* HETERO co-executes a whole batch on the CPU and the GPU (a second set of
+ * CPU threads where no GPU is usable), each unit on a replica of the state,
+ * reconciled after every round (docs/HETERO.md); streams refuse it. */
+typedef enum prstm_backend {
+  PRSTM_BACKEND_AUTO = 0,
+  PRSTM_BACKEND_GPU = 1,
+  PRSTM_BACKEND_CPU = 2,
+  PRSTM_BACKEND_HETERO = 3
+} prstm_backend;
 
 typedef enum prstm_semantic_mode {
   PRSTM_SEMANTIC_POSTPONE = 0, /* postpone and sweep again until quiescence */
@@ -383,6 +391,11 @@ typedef struct prstm_results {
    * the starting state), and the seconds that took; 0 and 0 without any. */
   uint64_t snapshot_rows;
   double snapshot_s;
+  /* A co-executed run (PRSTM_BACKEND_HETERO): its rounds, the rows the
+   * second unit (the GPU) decided and kept, and the rows it decided but
+   * gave up to a conflict with the CPU unit's writes, which ran again in a
+   * later round; 0 in every other run. */
+  uint64_t rounds, second_unit_rows, discarded_rows;
 } prstm_results;
 
 /* The engine: a workload, its shared state and options. Not thread-safe; one

@@ -32,10 +32,13 @@ static const char usage_text[] =
     "prints a summary and writes the results file the config names.\n"
     "\n"
     "options:\n"
-    "  --backend auto|gpu|cpu   where to run (default: the config's, else auto:\n"
+    "  --backend auto|gpu|cpu|hetero\n"
+    "                           where to run (default: the config's, else auto:\n"
     "                           the GPU when one is usable, else the CPU; the CPU\n"
     "                           also for a batch too hot for the GPU's STM that\n"
-    "                           cannot take the delta path)\n"
+    "                           cannot take the delta path); hetero: the CPU and the\n"
+    "                           GPU together, each on a replica of the state,\n"
+    "                           reconciled after every round (docs/HETERO.md)\n"
     "  --threads N              executing threads (0: every core, or 256 per SM of a GPU,\n"
     "                           512 for bank batches without transfer_multi)\n"
     "  --lock-coverage N        consecutive words per lock (>= 1)\n"
@@ -96,7 +99,10 @@ double cli_now(void) {
 }
 
 const char *cli_backend_name(prstm_backend b) {
-  return b == PRSTM_BACKEND_GPU ? "gpu" : b == PRSTM_BACKEND_CPU ? "cpu" : "auto";
+  return b == PRSTM_BACKEND_GPU      ? "gpu"
+         : b == PRSTM_BACKEND_CPU    ? "cpu"
+         : b == PRSTM_BACKEND_HETERO ? "hetero"
+                                     : "auto";
 }
 
 const char *cli_deltas_name(prstm_deltas_mode m) {
@@ -146,8 +152,10 @@ static int apply_overrides(const cli_args *a, prstm_config *cfg) {
       cfg->options.backend = PRSTM_BACKEND_GPU;
     else if (strcmp(a->backend, "cpu") == 0)
       cfg->options.backend = PRSTM_BACKEND_CPU;
+    else if (strcmp(a->backend, "hetero") == 0)
+      cfg->options.backend = PRSTM_BACKEND_HETERO;
     else {
-      fprintf(stderr, "prstm-run: --backend: expected auto, gpu or cpu, got '%s'\n", a->backend);
+      fprintf(stderr, "prstm-run: --backend: expected auto, gpu, cpu or hetero, got '%s'\n", a->backend);
       return -1;
     }
   }
@@ -423,8 +431,12 @@ static int after_round(unsigned round, prstm_batch *b, const prstm_results *r, v
   round_ctx *c = user;
   progress_clear(c->bar);
   c->bar->round = round + 1;
-  if (round == 0 && r->fallback[0] && !c->quiet)
-    fprintf(stderr, "prstm-run: auto chose the CPU backend: %s\n", r->fallback);
+  if (round == 0 && r->fallback[0] && !c->quiet) {
+    if (r->backend == PRSTM_BACKEND_HETERO)
+      fprintf(stderr, "prstm-run: hetero: %s\n", r->fallback);
+    else
+      fprintf(stderr, "prstm-run: auto chose the CPU backend: %s\n", r->fallback);
+  }
   if (!c->cfg->options.verify) return 0;
   run_report *rep = c->rep;
   prstm_verify_report v;

@@ -75,6 +75,14 @@ char *cli_results_json(const prstm_config *cfg, const prstm_engine *e, const prs
   cJSON_AddStringToObject(eng, "deltas", cli_deltas_name(cfg->options.deltas));
   cJSON_AddStringToObject(root, "path", r->path == PRSTM_PATH_DELTAS ? "deltas" : "stm");
   cJSON_AddNumberToObject(root, "hot_estimate", r->hot_estimate);
+  if (r->backend == PRSTM_BACKEND_HETERO) {
+    cJSON *co = cJSON_AddObjectToObject(root, "co_execution");
+    if (co) {
+      cJSON_AddNumberToObject(co, "rounds", (double)r->rounds);
+      cJSON_AddNumberToObject(co, "second_unit_rows", (double)r->second_unit_rows);
+      cJSON_AddNumberToObject(co, "discarded_rows", (double)r->discarded_rows);
+    }
+  }
   cJSON *snap = cJSON_AddObjectToObject(root, "snapshot");
   if (snap) {
     cJSON_AddNumberToObject(snap, "rows", (double)r->snapshot_rows);
@@ -147,6 +155,11 @@ void cli_print_summary(const prstm_config *cfg, const prstm_results *r, const ru
     printf("  path               stm (hot-word estimate %.3g)\n", r->hot_estimate);
   else
     printf("  path               stm\n");
+  if (r->backend == PRSTM_BACKEND_HETERO)
+    printf(
+        "  co-execution       %llu rounds; the second unit decided %llu kept rows and gave up %llu to conflicts "
+        "(run again)\n",
+        (unsigned long long)r->rounds, (unsigned long long)r->second_unit_rows, (unsigned long long)r->discarded_rows);
   if (r->backend == PRSTM_BACKEND_GPU)
     printf("  gpu memory         %.1f MiB (%.1f bytes per transaction in the table)\n", r->gpu_bytes / 1048576.0,
            r->transactions ? (double)r->gpu_bytes / (double)r->transactions : 0.0);

@@ -1,0 +1,577 @@
+/* hetero.c: one batch co-executed by two units (the CPU, and a GPU or a second set of CPU threads), each on its own replica of the state, reconciled through footprint marks after every round. */
+#define _GNU_SOURCE
+#include "backend.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The model is HeterosTM's (docs/HETERO.md). Each round hands a slice of the
+ * batch to the two units: unit A, the CPU backend's threads, and unit B, the
+ * GPU (or more CPU threads where no GPU is usable, so that the same logic
+ * runs everywhere). Each unit runs its part through the engine's PR-STM on
+ * its own replica, postponing as always, and marks the locks its decided
+ * rows read and wrote. The round is then serialised as A's rows followed by
+ * B's: that order is what both units saw unless B read or wrote under a
+ * lock that A wrote under. Without such a conflict each unit's writes are
+ * copied into the other's replica and both parts are kept; with one, B's
+ * part is discarded (the GPU-invalidation policy), B's replica is reset to
+ * A's, and B's rows run again in a later round. Rows still postponed at the
+ * end of a round are carried into the next one; once every row has been
+ * handed out, unit A runs what is left to the end, abandoning only what
+ * the final state cannot fund. So each row is decided once, and the run's
+ * commit order spans both units: --verify replays it like any other. */
+
+typedef struct hetero_unit {
+  prstm_engine *e; /* the unit's own engine: options, replica (the CPU's), marks */
+  const backend_ops *ops;
+  backend_stream *bs;
+  backend_stream_info info;
+  int is_gpu;
+  uint64_t *rows; /* the batch rows of this round's part */
+  uint64_t n, cap;
+  backend_outcomes out;
+  double busy_s, copy_s, execute_s; /* this round's */
+  int rc;                           /* of a launch on a thread of its own */
+  const prstm_batch *b;
+  int final;
+} hetero_unit;
+
+typedef struct hetero_run {
+  prstm_engine *e;
+  prstm_batch *b;
+  const prstm_worker_variant *v;
+  hetero_unit unit[2]; /* A (the CPU), B */
+  uint64_t nlocks;
+  prstm_word *b_words; /* host copy of B's replica, where it lives on a GPU */
+  uint64_t *carry;     /* rows postponed or discarded, waiting for a round */
+  uint64_t ncarry, carry_cap;
+  uint64_t next_new; /* rows [0, next_new) were handed to some round */
+  uint64_t seq_base; /* commit-order numbers of the rounds kept so far */
+  int results;
+  uint64_t *cand; /* the candidates of a round */
+  uint64_t cand_cap;
+  uint8_t *reserved; /* one byte a lock: A's rows touch it in B's range this round */
+  uint64_t *reserved_list;
+  uint64_t nreserved, reserved_cap;
+  uint64_t deferred; /* rows of B's range that waited for a later round */
+  int routed_last;   /* the last round was routed */
+} hetero_run;
+
+static int unit_reserve_rows(prstm_engine *e, hetero_unit *u, uint64_t n) {
+  if (n <= u->cap) return 0;
+  uint64_t *r = realloc(u->rows, (size_t)n * sizeof *r);
+  if (!r) return engine_fail(e, PRSTM_ENOMEM, "cannot plan a round of %llu rows", (unsigned long long)n);
+  u->rows = r;
+  u->cap = n;
+  return 0;
+}
+
+static int carry_push(hetero_run *h, uint64_t row) {
+  if (h->ncarry == h->carry_cap) {
+    uint64_t cap = h->carry_cap ? 2 * h->carry_cap : 4096;
+    uint64_t *c = realloc(h->carry, (size_t)cap * sizeof *c);
+    if (!c) return engine_fail(h->e, PRSTM_ENOMEM, "cannot keep %llu carried rows", (unsigned long long)cap);
+    h->carry = c;
+    h->carry_cap = cap;
+  }
+  h->carry[h->ncarry++] = row;
+  return 0;
+}
+
+/* The unit's own engine, with its replica and marks, and its stream open. */
+static int unit_open(hetero_run *h, hetero_unit *u, prstm_backend backend, uint32_t threads, uint64_t round_rows) {
+  prstm_engine *e = h->e;
+  prstm_options o = e->opt;
+  o.backend = backend;
+  o.threads = threads;
+  o.chunk_rows = 0;
+  int rc = prstm_engine_create(&u->e, e->wl, &o);
+  if (rc) return engine_fail(e, rc, "cannot create a unit: %s", u->e ? u->e->err : prstm_strerror(rc));
+  u->e->words = malloc((size_t)e->nwords * sizeof *u->e->words);
+  u->e->unit_read_marks = calloc((size_t)h->nlocks, 1);
+  u->e->unit_write_marks = calloc((size_t)h->nlocks, 1);
+  if (!u->e->words || !u->e->unit_read_marks || !u->e->unit_write_marks)
+    return engine_fail(e, PRSTM_ENOMEM, "cannot allocate a unit's replica of %llu words",
+                       (unsigned long long)e->nwords);
+  memcpy(u->e->words, e->words, (size_t)e->nwords * sizeof *u->e->words);
+  u->e->nwords = e->nwords;
+  u->ops = backend_of(backend);
+  u->is_gpu = backend == PRSTM_BACKEND_GPU;
+  backend_stream_shape shape;
+  memset(&shape, 0, sizeof shape);
+  shape.ncols = h->b->ncols;
+  shape.results = h->results;
+  shape.verify = e->opt.verify;
+  shape.limit_rows = round_rows;
+  shape.first_rows = round_rows;
+  rc = u->ops->stream_open(u->e, h->v, &shape, &u->bs, &u->info);
+  if (rc) return engine_fail(e, rc, "%s unit: %s", u->is_gpu ? "GPU" : "CPU", u->e->err);
+  return 0;
+}
+
+static void unit_close(hetero_unit *u) {
+  if (u->bs) u->ops->stream_free(u->bs);
+  u->bs = NULL;
+  if (u->e) {
+    free(u->e->unit_read_marks);
+    free(u->e->unit_write_marks);
+    u->e->unit_read_marks = u->e->unit_write_marks = NULL;
+    prstm_engine_destroy(u->e);
+  }
+  u->e = NULL;
+  free(u->rows);
+  u->rows = NULL;
+}
+
+/* Stages the unit's part (every row with its batch row number, as a
+ * stream's carried rows are) and starts it; the CPU runs it to its end. */
+static int unit_launch(hetero_unit *u) {
+  const prstm_batch *b = u->b;
+  backend_unit bu;
+  memset(&bu, 0, sizeof bu);
+  bu.n = bu.staged = bu.carried = u->n;
+  bu.tag_mask = b->tag_mask;
+  bu.results = b->has_read_only;
+  bu.flags = ENGINE_RUN_QUIET | (u->final ? 0u : ENGINE_RUN_KEEP_POSTPONED);
+  backend_staging st;
+  double t0 = engine_now();
+  int rc = u->ops->unit_reserve(u->e, u->bs, 0, &bu, &st);
+  if (rc) return rc;
+  txtable_view view;
+  txtable_view_of((prstm_batch *)b, &view);
+  for (uint64_t k = 0; k < u->n; k++) {
+    const uint64_t r = u->rows[k];
+    st.type[k] = b->type[r];
+    st.row_id[k] = txtable_row_number(&view, r);
+    for (uint32_t c = 0; c < b->ncols; c++) st.args[(uint64_t)c * st.stride + k] = b->args[(uint64_t)c * b->cap + r];
+  }
+  rc = u->ops->unit_launch(u->e, u->bs, 0, &bu);
+  u->busy_s = engine_now() - t0;
+  return rc;
+}
+
+static void *unit_launch_thread(void *p) {
+  hetero_unit *u = p;
+  u->rc = unit_launch(u);
+  return NULL;
+}
+
+/* The words under lock l. */
+static void lock_words(const hetero_run *h, uint64_t l, uint64_t *from, uint64_t *to) {
+  const uint64_t cov = h->e->opt.lock_coverage;
+  *from = l * cov;
+  *to = *from + cov < h->e->nwords ? *from + cov : h->e->nwords;
+}
+
+/* Reconciles the replicas after a round: *kept is 1 when B's part is kept
+ * (no lock A wrote under was read or written by B), 0 when it is
+ * discarded; either way both replicas end equal. */
+static int hetero_reconcile(hetero_run *h, int *kept, double *copy_s) {
+  hetero_unit *a = &h->unit[0], *bu = &h->unit[1];
+  int rc = 0;
+  if (bu->ops->marks_take && (rc = bu->ops->marks_take(bu->e, bu->bs)) != 0)
+    return engine_fail(h->e, rc, "GPU unit: %s", bu->e->err);
+  const uint8_t *ra = a->e->unit_read_marks, *wa = a->e->unit_write_marks;
+  const uint8_t *rb = bu->e->unit_read_marks, *wb = bu->e->unit_write_marks;
+  (void)ra; /* B comes after A, so what A read may be what B overwrote */
+  int conflict = 0;
+  for (uint64_t l = 0; l < h->nlocks && !conflict; l++) conflict = wa[l] && (rb[l] | wb[l]);
+  prstm_word *aw = a->e->words;
+  prstm_word *bw = bu->e->words;
+  double t0 = engine_now();
+  if (bu->ops->state_read) {
+    rc = bu->ops->state_read(bu->e, bu->bs, h->b_words);
+    if (rc) return engine_fail(h->e, rc, "GPU unit: %s", bu->e->err);
+    bw = h->b_words;
+  }
+  int b_changed = 0;
+  for (uint64_t l = 0; l < h->nlocks; l++) {
+    if (!wa[l] && !wb[l]) continue;
+    uint64_t from, to;
+    lock_words(h, l, &from, &to);
+    const size_t bytes = (size_t)(to - from) * sizeof *aw;
+    if (!conflict && wb[l]) {
+      memcpy(aw + from, bw + from, bytes);
+    } else {
+      /* A's write, or a lock B wrote under in a discarded part: A's value. */
+      memcpy(bw + from, aw + from, bytes);
+      b_changed = 1;
+    }
+  }
+  if (b_changed && bu->ops->state_write) {
+    rc = bu->ops->state_write(bu->e, bu->bs, h->b_words);
+    if (rc) return engine_fail(h->e, rc, "GPU unit: %s", bu->e->err);
+  }
+  *copy_s += engine_now() - t0;
+  for (int k = 0; k < 2; k++) {
+    memset(h->unit[k].e->unit_read_marks, 0, (size_t)h->nlocks);
+    memset(h->unit[k].e->unit_write_marks, 0, (size_t)h->nlocks);
+  }
+  *kept = !conflict;
+  return 0;
+}
+
+/* Writes a kept part's outcomes into the batch, its commit order after
+ * every earlier part's, and carries its pending rows. Returns the rows it
+ * decided in *decided. */
+static int hetero_keep(hetero_run *h, hetero_unit *u, prstm_results *res, uint64_t *decided) {
+  prstm_batch *b = h->b;
+  const backend_outcomes *o = &u->out;
+  *decided = 0;
+  for (uint64_t k = 0; k < u->n; k++) {
+    const uint64_t r = u->rows[k];
+    const uint8_t st = o->status[k];
+    if (st == 0) {
+      int rc = carry_push(h, r);
+      if (rc) return rc;
+      continue;
+    }
+    b->status[r] = st;
+    if (b->result && o->result) b->result[r] = o->result[k];
+    if (b->seq && o->seq) b->seq[r] = o->seq[k] == UINT64_MAX ? UINT64_MAX : h->seq_base + o->seq[k];
+    if (b->read_hash && o->read_hash) b->read_hash[r] = o->read_hash[k];
+    switch (st & TXTABLE_STATUS_MASK) {
+      case TXTABLE_COMMITTED:
+        res->committed++;
+        break;
+      case TXTABLE_FAILED:
+        res->failed++;
+        break;
+      case TXTABLE_ABANDONED:
+        res->abandoned++;
+        break;
+      default:
+        break;
+    }
+    (*decided)++;
+  }
+  h->seq_base += o->q[STM_Q_SEQUENCE];
+  return 0;
+}
+
+/* Locks unit A's rows of this round touch in B's range (routed rounds),
+ * and which of them are set, to clear them for the next round. */
+static int reserve_lock(hetero_run *h, uint64_t l) {
+  if (h->reserved[l]) return 0;
+  if (h->nreserved == h->reserved_cap) {
+    uint64_t cap = h->reserved_cap ? 2 * h->reserved_cap : 4096;
+    uint64_t *list = realloc(h->reserved_list, (size_t)cap * sizeof *list);
+    if (!list) return engine_fail(h->e, PRSTM_ENOMEM, "cannot plan a round's reserved words");
+    h->reserved_list = list;
+    h->reserved_cap = cap;
+  }
+  h->reserved[l] = 1;
+  h->reserved_list[h->nreserved++] = l;
+  return 0;
+}
+
+static int cmp_u64(const void *x, const void *y) {
+  const uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+  return a < b ? -1 : a > b;
+}
+
+/* The first lock of B's range in a routed round. A row goes to B when
+ * every word it names lies in B's range, that is when its lowest word
+ * does; so the split is the (1 - share_b) quantile of the lowest locks of a
+ * sample of the candidates, which gives B about share_b of the rows.
+ * Returns 0 (no routing) when fewer than one sampled row in
+ * HETERO_ROUTED_PARTS names a word the host can see: rows it cannot see go
+ * to A, so routing would leave B next to nothing. */
+static int hetero_split(hetero_run *h, const uint64_t *cand, uint64_t m, double share_b, uint64_t *split_lock) {
+  enum { SAMPLE_ROWS = 4096, PER_ROW = 64 };
+  uint64_t *lowest = malloc((size_t)SAMPLE_ROWS * sizeof *lowest);
+  if (!lowest) return 0;
+  const uint64_t rows = m < SAMPLE_ROWS ? m : SAMPLE_ROWS;
+  const uint64_t cov = h->e->opt.lock_coverage;
+  uint64_t named = 0, words[PER_ROW];
+  for (uint64_t i = 0; i < rows; i++) {
+    const uint64_t r = cand[rows == m ? i : (uint64_t)((double)i * (double)m / (double)rows)];
+    const unsigned k = engine_row_words(h->e, h->b, r, words, PER_ROW);
+    if (!k) continue;
+    uint64_t low = words[0];
+    for (unsigned j = 1; j < k; j++)
+      if (words[j] < low) low = words[j];
+    lowest[named++] = stm_lock_index(low, cov);
+  }
+  int routed = named > 0 && named * PRSTM_POLICY_HETERO_ROUTED_PARTS >= rows;
+  if (routed) {
+    qsort(lowest, (size_t)named, sizeof *lowest, cmp_u64);
+    uint64_t at = (uint64_t)((1.0 - share_b) * (double)named);
+    if (at >= named) at = named - 1;
+    *split_lock = lowest[at];
+  }
+  free(lowest);
+  return routed;
+}
+
+/* Fills the round's parts. The candidates are carried rows first (at most
+ * half the round, so that new rows, which may fund them, keep coming), then
+ * new rows. Where the host can see the words of enough rows (address
+ * arguments, or the workload's row_words), the round is routed: the locks
+ * are split into A's range and B's at a point that gives B about share_b
+ * of the words named; a row entirely in B's range goes to B, any other row
+ * to A, and a row of B's range that touches a lock one of A's rows touches
+ * in B's range waits for a later round. Then the two parts share no lock
+ * unless a row touches words the host cannot see, which the marks catch.
+ * Elsewhere B takes the first share_b of the candidates and A the rest. */
+static int hetero_plan(hetero_run *h, uint64_t round_rows, double share_b) {
+  hetero_unit *a = &h->unit[0], *bu = &h->unit[1];
+  uint64_t from_carry = h->ncarry < round_rows / 2 ? h->ncarry : round_rows / 2;
+  uint64_t from_new = h->b->n - h->next_new;
+  if (from_new > round_rows - from_carry) from_new = round_rows - from_carry;
+  if (from_new == 0) from_carry = h->ncarry < round_rows ? h->ncarry : round_rows;
+  const uint64_t m = from_carry + from_new;
+  int rc = unit_reserve_rows(h->e, bu, m);
+  if (!rc) rc = unit_reserve_rows(h->e, a, m);
+  if (!rc && m > h->cand_cap) {
+    uint64_t *c = realloc(h->cand, (size_t)m * sizeof *c);
+    if (!c)
+      rc = engine_fail(h->e, PRSTM_ENOMEM, "cannot plan a round of %llu rows", (unsigned long long)m);
+    else {
+      h->cand = c;
+      h->cand_cap = m;
+    }
+  }
+  if (rc) return rc;
+  for (uint64_t k = 0; k < m; k++) h->cand[k] = k < from_carry ? h->carry[k] : h->next_new + (k - from_carry);
+  memmove(h->carry, h->carry + from_carry, (size_t)(h->ncarry - from_carry) * sizeof *h->carry);
+  h->ncarry -= from_carry;
+  h->next_new += from_new;
+  a->n = bu->n = 0;
+  uint64_t split = 0;
+  if (!hetero_split(h, h->cand, m, share_b, &split)) {
+    uint64_t nb = (uint64_t)(share_b * (double)m + 0.5);
+    if (nb > m) nb = m;
+    if (nb > bu->info.slot_rows) nb = bu->info.slot_rows;
+    for (uint64_t k = 0; k < m; k++) {
+      hetero_unit *u = k < nb ? bu : a;
+      u->rows[u->n++] = h->cand[k];
+    }
+    h->routed_last = 0;
+    return 0;
+  }
+  h->routed_last = 1;
+  const uint64_t cov = h->e->opt.lock_coverage;
+  uint64_t words[64];
+  for (uint64_t k = 0; k < m; k++) {
+    const uint64_t r = h->cand[k];
+    const unsigned n = engine_row_words(h->e, h->b, r, words, 64);
+    unsigned high = 0;
+    for (unsigned i = 0; i < n; i++) high += words[i] < h->e->nwords && stm_lock_index(words[i], cov) >= split;
+    if (n && high == n) {
+      bu->rows[bu->n++] = r; /* B's, unless A's rows touch its locks (below) */
+      continue;
+    }
+    a->rows[a->n++] = r;
+    for (unsigned i = 0; i < n && high; i++) {
+      const uint64_t l = stm_lock_index(words[i], cov);
+      if (words[i] < h->e->nwords && l >= split && (rc = reserve_lock(h, l)) != 0) return rc;
+    }
+  }
+  uint64_t kept = 0;
+  for (uint64_t k = 0; k < bu->n; k++) {
+    const uint64_t r = bu->rows[k];
+    const unsigned n = engine_row_words(h->e, h->b, r, words, 64);
+    int touches = kept >= bu->info.slot_rows;
+    for (unsigned i = 0; i < n && !touches; i++) touches = h->reserved[stm_lock_index(words[i], cov)];
+    if (touches) {
+      rc = carry_push(h, r);
+      if (rc) return rc;
+      h->deferred++;
+    } else {
+      bu->rows[kept++] = r;
+    }
+  }
+  bu->n = kept;
+  for (uint64_t i = 0; i < h->nreserved; i++) h->reserved[h->reserved_list[i]] = 0;
+  h->nreserved = 0;
+  return 0;
+}
+
+/* Waits for a unit's part, adding its times. */
+static int unit_wait(hetero_run *h, hetero_unit *u) {
+  double copy_s = 0, execute_s = 0;
+  int rc = u->ops->unit_wait(u->e, u->bs, 0, &u->out, &copy_s, &execute_s);
+  if (rc) return engine_fail(h->e, rc, "%s unit: %s", u->is_gpu ? "GPU" : "CPU", u->e->err);
+  u->copy_s = copy_s;
+  u->execute_s = execute_s;
+  if (u->is_gpu) u->busy_s = copy_s + execute_s;
+  return 0;
+}
+
+/* One round: B's part started (a GPU's asynchronously, a CPU's on a thread
+ * of its own), A's run here, both waited for. */
+static int hetero_round(hetero_run *h) {
+  hetero_unit *a = &h->unit[0], *bu = &h->unit[1];
+  int rc = 0;
+  pthread_t tid;
+  int threaded = 0;
+  bu->busy_s = a->busy_s = 0;
+  if (bu->n) {
+    if (bu->is_gpu) {
+      rc = unit_launch(bu);
+      if (rc) return engine_fail(h->e, rc, "GPU unit: %s", bu->e->err);
+    } else {
+      bu->rc = 0;
+      if (pthread_create(&tid, NULL, unit_launch_thread, bu) == 0)
+        threaded = 1;
+      else
+        bu->rc = unit_launch(bu);
+    }
+  }
+  int rc_a = a->n ? unit_launch(a) : 0;
+  if (threaded) pthread_join(tid, NULL);
+  if (rc_a) return engine_fail(h->e, rc_a, "CPU unit: %s", a->e->err);
+  if (bu->n && !bu->is_gpu && bu->rc) return engine_fail(h->e, bu->rc, "second CPU unit: %s", bu->e->err);
+  if (a->n && (rc = unit_wait(h, a)) != 0) return rc;
+  if (bu->n && (rc = unit_wait(h, bu)) != 0) return rc;
+  return 0;
+}
+
+static uint32_t host_cores(void) {
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  return cores > 0 ? (uint32_t)cores : 1;
+}
+
+static int hetero_run_rounds(hetero_run *h, prstm_results *res) {
+  prstm_engine *e = h->e;
+  prstm_batch *b = h->b;
+  hetero_unit *a = &h->unit[0], *bu = &h->unit[1];
+  uint64_t max_round = b->n < PRSTM_POLICY_HETERO_MAX_ROUND_ROWS ? b->n : PRSTM_POLICY_HETERO_MAX_ROUND_ROWS;
+  char why[256] = "";
+  const int gpu = backend_gpu_usable(e->wl, why, sizeof why);
+  uint32_t cpu_threads = e->opt.threads ? e->opt.threads : host_cores();
+  if (!gpu) {
+    cpu_threads = cpu_threads > 1 ? cpu_threads / 2 : 1;
+    snprintf(res->fallback, sizeof res->fallback, "%s: the second unit runs on CPU threads too", why);
+  }
+  int rc = unit_open(h, a, PRSTM_BACKEND_CPU, cpu_threads, max_round);
+  if (!rc) rc = unit_open(h, bu, gpu ? PRSTM_BACKEND_GPU : PRSTM_BACKEND_CPU, gpu ? 0 : cpu_threads, max_round);
+  if (rc) return rc;
+  if (bu->info.slot_rows < max_round) max_round = bu->info.slot_rows;
+  if (gpu) {
+    h->b_words = malloc((size_t)e->nwords * sizeof *h->b_words);
+    if (!h->b_words) return engine_fail(e, PRSTM_ENOMEM, "cannot allocate the GPU unit's host replica");
+  }
+  uint64_t round_rows =
+      PRSTM_POLICY_HETERO_FIRST_ROUND_ROWS < max_round ? PRSTM_POLICY_HETERO_FIRST_ROUND_ROWS : max_round;
+  if (round_rows < 1) round_rows = 1;
+  const double min_share = 1.0 / PRSTM_POLICY_HETERO_MIN_SHARE_PARTS;
+  /* Reconciling scans every lock's marks, so a round is never so short
+   * that the scan outweighs its rows. */
+  uint64_t min_round = h->nlocks / PRSTM_POLICY_HETERO_LOCKS_PER_ROUND_ROW;
+  if (min_round < PRSTM_POLICY_HETERO_MIN_ROUND_ROWS) min_round = PRSTM_POLICY_HETERO_MIN_ROUND_ROWS;
+  if (min_round > max_round) min_round = max_round;
+  double share_b = 0.5;
+  double t0 = engine_now();
+  /* Rounds run while new rows remain, and a few more on the carried rows
+   * alone while they still decide some. */
+  unsigned rounds_after_new = 0;
+  double work_a = 0, time_a = 0, work_b = 0, time_b = 0;
+  uint64_t decided_last = 1;
+  while (h->next_new < b->n ||
+         (h->ncarry && decided_last && rounds_after_new++ < PRSTM_POLICY_HETERO_ROUNDS_AFTER_NEW)) {
+    rc = hetero_plan(h, round_rows, share_b);
+    if (!rc) rc = hetero_round(h);
+    int kept = 0;
+    if (!rc) rc = hetero_reconcile(h, &kept, &res->transfer_s);
+    uint64_t decided_a = 0, decided_b = 0;
+    if (!rc && a->n) rc = hetero_keep(h, a, res, &decided_a);
+    if (!rc && bu->n) {
+      if (kept) {
+        rc = hetero_keep(h, bu, res, &decided_b);
+        res->second_unit_rows += decided_b;
+      } else {
+        for (uint64_t k = 0; k < bu->n && !rc; k++) rc = carry_push(h, bu->rows[k]);
+        res->discarded_rows += bu->n;
+      }
+    }
+    if (rc) return rc;
+    res->rounds++;
+    decided_last = decided_a + decided_b;
+    if (bu->is_gpu) res->transfer_s += bu->copy_s;
+    /* Each unit's share follows the rows it decided and kept per second of
+     * its own time, over the rounds so far with the older ones weighing
+     * less (a part's fixed costs make one small part look slow); a part
+     * lost to a conflict counts as nothing decided. */
+    work_a = work_a / 2 + (double)decided_a;
+    time_a = time_a / 2 + (a->n ? a->busy_s : 0);
+    work_b = work_b / 2 + (double)decided_b;
+    time_b = time_b / 2 + (bu->n ? bu->busy_s : 0);
+    const double rate_a = time_a > 0 ? work_a / time_a : 0;
+    const double rate_b = time_b > 0 ? work_b / time_b : 0;
+    if (rate_a + rate_b > 0 && time_a > 0 && time_b > 0) share_b = rate_b / (rate_a + rate_b);
+    if (share_b < min_share) share_b = min_share;
+    if (share_b > 1 - min_share) share_b = 1 - min_share;
+    /* The period adapts to the conflicts: a longer round costs less
+     * reconciliation per row, a shorter one loses less to a conflict. */
+    if (!kept && bu->n) {
+      round_rows /= 2;
+      if (round_rows < min_round) round_rows = min_round;
+    } else if (round_rows < max_round) {
+      round_rows = 2 * round_rows < max_round ? 2 * round_rows : max_round;
+    }
+    if (round_rows > max_round) round_rows = max_round;
+  }
+  /* Every row was handed out: what is still pending runs on unit A to the
+   * end, where a row that nothing funds is abandoned. */
+  if (h->ncarry) {
+    hetero_unit *u = a;
+    rc = unit_reserve_rows(e, u, h->ncarry);
+    if (rc) return rc;
+    memcpy(u->rows, h->carry, (size_t)h->ncarry * sizeof *u->rows);
+    u->n = h->ncarry;
+    h->ncarry = 0;
+    u->final = 1;
+    rc = unit_launch(u);
+    if (rc) return engine_fail(e, rc, "CPU unit: %s", u->e->err);
+    rc = unit_wait(h, u);
+    uint64_t decided = 0;
+    if (!rc) rc = hetero_keep(h, u, res, &decided);
+    if (rc) return rc;
+    if (h->ncarry)
+      return engine_fail(e, PRSTM_EINVAL, "%llu rows are still pending after the final round",
+                         (unsigned long long)h->ncarry);
+    res->rounds++;
+  }
+  res->execute_s = engine_now() - t0 - res->transfer_s;
+  if (res->execute_s < 0) res->execute_s = 0;
+  for (int k = 0; k < 2; k++) {
+    hetero_unit *u = &h->unit[k];
+    rc = u->ops->stream_finish(u->e, u->bs, &res->aborts, &res->postponements, &res->sweeps);
+    if (rc) return engine_fail(e, rc, "%s unit: %s", u->is_gpu ? "GPU" : "CPU", u->e->err);
+  }
+  memcpy(e->words, a->e->words, (size_t)e->nwords * sizeof *e->words);
+  e->last_run_sequences = h->seq_base;
+  res->backend = PRSTM_BACKEND_HETERO;
+  res->threads = a->info.threads + bu->info.threads;
+  res->gpu_bytes = bu->info.gpu_bytes;
+  snprintf(res->device, sizeof res->device, "%.56s + %.60s", a->info.device, bu->info.device);
+  return 0;
+}
+
+int engine_run_hetero(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *v, prstm_results *res) {
+  hetero_run h;
+  memset(&h, 0, sizeof h);
+  h.e = e;
+  h.b = b;
+  h.v = v;
+  h.nlocks = (e->nwords + e->opt.lock_coverage - 1) / e->opt.lock_coverage;
+  for (unsigned t = 0; t < e->wl->ntypes; t++)
+    if (e->wl->types[t].read_only) h.results = 1;
+  for (int k = 0; k < 2; k++) h.unit[k].b = b;
+  h.reserved = calloc((size_t)h.nlocks, 1);
+  if (!h.reserved)
+    return engine_fail(e, PRSTM_ENOMEM, "cannot plan rounds over %llu locks", (unsigned long long)h.nlocks);
+  int rc = hetero_run_rounds(&h, res);
+  free(h.reserved);
+  free(h.reserved_list);
+  free(h.cand);
+  for (int k = 0; k < 2; k++) unit_close(&h.unit[k]);
+  free(h.b_words);
+  free(h.carry);
+  return rc;
+}

@@ -1,0 +1,172 @@
+/* test_hetero.c: behaviour of co-execution (backend hetero): rows routed to two units on replicas of the state and kept, a second unit's part discarded on a conflict and run again, postponed rows funded across units, other workloads verified, streams refusing it, and the GPU as the second unit where there is one. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "prstm.h"
+#include "test_backend.h"
+
+/* Each unit gets this many CPU threads where both run on the CPU; where a
+ * GPU is usable it is the second unit, with its own thread count. */
+#define UNIT_THREADS 8
+
+typedef struct hetero_run {
+  const prstm_workload *wl;
+  prstm_engine *engine;
+  prstm_batch *batch;
+  prstm_results res;
+} hetero_run;
+
+static void open_bank(hetero_run *r, uint64_t accounts, uint64_t balance) {
+  memset(r, 0, sizeof *r);
+  r->wl = prstm_workload_find("bank");
+  cr_assert_not_null(r->wl);
+  prstm_options opt;
+  test_options(&opt, PRSTM_BACKEND_HETERO, UNIT_THREADS, 1);
+  test_open(r->wl, &opt, &r->engine, &r->batch);
+  prstm_state_spec s;
+  prstm_state_spec_init(r->wl, &s);
+  s.accounts = accounts;
+  s.initial_balance = balance;
+  cr_assert_eq(prstm_engine_init_state(r->engine, &s), 0, "%s", prstm_engine_error(r->engine));
+}
+
+static void generate(hetero_run *r, uint64_t n, const char *type, uint64_t seed) {
+  prstm_generate_spec g;
+  prstm_generate_spec_init(r->wl, &g);
+  g.transactions = n;
+  g.seed = seed;
+  if (type) {
+    g.nmix = 1;
+    g.mix_names[0] = type;
+    g.mix_weights[0] = 1;
+  }
+  char err[256] = "";
+  cr_assert_eq(r->wl->generate(&g, prstm_engine_state_spec(r->engine), r->batch, err, sizeof err), 0, "%s", err);
+}
+
+static void append(hetero_run *r, const char *type, prstm_word a0, prstm_word a1, unsigned nargs) {
+  prstm_word args[2] = {a0, a1};
+  cr_assert_eq(prstm_batch_append_named(r->batch, type, args, nargs), 0, "%s", prstm_batch_error(r->batch));
+}
+
+static void expect_invariant(const hetero_run *r) {
+  char msg[512];
+  cr_assert(test_invariant(r->wl, r->engine, r->batch, msg, sizeof msg), "invariant: %s", msg);
+}
+
+static void run_close(hetero_run *r) { test_close(r->engine, r->batch); }
+
+/* Transfers between many accounts name their words in their arguments, so
+ * every round is routed: the second unit takes rows of its own range of
+ * accounts, nothing it ran is discarded, and the run over both replicas is
+ * the serial replay's. */
+Test(hetero, routed_transfers_keep_both_units_parts) {
+  hetero_run r;
+  open_bank(&r, 100000, 1000000);
+  generate(&r, 300000, "transfer", 7);
+  test_run_verified(r.engine, r.batch, &r.res, "hetero run");
+  cr_assert_eq(r.res.backend, PRSTM_BACKEND_HETERO);
+  cr_assert_eq(r.res.committed, 300000);
+  cr_assert_geq(r.res.rounds, 2, "a batch longer than the first round takes several");
+  cr_assert_gt(r.res.second_unit_rows, 0, "the second unit must keep rows of its own");
+  cr_assert_lt(r.res.second_unit_rows, 300000, "the CPU unit must keep rows too");
+  cr_assert_eq(r.res.discarded_rows, 0, "routed parts share no lock");
+  expect_invariant(&r);
+  run_close(&r);
+}
+
+/* Rows whose words the host cannot see (totals read every account; two
+ * accounts, as many as the narrow rows' sets hold), nine rows in ten, are
+ * split blindly; the second unit's totals then read accounts the CPU
+ * unit's deposits wrote, so its parts are discarded and run again, and the
+ * outcome is still the serial replay's: every total the sum at its place
+ * in the commit order. */
+Test(hetero, conflicting_second_part_is_discarded_and_run_again) {
+  hetero_run r;
+  open_bank(&r, 2, 1000);
+  for (uint64_t i = 0; i < 120000; i++) {
+    if (i % 10 == 0)
+      append(&r, "deposit", i % 2, 1 + i % 5, 2);
+    else
+      append(&r, "total", 0, 0, 0);
+  }
+  test_run_verified(r.engine, r.batch, &r.res, "hetero run");
+  cr_assert_eq(r.res.committed, 120000, "committed %llu failed %llu abandoned %llu",
+               (unsigned long long)r.res.committed, (unsigned long long)r.res.failed,
+               (unsigned long long)r.res.abandoned);
+  cr_assert_gt(r.res.discarded_rows, 0, "totals beside deposits on other replicas must conflict");
+  expect_invariant(&r);
+  run_close(&r);
+}
+
+/* Withdrawals come before the deposits that fund them, in rows that land
+ * in either unit: a withdrawal postponed in one unit is carried into a
+ * later round and commits once its deposit's unit has reconciled; only
+ * what the final state cannot fund is abandoned. */
+Test(hetero, postponed_withdrawals_are_funded_across_units) {
+  hetero_run r;
+  open_bank(&r, 1000, 0);
+  const uint64_t n = 200000;
+  for (uint64_t i = 0; i < n / 2; i++) append(&r, "withdraw", (i * 7919) % 1000, 3, 2);
+  for (uint64_t i = 0; i < n / 2; i++) append(&r, "deposit", (i * 104729) % 1000, 3, 2);
+  test_run_verified(r.engine, r.batch, &r.res, "hetero run");
+  cr_assert_gt(r.res.postponements, 0, "withdrawals before their deposits must postpone");
+  cr_assert_eq(r.res.abandoned, 0, "every withdrawal is funded by the deposits of its account: %llu abandoned",
+               (unsigned long long)r.res.abandoned);
+  cr_assert_eq(r.res.committed, n);
+  expect_invariant(&r);
+  run_close(&r);
+}
+
+/* A workload whose words the bodies compute (a hash table's sets), with
+ * gets, sets and deletes on Zipfian keys: verified, invariant kept. */
+Test(hetero, kv_mix_is_verified) {
+  const prstm_workload *wl = prstm_workload_find("kv");
+  cr_assert_not_null(wl);
+  prstm_options opt;
+  test_options(&opt, PRSTM_BACKEND_HETERO, UNIT_THREADS, 1);
+  hetero_run r;
+  memset(&r, 0, sizeof r);
+  r.wl = wl;
+  test_open(wl, &opt, &r.engine, &r.batch);
+  prstm_state_spec s;
+  prstm_state_spec_init(wl, &s);
+  test_set_knob(wl, s.params, "sets", 4096);
+  test_set_knob(wl, s.params, "ways", 4);
+  test_set_knob(wl, s.params, "preload", 8000);
+  cr_assert_eq(prstm_engine_init_state(r.engine, &s), 0, "%s", prstm_engine_error(r.engine));
+  generate(&r, 200000, NULL, 3);
+  test_run_verified(r.engine, r.batch, &r.res, "hetero kv run");
+  expect_invariant(&r);
+  run_close(&r);
+}
+
+/* A stream's units are cut by the stream itself: backend hetero is refused
+ * with a message that names the backends a stream takes. */
+Test(hetero, streams_refuse_backend_hetero) {
+  hetero_run r;
+  open_bank(&r, 100, 10);
+  prstm_stream *s = NULL;
+  cr_assert_eq(prstm_stream_open(r.engine, &s), PRSTM_EINVAL);
+  cr_assert_null(s);
+  cr_assert(strstr(prstm_engine_error(r.engine), "stream") != NULL, "%s", prstm_engine_error(r.engine));
+  run_close(&r);
+}
+
+/* Where a GPU is usable it is the second unit: no fallback, a device named
+ * for both units, and rows kept on it. */
+Test(hetero_gpu, the_gpu_is_the_second_unit) {
+  hetero_run r;
+  open_bank(&r, 1000000, 1000000);
+  test_need_backend(r.wl, PRSTM_BACKEND_GPU);
+  generate(&r, 2000000, "transfer", 11);
+  test_run_verified(r.engine, r.batch, &r.res, "hetero run");
+  cr_assert_eq(r.res.fallback[0], 0, "a usable GPU must be the second unit: %s", r.res.fallback);
+  cr_assert(strstr(r.res.device, "SMs") != NULL, "the device names the GPU: %s", r.res.device);
+  cr_assert_gt(r.res.second_unit_rows, 0);
+  cr_assert_eq(r.res.discarded_rows, 0);
+  cr_assert_gt(r.res.gpu_bytes, 0);
+  expect_invariant(&r);
+  run_close(&r);
+}
