@@ -87,6 +87,49 @@ const prstm_worker_variant *engine_pick_variant(const prstm_workload *wl, uint32
   return NULL;
 }
 
+/* engine_parallel_for: the calling thread takes the first part and each
+ * other part gets a thread of its own; a thread that cannot be created
+ * leaves its part to the caller, so the work is always done. */
+typedef struct engine_part {
+  engine_part_fn fn;
+  void *arg;
+  unsigned index;
+  uint64_t from, to;
+} engine_part;
+
+static void *engine_part_main(void *p) {
+  const engine_part *part = p;
+  part->fn(part->arg, part->index, part->from, part->to);
+  return NULL;
+}
+
+unsigned engine_parallel_parts(uint64_t n, uint64_t min_per_part) {
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  uint64_t parts = cores < 1 ? 1 : (uint64_t)cores;
+  if (parts > ENGINE_MAX_PARTS) parts = ENGINE_MAX_PARTS;
+  if (min_per_part && n / min_per_part < parts) parts = n / min_per_part;
+  return parts < 1 ? 1u : (unsigned)parts;
+}
+
+void engine_parallel_for(uint64_t n, unsigned parts, engine_part_fn fn, void *arg) {
+  if (parts < 1) parts = 1;
+  if (parts > ENGINE_MAX_PARTS) parts = ENGINE_MAX_PARTS;
+  engine_part jobs[ENGINE_MAX_PARTS];
+  pthread_t tids[ENGINE_MAX_PARTS];
+  int started[ENGINE_MAX_PARTS] = {0};
+  for (unsigned i = 0; i < parts; i++) {
+    jobs[i] = (engine_part){fn, arg, i, n * i / parts, n * (i + 1) / parts};
+    if (i > 0) started[i] = pthread_create(&tids[i], NULL, engine_part_main, &jobs[i]) == 0;
+  }
+  engine_part_main(&jobs[0]);
+  for (unsigned i = 1; i < parts; i++) {
+    if (started[i])
+      pthread_join(tids[i], NULL);
+    else
+      engine_part_main(&jobs[i]);
+  }
+}
+
 /* The lock array of a CPU run or replay (the locks, then the counters of
  * adds where the workload has them), zeroed before the clock starts. A
  * fresh calloc leaves the zeroing to first touch, and on a state of 10^8

@@ -37,6 +37,7 @@ typedef struct hetero_unit {
   int rc;                           /* of a launch on a thread of its own */
   const prstm_batch *b;
   int final;
+  int fill_parts; /* stage on every core: the other unit is not running */
 } hetero_unit;
 
 typedef struct hetero_run {
@@ -126,6 +127,34 @@ static void unit_close(hetero_unit *u) {
   u->rows = NULL;
 }
 
+/* Copies a part's rows into its staging, on every core for a large part:
+ * a run of consecutive batch rows (a solo unit's new rows) column by
+ * column, any other row by itself. */
+typedef struct fill_job {
+  const prstm_batch *b;
+  const uint64_t *rows;
+  const backend_staging *st;
+  txtable_view view;
+} fill_job;
+
+static void fill_part(void *arg, unsigned part, uint64_t from, uint64_t to) {
+  (void)part;
+  const fill_job *j = arg;
+  const prstm_batch *b = j->b;
+  const backend_staging *st = j->st;
+  for (uint64_t k = from; k < to;) {
+    const uint64_t r = j->rows[k];
+    uint64_t run = 1;
+    while (k + run < to && j->rows[k + run] == r + run) run++;
+    memcpy(st->type + k, b->type + r, (size_t)run);
+    for (uint32_t c = 0; c < b->ncols; c++)
+      memcpy(st->args + (uint64_t)c * st->stride + k, b->args + (uint64_t)c * b->cap + r,
+             (size_t)run * sizeof *b->args);
+    for (uint64_t i = 0; i < run; i++) st->row_id[k + i] = txtable_row_number(&j->view, r + i);
+    k += run;
+  }
+}
+
 /* Stages the unit's part (every row with its batch row number, as a
  * stream's carried rows are) and starts it; the CPU runs it to its end. */
 static int unit_launch(hetero_unit *u) {
@@ -140,14 +169,10 @@ static int unit_launch(hetero_unit *u) {
   double t0 = engine_now();
   int rc = u->ops->unit_reserve(u->e, u->bs, 0, &bu, &st);
   if (rc) return rc;
-  txtable_view view;
-  txtable_view_of((prstm_batch *)b, &view);
-  for (uint64_t k = 0; k < u->n; k++) {
-    const uint64_t r = u->rows[k];
-    st.type[k] = b->type[r];
-    st.row_id[k] = txtable_row_number(&view, r);
-    for (uint32_t c = 0; c < b->ncols; c++) st.args[(uint64_t)c * st.stride + k] = b->args[(uint64_t)c * b->cap + r];
-  }
+  fill_job job = {b, u->rows, &st, {0}};
+  txtable_view_of((prstm_batch *)b, &job.view);
+  engine_parallel_for(u->n, u->fill_parts ? engine_parallel_parts(u->n, PRSTM_POLICY_HETERO_ROWS_PER_PART) : 1,
+                      fill_part, &job);
   rc = u->ops->unit_launch(u->e, u->bs, 0, &bu);
   u->busy_s = engine_now() - t0;
   return rc;
@@ -166,6 +191,30 @@ static void lock_words(const hetero_run *h, uint64_t l, uint64_t *from, uint64_t
   *to = *from + cov < h->e->nwords ? *from + cov : h->e->nwords;
 }
 
+/* Makes the replicas equal by copying one whole: B's into A's when
+ * from_b, else A's into B's; and clears the marks. */
+static int hetero_copy_replica(hetero_run *h, int from_b, double *copy_s) {
+  hetero_unit *a = &h->unit[0], *bu = &h->unit[1];
+  const size_t bytes = (size_t)h->e->nwords * sizeof *a->e->words;
+  const double t0 = engine_now();
+  int rc = 0;
+  if (from_b && bu->ops->state_read)
+    rc = bu->ops->state_read(bu->e, bu->bs, a->e->words);
+  else if (from_b)
+    memcpy(a->e->words, bu->e->words, bytes);
+  else if (bu->ops->state_write)
+    rc = bu->ops->state_write(bu->e, bu->bs, a->e->words);
+  else
+    memcpy(bu->e->words, a->e->words, bytes);
+  if (rc) return engine_fail(h->e, rc, "GPU unit: %s", bu->e->err);
+  *copy_s += engine_now() - t0;
+  for (int k = 0; k < 2; k++) {
+    memset(h->unit[k].e->unit_read_marks, 0, (size_t)h->nlocks);
+    memset(h->unit[k].e->unit_write_marks, 0, (size_t)h->nlocks);
+  }
+  return 0;
+}
+
 /* Reconciles the replicas after a round: *kept is 1 when B's part is kept
  * (no lock A wrote under was read or written by B), 0 when it is
  * discarded; either way both replicas end equal. */
@@ -174,6 +223,11 @@ static int hetero_reconcile(hetero_run *h, int *kept, double *copy_s) {
   int rc = 0;
   if (bu->ops->marks_take && (rc = bu->ops->marks_take(bu->e, bu->bs)) != 0)
     return engine_fail(h->e, rc, "GPU unit: %s", bu->e->err);
+  if (!a->n || !bu->n) {
+    /* One unit ran alone: nothing to compare, its replica is copied whole. */
+    *kept = 1;
+    return hetero_copy_replica(h, bu->n != 0, copy_s);
+  }
   const uint8_t *ra = a->e->unit_read_marks, *wa = a->e->unit_write_marks;
   const uint8_t *rb = bu->e->unit_read_marks, *wb = bu->e->unit_write_marks;
   (void)ra; /* B comes after A, so what A read may be what B overwrote */
@@ -214,41 +268,57 @@ static int hetero_reconcile(hetero_run *h, int *kept, double *copy_s) {
   return 0;
 }
 
-/* Writes a kept part's outcomes into the batch, its commit order after
- * every earlier part's, and carries its pending rows. Returns the rows it
- * decided in *decided. */
-static int hetero_keep(hetero_run *h, hetero_unit *u, prstm_results *res, uint64_t *decided) {
-  prstm_batch *b = h->b;
-  const backend_outcomes *o = &u->out;
-  *decided = 0;
-  for (uint64_t k = 0; k < u->n; k++) {
-    const uint64_t r = u->rows[k];
+/* Writes a kept part's outcomes into the batch (on every core for a large
+ * part: each row is its own), its commit order after every earlier part's,
+ * then carries its pending rows. Returns the rows it decided in *decided. */
+typedef struct keep_job {
+  prstm_batch *b;
+  const hetero_unit *u;
+  uint64_t seq_base;
+  uint64_t counts[ENGINE_MAX_PARTS][4]; /* by status */
+} keep_job;
+
+static void keep_part(void *arg, unsigned part, uint64_t from, uint64_t to) {
+  keep_job *j = arg;
+  prstm_batch *b = j->b;
+  const backend_outcomes *o = &j->u->out;
+  uint64_t *count = j->counts[part];
+  for (uint64_t k = from; k < to; k++) {
     const uint8_t st = o->status[k];
-    if (st == 0) {
-      int rc = carry_push(h, r);
-      if (rc) return rc;
-      continue;
-    }
+    count[st & TXTABLE_STATUS_MASK]++;
+    if (st == 0) continue;
+    const uint64_t r = j->u->rows[k];
     b->status[r] = st;
     if (b->result && o->result) b->result[r] = o->result[k];
-    if (b->seq && o->seq) b->seq[r] = o->seq[k] == UINT64_MAX ? UINT64_MAX : h->seq_base + o->seq[k];
+    if (b->seq && o->seq) b->seq[r] = o->seq[k] == UINT64_MAX ? UINT64_MAX : j->seq_base + o->seq[k];
     if (b->read_hash && o->read_hash) b->read_hash[r] = o->read_hash[k];
-    switch (st & TXTABLE_STATUS_MASK) {
-      case TXTABLE_COMMITTED:
-        res->committed++;
-        break;
-      case TXTABLE_FAILED:
-        res->failed++;
-        break;
-      case TXTABLE_ABANDONED:
-        res->abandoned++;
-        break;
-      default:
-        break;
-    }
-    (*decided)++;
   }
-  h->seq_base += o->q[STM_Q_SEQUENCE];
+}
+
+static int hetero_keep(hetero_run *h, hetero_unit *u, prstm_results *res, uint64_t *decided) {
+  keep_job *job = calloc(1, sizeof *job);
+  if (!job) return engine_fail(h->e, PRSTM_ENOMEM, "cannot keep a round's outcomes");
+  job->b = h->b;
+  job->u = u;
+  job->seq_base = h->seq_base;
+  const unsigned parts = engine_parallel_parts(u->n, PRSTM_POLICY_HETERO_ROWS_PER_PART);
+  engine_parallel_for(u->n, parts, keep_part, job);
+  uint64_t c[4] = {0, 0, 0, 0};
+  for (unsigned p = 0; p < parts; p++)
+    for (unsigned s = 0; s < 4; s++) c[s] += job->counts[p][s];
+  free(job);
+  res->committed += c[TXTABLE_COMMITTED];
+  res->failed += c[TXTABLE_FAILED];
+  res->abandoned += c[TXTABLE_ABANDONED];
+  *decided = c[TXTABLE_COMMITTED] + c[TXTABLE_FAILED] + c[TXTABLE_ABANDONED];
+  /* Pending is status 0 with reason 0: a zero byte. */
+  const uint8_t *st = u->out.status, *p = st, *end = st + u->n;
+  while ((p = memchr(p, 0, (size_t)(end - p))) != NULL) {
+    int rc = carry_push(h, u->rows[p - st]);
+    if (rc) return rc;
+    p++;
+  }
+  h->seq_base += u->out.q[STM_Q_SEQUENCE];
   return 0;
 }
 
@@ -342,7 +412,7 @@ static int hetero_plan(hetero_run *h, uint64_t round_rows, double share_b) {
   h->next_new += from_new;
   a->n = bu->n = 0;
   uint64_t split = 0;
-  if (!hetero_split(h, h->cand, m, share_b, &split)) {
+  if (share_b <= 0 || share_b >= 1 || !hetero_split(h, h->cand, m, share_b, &split)) {
     uint64_t nb = (uint64_t)(share_b * (double)m + 0.5);
     if (nb > m) nb = m;
     if (nb > bu->info.slot_rows) nb = bu->info.slot_rows;
@@ -389,6 +459,13 @@ static int hetero_plan(hetero_run *h, uint64_t round_rows, double share_b) {
   for (uint64_t i = 0; i < h->nreserved; i++) h->reserved[h->reserved_list[i]] = 0;
   h->nreserved = 0;
   return 0;
+}
+
+/* The rows of a unit's part still pending (status 0). */
+static uint64_t unit_pending(const hetero_unit *u) {
+  uint64_t pending = 0;
+  for (uint64_t k = 0; k < u->n; k++) pending += u->out.status[k] == 0;
+  return pending;
 }
 
 /* Waits for a unit's part, adding its times. */
@@ -456,8 +533,11 @@ static int hetero_run_rounds(hetero_run *h, prstm_results *res) {
     h->b_words = malloc((size_t)e->nwords * sizeof *h->b_words);
     if (!h->b_words) return engine_fail(e, PRSTM_ENOMEM, "cannot allocate the GPU unit's host replica");
   }
-  uint64_t round_rows =
-      PRSTM_POLICY_HETERO_FIRST_ROUND_ROWS < max_round ? PRSTM_POLICY_HETERO_FIRST_ROUND_ROWS : max_round;
+  /* The first round measures both units, on parts large enough that a
+   * GPU's fixed costs do not hide its speed. */
+  uint64_t round_rows = b->n / PRSTM_POLICY_HETERO_FIRST_ROUND_PARTS;
+  if (round_rows < PRSTM_POLICY_HETERO_FIRST_ROUND_ROWS) round_rows = PRSTM_POLICY_HETERO_FIRST_ROUND_ROWS;
+  if (round_rows > max_round) round_rows = max_round;
   if (round_rows < 1) round_rows = 1;
   const double min_share = 1.0 / PRSTM_POLICY_HETERO_MIN_SHARE_PARTS;
   /* Reconciling scans every lock's marks, so a round is never so short
@@ -466,18 +546,22 @@ static int hetero_run_rounds(hetero_run *h, prstm_results *res) {
   if (min_round < PRSTM_POLICY_HETERO_MIN_ROUND_ROWS) min_round = PRSTM_POLICY_HETERO_MIN_ROUND_ROWS;
   if (min_round > max_round) min_round = max_round;
   double share_b = 0.5;
+  int solo = -1; /* the unit that runs alone (0 A, 1 B), once one is found far faster */
+  a->fill_parts = bu->fill_parts = bu->is_gpu;
   double t0 = engine_now();
   /* Rounds run while new rows remain, and a few more on the carried rows
    * alone while they still decide some. */
   unsigned rounds_after_new = 0;
-  double work_a = 0, time_a = 0, work_b = 0, time_b = 0;
+  double work_a = 0, time_a = 0, work_b = 0, ran_work_b = 0, time_b = 0;
+  unsigned lost_rounds = 0;
   uint64_t decided_last = 1;
   while (h->next_new < b->n ||
          (h->ncarry && decided_last && rounds_after_new++ < PRSTM_POLICY_HETERO_ROUNDS_AFTER_NEW)) {
     rc = hetero_plan(h, round_rows, share_b);
     if (!rc) rc = hetero_round(h);
-    int kept = 0;
-    if (!rc) rc = hetero_reconcile(h, &kept, &res->transfer_s);
+    /* A solo unit's replica alone moves on; the other takes it at the end. */
+    int kept = 1;
+    if (!rc && solo < 0) rc = hetero_reconcile(h, &kept, &res->transfer_s);
     uint64_t decided_a = 0, decided_b = 0;
     if (!rc && a->n) rc = hetero_keep(h, a, res, &decided_a);
     if (!rc && bu->n) {
@@ -496,16 +580,41 @@ static int hetero_run_rounds(hetero_run *h, prstm_results *res) {
     /* Each unit's share follows the rows it decided and kept per second of
      * its own time, over the rounds so far with the older ones weighing
      * less (a part's fixed costs make one small part look slow); a part
-     * lost to a conflict counts as nothing decided. */
+     * lost to a conflict counts as nothing decided. Its speed alone counts
+     * the rows it decided, kept or not. */
+    const uint64_t ran_b = kept ? decided_b : bu->n - unit_pending(bu);
     work_a = work_a / 2 + (double)decided_a;
     time_a = time_a / 2 + (a->n ? a->busy_s : 0);
     work_b = work_b / 2 + (double)decided_b;
+    ran_work_b = ran_work_b / 2 + (double)ran_b;
     time_b = time_b / 2 + (bu->n ? bu->busy_s : 0);
+    lost_rounds = bu->n && !kept ? lost_rounds + 1 : 0;
     const double rate_a = time_a > 0 ? work_a / time_a : 0;
     const double rate_b = time_b > 0 ? work_b / time_b : 0;
-    if (rate_a + rate_b > 0 && time_a > 0 && time_b > 0) share_b = rate_b / (rate_a + rate_b);
-    if (share_b < min_share) share_b = min_share;
-    if (share_b > 1 - min_share) share_b = 1 - min_share;
+    const double speed_b = time_b > 0 ? ran_work_b / time_b : 0;
+    if (solo < 0 && time_a > 0 && time_b > 0 && rate_a + rate_b > 0) {
+      share_b = rate_b / (rate_a + rate_b);
+      if (share_b < min_share) share_b = min_share;
+      if (share_b > 1 - min_share) share_b = 1 - min_share;
+    }
+    /* The scheduler settles on one unit when the other would add little:
+     * one decides rows SOLO_RATIO times faster than the other (B's speed
+     * counting its lost parts too: a conflict says nothing of it), or B's parts
+     * were lost to conflicts SOLO_LOST_ROUNDS rounds in a row (the faster
+     * unit alone then beats both together). Both units ran the first
+     * round, half of it each, so each has been measured. */
+    if (solo < 0 && time_a > 0 && time_b > 0) {
+      if (lost_rounds >= PRSTM_POLICY_HETERO_SOLO_LOST_ROUNDS)
+        solo = speed_b > rate_a ? 1 : 0;
+      else if (speed_b >= PRSTM_POLICY_HETERO_SOLO_RATIO * rate_a)
+        solo = 1;
+      else if (rate_a >= PRSTM_POLICY_HETERO_SOLO_RATIO * speed_b)
+        solo = 0;
+      if (solo >= 0) {
+        share_b = solo;
+        round_rows = max_round;
+      }
+    }
     /* The period adapts to the conflicts: a longer round costs less
      * reconciliation per row, a shorter one loses less to a conflict. */
     if (!kept && bu->n) {
@@ -516,10 +625,17 @@ static int hetero_run_rounds(hetero_run *h, prstm_results *res) {
     }
     if (round_rows > max_round) round_rows = max_round;
   }
-  /* Every row was handed out: what is still pending runs on unit A to the
-   * end, where a row that nothing funds is abandoned. */
+  /* Every row was handed out: what is still pending runs on unit A (or
+   * the solo unit, where its slots hold them) to the end, where a row that
+   * nothing funds is abandoned; the other replica then takes its words. */
+  int b_latest = solo == 1; /* B's replica holds the state, A's is behind */
   if (h->ncarry) {
-    hetero_unit *u = a;
+    hetero_unit *u = solo == 1 && h->ncarry <= bu->info.slot_rows ? bu : a;
+    if (u == a && b_latest) {
+      rc = hetero_copy_replica(h, 1, &res->transfer_s);
+      if (rc) return rc;
+      b_latest = 0;
+    }
     rc = unit_reserve_rows(e, u, h->ncarry);
     if (rc) return rc;
     memcpy(u->rows, h->carry, (size_t)h->ncarry * sizeof *u->rows);
@@ -527,16 +643,19 @@ static int hetero_run_rounds(hetero_run *h, prstm_results *res) {
     h->ncarry = 0;
     u->final = 1;
     rc = unit_launch(u);
-    if (rc) return engine_fail(e, rc, "CPU unit: %s", u->e->err);
+    if (rc) return engine_fail(e, rc, "%s unit: %s", u->is_gpu ? "GPU" : "CPU", u->e->err);
     rc = unit_wait(h, u);
+    if (u == bu) b_latest = 1;
     uint64_t decided = 0;
     if (!rc) rc = hetero_keep(h, u, res, &decided);
     if (rc) return rc;
+    if (u == bu) res->second_unit_rows += decided;
     if (h->ncarry)
       return engine_fail(e, PRSTM_EINVAL, "%llu rows are still pending after the final round",
                          (unsigned long long)h->ncarry);
     res->rounds++;
   }
+  if (b_latest && (rc = hetero_copy_replica(h, 1, &res->transfer_s)) != 0) return rc;
   res->execute_s = engine_now() - t0 - res->transfer_s;
   if (res->execute_s < 0) res->execute_s = 0;
   for (int k = 0; k < 2; k++) {

@@ -99,9 +99,11 @@
 
 /* ---- Co-execution (host, engine/hetero.c) ---- */
 
-/* A co-executed run's first round: this many rows, half on each unit, to
- * measure how fast each one decides rows before the shares are set. */
+/* A co-executed run's first round: a part in FIRST_ROUND_PARTS of the
+ * batch and at least FIRST_ROUND_ROWS rows, half on each unit, to measure
+ * how fast each one decides rows before the shares are set. */
 #define PRSTM_POLICY_HETERO_FIRST_ROUND_ROWS 65536ull
+#define PRSTM_POLICY_HETERO_FIRST_ROUND_PARTS 16u
 /* Rounds shrink by half after a conflict and grow by double after a round
  * without one, between these bounds. */
 #define PRSTM_POLICY_HETERO_MIN_ROUND_ROWS 1024ull
@@ -115,6 +117,17 @@
 /* A round is routed by the rows' words when at least one row in this many
  * names words the host can see; else it is split blindly. */
 #define PRSTM_POLICY_HETERO_ROUTED_PARTS 8u
+/* The host's work on a round's rows (staging, outcomes) is shared out
+ * among threads in parts of at least this many rows. */
+#define PRSTM_POLICY_HETERO_ROWS_PER_PART 65536u
+/* When one unit decides rows this many times faster than the other, the
+ * other would add less than a part in this many: the faster unit takes
+ * every later round alone (the solo unit), with no routing and no marks
+ * to compare. */
+#define PRSTM_POLICY_HETERO_SOLO_RATIO 20.0
+/* After this many rounds in a row whose B part was lost to a conflict, the
+ * faster unit takes every later round alone. */
+#define PRSTM_POLICY_HETERO_SOLO_LOST_ROUNDS 2u
 /* Once every row was handed out, rounds of both units go on over the
  * carried rows at most this many times (while they decide some) before
  * unit A runs what is left to the end. */
