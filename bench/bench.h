@@ -11,7 +11,7 @@
 enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2, EXIT_INCOMPLETE = 3 };
 
 /* The series of the sweeps, which --series selects from. */
-#define SERIES_COUNT 16
+#define SERIES_COUNT 19
 extern const char *const series_names[SERIES_COUNT];
 
 /* ---- Runners: the ways one point's batch is executed. ---- */
@@ -31,6 +31,9 @@ typedef enum runner_id {
   R_GPU_DELTAS,
   R_CPU_STM,
   R_CPU_DELTAS,
+  /* Co-execution (backend hetero): the CPU and the GPU together, or two
+   * sets of CPU threads where no GPU is usable; the hetero experiment's. */
+  R_HETERO,
   R_COUNT
 } runner_id;
 
@@ -40,8 +43,9 @@ extern const char *const runner_names[R_COUNT];
 #define RUNNERS_DELTAS \
   (RUNNER_BIT(R_GPU_STM) | RUNNER_BIT(R_GPU_DELTAS) | RUNNER_BIT(R_CPU_STM) | RUNNER_BIT(R_CPU_DELTAS))
 /* What a point runs unless it asks for more: every runner but the delta
- * path's pairs, which only the contention experiment compares. */
-#define RUNNERS_DEFAULT (RUNNERS_ALL & ~RUNNERS_DELTAS)
+ * path's pairs, which only the contention experiment compares, and
+ * co-execution, which only the hetero experiment runs. */
+#define RUNNERS_DEFAULT (RUNNERS_ALL & ~RUNNERS_DELTAS & ~RUNNER_BIT(R_HETERO))
 /* The ceiling and the plain loop execute bank rows only. */
 #define RUNNERS_BANK_ONLY (RUNNER_BIT(R_GPU_CEILING) | RUNNER_BIT(R_CPU_PLAIN))
 #define RUNNERS_GPU                                                                                           \

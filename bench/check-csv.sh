@@ -20,7 +20,7 @@ need_runners() {
   done
 }
 
-for name in bank-accounts bank-coverage bank-threads bank-size semantic-bank semantic-vacation workloads-threads workloads-coverage targets-runs contention oltp; do
+for name in bank-accounts bank-coverage bank-threads bank-size semantic-bank semantic-vacation workloads-threads workloads-coverage targets-runs contention oltp hetero; do
   f=$dir/$name.csv
   if [ ! -s "$f" ]; then fail "$f: missing or empty"; continue; fi
   [ "$(head -1 "$f")" = "$header" ] || fail "$f: header is not prstm-bench's"
@@ -46,6 +46,7 @@ for name in bank-accounts bank-coverage bank-threads bank-size semantic-bank sem
         fail "$f: no measured row of gpu_postpone or cpu_postpone" ;;
     bank-*|semantic-bank) need_runners "$f" cpu_postpone cpu_retry cpu_serial cpu_plain ;;
     oltp) need_runners "$f" cpu_postpone cpu_serial ;;
+    hetero) need_runners "$f" cpu_postpone cpu_serial hetero ;;
     *) need_runners "$f" cpu_postpone cpu_retry cpu_serial ;;
   esac
   if [ $require_gpu = 1 ]; then

@@ -509,6 +509,85 @@ static int exp_oltp(bench_ctx *c) {
   return status;
 }
 
+/* hetero: co-execution (the CPU and the GPU on one batch, each on a
+ * replica) against the GPU alone, the CPU backend alone and one CPU thread,
+ * on the same batch. Bank transfers over 10^4 to 10^7 accounts (the
+ * dataset's size: a larger one leaves fewer rows to wait for a later round
+ * because a row of the CPU's touched their accounts); kv's mixes A, B and C
+ * on Zipfian keys; and vacation and kmeans, whose bodies compute their
+ * words, so that their rounds are split blindly. Every point's runs are
+ * checked against the workload's invariant and verified against their
+ * serial replay. */
+static bench_point hetero_point(const bench_ctx *c, const prstm_workload *wl, const char *series, uint64_t n) {
+  bench_point p;
+  point_init(c, &p, wl, "hetero", series);
+  p.gen.transactions = n;
+  p.runners = RUNNER_BIT(R_GPU_POSTPONE) | RUNNER_BIT(R_CPU_POSTPONE) | RUNNER_BIT(R_CPU_SERIAL) | RUNNER_BIT(R_HETERO);
+  p.verify = 1;
+  return p;
+}
+
+static int exp_hetero(bench_ctx *c) {
+  const prstm_workload *kv = prstm_workload_find("kv");
+  if (!kv || !prstm_workload_find("vacation") || !prstm_workload_find("kmeans")) {
+    fprintf(stderr, "prstm-bench: this build lacks the kv, vacation or kmeans workload\n");
+    return PRSTM_EUNKNOWN;
+  }
+  FILE *f = bench_open_csv(c, "hetero");
+  if (!f) return PRSTM_EIO;
+  const uint64_t n = c->o.transactions ? c->o.transactions : c->o.quick ? 20000 : 4000000;
+  bench_row rows[R_COUNT];
+  int status = 0;
+  static const double full_accounts[] = {1e4, 1e5, 1e6, 1e7}, quick_accounts[] = {1e4, 1e5};
+  for (unsigned i = 0; i < (c->o.quick ? 2u : 4u); i++) {
+    bench_point p = bank_point(c, "hetero", "hetero-bank", n, 0.0);
+    p.runners =
+        RUNNER_BIT(R_GPU_POSTPONE) | RUNNER_BIT(R_CPU_POSTPONE) | RUNNER_BIT(R_CPU_SERIAL) | RUNNER_BIT(R_HETERO);
+    p.verify = 1;
+    p.state.accounts = (uint64_t)(c->o.quick ? quick_accounts : full_accounts)[i];
+    p.x_name = "accounts";
+    p.x = (double)p.state.accounts;
+    run_point(c, &p, f, rows);
+  }
+  /* YCSB's mixes over the store: A 50% sets, B 5%, C gets alone. */
+  static const double sets_share[] = {0.5, 0.05, 0.0};
+  for (unsigned i = 0; i < 3; i++) {
+    bench_point p = hetero_point(c, kv, "hetero-kv", n);
+    p.gen.nmix = 2;
+    p.gen.mix_names[0] = "get";
+    p.gen.mix_weights[0] = 1.0 - sets_share[i];
+    p.gen.mix_names[1] = "set";
+    p.gen.mix_weights[1] = sets_share[i];
+    p.x_name = "set_share";
+    p.x = sets_share[i];
+    if (c->o.quick && (set_param(kv, p.state.params, "sets", 4096) || set_param(kv, p.state.params, "preload", 8000)))
+      status = PRSTM_EUNKNOWN;
+    run_point(c, &p, f, rows);
+  }
+  /* vacation at the semantic experiment's size, kmeans at the workloads
+   * experiment's. */
+  for (unsigned i = 0; i < 2; i++) {
+    bench_point p;
+    if (i == 0) {
+      p = vacation_point(c, "hetero", "hetero-workloads", 0.0, 0);
+    } else if (workload_point(c, "kmeans", &p) != 0) {
+      status = PRSTM_EUNKNOWN;
+      continue;
+    }
+    p.experiment = "hetero";
+    p.series = "hetero-workloads";
+    p.runners =
+        RUNNER_BIT(R_GPU_POSTPONE) | RUNNER_BIT(R_CPU_POSTPONE) | RUNNER_BIT(R_CPU_SERIAL) | RUNNER_BIT(R_HETERO);
+    p.verify = 1;
+    /* x: 0 vacation, 1 kmeans (the workload column names it too). */
+    p.x_name = "workload";
+    p.x = i;
+    run_point(c, &p, f, rows);
+  }
+  fclose(f);
+  return status;
+}
+
 static int exp_semantic_bank(bench_ctx *c) { return exp_semantic(c, 0); }
 static int exp_semantic_vacation(bench_ctx *c) { return exp_semantic(c, 1); }
 static int exp_workloads_threads(bench_ctx *c) { return exp_workloads(c, 0); }
@@ -528,5 +607,6 @@ const bench_experiment bench_experiments[] = {
     {"contention", exp_contention},
     {"ingest", exp_ingest},
     {"oltp", exp_oltp},
+    {"hetero", exp_hetero},
 };
 const unsigned bench_experiment_count = sizeof bench_experiments / sizeof bench_experiments[0];

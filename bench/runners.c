@@ -12,7 +12,7 @@
 
 const char *const runner_names[R_COUNT] = {"gpu_postpone", "gpu_retry",  "gpu_ceiling", "cpu_postpone",
                                            "cpu_retry",    "cpu_serial", "cpu_plain",   "gpu_stm",
-                                           "gpu_deltas",   "cpu_stm",    "cpu_deltas"};
+                                           "gpu_deltas",   "cpu_stm",    "cpu_deltas",  "hetero"};
 const char *const row_status_names[] = {"not_run", "ok", "unavailable", "failed", "timeout", "skipped", "incomplete"};
 
 double bench_now(void) {
@@ -234,6 +234,7 @@ done:
 static void run_engine_runner(bench_ctx *c, const bench_point *p, runner_id id, prstm_batch *batch, double point_start,
                               bench_row *row) {
   const int gpu = id == R_GPU_POSTPONE || id == R_GPU_RETRY || id == R_GPU_STM || id == R_GPU_DELTAS;
+  const prstm_backend backend = id == R_HETERO ? PRSTM_BACKEND_HETERO : gpu ? PRSTM_BACKEND_GPU : PRSTM_BACKEND_CPU;
   const prstm_semantic_mode mode =
       id == R_GPU_RETRY || id == R_CPU_RETRY ? PRSTM_SEMANTIC_RETRY : PRSTM_SEMANTIC_POSTPONE;
   /* The engine's runners take the default (auto); the papers' comparators
@@ -241,8 +242,8 @@ static void run_engine_runner(bench_ctx *c, const bench_point *p, runner_id id, 
   const prstm_deltas_mode deltas = id == R_GPU_DELTAS || id == R_CPU_DELTAS       ? PRSTM_DELTAS_ON
                                    : id == R_GPU_POSTPONE || id == R_CPU_POSTPONE ? PRSTM_DELTAS_AUTO
                                                                                   : PRSTM_DELTAS_OFF;
-  uint32_t threads = gpu ? p->gpu_threads : id == R_CPU_SERIAL ? 1 : p->cpu_threads;
-  row->backend = gpu ? "gpu" : "cpu";
+  uint32_t threads = gpu ? p->gpu_threads : id == R_CPU_SERIAL ? 1 : id == R_HETERO ? 0 : p->cpu_threads;
+  row->backend = id == R_HETERO ? "hetero" : gpu ? "gpu" : "cpu";
   double *kernel = calloc(c->o.repeat, sizeof *kernel), *e2e = calloc(c->o.repeat, sizeof *e2e);
   if (!kernel || !e2e) {
     row->status = ROW_FAILED;
@@ -261,8 +262,7 @@ static void run_engine_runner(bench_ctx *c, const bench_point *p, runner_id id, 
                c->o.repeat);
       break;
     }
-    if (engine_run_once(c, p, gpu ? PRSTM_BACKEND_GPU : PRSTM_BACKEND_CPU, mode, deltas, threads, 0, batch, row, &run))
-      break;
+    if (engine_run_once(c, p, backend, mode, deltas, threads, 0, batch, row, &run)) break;
     if (row->status == ROW_INCOMPLETE) {
       incomplete = 1;
       break;
@@ -279,8 +279,7 @@ static void run_engine_runner(bench_ctx *c, const bench_point *p, runner_id id, 
     free(kernel);
     free(e2e);
     bench_row vrow = *row;
-    int rc = engine_run_once(c, p, gpu ? PRSTM_BACKEND_GPU : PRSTM_BACKEND_CPU, mode, deltas, threads, 1, batch, &vrow,
-                             &run);
+    int rc = engine_run_once(c, p, backend, mode, deltas, threads, 1, batch, &vrow, &run);
     if (rc != 0 || run.verify_ok != 1) {
       row->status = ROW_FAILED;
       snprintf(row->verify, sizeof row->verify, "failed");
@@ -309,8 +308,7 @@ static void run_engine_runner(bench_ctx *c, const bench_point *p, runner_id id, 
     return;
   }
   bench_row vrow = *row;
-  if (engine_run_once(c, p, gpu ? PRSTM_BACKEND_GPU : PRSTM_BACKEND_CPU, mode, deltas, threads, 1, batch, &vrow,
-                      &run)) {
+  if (engine_run_once(c, p, backend, mode, deltas, threads, 1, batch, &vrow, &run)) {
     row->status = ROW_FAILED;
     snprintf(row->verify, sizeof row->verify, "failed");
     row_note(row, "verified run: %s", vrow.note);
@@ -558,6 +556,12 @@ void run_point(bench_ctx *c, const bench_point *p, FILE *csv, bench_row *rows) {
     if (!(mask & RUNNER_BIT(id))) continue;
     bench_row *row = &rows[id];
     if ((RUNNER_BIT(id) & RUNNERS_GPU) && !gpu_runner_allowed(c, row)) continue;
+    if (id == R_HETERO && c->o.backend == PRSTM_BACKEND_CPU) {
+      /* Co-execution takes a usable GPU as its second unit. */
+      row->status = ROW_UNAVAILABLE;
+      row_note(row, "--backend cpu");
+      continue;
+    }
     if (id == R_GPU_CEILING || id == R_CPU_PLAIN) continue; /* below, together */
     if (bench_now() - start > c->o.timeout_point_s) {
       row->status = ROW_TIMEOUT;
