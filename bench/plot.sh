@@ -30,7 +30,11 @@ plot_sweep() {
       if (!(s in seen)) {seen[s] = 1; order[++ns] = s}
       file = out "/" s "__" r ".dat"
       print $col["x"], $col["tx_s"] >> file
-      xname[s] = $col["x_name"]; wl[s] = $col["workload"]
+      xname[s] = $col["x_name"]
+      # A series over several workloads (hetero-workloads) names them all.
+      w = $col["workload"]
+      if (!(s in wl)) wl[s] = w
+      else if (index("+" wl[s] "+", "+" w "+") == 0) wl[s] = wl[s] "+" w
       if (!(s in minx) || $col["x"] + 0 < minx[s]) minx[s] = $col["x"] + 0
     }
     END {
@@ -67,7 +71,7 @@ plot_sweep() {
       fi
       local plots=""
       for runner in gpu_postpone gpu_retry gpu_ceiling gpu_stm gpu_deltas cpu_postpone cpu_retry cpu_serial cpu_plain \
-        cpu_stm cpu_deltas; do
+        cpu_stm cpu_deltas hetero; do
         local f=$work/${series}__$runner.dat
         [ -s "$f" ] || continue
         sort -g "$f" -o "$f"
