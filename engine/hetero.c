@@ -377,6 +377,18 @@ static int hetero_split(hetero_run *h, const uint64_t *cand, uint64_t m, double 
   return routed;
 }
 
+/* Numbers new rows: at[k] = first + k, on every core for many. */
+typedef struct number_job {
+  uint64_t *at;
+  uint64_t first;
+} number_job;
+
+static void number_part(void *arg, unsigned part, uint64_t from, uint64_t to) {
+  (void)part;
+  const number_job *j = arg;
+  for (uint64_t k = from; k < to; k++) j->at[k] = j->first + k;
+}
+
 /* Fills the round's parts. The candidates are carried rows first (at most
  * half the round, so that new rows, which may fund them, keep coming), then
  * new rows. Where the host can see the words of enough rows (address
@@ -406,7 +418,10 @@ static int hetero_plan(hetero_run *h, uint64_t round_rows, double share_b) {
     }
   }
   if (rc) return rc;
-  for (uint64_t k = 0; k < m; k++) h->cand[k] = k < from_carry ? h->carry[k] : h->next_new + (k - from_carry);
+  memcpy(h->cand, h->carry, (size_t)from_carry * sizeof *h->cand);
+  number_job numbers = {h->cand + from_carry, h->next_new};
+  engine_parallel_for(from_new, engine_parallel_parts(from_new, PRSTM_POLICY_HETERO_ROWS_PER_PART), number_part,
+                      &numbers);
   memmove(h->carry, h->carry + from_carry, (size_t)(h->ncarry - from_carry) * sizeof *h->carry);
   h->ncarry -= from_carry;
   h->next_new += from_new;
@@ -416,10 +431,10 @@ static int hetero_plan(hetero_run *h, uint64_t round_rows, double share_b) {
     uint64_t nb = (uint64_t)(share_b * (double)m + 0.5);
     if (nb > m) nb = m;
     if (nb > bu->info.slot_rows) nb = bu->info.slot_rows;
-    for (uint64_t k = 0; k < m; k++) {
-      hetero_unit *u = k < nb ? bu : a;
-      u->rows[u->n++] = h->cand[k];
-    }
+    memcpy(bu->rows, h->cand, (size_t)nb * sizeof *bu->rows);
+    memcpy(a->rows, h->cand + nb, (size_t)(m - nb) * sizeof *a->rows);
+    bu->n = nb;
+    a->n = m - nb;
     h->routed_last = 0;
     return 0;
   }
@@ -588,7 +603,7 @@ static int hetero_run_rounds(hetero_run *h, prstm_results *res) {
     work_b = work_b / 2 + (double)decided_b;
     ran_work_b = ran_work_b / 2 + (double)ran_b;
     time_b = time_b / 2 + (bu->n ? bu->busy_s : 0);
-    lost_rounds = bu->n && !kept ? lost_rounds + 1 : 0;
+    lost_rounds += bu->n && !kept;
     const double rate_a = time_a > 0 ? work_a / time_a : 0;
     const double rate_b = time_b > 0 ? work_b / time_b : 0;
     const double speed_b = time_b > 0 ? ran_work_b / time_b : 0;
@@ -600,7 +615,7 @@ static int hetero_run_rounds(hetero_run *h, prstm_results *res) {
     /* The scheduler settles on one unit when the other would add little:
      * one decides rows SOLO_RATIO times faster than the other (B's speed
      * counting its lost parts too: a conflict says nothing of it), or B's parts
-     * were lost to conflicts SOLO_LOST_ROUNDS rounds in a row (the faster
+     * were lost to conflicts in SOLO_LOST_ROUNDS rounds (the faster
      * unit alone then beats both together). Both units ran the first
      * round, half of it each, so each has been measured. */
     if (solo < 0 && time_a > 0 && time_b > 0) {

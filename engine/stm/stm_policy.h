@@ -125,7 +125,7 @@
  * every later round alone (the solo unit), with no routing and no marks
  * to compare. */
 #define PRSTM_POLICY_HETERO_SOLO_RATIO 20.0
-/* After this many rounds in a row whose B part was lost to a conflict, the
+/* After this many rounds (not only consecutive ones) whose B part was lost to a conflict, the
  * faster unit takes every later round alone. */
 #define PRSTM_POLICY_HETERO_SOLO_LOST_ROUNDS 2u
 /* Once every row was handed out, rounds of both units go on over the
