@@ -556,8 +556,9 @@ void run_point(bench_ctx *c, const bench_point *p, FILE *csv, bench_row *rows) {
     if (!(mask & RUNNER_BIT(id))) continue;
     bench_row *row = &rows[id];
     if ((RUNNER_BIT(id) & RUNNERS_GPU) && !gpu_runner_allowed(c, row)) continue;
-    if (id == R_HETERO && c->o.backend == PRSTM_BACKEND_CPU) {
-      /* Co-execution takes a usable GPU as its second unit. */
+    if (id == R_HETERO && c->o.backend == PRSTM_BACKEND_CPU && c->gpu_ok) {
+      /* Co-execution takes a usable GPU as its second unit; without one it
+       * runs on two sets of CPU threads, which --backend cpu allows. */
       row->status = ROW_UNAVAILABLE;
       row_note(row, "--backend cpu");
       continue;
