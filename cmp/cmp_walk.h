@@ -71,13 +71,13 @@ PRSTM_INLINE void cmp_wait_conflict(const prstm_exec_ctx *ctx, const prstm_tx *t
 }
 
 /* A decided row's footprint, in a unit of a co-executed run: the locks it
- * read under and those it wrote or added under. Plain byte stores of 1, so
- * threads marking the same lock need no atomics. The sets are intact after
- * the commit, which gives back locks but keeps its entries. */
+ * read under and those it wrote or added under. Every store is of 1, so
+ * threads marking the same lock need no read-modify-write. The sets are
+ * intact after the commit, which gives back locks but keeps its entries. */
 PRSTM_INLINE void cmp_mark_footprint(const prstm_exec_ctx *ctx, const prstm_tx *tx) {
-  for (uint32_t i = 0; i < tx->nreads; i++) ctx->read_marks[tx->reads[i].lock] = 1;
+  for (uint32_t i = 0; i < tx->nreads; i++) port_mark_u8(&ctx->read_marks[tx->reads[i].lock]);
   for (uint32_t i = 0; i < tx->nwrites; i++)
-    ctx->write_marks[stm_lock_index(STM_WRITE_ADDR(tx->writes[i].addr), ctx->lock_coverage)] = 1;
+    port_mark_u8(&ctx->write_marks[stm_lock_index(STM_WRITE_ADDR(tx->writes[i].addr), ctx->lock_coverage)]);
 }
 
 /* Under verification, a decided row's place in the commit order and the

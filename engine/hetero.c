@@ -418,11 +418,14 @@ static int hetero_plan(hetero_run *h, uint64_t round_rows, double share_b) {
     }
   }
   if (rc) return rc;
-  memcpy(h->cand, h->carry, (size_t)from_carry * sizeof *h->cand);
+  /* The carry is NULL until a row is first carried: no copy from it then
+   * (a null pointer is not a valid argument even for zero bytes). */
+  if (from_carry) memcpy(h->cand, h->carry, (size_t)from_carry * sizeof *h->cand);
   number_job numbers = {h->cand + from_carry, h->next_new};
   engine_parallel_for(from_new, engine_parallel_parts(from_new, PRSTM_POLICY_HETERO_ROWS_PER_PART), number_part,
                       &numbers);
-  memmove(h->carry, h->carry + from_carry, (size_t)(h->ncarry - from_carry) * sizeof *h->carry);
+  if (from_carry && h->ncarry > from_carry)
+    memmove(h->carry, h->carry + from_carry, (size_t)(h->ncarry - from_carry) * sizeof *h->carry);
   h->ncarry -= from_carry;
   h->next_new += from_new;
   a->n = bu->n = 0;

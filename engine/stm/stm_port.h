@@ -47,6 +47,9 @@ PRSTM_INLINE void port_store_release(uint64_t *p, uint64_t v) {
 PRSTM_INLINE uint8_t port_table_load_u8(const uint8_t *p) { return __ldcs(p); }
 PRSTM_INLINE uint64_t port_table_load_u64(const uint64_t *p) { return (uint64_t)__ldcs((const unsigned long long *)p); }
 PRSTM_INLINE void port_table_store_u8(uint8_t *p, uint8_t v) { __stcs(p, v); }
+/* Sets a footprint mark (cmp_mark_footprint): many threads may store the
+ * same 1 to the same byte, and none reads it while the kernel runs. */
+PRSTM_INLINE void port_mark_u8(uint8_t *p) { *p = 1; }
 PRSTM_INLINE int port_cas(uint64_t *p, uint64_t expected, uint64_t desired) {
   return atomicCAS((unsigned long long *)p, (unsigned long long)expected, (unsigned long long)desired) ==
          (unsigned long long)expected;
@@ -144,6 +147,8 @@ PRSTM_INLINE void port_store_release(uint64_t *p, uint64_t v) { __atomic_store_n
 PRSTM_INLINE uint8_t port_table_load_u8(const uint8_t *p) { return *p; }
 PRSTM_INLINE uint64_t port_table_load_u64(const uint64_t *p) { return *p; }
 PRSTM_INLINE void port_table_store_u8(uint8_t *p, uint8_t v) { *p = v; }
+/* Relaxed, so that threads storing the same mark at once are no data race. */
+PRSTM_INLINE void port_mark_u8(uint8_t *p) { __atomic_store_n(p, (uint8_t)1, __ATOMIC_RELAXED); }
 PRSTM_INLINE int port_cas(uint64_t *p, uint64_t expected, uint64_t desired) {
   return __atomic_compare_exchange_n(p, &expected, desired, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 }
