@@ -141,44 +141,20 @@ void engine_parallel_for(uint64_t n, unsigned parts, engine_part_fn fn, void *ar
 #define ENGINE_LOCKS_PARALLEL_BYTES ((size_t)64 << 20)
 #define ENGINE_LOCKS_HUGE_PAGE ((size_t)2 << 20)
 
-typedef struct engine_zero_job {
-  unsigned char *at;
-  size_t bytes;
-} engine_zero_job;
-
-static void *engine_zero_slice(void *p) {
-  const engine_zero_job *j = p;
-  memset(j->at, 0, j->bytes);
-  return NULL;
+/* Zeroes huge pages [from, to) of the array. */
+static void engine_zero_pages(void *arg, unsigned part, uint64_t from, uint64_t to) {
+  (void)part;
+  memset((unsigned char *)arg + from * ENGINE_LOCKS_HUGE_PAGE, 0, (size_t)(to - from) * ENGINE_LOCKS_HUGE_PAGE);
 }
 
 uint64_t *engine_lock_array(uint64_t words) {
   const size_t bytes = (size_t)words * sizeof(uint64_t);
   if (bytes < ENGINE_LOCKS_PARALLEL_BYTES) return calloc((size_t)words, sizeof(uint64_t));
-  const size_t rounded = (bytes + ENGINE_LOCKS_HUGE_PAGE - 1) / ENGINE_LOCKS_HUGE_PAGE * ENGINE_LOCKS_HUGE_PAGE;
+  const size_t pages = (bytes + ENGINE_LOCKS_HUGE_PAGE - 1) / ENGINE_LOCKS_HUGE_PAGE;
   void *mem = NULL;
-  if (posix_memalign(&mem, ENGINE_LOCKS_HUGE_PAGE, rounded) != 0) return NULL;
-  (void)madvise(mem, rounded, MADV_HUGEPAGE); /* a hint: without it the zeroing below still runs */
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  enum { ENGINE_MAX_ZEROERS = 64 };
-  unsigned n = cores < 1 ? 1u : cores > ENGINE_MAX_ZEROERS ? (unsigned)ENGINE_MAX_ZEROERS : (unsigned)cores;
-  engine_zero_job jobs[ENGINE_MAX_ZEROERS];
-  pthread_t tids[ENGINE_MAX_ZEROERS];
-  int started[ENGINE_MAX_ZEROERS] = {0};
-  const size_t slice = (rounded / n + ENGINE_LOCKS_HUGE_PAGE - 1) / ENGINE_LOCKS_HUGE_PAGE * ENGINE_LOCKS_HUGE_PAGE;
-  for (unsigned i = 0; i < n; i++) {
-    const size_t from = (size_t)i * slice < rounded ? (size_t)i * slice : rounded;
-    const size_t to = from + slice < rounded ? from + slice : rounded;
-    jobs[i] = (engine_zero_job){(unsigned char *)mem + from, to - from};
-    if (i > 0) started[i] = pthread_create(&tids[i], NULL, engine_zero_slice, &jobs[i]) == 0;
-  }
-  engine_zero_slice(&jobs[0]);
-  for (unsigned i = 1; i < n; i++) {
-    if (started[i])
-      pthread_join(tids[i], NULL);
-    else
-      engine_zero_slice(&jobs[i]); /* a thread that could not start: its slice here */
-  }
+  if (posix_memalign(&mem, ENGINE_LOCKS_HUGE_PAGE, pages * ENGINE_LOCKS_HUGE_PAGE) != 0) return NULL;
+  (void)madvise(mem, pages * ENGINE_LOCKS_HUGE_PAGE, MADV_HUGEPAGE); /* a hint: the zeroing below runs without it */
+  engine_parallel_for(pages, engine_parallel_parts(pages, 1), engine_zero_pages, mem);
   return mem;
 }
 

@@ -57,8 +57,6 @@ typedef struct hetero_run {
   uint8_t *reserved; /* one byte a lock: A's rows touch it in B's range this round */
   uint64_t *reserved_list;
   uint64_t nreserved, reserved_cap;
-  uint64_t deferred; /* rows of B's range that waited for a later round */
-  int routed_last;   /* the last round was routed */
 } hetero_run;
 
 static int unit_reserve_rows(prstm_engine *e, hetero_unit *u, uint64_t n) {
@@ -191,6 +189,14 @@ static void lock_words(const hetero_run *h, uint64_t l, uint64_t *from, uint64_t
   *to = *from + cov < h->e->nwords ? *from + cov : h->e->nwords;
 }
 
+/* Clears both units' marks for the next round. */
+static void hetero_clear_marks(hetero_run *h) {
+  for (int k = 0; k < 2; k++) {
+    memset(h->unit[k].e->unit_read_marks, 0, (size_t)h->nlocks);
+    memset(h->unit[k].e->unit_write_marks, 0, (size_t)h->nlocks);
+  }
+}
+
 /* Makes the replicas equal by copying one whole: B's into A's when
  * from_b, else A's into B's; and clears the marks. */
 static int hetero_copy_replica(hetero_run *h, int from_b, double *copy_s) {
@@ -208,10 +214,7 @@ static int hetero_copy_replica(hetero_run *h, int from_b, double *copy_s) {
     memcpy(bu->e->words, a->e->words, bytes);
   if (rc) return engine_fail(h->e, rc, "GPU unit: %s", bu->e->err);
   *copy_s += engine_now() - t0;
-  for (int k = 0; k < 2; k++) {
-    memset(h->unit[k].e->unit_read_marks, 0, (size_t)h->nlocks);
-    memset(h->unit[k].e->unit_write_marks, 0, (size_t)h->nlocks);
-  }
+  hetero_clear_marks(h);
   return 0;
 }
 
@@ -228,9 +231,10 @@ static int hetero_reconcile(hetero_run *h, int *kept, double *copy_s) {
     *kept = 1;
     return hetero_copy_replica(h, bu->n != 0, copy_s);
   }
-  const uint8_t *ra = a->e->unit_read_marks, *wa = a->e->unit_write_marks;
+  /* B comes after A, so what A read may be what B overwrote: A's reads
+   * take no part. */
+  const uint8_t *wa = a->e->unit_write_marks;
   const uint8_t *rb = bu->e->unit_read_marks, *wb = bu->e->unit_write_marks;
-  (void)ra; /* B comes after A, so what A read may be what B overwrote */
   int conflict = 0;
   for (uint64_t l = 0; l < h->nlocks && !conflict; l++) conflict = wa[l] && (rb[l] | wb[l]);
   prstm_word *aw = a->e->words;
@@ -260,10 +264,7 @@ static int hetero_reconcile(hetero_run *h, int *kept, double *copy_s) {
     if (rc) return engine_fail(h->e, rc, "GPU unit: %s", bu->e->err);
   }
   *copy_s += engine_now() - t0;
-  for (int k = 0; k < 2; k++) {
-    memset(h->unit[k].e->unit_read_marks, 0, (size_t)h->nlocks);
-    memset(h->unit[k].e->unit_write_marks, 0, (size_t)h->nlocks);
-  }
+  hetero_clear_marks(h);
   *kept = !conflict;
   return 0;
 }
@@ -438,10 +439,8 @@ static int hetero_plan(hetero_run *h, uint64_t round_rows, double share_b) {
     memcpy(a->rows, h->cand + nb, (size_t)(m - nb) * sizeof *a->rows);
     bu->n = nb;
     a->n = m - nb;
-    h->routed_last = 0;
     return 0;
   }
-  h->routed_last = 1;
   const uint64_t cov = h->e->opt.lock_coverage;
   uint64_t words[64];
   for (uint64_t k = 0; k < m; k++) {
@@ -468,7 +467,6 @@ static int hetero_plan(hetero_run *h, uint64_t round_rows, double share_b) {
     if (touches) {
       rc = carry_push(h, r);
       if (rc) return rc;
-      h->deferred++;
     } else {
       bu->rows[kept++] = r;
     }
