@@ -23,10 +23,11 @@ int backend_gpu_usable(const prstm_workload *wl, char *why, size_t whylen) {
 int backend_choose(prstm_engine *e, prstm_backend *backend, char *fallback, size_t fallback_len) {
   *backend = e->opt.backend;
   if (fallback_len) fallback[0] = 0;
-  if (*backend == PRSTM_BACKEND_HETERO)
+  if (*backend == PRSTM_BACKEND_HETERO || *backend == PRSTM_BACKEND_MULTI)
     return engine_fail(e, PRSTM_EINVAL,
-                       "backend hetero co-executes whole batches (prstm_engine_run); a stream or a chunked run "
-                       "takes backend cpu, gpu or auto");
+                       "backend %s runs whole batches (prstm_engine_run); a stream or a chunked run takes backend "
+                       "cpu, gpu or auto",
+                       *backend == PRSTM_BACKEND_HETERO ? "hetero" : "multi");
   if (*backend == PRSTM_BACKEND_CPU) return 0;
   char why[256];
   if (backend_gpu_usable(e->wl, why, sizeof why)) {

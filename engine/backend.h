@@ -115,10 +115,15 @@ typedef struct backend_ops {
    * replica of the shared words copied out to host memory or in from it,
    * and the footprint marks of its units since the last take copied into
    * the engine's (unit_read_marks, unit_write_marks) and cleared. NULL
-   * where the replica and the marks are the engine's own (the CPU). */
-  int (*state_read)(prstm_engine *e, backend_stream *s, prstm_word *words);
-  int (*state_write)(prstm_engine *e, backend_stream *s, const prstm_word *words);
+   * where the replica and the marks are the engine's own (the CPU). The
+   * copies take words [from, to) of the replica to or from the same words
+   * of `words`. */
+  int (*state_read)(prstm_engine *e, backend_stream *s, prstm_word *words, uint64_t from, uint64_t to);
+  int (*state_write)(prstm_engine *e, backend_stream *s, const prstm_word *words, uint64_t from, uint64_t to);
   int (*marks_take)(prstm_engine *e, backend_stream *s);
+  /* The replica's words in the GPU's memory, for exchanges between GPUs
+   * (engine/multi.c); NULL on the CPU. */
+  uint64_t *(*state_device)(backend_stream *s);
 } backend_ops;
 
 /* The backends of this build; backend_gpu_ops is NULL without CUDA. */
@@ -137,6 +142,8 @@ int backend_gpu_usable(const prstm_workload *wl, char *why, size_t whylen);
 #ifdef PRSTM_HAVE_CUDA
 /* Whether the CUDA runtime sees a GPU that can run the persistent kernel. */
 int backend_gpu_probe(char *why, size_t whylen);
+/* GPUs the CUDA runtime sees (0 when it sees none). */
+int backend_gpu_count(void);
 #endif
 /* Pinned host memory for batches: the GPU backend's, or NULL. */
 const txtable_allocator *backend_pinned_allocator(void);

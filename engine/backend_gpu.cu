@@ -435,6 +435,10 @@ struct backend_stream {
   uint8_t *marks;
   uint64_t nlocks;
   prstm_exec_ctx base;
+  /* The GPU the stream runs on: every operation makes it the calling
+   * thread's current device first, so that one thread may drive the units
+   * of several GPUs (engine/multi.c). */
+  int device;
 };
 
 /* The per-thread counters of a unit summed into the stream's totals on the
@@ -461,6 +465,7 @@ __global__ void prstm_stream_stats_kernel(const stm_thread_stats *st, uint32_t n
 
 static void gpu_stream_free(backend_stream *g) {
   if (!g) return;
+  cudaSetDevice(g->device);
   /* A unit still in flight is told to stop, through the monitor stream
    * because the execution stream is busy with it, once its progress words
    * were zeroed by its own copy; then the device is drained before freeing. */
@@ -542,6 +547,7 @@ static int gpu_stream_alloc_slot(backend_stream *g, gpu_slot *sl, int results, c
 static int gpu_stream_open_checked(prstm_engine *e, backend_stream *g, int results, uint64_t want_rows,
                                    uint64_t *unit_rows, uint64_t *gpu_bytes, char *device, size_t device_len, char *err,
                                    size_t errlen) {
+  GPU_CHECK(cudaSetDevice(g->device));
   uint32_t max_threads = 0;
   int rc = g->v->gpu_max_threads(&max_threads, err, errlen);
   if (rc) return rc;
@@ -553,7 +559,7 @@ static int gpu_stream_open_checked(prstm_engine *e, backend_stream *g, int resul
   g->lock_words = engine_lock_array_words(e->wl, (e->nwords + e->opt.lock_coverage - 1) / e->opt.lock_coverage);
 
   cudaDeviceProp prop;
-  GPU_CHECK(cudaGetDeviceProperties(&prop, 0));
+  GPU_CHECK(cudaGetDeviceProperties(&prop, g->device));
   size_t free_b = 0;
   rc = gpu_usable_memory(&free_b, err, errlen);
   if (rc) return rc;
@@ -622,7 +628,11 @@ static int gpu_stream_open_checked(prstm_engine *e, backend_stream *g, int resul
     g->base.read_marks = g->marks;
     g->base.write_marks = g->marks + g->nlocks;
   }
-  snprintf(device, device_len, "%.80s (%d SMs, %u threads)", prop.name, prop.multiProcessorCount, threads);
+  if (g->device)
+    snprintf(device, device_len, "%.72s #%d (%d SMs, %u threads)", prop.name, g->device, prop.multiProcessorCount,
+             threads);
+  else
+    snprintf(device, device_len, "%.80s (%d SMs, %u threads)", prop.name, prop.multiProcessorCount, threads);
   return 0;
 }
 
@@ -631,6 +641,7 @@ static int gpu_stream_open(prstm_engine *e, const prstm_worker_variant *v, const
   backend_stream *g = (backend_stream *)calloc(1, sizeof *g);
   if (!g) return engine_fail(e, PRSTM_ENOMEM, "cannot allocate a GPU stream");
   g->v = v;
+  g->device = e->unit_device;
   g->ncols = shape->ncols;
   g->verify = shape->verify;
   /* Units the size of the first batch, within the limit, and at most
@@ -724,6 +735,8 @@ static int gpu_stream_reserve_checked(backend_stream *g, gpu_slot *sl, const gpu
 
 static int gpu_unit_reserve(prstm_engine *e, backend_stream *g, unsigned slot, const backend_unit *u,
                             backend_staging *staging) {
+  if (cudaSetDevice(g->device) != cudaSuccess)
+    return engine_fail(e, PRSTM_ECUDA, "cannot select GPU %d: %s", g->device, cudaGetErrorString(cudaGetLastError()));
   if (u->n > g->rows || u->staged > u->n || u->carried > u->n)
     return engine_fail(e, PRSTM_EINVAL,
                        "a unit of %llu rows (%llu staged, %llu carried) exceeds the stream's slots of %llu",
@@ -835,6 +848,8 @@ static int gpu_stream_launch_checked(backend_stream *g, unsigned slot, const bac
 }
 
 static int gpu_unit_launch(prstm_engine *e, backend_stream *g, unsigned slot, const backend_unit *u) {
+  if (cudaSetDevice(g->device) != cudaSuccess)
+    return engine_fail(e, PRSTM_ECUDA, "cannot select GPU %d: %s", g->device, cudaGetErrorString(cudaGetLastError()));
   if (u->n > g->rows)
     return engine_fail(e, PRSTM_EINVAL, "a unit of %llu rows exceeds the stream's slots of %llu",
                        (unsigned long long)u->n, (unsigned long long)g->rows);
@@ -890,6 +905,7 @@ static int gpu_unit_wait(prstm_engine *e, backend_stream *g, unsigned slot, back
   gpu_slot *sl = &g->slot[slot];
   char *err = e->err;
   size_t errlen = sizeof e->err;
+  GPU_CHECK(cudaSetDevice(g->device));
   if (!sl->busy) return engine_fail(e, PRSTM_EINVAL, "no unit is in flight in slot %u", slot);
   int stalled = 0;
   int rc = gpu_stream_wait_checked(e, g, sl, &stalled, err, errlen);
@@ -923,6 +939,7 @@ static int gpu_stream_finish(prstm_engine *e, backend_stream *g, uint64_t *abort
                              uint64_t *sweeps) {
   char *err = e->err;
   size_t errlen = sizeof e->err;
+  GPU_CHECK(cudaSetDevice(g->device));
   unsigned long long t[3] = {0, 0, 0};
   GPU_CHECK(cudaDeviceSynchronize());
   GPU_CHECK(cudaMemcpy(e->words, g->words, 8 * g->nwords, cudaMemcpyDeviceToHost));
@@ -936,23 +953,32 @@ static int gpu_stream_finish(prstm_engine *e, backend_stream *g, uint64_t *abort
 /* A unit of a co-executed run: its replica out and in, whole, and its marks
  * taken. The caller has no unit in flight, so the default stream's order
  * (the units run on it) is the only one these copies need. */
-static int gpu_state_read(prstm_engine *e, backend_stream *g, prstm_word *words) {
+static int gpu_state_read(prstm_engine *e, backend_stream *g, prstm_word *words, uint64_t from, uint64_t to) {
   char *err = e->err;
   size_t errlen = sizeof e->err;
-  GPU_CHECK(cudaMemcpy(words, g->words, 8 * g->nwords, cudaMemcpyDeviceToHost));
+  GPU_CHECK(cudaSetDevice(g->device));
+  if (from > to || to > g->nwords)
+    return engine_fail(e, PRSTM_EINVAL, "words %llu to %llu are not in the replica", (unsigned long long)from,
+                       (unsigned long long)to);
+  GPU_CHECK(cudaMemcpy(words + from, g->words + from, 8 * (to - from), cudaMemcpyDeviceToHost));
   return 0;
 }
 
-static int gpu_state_write(prstm_engine *e, backend_stream *g, const prstm_word *words) {
+static int gpu_state_write(prstm_engine *e, backend_stream *g, const prstm_word *words, uint64_t from, uint64_t to) {
   char *err = e->err;
   size_t errlen = sizeof e->err;
-  GPU_CHECK(cudaMemcpy(g->words, words, 8 * g->nwords, cudaMemcpyHostToDevice));
+  GPU_CHECK(cudaSetDevice(g->device));
+  if (from > to || to > g->nwords)
+    return engine_fail(e, PRSTM_EINVAL, "words %llu to %llu are not in the replica", (unsigned long long)from,
+                       (unsigned long long)to);
+  GPU_CHECK(cudaMemcpy(g->words + from, words + from, 8 * (to - from), cudaMemcpyHostToDevice));
   return 0;
 }
 
 static int gpu_marks_take(prstm_engine *e, backend_stream *g) {
   char *err = e->err;
   size_t errlen = sizeof e->err;
+  GPU_CHECK(cudaSetDevice(g->device));
   if (!g->marks || !e->unit_read_marks || !e->unit_write_marks)
     return engine_fail(e, PRSTM_EINVAL, "the GPU unit keeps no footprint marks");
   GPU_CHECK(cudaMemcpy(e->unit_read_marks, g->marks, g->nlocks, cudaMemcpyDeviceToHost));
@@ -960,6 +986,8 @@ static int gpu_marks_take(prstm_engine *e, backend_stream *g) {
   GPU_CHECK(cudaMemset(g->marks, 0, 2 * g->nlocks));
   return 0;
 }
+
+static uint64_t *gpu_state_device(backend_stream *g) { return g->words; }
 
 /* ---- the backend ---- */
 
@@ -979,10 +1007,20 @@ static const backend_ops gpu_ops = {
     gpu_state_read,
     gpu_state_write,
     gpu_marks_take,
+    gpu_state_device,
 };
 
 extern "C" const backend_ops *backend_gpu_ops(void) { return &gpu_ops; }
 
 extern "C" int backend_gpu_probe(char *why, size_t whylen) { return gpu_probe(why, whylen); }
+
+extern "C" int backend_gpu_count(void) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return count;
+}
 
 extern "C" const txtable_allocator *backend_pinned_allocator(void) { return &gpu_pinned_allocator; }

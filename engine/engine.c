@@ -176,8 +176,8 @@ static int engine_run(prstm_engine *e, prstm_batch *b, prstm_results *res) {
   e->verify_snapshot_types = 0;
   e->snapshot_committed = e->snapshot_failed = e->snapshot_abandoned = 0;
 
-  if (e->opt.backend == PRSTM_BACKEND_HETERO) {
-    rc = engine_run_hetero(e, b, v, res);
+  if (e->opt.backend == PRSTM_BACKEND_HETERO || e->opt.backend == PRSTM_BACKEND_MULTI) {
+    rc = e->opt.backend == PRSTM_BACKEND_HETERO ? engine_run_hetero(e, b, v, res) : engine_run_multi(e, b, v, res);
     if (rc == 0 && e->opt.verify) {
       e->verify_batch = b;
       e->verify_variant = v;

@@ -67,6 +67,8 @@ struct prstm_engine {
    * runs mark the locks their decided rows read and wrote here (one byte a
    * lock, prstm_exec_ctx.read_marks); NULL in every other engine. */
   uint8_t *unit_read_marks, *unit_write_marks;
+  /* The GPU a unit's stream runs on (CUDA's device index); 0 elsewhere. */
+  int unit_device;
   char err[512];
 };
 
@@ -213,6 +215,9 @@ int engine_run_chunked(prstm_engine *e, prstm_batch *b, prstm_backend backend, c
  * unit where no GPU is usable), each on a replica of the state, reconciled
  * after every round (engine/hetero.c). */
 int engine_run_hetero(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *v, prstm_results *res);
+/* Runs one batch on several units (GPUs, or sets of CPU threads where no
+ * GPU is usable), each owning a range of the locks (engine/multi.c). */
+int engine_run_multi(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *v, prstm_results *res);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,6 @@
 /* hetero.c: one batch co-executed by two units (the CPU, and a GPU or a second set of CPU threads), each on its own replica of the state, reconciled through footprint marks after every round. */
 #define _GNU_SOURCE
-#include "backend.h"
+#include "unit.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -24,33 +24,16 @@
  * the final state cannot fund. So each row is decided once, and the run's
  * commit order spans both units: --verify replays it like any other. */
 
-typedef struct hetero_unit {
-  prstm_engine *e; /* the unit's own engine: options, replica (the CPU's), marks */
-  const backend_ops *ops;
-  backend_stream *bs;
-  backend_stream_info info;
-  int is_gpu;
-  uint64_t *rows; /* the batch rows of this round's part */
-  uint64_t n, cap;
-  backend_outcomes out;
-  double busy_s, copy_s, execute_s; /* this round's */
-  int rc;                           /* of a launch on a thread of its own */
-  const prstm_batch *b;
-  int final;
-  int fill_parts; /* stage on every core: the other unit is not running */
-} hetero_unit;
-
 typedef struct hetero_run {
   prstm_engine *e;
   prstm_batch *b;
   const prstm_worker_variant *v;
-  hetero_unit unit[2]; /* A (the CPU), B */
+  unit unit[2]; /* A (the CPU), B */
   uint64_t nlocks;
   prstm_word *b_words; /* host copy of B's replica, where it lives on a GPU */
-  uint64_t *carry;     /* rows postponed or discarded, waiting for a round */
-  uint64_t ncarry, carry_cap;
-  uint64_t next_new; /* rows [0, next_new) were handed to some round */
-  uint64_t seq_base; /* commit-order numbers of the rounds kept so far */
+  unit_rowlist carry;  /* rows postponed or discarded, waiting for a round */
+  uint64_t next_new;   /* rows [0, next_new) were handed to some round */
+  uint64_t seq_base;   /* commit-order numbers of the rounds kept so far */
   int results;
   uint64_t *cand; /* the candidates of a round */
   uint64_t cand_cap;
@@ -58,129 +41,6 @@ typedef struct hetero_run {
   uint64_t *reserved_list;
   uint64_t nreserved, reserved_cap;
 } hetero_run;
-
-static int unit_reserve_rows(prstm_engine *e, hetero_unit *u, uint64_t n) {
-  if (n <= u->cap) return 0;
-  uint64_t *r = realloc(u->rows, (size_t)n * sizeof *r);
-  if (!r) return engine_fail(e, PRSTM_ENOMEM, "cannot plan a round of %llu rows", (unsigned long long)n);
-  u->rows = r;
-  u->cap = n;
-  return 0;
-}
-
-static int carry_push(hetero_run *h, uint64_t row) {
-  if (h->ncarry == h->carry_cap) {
-    uint64_t cap = h->carry_cap ? 2 * h->carry_cap : 4096;
-    uint64_t *c = realloc(h->carry, (size_t)cap * sizeof *c);
-    if (!c) return engine_fail(h->e, PRSTM_ENOMEM, "cannot keep %llu carried rows", (unsigned long long)cap);
-    h->carry = c;
-    h->carry_cap = cap;
-  }
-  h->carry[h->ncarry++] = row;
-  return 0;
-}
-
-/* The unit's own engine, with its replica and marks, and its stream open. */
-static int unit_open(hetero_run *h, hetero_unit *u, prstm_backend backend, uint32_t threads, uint64_t round_rows) {
-  prstm_engine *e = h->e;
-  prstm_options o = e->opt;
-  o.backend = backend;
-  o.threads = threads;
-  o.chunk_rows = 0;
-  int rc = prstm_engine_create(&u->e, e->wl, &o);
-  if (rc) return engine_fail(e, rc, "cannot create a unit: %s", u->e ? u->e->err : prstm_strerror(rc));
-  u->e->words = malloc((size_t)e->nwords * sizeof *u->e->words);
-  u->e->unit_read_marks = calloc((size_t)h->nlocks, 1);
-  u->e->unit_write_marks = calloc((size_t)h->nlocks, 1);
-  if (!u->e->words || !u->e->unit_read_marks || !u->e->unit_write_marks)
-    return engine_fail(e, PRSTM_ENOMEM, "cannot allocate a unit's replica of %llu words",
-                       (unsigned long long)e->nwords);
-  memcpy(u->e->words, e->words, (size_t)e->nwords * sizeof *u->e->words);
-  u->e->nwords = e->nwords;
-  u->ops = backend_of(backend);
-  u->is_gpu = backend == PRSTM_BACKEND_GPU;
-  backend_stream_shape shape;
-  memset(&shape, 0, sizeof shape);
-  shape.ncols = h->b->ncols;
-  shape.results = h->results;
-  shape.verify = e->opt.verify;
-  shape.limit_rows = round_rows;
-  shape.first_rows = round_rows;
-  rc = u->ops->stream_open(u->e, h->v, &shape, &u->bs, &u->info);
-  if (rc) return engine_fail(e, rc, "%s unit: %s", u->is_gpu ? "GPU" : "CPU", u->e->err);
-  return 0;
-}
-
-static void unit_close(hetero_unit *u) {
-  if (u->bs) u->ops->stream_free(u->bs);
-  u->bs = NULL;
-  if (u->e) {
-    free(u->e->unit_read_marks);
-    free(u->e->unit_write_marks);
-    u->e->unit_read_marks = u->e->unit_write_marks = NULL;
-    prstm_engine_destroy(u->e);
-  }
-  u->e = NULL;
-  free(u->rows);
-  u->rows = NULL;
-}
-
-/* Copies a part's rows into its staging, on every core for a large part:
- * a run of consecutive batch rows (a solo unit's new rows) column by
- * column, any other row by itself. */
-typedef struct fill_job {
-  const prstm_batch *b;
-  const uint64_t *rows;
-  const backend_staging *st;
-  txtable_view view;
-} fill_job;
-
-static void fill_part(void *arg, unsigned part, uint64_t from, uint64_t to) {
-  (void)part;
-  const fill_job *j = arg;
-  const prstm_batch *b = j->b;
-  const backend_staging *st = j->st;
-  for (uint64_t k = from; k < to;) {
-    const uint64_t r = j->rows[k];
-    uint64_t run = 1;
-    while (k + run < to && j->rows[k + run] == r + run) run++;
-    memcpy(st->type + k, b->type + r, (size_t)run);
-    for (uint32_t c = 0; c < b->ncols; c++)
-      memcpy(st->args + (uint64_t)c * st->stride + k, b->args + (uint64_t)c * b->cap + r,
-             (size_t)run * sizeof *b->args);
-    for (uint64_t i = 0; i < run; i++) st->row_id[k + i] = txtable_row_number(&j->view, r + i);
-    k += run;
-  }
-}
-
-/* Stages the unit's part (every row with its batch row number, as a
- * stream's carried rows are) and starts it; the CPU runs it to its end. */
-static int unit_launch(hetero_unit *u) {
-  const prstm_batch *b = u->b;
-  backend_unit bu;
-  memset(&bu, 0, sizeof bu);
-  bu.n = bu.staged = bu.carried = u->n;
-  bu.tag_mask = b->tag_mask;
-  bu.results = b->has_read_only;
-  bu.flags = ENGINE_RUN_QUIET | (u->final ? 0u : ENGINE_RUN_KEEP_POSTPONED);
-  backend_staging st;
-  double t0 = engine_now();
-  int rc = u->ops->unit_reserve(u->e, u->bs, 0, &bu, &st);
-  if (rc) return rc;
-  fill_job job = {b, u->rows, &st, {0}};
-  txtable_view_of((prstm_batch *)b, &job.view);
-  engine_parallel_for(u->n, u->fill_parts ? engine_parallel_parts(u->n, PRSTM_POLICY_HETERO_ROWS_PER_PART) : 1,
-                      fill_part, &job);
-  rc = u->ops->unit_launch(u->e, u->bs, 0, &bu);
-  u->busy_s = engine_now() - t0;
-  return rc;
-}
-
-static void *unit_launch_thread(void *p) {
-  hetero_unit *u = p;
-  u->rc = unit_launch(u);
-  return NULL;
-}
 
 /* The words under lock l. */
 static void lock_words(const hetero_run *h, uint64_t l, uint64_t *from, uint64_t *to) {
@@ -191,25 +51,22 @@ static void lock_words(const hetero_run *h, uint64_t l, uint64_t *from, uint64_t
 
 /* Clears both units' marks for the next round. */
 static void hetero_clear_marks(hetero_run *h) {
-  for (int k = 0; k < 2; k++) {
-    memset(h->unit[k].e->unit_read_marks, 0, (size_t)h->nlocks);
-    memset(h->unit[k].e->unit_write_marks, 0, (size_t)h->nlocks);
-  }
+  for (int k = 0; k < 2; k++) unit_clear_marks(&h->unit[k], h->nlocks);
 }
 
 /* Makes the replicas equal by copying one whole: B's into A's when
  * from_b, else A's into B's; and clears the marks. */
 static int hetero_copy_replica(hetero_run *h, int from_b, double *copy_s) {
-  hetero_unit *a = &h->unit[0], *bu = &h->unit[1];
+  unit *a = &h->unit[0], *bu = &h->unit[1];
   const size_t bytes = (size_t)h->e->nwords * sizeof *a->e->words;
   const double t0 = engine_now();
   int rc = 0;
   if (from_b && bu->ops->state_read)
-    rc = bu->ops->state_read(bu->e, bu->bs, a->e->words);
+    rc = bu->ops->state_read(bu->e, bu->bs, a->e->words, 0, h->e->nwords);
   else if (from_b)
     memcpy(a->e->words, bu->e->words, bytes);
   else if (bu->ops->state_write)
-    rc = bu->ops->state_write(bu->e, bu->bs, a->e->words);
+    rc = bu->ops->state_write(bu->e, bu->bs, a->e->words, 0, h->e->nwords);
   else
     memcpy(bu->e->words, a->e->words, bytes);
   if (rc) return engine_fail(h->e, rc, "GPU unit: %s", bu->e->err);
@@ -222,7 +79,7 @@ static int hetero_copy_replica(hetero_run *h, int from_b, double *copy_s) {
  * (no lock A wrote under was read or written by B), 0 when it is
  * discarded; either way both replicas end equal. */
 static int hetero_reconcile(hetero_run *h, int *kept, double *copy_s) {
-  hetero_unit *a = &h->unit[0], *bu = &h->unit[1];
+  unit *a = &h->unit[0], *bu = &h->unit[1];
   int rc = 0;
   if (bu->ops->marks_take && (rc = bu->ops->marks_take(bu->e, bu->bs)) != 0)
     return engine_fail(h->e, rc, "GPU unit: %s", bu->e->err);
@@ -241,7 +98,7 @@ static int hetero_reconcile(hetero_run *h, int *kept, double *copy_s) {
   prstm_word *bw = bu->e->words;
   double t0 = engine_now();
   if (bu->ops->state_read) {
-    rc = bu->ops->state_read(bu->e, bu->bs, h->b_words);
+    rc = bu->ops->state_read(bu->e, bu->bs, h->b_words, 0, h->e->nwords);
     if (rc) return engine_fail(h->e, rc, "GPU unit: %s", bu->e->err);
     bw = h->b_words;
   }
@@ -260,7 +117,7 @@ static int hetero_reconcile(hetero_run *h, int *kept, double *copy_s) {
     }
   }
   if (b_changed && bu->ops->state_write) {
-    rc = bu->ops->state_write(bu->e, bu->bs, h->b_words);
+    rc = bu->ops->state_write(bu->e, bu->bs, h->b_words, 0, h->e->nwords);
     if (rc) return engine_fail(h->e, rc, "GPU unit: %s", bu->e->err);
   }
   *copy_s += engine_now() - t0;
@@ -269,58 +126,11 @@ static int hetero_reconcile(hetero_run *h, int *kept, double *copy_s) {
   return 0;
 }
 
-/* Writes a kept part's outcomes into the batch (on every core for a large
- * part: each row is its own), its commit order after every earlier part's,
- * then carries its pending rows. Returns the rows it decided in *decided. */
-typedef struct keep_job {
-  prstm_batch *b;
-  const hetero_unit *u;
-  uint64_t seq_base;
-  uint64_t counts[ENGINE_MAX_PARTS][4]; /* by status */
-} keep_job;
-
-static void keep_part(void *arg, unsigned part, uint64_t from, uint64_t to) {
-  keep_job *j = arg;
-  prstm_batch *b = j->b;
-  const backend_outcomes *o = &j->u->out;
-  uint64_t *count = j->counts[part];
-  for (uint64_t k = from; k < to; k++) {
-    const uint8_t st = o->status[k];
-    count[st & TXTABLE_STATUS_MASK]++;
-    if (st == 0) continue;
-    const uint64_t r = j->u->rows[k];
-    b->status[r] = st;
-    if (b->result && o->result) b->result[r] = o->result[k];
-    if (b->seq && o->seq) b->seq[r] = o->seq[k] == UINT64_MAX ? UINT64_MAX : j->seq_base + o->seq[k];
-    if (b->read_hash && o->read_hash) b->read_hash[r] = o->read_hash[k];
-  }
-}
-
-static int hetero_keep(hetero_run *h, hetero_unit *u, prstm_results *res, uint64_t *decided) {
-  keep_job *job = calloc(1, sizeof *job);
-  if (!job) return engine_fail(h->e, PRSTM_ENOMEM, "cannot keep a round's outcomes");
-  job->b = h->b;
-  job->u = u;
-  job->seq_base = h->seq_base;
-  const unsigned parts = engine_parallel_parts(u->n, PRSTM_POLICY_HETERO_ROWS_PER_PART);
-  engine_parallel_for(u->n, parts, keep_part, job);
-  uint64_t c[4] = {0, 0, 0, 0};
-  for (unsigned p = 0; p < parts; p++)
-    for (unsigned s = 0; s < 4; s++) c[s] += job->counts[p][s];
-  free(job);
-  res->committed += c[TXTABLE_COMMITTED];
-  res->failed += c[TXTABLE_FAILED];
-  res->abandoned += c[TXTABLE_ABANDONED];
-  *decided = c[TXTABLE_COMMITTED] + c[TXTABLE_FAILED] + c[TXTABLE_ABANDONED];
-  /* Pending is status 0 with reason 0: a zero byte. */
-  const uint8_t *st = u->out.status, *p = st, *end = st + u->n;
-  while ((p = memchr(p, 0, (size_t)(end - p))) != NULL) {
-    int rc = carry_push(h, u->rows[p - st]);
-    if (rc) return rc;
-    p++;
-  }
-  h->seq_base += u->out.q[STM_Q_SEQUENCE];
-  return 0;
+/* Keeps a part's outcomes, its commit order after every earlier part's. */
+static int hetero_keep(hetero_run *h, unit *u, prstm_results *res, uint64_t *decided) {
+  int rc = unit_keep(h->e, h->b, u, h->seq_base, res, decided, &h->carry);
+  if (!rc) h->seq_base += u->out.q[STM_Q_SEQUENCE];
+  return rc;
 }
 
 /* Locks unit A's rows of this round touch in B's range (routed rounds),
@@ -401,11 +211,11 @@ static void number_part(void *arg, unsigned part, uint64_t from, uint64_t to) {
  * unless a row touches words the host cannot see, which the marks catch.
  * Elsewhere B takes the first share_b of the candidates and A the rest. */
 static int hetero_plan(hetero_run *h, uint64_t round_rows, double share_b) {
-  hetero_unit *a = &h->unit[0], *bu = &h->unit[1];
-  uint64_t from_carry = h->ncarry < round_rows / 2 ? h->ncarry : round_rows / 2;
+  unit *a = &h->unit[0], *bu = &h->unit[1];
+  uint64_t from_carry = h->carry.n < round_rows / 2 ? h->carry.n : round_rows / 2;
   uint64_t from_new = h->b->n - h->next_new;
   if (from_new > round_rows - from_carry) from_new = round_rows - from_carry;
-  if (from_new == 0) from_carry = h->ncarry < round_rows ? h->ncarry : round_rows;
+  if (from_new == 0) from_carry = h->carry.n < round_rows ? h->carry.n : round_rows;
   const uint64_t m = from_carry + from_new;
   int rc = unit_reserve_rows(h->e, bu, m);
   if (!rc) rc = unit_reserve_rows(h->e, a, m);
@@ -421,13 +231,13 @@ static int hetero_plan(hetero_run *h, uint64_t round_rows, double share_b) {
   if (rc) return rc;
   /* The carry is NULL until a row is first carried: no copy from it then
    * (a null pointer is not a valid argument even for zero bytes). */
-  if (from_carry) memcpy(h->cand, h->carry, (size_t)from_carry * sizeof *h->cand);
+  if (from_carry) memcpy(h->cand, h->carry.row, (size_t)from_carry * sizeof *h->cand);
   number_job numbers = {h->cand + from_carry, h->next_new};
   engine_parallel_for(from_new, engine_parallel_parts(from_new, PRSTM_POLICY_HETERO_ROWS_PER_PART), number_part,
                       &numbers);
-  if (from_carry && h->ncarry > from_carry)
-    memmove(h->carry, h->carry + from_carry, (size_t)(h->ncarry - from_carry) * sizeof *h->carry);
-  h->ncarry -= from_carry;
+  if (from_carry && h->carry.n > from_carry)
+    memmove(h->carry.row, h->carry.row + from_carry, (size_t)(h->carry.n - from_carry) * sizeof *h->carry.row);
+  h->carry.n -= from_carry;
   h->next_new += from_new;
   a->n = bu->n = 0;
   uint64_t split = 0;
@@ -465,7 +275,7 @@ static int hetero_plan(hetero_run *h, uint64_t round_rows, double share_b) {
     int touches = kept >= bu->info.slot_rows;
     for (unsigned i = 0; i < n && !touches; i++) touches = h->reserved[stm_lock_index(words[i], cov)];
     if (touches) {
-      rc = carry_push(h, r);
+      rc = unit_rowlist_push(h->e, &h->carry, r);
       if (rc) return rc;
     } else {
       bu->rows[kept++] = r;
@@ -477,28 +287,10 @@ static int hetero_plan(hetero_run *h, uint64_t round_rows, double share_b) {
   return 0;
 }
 
-/* The rows of a unit's part still pending (status 0). */
-static uint64_t unit_pending(const hetero_unit *u) {
-  uint64_t pending = 0;
-  for (uint64_t k = 0; k < u->n; k++) pending += u->out.status[k] == 0;
-  return pending;
-}
-
-/* Waits for a unit's part, adding its times. */
-static int unit_wait(hetero_run *h, hetero_unit *u) {
-  double copy_s = 0, execute_s = 0;
-  int rc = u->ops->unit_wait(u->e, u->bs, 0, &u->out, &copy_s, &execute_s);
-  if (rc) return engine_fail(h->e, rc, "%s unit: %s", u->is_gpu ? "GPU" : "CPU", u->e->err);
-  u->copy_s = copy_s;
-  u->execute_s = execute_s;
-  if (u->is_gpu) u->busy_s = copy_s + execute_s;
-  return 0;
-}
-
 /* One round: B's part started (a GPU's asynchronously, a CPU's on a thread
  * of its own), A's run here, both waited for. */
 static int hetero_round(hetero_run *h) {
-  hetero_unit *a = &h->unit[0], *bu = &h->unit[1];
+  unit *a = &h->unit[0], *bu = &h->unit[1];
   int rc = 0;
   pthread_t tid;
   int threaded = 0;
@@ -519,8 +311,8 @@ static int hetero_round(hetero_run *h) {
   if (threaded) pthread_join(tid, NULL);
   if (rc_a) return engine_fail(h->e, rc_a, "CPU unit: %s", a->e->err);
   if (bu->n && !bu->is_gpu && bu->rc) return engine_fail(h->e, bu->rc, "second CPU unit: %s", bu->e->err);
-  if (a->n && (rc = unit_wait(h, a)) != 0) return rc;
-  if (bu->n && (rc = unit_wait(h, bu)) != 0) return rc;
+  if (a->n && (rc = unit_wait(h->e, a)) != 0) return rc;
+  if (bu->n && (rc = unit_wait(h->e, bu)) != 0) return rc;
   return 0;
 }
 
@@ -532,7 +324,7 @@ static uint32_t host_cores(void) {
 static int hetero_run_rounds(hetero_run *h, prstm_results *res) {
   prstm_engine *e = h->e;
   prstm_batch *b = h->b;
-  hetero_unit *a = &h->unit[0], *bu = &h->unit[1];
+  unit *a = &h->unit[0], *bu = &h->unit[1];
   uint64_t max_round = b->n < PRSTM_POLICY_HETERO_MAX_ROUND_ROWS ? b->n : PRSTM_POLICY_HETERO_MAX_ROUND_ROWS;
   char why[256] = "";
   const int gpu = backend_gpu_usable(e->wl, why, sizeof why);
@@ -541,8 +333,9 @@ static int hetero_run_rounds(hetero_run *h, prstm_results *res) {
     cpu_threads = cpu_threads > 1 ? cpu_threads / 2 : 1;
     snprintf(res->fallback, sizeof res->fallback, "%s: the second unit runs on CPU threads too", why);
   }
-  int rc = unit_open(h, a, PRSTM_BACKEND_CPU, cpu_threads, max_round);
-  if (!rc) rc = unit_open(h, bu, gpu ? PRSTM_BACKEND_GPU : PRSTM_BACKEND_CPU, gpu ? 0 : cpu_threads, max_round);
+  const unit_shape shape = {b, h->v, h->results, h->nlocks, max_round};
+  int rc = unit_open(e, a, &shape, PRSTM_BACKEND_CPU, cpu_threads, 0);
+  if (!rc) rc = unit_open(e, bu, &shape, gpu ? PRSTM_BACKEND_GPU : PRSTM_BACKEND_CPU, gpu ? 0 : cpu_threads, 0);
   if (rc) return rc;
   if (bu->info.slot_rows < max_round) max_round = bu->info.slot_rows;
   if (gpu) {
@@ -572,7 +365,7 @@ static int hetero_run_rounds(hetero_run *h, prstm_results *res) {
   unsigned lost_rounds = 0;
   uint64_t decided_last = 1;
   while (h->next_new < b->n ||
-         (h->ncarry && decided_last && rounds_after_new++ < PRSTM_POLICY_HETERO_ROUNDS_AFTER_NEW)) {
+         (h->carry.n && decided_last && rounds_after_new++ < PRSTM_POLICY_HETERO_ROUNDS_AFTER_NEW)) {
     rc = hetero_plan(h, round_rows, share_b);
     if (!rc) rc = hetero_round(h);
     /* A solo unit's replica alone moves on; the other takes it at the end. */
@@ -585,7 +378,7 @@ static int hetero_run_rounds(hetero_run *h, prstm_results *res) {
         rc = hetero_keep(h, bu, res, &decided_b);
         res->second_unit_rows += decided_b;
       } else {
-        for (uint64_t k = 0; k < bu->n && !rc; k++) rc = carry_push(h, bu->rows[k]);
+        for (uint64_t k = 0; k < bu->n && !rc; k++) rc = unit_rowlist_push(h->e, &h->carry, bu->rows[k]);
         res->discarded_rows += bu->n;
       }
     }
@@ -645,37 +438,37 @@ static int hetero_run_rounds(hetero_run *h, prstm_results *res) {
    * the solo unit, where its slots hold them) to the end, where a row that
    * nothing funds is abandoned; the other replica then takes its words. */
   int b_latest = solo == 1; /* B's replica holds the state, A's is behind */
-  if (h->ncarry) {
-    hetero_unit *u = solo == 1 && h->ncarry <= bu->info.slot_rows ? bu : a;
+  if (h->carry.n) {
+    unit *u = solo == 1 && h->carry.n <= bu->info.slot_rows ? bu : a;
     if (u == a && b_latest) {
       rc = hetero_copy_replica(h, 1, &res->transfer_s);
       if (rc) return rc;
       b_latest = 0;
     }
-    rc = unit_reserve_rows(e, u, h->ncarry);
+    rc = unit_reserve_rows(e, u, h->carry.n);
     if (rc) return rc;
-    memcpy(u->rows, h->carry, (size_t)h->ncarry * sizeof *u->rows);
-    u->n = h->ncarry;
-    h->ncarry = 0;
+    memcpy(u->rows, h->carry.row, (size_t)h->carry.n * sizeof *u->rows);
+    u->n = h->carry.n;
+    h->carry.n = 0;
     u->final = 1;
     rc = unit_launch(u);
     if (rc) return engine_fail(e, rc, "%s unit: %s", u->is_gpu ? "GPU" : "CPU", u->e->err);
-    rc = unit_wait(h, u);
+    rc = unit_wait(h->e, u);
     if (u == bu) b_latest = 1;
     uint64_t decided = 0;
     if (!rc) rc = hetero_keep(h, u, res, &decided);
     if (rc) return rc;
     if (u == bu) res->second_unit_rows += decided;
-    if (h->ncarry)
+    if (h->carry.n)
       return engine_fail(e, PRSTM_EINVAL, "%llu rows are still pending after the final round",
-                         (unsigned long long)h->ncarry);
+                         (unsigned long long)h->carry.n);
     res->rounds++;
   }
   if (b_latest && (rc = hetero_copy_replica(h, 1, &res->transfer_s)) != 0) return rc;
   res->execute_s = engine_now() - t0 - res->transfer_s;
   if (res->execute_s < 0) res->execute_s = 0;
   for (int k = 0; k < 2; k++) {
-    hetero_unit *u = &h->unit[k];
+    unit *u = &h->unit[k];
     rc = u->ops->stream_finish(u->e, u->bs, &res->aborts, &res->postponements, &res->sweeps);
     if (rc) return engine_fail(e, rc, "%s unit: %s", u->is_gpu ? "GPU" : "CPU", u->e->err);
   }
@@ -707,6 +500,6 @@ int engine_run_hetero(prstm_engine *e, prstm_batch *b, const prstm_worker_varian
   free(h.cand);
   for (int k = 0; k < 2; k++) unit_close(&h.unit[k]);
   free(h.b_words);
-  free(h.carry);
+  free(h.carry.row);
   return rc;
 }

@@ -138,8 +138,8 @@ static int copy_path(const cfg_ctx *c, const char *where, char *dst, size_t dstl
 }
 
 static int parse_engine(const cfg_ctx *c, const cJSON *root, prstm_options *opt) {
-  static const char *const keys[] = {"backend", "threads",    "lock_coverage", "semantic", "retry_limit",
-                                     "verify",  "watchdog_s", "chunk_rows",    "deltas",   NULL};
+  static const char *const keys[] = {"backend",    "threads",    "lock_coverage", "semantic", "retry_limit", "verify",
+                                     "watchdog_s", "chunk_rows", "deltas",        "units",    NULL};
   const cJSON *eng;
   int rc = get_object(c, root, "engine", "engine", 0, &eng);
   if (rc != 0 || eng == NULL) return rc;
@@ -156,8 +156,11 @@ static int parse_engine(const cfg_ctx *c, const cJSON *root, prstm_options *opt)
       opt->backend = PRSTM_BACKEND_CPU;
     else if (strcmp(s, "hetero") == 0)
       opt->backend = PRSTM_BACKEND_HETERO;
+    else if (strcmp(s, "multi") == 0)
+      opt->backend = PRSTM_BACKEND_MULTI;
     else {
-      loaders_errf(c->err, c->errlen, "%s: engine.backend: expected 'auto', 'gpu', 'cpu' or 'hetero'", c->file);
+      loaders_errf(c->err, c->errlen, "%s: engine.backend: expected 'auto', 'gpu', 'cpu', 'hetero' or 'multi'",
+                   c->file);
       return PRSTM_ECONFIG;
     }
   }
@@ -196,6 +199,10 @@ static int parse_engine(const cfg_ctx *c, const cJSON *root, prstm_options *opt)
   if ((rc = get_u32(c, eng, "watchdog_s", "engine.watchdog_s", 0, &opt->watchdog_s)) != 0) return rc;
   /* 0 keeps the default: chunks only when the table does not fit the GPU. */
   if ((rc = get_uint(c, eng, "chunk_rows", "engine.chunk_rows", 0, 0, UINT64_MAX, &opt->chunk_rows)) != 0) return rc;
+  /* 0: every GPU (two CPU units where none is usable). */
+  uint64_t units = opt->units;
+  if ((rc = get_uint(c, eng, "units", "engine.units", 0, 0, 64, &units)) != 0) return rc;
+  opt->units = (uint32_t)units;
   return 0;
 }
 

@@ -310,12 +310,16 @@ int prstm_type_find(const prstm_workload *wl, const char *name);
 
 /* HETERO co-executes a whole batch on the CPU and the GPU (a second set of
  * CPU threads where no GPU is usable), each unit on a replica of the state,
- * reconciled after every round (docs/HETERO.md); streams refuse it. */
+ * reconciled after every round (docs/HETERO.md). MULTI runs a whole batch
+ * on several GPUs (options.units; sets of CPU threads where no GPU is
+ * usable), each owning a range of the locks, exchanging what they wrote
+ * through NCCL (docs/MULTIGPU.md). Streams refuse both. */
 typedef enum prstm_backend {
   PRSTM_BACKEND_AUTO = 0,
   PRSTM_BACKEND_GPU = 1,
   PRSTM_BACKEND_CPU = 2,
-  PRSTM_BACKEND_HETERO = 3
+  PRSTM_BACKEND_HETERO = 3,
+  PRSTM_BACKEND_MULTI = 4
 } prstm_backend;
 
 typedef enum prstm_semantic_mode {
@@ -356,6 +360,9 @@ typedef struct prstm_options {
    * commit order across its chunks and is verified like any other. */
   uint64_t chunk_rows;
   prstm_deltas_mode deltas;
+  /* Backend MULTI: the units to run on, 0 for every GPU of the host (two
+   * sets of CPU threads where no GPU is usable). */
+  uint32_t units;
 } prstm_options;
 
 /* The most threads the CPU backend starts on this machine: 64 a core, and
@@ -396,6 +403,11 @@ typedef struct prstm_results {
    * gave up to a conflict with the CPU unit's writes, which ran again in a
    * later round; 0 in every other run. */
   uint64_t rounds, second_unit_rows, discarded_rows;
+  /* A multi-unit run (PRSTM_BACKEND_MULTI): its units, and the rows it
+   * decided on its first unit because their words span several units'
+   * ranges (or the host cannot see them); rounds counts its rounds. */
+  uint32_t units;
+  uint64_t cross_rows;
 } prstm_results;
 
 /* The engine: a workload, its shared state and options. Not thread-safe; one

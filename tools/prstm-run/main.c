@@ -32,13 +32,17 @@ static const char usage_text[] =
     "prints a summary and writes the results file the config names.\n"
     "\n"
     "options:\n"
-    "  --backend auto|gpu|cpu|hetero\n"
+    "  --backend auto|gpu|cpu|hetero|multi\n"
     "                           where to run (default: the config's, else auto:\n"
     "                           the GPU when one is usable, else the CPU; the CPU\n"
     "                           also for a batch too hot for the GPU's STM that\n"
     "                           cannot take the delta path); hetero: the CPU and the\n"
     "                           GPU together, each on a replica of the state,\n"
-    "                           reconciled after every round (docs/HETERO.md)\n"
+    "                           reconciled after every round (docs/HETERO.md); multi:\n"
+    "                           several GPUs, each owning a range of the words, rows\n"
+    "                           routed to the GPU that owns them (docs/MULTIGPU.md)\n"
+    "  --units N                backend multi: the GPUs to run on (default: engine.units,\n"
+    "                           else every GPU; two sets of CPU threads without a GPU)\n"
     "  --threads N              executing threads (0: every core, or 256 per SM of a GPU,\n"
     "                           512 for bank batches without transfer_multi)\n"
     "  --lock-coverage N        consecutive words per lock (>= 1)\n"
@@ -102,6 +106,7 @@ const char *cli_backend_name(prstm_backend b) {
   return b == PRSTM_BACKEND_GPU      ? "gpu"
          : b == PRSTM_BACKEND_CPU    ? "cpu"
          : b == PRSTM_BACKEND_HETERO ? "hetero"
+         : b == PRSTM_BACKEND_MULTI  ? "multi"
                                      : "auto";
 }
 
@@ -133,6 +138,7 @@ typedef struct cli_args {
   const char *lock_coverage;
   const char *watchdog;
   const char *chunk_rows;
+  const char *units;
   const char *deltas;
   const char *results;
   const char *final_state;
@@ -154,8 +160,10 @@ static int apply_overrides(const cli_args *a, prstm_config *cfg) {
       cfg->options.backend = PRSTM_BACKEND_CPU;
     else if (strcmp(a->backend, "hetero") == 0)
       cfg->options.backend = PRSTM_BACKEND_HETERO;
+    else if (strcmp(a->backend, "multi") == 0)
+      cfg->options.backend = PRSTM_BACKEND_MULTI;
     else {
-      fprintf(stderr, "prstm-run: --backend: expected auto, gpu, cpu or hetero, got '%s'\n", a->backend);
+      fprintf(stderr, "prstm-run: --backend: expected auto, gpu, cpu, hetero or multi, got '%s'\n", a->backend);
       return -1;
     }
   }
@@ -185,6 +193,10 @@ static int apply_overrides(const cli_args *a, prstm_config *cfg) {
   }
   if (a->chunk_rows && (parse_u64(a->chunk_rows, &cfg->options.chunk_rows) || cfg->options.chunk_rows == 0)) {
     fprintf(stderr, "prstm-run: --chunk-rows: expected a positive number of rows, got '%s'\n", a->chunk_rows);
+    return -1;
+  }
+  if (a->units && (parse_uint(a->units, &cfg->options.units) || cfg->options.units == 0 || cfg->options.units > 64)) {
+    fprintf(stderr, "prstm-run: --units: expected 1 to 64 units, got '%s'\n", a->units);
     return -1;
   }
   if (a->deltas) {
@@ -317,6 +329,7 @@ static int parse_args(int argc, char **argv, cli_args *a) {
                                            {"verify", no_argument, NULL, 'v'},
                                            {"watchdog", required_argument, NULL, 'w'},
                                            {"chunk-rows", required_argument, NULL, 'c'},
+                                           {"units", required_argument, NULL, 'u'},
                                            {"deltas", required_argument, NULL, 'd'},
                                            {"batch", required_argument, NULL, 'B'},
                                            {"save-batch", required_argument, NULL, 'S'},
@@ -367,6 +380,9 @@ static int parse_args(int argc, char **argv, cli_args *a) {
         break;
       case 'c':
         a->chunk_rows = optarg;
+        break;
+      case 'u':
+        a->units = optarg;
         break;
       case 'h':
         fputs(usage_text, stdout);
@@ -434,6 +450,8 @@ static int after_round(unsigned round, prstm_batch *b, const prstm_results *r, v
   if (round == 0 && r->fallback[0] && !c->quiet) {
     if (r->backend == PRSTM_BACKEND_HETERO)
       fprintf(stderr, "prstm-run: hetero: %s\n", r->fallback);
+    else if (r->backend == PRSTM_BACKEND_MULTI)
+      fprintf(stderr, "prstm-run: multi: %s\n", r->fallback);
     else
       fprintf(stderr, "prstm-run: auto chose the CPU backend: %s\n", r->fallback);
   }

@@ -83,6 +83,14 @@ char *cli_results_json(const prstm_config *cfg, const prstm_engine *e, const prs
       cJSON_AddNumberToObject(co, "discarded_rows", (double)r->discarded_rows);
     }
   }
+  if (r->backend == PRSTM_BACKEND_MULTI) {
+    cJSON *mu = cJSON_AddObjectToObject(root, "multi");
+    if (mu) {
+      cJSON_AddNumberToObject(mu, "units", r->units);
+      cJSON_AddNumberToObject(mu, "rounds", (double)r->rounds);
+      cJSON_AddNumberToObject(mu, "cross_rows", (double)r->cross_rows);
+    }
+  }
   cJSON *snap = cJSON_AddObjectToObject(root, "snapshot");
   if (snap) {
     cJSON_AddNumberToObject(snap, "rows", (double)r->snapshot_rows);
@@ -160,6 +168,11 @@ void cli_print_summary(const prstm_config *cfg, const prstm_results *r, const ru
         "  co-execution       %llu rounds; the second unit decided %llu kept rows and gave up %llu to conflicts "
         "(run again)\n",
         (unsigned long long)r->rounds, (unsigned long long)r->second_unit_rows, (unsigned long long)r->discarded_rows);
+  if (r->backend == PRSTM_BACKEND_MULTI)
+    printf(
+        "  units              %u, %llu rounds; %llu rows ran on the first unit (their words span units' ranges, "
+        "or the host cannot route them)\n",
+        r->units, (unsigned long long)r->rounds, (unsigned long long)r->cross_rows);
   if (r->backend == PRSTM_BACKEND_GPU)
     printf("  gpu memory         %.1f MiB (%.1f bytes per transaction in the table)\n", r->gpu_bytes / 1048576.0,
            r->transactions ? (double)r->gpu_bytes / (double)r->transactions : 0.0);

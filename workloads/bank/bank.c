@@ -72,11 +72,15 @@ static const unsigned bank_mix_fold[BANK_NTYPES] = {BANK_DEPOSIT, BANK_WITHDRAW,
                                                     BANK_BALANCE, BANK_TRANSFER, BANK_TOTAL};
 
 /* The bank's own knob of batch.generate. */
-enum { BANK_P_SKEW = 0, BANK_NPARAMS };
+enum { BANK_P_SKEW = 0, BANK_P_PARTITIONS, BANK_NPARAMS };
 static const prstm_param_desc bank_params[BANK_NPARAMS] = {
     {"skew", PRSTM_PARAM_GENERATE, 0.0, 0.0, 4.0, 0,
      "Zipfian skew of the accounts random rows touch (YCSB's theta: 0 uniform, 0.99 YCSB's default; account 0 "
      "is the hottest)"},
+    {"partitions", PRSTM_PARAM_GENERATE, 0.0, 0.0, 64.0, 1,
+     "cut the accounts into this many equal ranges and keep every random row's accounts in the range of its "
+     "first (0: no ranges), so that a run on as many GPUs, or a divisor of them, routes every row to one "
+     "(backend multi)"},
 };
 
 typedef struct bank_gen {
@@ -94,6 +98,18 @@ static uint64_t bank_amount(bank_gen *g) {
 
 static uint64_t bank_other_account(bank_gen *g, uint64_t a) {
   if (g->accounts < 2) return a;
+  const uint64_t parts = (uint64_t)g->spec->params[BANK_P_PARTITIONS];
+  if (parts > 1 && !g->zipf) {
+    /* Range p holds accounts [accounts * p / parts, accounts * (p + 1) / parts),
+     * the ranges backend multi gives its units. */
+    uint64_t p = a * parts / g->accounts;
+    while (p + 1 < parts && a >= g->accounts * (p + 1) / parts) p++;
+    while (p > 0 && a < g->accounts * p / parts) p--;
+    const uint64_t lo = g->accounts * p / parts, hi = g->accounts * (p + 1) / parts;
+    if (hi - lo < 2) return a;
+    uint64_t b = lo + wl_below(&g->rng, hi - lo - 1);
+    return b >= a ? b + 1 : b;
+  }
   /* Skewed: another draw from the same law, a few times, before a uniform
    * one, so that a hot account's partners are hot too. */
   for (int tries = 0; g->zipf && tries < 8; tries++) {

@@ -1,0 +1,501 @@
+/* multi.c: one batch run by several units (the GPUs of one host, or sets of CPU threads where none is usable), each owning a range of the locks, with rows routed to the unit that owns every word they name and the rest run by the first unit on the merged state. */
+#define _GNU_SOURCE
+#include "multi_link.h"
+#include "unit.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The model (docs/MULTIGPU.md). The locks are cut into as many equal
+ * ranges as there are units, and unit k owns range k. Every unit keeps a
+ * replica of the whole state. A round hands out a slice of the batch: a row
+ * whose words (as the host sees them: address arguments, or the workload's
+ * row_words) all lie in one unit's range goes to that unit, and any other
+ * row (one that spans ranges, or whose words the host cannot see) is a
+ * cross row. The units run their parts at once, each on its replica; the
+ * parts share no word, so any order of them is a serial order, and the
+ * round takes unit 0's rows, then unit 1's, and so on. Each unit then
+ * broadcasts the words it wrote (the span of its write marks) into every
+ * other replica: through NCCL between GPUs, by copies between CPU units.
+ * The cross rows of the round then run on unit 0, whose replica now holds
+ * every word, and it broadcasts what they wrote. Rows still postponed at
+ * the end of a part are carried to a later round; once every row was
+ * handed out, unit 0 runs what is left to the end, abandoning only what
+ * nothing funds. The first round is a sixteenth of the batch, a probe: a
+ * unit whose rows read or wrote outside its range (a body that touches
+ * words its arguments do not name) shows that the host cannot route this
+ * workload's rows, so the round's parts are discarded, every replica is
+ * reset from the host's mirror of the state as the round began, and from
+ * then on every row runs on unit 0. */
+
+#define MULTI_MAX_UNITS 64u
+#define MULTI_CROSS 0xffu
+
+typedef struct multi_run {
+  prstm_engine *e;
+  prstm_batch *b;
+  const prstm_worker_variant *v;
+  unsigned n; /* units */
+  unit u[MULTI_MAX_UNITS];
+  uint64_t lock_lo[MULTI_MAX_UNITS + 1]; /* unit k owns locks [lock_lo[k], lock_lo[k + 1]) */
+  uint64_t nlocks;
+  int gpu;
+  multi_link *link;
+  uint64_t *replica[MULTI_MAX_UNITS]; /* each unit's words: in its GPU's memory, or its engine's */
+  unit_rowlist carry;                 /* rows postponed, waiting for a round */
+  unit cross;                         /* the cross rows of a round: unit 0 runs them (shares u[0]'s stream) */
+  uint64_t next_new;                  /* rows [0, next_new) were handed to some round */
+  uint64_t seq_base;                  /* commit-order numbers of the parts kept so far */
+  uint64_t *cand;                     /* the candidates of a round */
+  uint8_t *owner;                     /* and the unit each goes to (MULTI_CROSS: none) */
+  uint64_t cand_cap;
+  int results;
+  int routed;         /* rows go to the unit that owns their words (until one strays) */
+  prstm_word *mirror; /* the state as the current round began */
+} multi_run;
+
+/* The unit that owns lock l. */
+static unsigned multi_owner(const multi_run *m, uint64_t l) {
+  unsigned k = (unsigned)(l * m->n / m->nlocks);
+  if (k >= m->n) k = m->n - 1;
+  while (k + 1 < m->n && l >= m->lock_lo[k + 1]) k++;
+  while (k > 0 && l < m->lock_lo[k]) k--;
+  return k;
+}
+
+/* The unit that owns every word row r names, or MULTI_CROSS. */
+typedef struct route_job {
+  const multi_run *m;
+} route_job;
+
+static void route_part(void *arg, unsigned part, uint64_t from, uint64_t to) {
+  (void)part;
+  const multi_run *m = ((const route_job *)arg)->m;
+  const uint64_t cov = m->e->opt.lock_coverage;
+  uint64_t words[64];
+  for (uint64_t k = from; k < to; k++) {
+    const unsigned nw = engine_row_words(m->e, m->b, m->cand[k], words, 64);
+    unsigned owner = MULTI_CROSS;
+    for (unsigned i = 0; i < nw; i++) {
+      if (words[i] >= m->e->nwords) {
+        owner = MULTI_CROSS;
+        break;
+      }
+      const unsigned o = multi_owner(m, stm_lock_index(words[i], cov));
+      if (i == 0)
+        owner = o;
+      else if (o != owner) {
+        owner = MULTI_CROSS;
+        break;
+      }
+    }
+    m->owner[k] = (uint8_t)owner;
+  }
+}
+
+/* Fills the round's parts: carried rows first (at most half the round, so
+ * that new rows, which may fund them, keep coming), then new rows, each to
+ * the unit that owns its words or to the cross part. A part never takes
+ * more than its unit's slots; the rows beyond wait for a later round. */
+static int multi_plan(multi_run *m, uint64_t round_rows) {
+  uint64_t from_carry = m->carry.n < round_rows / 2 ? m->carry.n : round_rows / 2;
+  uint64_t from_new = m->b->n - m->next_new;
+  if (from_new > round_rows - from_carry) from_new = round_rows - from_carry;
+  if (from_new == 0) from_carry = m->carry.n < round_rows ? m->carry.n : round_rows;
+  const uint64_t total = from_carry + from_new;
+  if (total > m->cand_cap) {
+    uint64_t *c = realloc(m->cand, (size_t)total * sizeof *c);
+    if (c) m->cand = c;
+    uint8_t *o = c ? realloc(m->owner, (size_t)total) : NULL;
+    if (o) m->owner = o;
+    if (!c || !o) return engine_fail(m->e, PRSTM_ENOMEM, "cannot plan a round of %llu rows", (unsigned long long)total);
+    m->cand_cap = total;
+  }
+  if (from_carry) memcpy(m->cand, m->carry.row, (size_t)from_carry * sizeof *m->cand);
+  for (uint64_t k = 0; k < from_new; k++) m->cand[from_carry + k] = m->next_new + k;
+  if (from_carry && m->carry.n > from_carry)
+    memmove(m->carry.row, m->carry.row + from_carry, (size_t)(m->carry.n - from_carry) * sizeof *m->carry.row);
+  m->carry.n -= from_carry;
+  m->next_new += from_new;
+  route_job job = {m};
+  if (m->routed)
+    engine_parallel_for(total, engine_parallel_parts(total, PRSTM_POLICY_HETERO_ROWS_PER_PART), route_part, &job);
+  else
+    memset(m->owner, MULTI_CROSS, (size_t)total);
+  for (unsigned k = 0; k < m->n; k++) m->u[k].n = 0;
+  m->cross.n = 0;
+  for (uint64_t k = 0; k < total; k++) {
+    const unsigned o = m->owner[k];
+    unit *u = o == MULTI_CROSS ? &m->cross : &m->u[o];
+    int rc;
+    if (u->n < u->cap)
+      u->rows[u->n++] = m->cand[k];
+    else if ((rc = unit_rowlist_push(m->e, &m->carry, m->cand[k])) != 0)
+      return rc;
+  }
+  return 0;
+}
+
+/* The first and last lock set in marks[from, to), or first > last. */
+static void marks_span(const uint8_t *marks, uint64_t from, uint64_t to, uint64_t *first, uint64_t *last) {
+  *first = 1;
+  *last = 0;
+  uint64_t l = from;
+  while (l < to && !marks[l]) l++;
+  if (l == to) return;
+  *first = l;
+  l = to;
+  while (l > *first && !marks[l - 1]) l--;
+  *last = l - 1;
+}
+
+/* Whether any mark is set in marks[from, to). */
+static int marks_any(const uint8_t *marks, uint64_t from, uint64_t to) {
+  uint64_t first, last;
+  marks_span(marks, from, to, &first, &last);
+  return first <= last;
+}
+
+/* The words under locks [first, last]. */
+static void lock_span_words(const multi_run *m, uint64_t first, uint64_t last, uint64_t *lo, uint64_t *hi) {
+  const uint64_t cov = m->e->opt.lock_coverage;
+  *lo = first * cov;
+  *hi = (last + 1) * cov < m->e->nwords ? (last + 1) * cov : m->e->nwords;
+}
+
+/* Broadcasts words [lo[r], hi[r]) of every unit r's replica into every
+ * other replica. */
+static int multi_exchange(multi_run *m, const uint64_t *lo, const uint64_t *hi, prstm_results *res) {
+  const double t0 = engine_now();
+  int rc = 0;
+  if (m->gpu) {
+    rc = multi_link_exchange(m->link, m->replica, lo, hi, m->e->err, sizeof m->e->err);
+  } else {
+    for (unsigned r = 0; r < m->n; r++)
+      for (unsigned i = 0; i < m->n && hi[r] > lo[r]; i++)
+        if (i != r) memcpy(m->replica[i] + lo[r], m->replica[r] + lo[r], (size_t)(hi[r] - lo[r]) * sizeof(uint64_t));
+  }
+  res->transfer_s += engine_now() - t0;
+  return rc;
+}
+
+/* The unit's marks on the host (a GPU's copied out and cleared there). */
+static int multi_take_marks(multi_run *m, unit *u) {
+  if (!u->ops->marks_take) return 0;
+  int rc = u->ops->marks_take(u->e, u->bs);
+  return rc ? engine_fail(m->e, rc, "%s: %s", unit_name(u), u->e->err) : 0;
+}
+
+/* Runs the units' parts at once: each GPU's started from here (its copy
+ * and kernel run while the next is staged), each CPU unit's on a thread of
+ * its own; then waits for all. */
+static int multi_run_parts(multi_run *m) {
+  pthread_t tid[MULTI_MAX_UNITS];
+  int threaded[MULTI_MAX_UNITS] = {0};
+  int rc = 0;
+  for (unsigned k = 0; k < m->n && !rc; k++) {
+    unit *u = &m->u[k];
+    if (!u->n) continue;
+    if (u->is_gpu) {
+      rc = unit_launch(u);
+      if (rc) rc = engine_fail(m->e, rc, "%s %u: %s", unit_name(u), k, u->e->err);
+    } else {
+      u->rc = 0;
+      if (k + 1 < m->n && pthread_create(&tid[k], NULL, unit_launch_thread, u) == 0)
+        threaded[k] = 1;
+      else
+        u->rc = unit_launch(u);
+    }
+  }
+  for (unsigned k = 0; k < m->n; k++)
+    if (threaded[k]) pthread_join(tid[k], NULL);
+  for (unsigned k = 0; k < m->n && !rc; k++)
+    if (m->u[k].n && !m->u[k].is_gpu && m->u[k].rc)
+      rc = engine_fail(m->e, m->u[k].rc, "%s %u: %s", unit_name(&m->u[k]), k, m->u[k].e->err);
+  /* Every launched part is waited for, even after an error, so that no
+   * kernel outlives the run's memory. */
+  for (unsigned k = 0; k < m->n; k++) {
+    if (!m->u[k].n) continue;
+    int w = unit_wait(m->e, &m->u[k]);
+    if (!rc) rc = w;
+  }
+  return rc;
+}
+
+/* The mirror takes words [lo[r], hi[r]) for every r < count from unit 0's
+ * replica, which holds them all after an exchange. */
+static int multi_mirror_take(multi_run *m, const uint64_t *lo, const uint64_t *hi, unsigned count, prstm_results *res) {
+  unit *u0 = &m->u[0];
+  const double t0 = engine_now();
+  for (unsigned r = 0; r < count; r++) {
+    if (hi[r] <= lo[r]) continue;
+    if (u0->ops->state_read) {
+      int rc = u0->ops->state_read(u0->e, u0->bs, m->mirror, lo[r], hi[r]);
+      if (rc) return engine_fail(m->e, rc, "%s 0: %s", unit_name(u0), u0->e->err);
+    } else {
+      memcpy(m->mirror + lo[r], u0->e->words + lo[r], (size_t)(hi[r] - lo[r]) * sizeof *m->mirror);
+    }
+  }
+  res->transfer_s += engine_now() - t0;
+  return 0;
+}
+
+/* Every replica reset to the mirror. */
+static int multi_restore(multi_run *m, prstm_results *res) {
+  const double t0 = engine_now();
+  for (unsigned k = 0; k < m->n; k++) {
+    unit *u = &m->u[k];
+    if (u->ops->state_write) {
+      int rc = u->ops->state_write(u->e, u->bs, m->mirror, 0, m->e->nwords);
+      if (rc) return engine_fail(m->e, rc, "%s %u: %s", unit_name(u), k, u->e->err);
+    } else {
+      memcpy(u->e->words, m->mirror, (size_t)m->e->nwords * sizeof *m->mirror);
+    }
+    unit_clear_marks(u, m->nlocks);
+  }
+  res->transfer_s += engine_now() - t0;
+  return 0;
+}
+
+/* Runs the cross part (or the final rows) on unit 0 and keeps it: its
+ * rows were staged into m->cross's list, which borrows unit 0's stream. */
+static int multi_run_on_first(multi_run *m, unit *part, prstm_results *res, uint64_t *decided) {
+  unit *u0 = &m->u[0];
+  part->e = u0->e;
+  part->ops = u0->ops;
+  part->bs = u0->bs;
+  part->info = u0->info;
+  part->is_gpu = u0->is_gpu;
+  part->b = m->b;
+  part->fill_parts = 1;
+  int rc = unit_launch(part);
+  if (rc) return engine_fail(m->e, rc, "%s 0: %s", unit_name(part), part->e->err);
+  rc = unit_wait(m->e, part);
+  if (!rc) rc = unit_keep(m->e, m->b, part, m->seq_base, res, decided, &m->carry);
+  if (rc) return rc;
+  m->seq_base += part->out.q[STM_Q_SEQUENCE];
+  /* What the part wrote goes to every other replica. */
+  if ((rc = multi_take_marks(m, u0)) != 0) return rc;
+  uint64_t first, last, lo[MULTI_MAX_UNITS] = {0}, hi[MULTI_MAX_UNITS] = {0};
+  marks_span(u0->e->unit_write_marks, 0, m->nlocks, &first, &last);
+  if (first <= last) lock_span_words(m, first, last, &lo[0], &hi[0]);
+  unit_clear_marks(u0, m->nlocks);
+  if (m->n > 1 && hi[0] > lo[0] && (rc = multi_exchange(m, lo, hi, res)) != 0) return rc;
+  return multi_mirror_take(m, lo, hi, 1, res);
+}
+
+/* A unit strayed out of its range: the round's parts are discarded, the
+ * replicas reset, and their rows join the cross part (or wait for a later
+ * round where it is full); no row is routed any more. */
+static int multi_unroute(multi_run *m, unsigned k, prstm_results *res) {
+  int rc = multi_restore(m, res);
+  if (rc) return rc;
+  for (unsigned j = 0; j < m->n; j++) {
+    unit *u = &m->u[j];
+    for (uint64_t i = 0; i < u->n; i++) {
+      if (m->cross.n < m->cross.cap)
+        m->cross.rows[m->cross.n++] = u->rows[i];
+      else if ((rc = unit_rowlist_push(m->e, &m->carry, u->rows[i])) != 0)
+        return rc;
+    }
+    u->n = 0;
+  }
+  m->routed = 0;
+  const size_t used = strlen(res->fallback);
+  snprintf(res->fallback + used, sizeof res->fallback - used,
+           "%sunit %u's rows touched words outside the range their arguments name, so rows cannot be routed by "
+           "their words: every row ran on the first unit",
+           used ? "; " : "", k);
+  return 0;
+}
+
+/* One round: the units' parts at once, checked to have stayed in their
+ * ranges, kept in unit order, their writes exchanged; then the cross
+ * part on unit 0. */
+static int multi_round(multi_run *m, prstm_results *res, uint64_t *decided) {
+  int rc = multi_run_parts(m);
+  if (rc) return rc;
+  uint64_t lo[MULTI_MAX_UNITS] = {0}, hi[MULTI_MAX_UNITS] = {0};
+  int strayed = -1;
+  for (unsigned k = 0; k < m->n; k++) {
+    unit *u = &m->u[k];
+    if (!u->n) continue;
+    if ((rc = multi_take_marks(m, u)) != 0) return rc;
+    const uint64_t from = m->lock_lo[k], to = m->lock_lo[k + 1];
+    const uint8_t *r = u->e->unit_read_marks, *w = u->e->unit_write_marks;
+    if (strayed < 0 &&
+        (marks_any(r, 0, from) || marks_any(r, to, m->nlocks) || marks_any(w, 0, from) || marks_any(w, to, m->nlocks)))
+      strayed = (int)k;
+    uint64_t first, last;
+    marks_span(w, from, to, &first, &last);
+    if (first <= last) lock_span_words(m, first, last, &lo[k], &hi[k]);
+    unit_clear_marks(u, m->nlocks);
+  }
+  *decided = 0;
+  if (strayed >= 0 && (rc = multi_unroute(m, (unsigned)strayed, res)) != 0) return rc;
+  for (unsigned k = 0; k < m->n; k++) {
+    unit *u = &m->u[k];
+    if (!u->n) continue;
+    uint64_t d = 0;
+    rc = unit_keep(m->e, m->b, u, m->seq_base, res, &d, &m->carry);
+    if (rc) return rc;
+    m->seq_base += u->out.q[STM_Q_SEQUENCE];
+    *decided += d;
+  }
+  if (strayed < 0) {
+    if (m->n > 1 && (rc = multi_exchange(m, lo, hi, res)) != 0) return rc;
+    if ((rc = multi_mirror_take(m, lo, hi, m->n, res)) != 0) return rc;
+  }
+  if (m->cross.n) {
+    uint64_t d = 0;
+    rc = multi_run_on_first(m, &m->cross, res, &d);
+    if (rc) return rc;
+    res->cross_rows += d;
+    *decided += d;
+  }
+  return 0;
+}
+
+static uint32_t host_cores(void) {
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  return cores > 0 ? (uint32_t)cores : 1;
+}
+
+/* How many units, and on what: the GPUs asked for (every GPU by default),
+ * or where none is usable, units of CPU threads (two by default). */
+static int multi_units(multi_run *m, prstm_results *res, uint32_t *cpu_threads) {
+  prstm_engine *e = m->e;
+  char why[256] = "";
+  const unsigned want = e->opt.units;
+  if (want > MULTI_MAX_UNITS)
+    return engine_fail(e, PRSTM_EINVAL, "backend multi takes at most %u units, not %u", MULTI_MAX_UNITS, want);
+  m->gpu = backend_gpu_usable(e->wl, why, sizeof why);
+#ifdef PRSTM_HAVE_CUDA
+  if (m->gpu) {
+    const int count = backend_gpu_count();
+    m->n = want ? want : (unsigned)count;
+    if ((int)m->n > count)
+      return engine_fail(e, PRSTM_EINVAL, "backend multi was asked for %u units, and this host has %d GPU%s", m->n,
+                         count, count == 1 ? "" : "s");
+    *cpu_threads = 0;
+    return 0;
+  }
+#endif
+  m->n = want ? want : 2;
+  const uint32_t threads = e->opt.threads ? e->opt.threads : host_cores();
+  *cpu_threads = threads / m->n ? threads / m->n : 1;
+  snprintf(res->fallback, sizeof res->fallback, "%s: the units run on CPU threads", why);
+  return 0;
+}
+
+static int multi_run_rounds(multi_run *m, prstm_results *res) {
+  prstm_engine *e = m->e;
+  prstm_batch *b = m->b;
+  uint32_t cpu_threads = 0;
+  int rc = multi_units(m, res, &cpu_threads);
+  if (rc) return rc;
+  for (unsigned k = 0; k <= m->n; k++) m->lock_lo[k] = m->nlocks * k / m->n;
+  const uint64_t want_rows = b->n ? b->n : 1;
+  const unit_shape shape = {b, m->v, m->results, m->nlocks, want_rows};
+  int devices[MULTI_MAX_UNITS];
+  for (unsigned k = 0; k < m->n; k++) {
+    devices[k] = (int)k;
+    rc = unit_open(e, &m->u[k], &shape, m->gpu ? PRSTM_BACKEND_GPU : PRSTM_BACKEND_CPU, cpu_threads, devices[k]);
+    if (rc) return rc;
+    m->u[k].fill_parts = 1;
+    m->replica[k] = m->gpu ? m->u[k].ops->state_device(m->u[k].bs) : m->u[k].e->words;
+  }
+#ifdef PRSTM_HAVE_CUDA
+  if (m->gpu && (rc = multi_link_open(&m->link, devices, m->n, e->err, sizeof e->err)) != 0) return rc;
+#endif
+  /* A round fills every unit's slots, and the cross rows may fill unit 0's
+   * too. */
+  uint64_t round_rows = 0;
+  for (unsigned k = 0; k < m->n; k++) {
+    round_rows += m->u[k].info.slot_rows;
+    if ((rc = unit_reserve_rows(e, &m->u[k], m->u[k].info.slot_rows)) != 0) return rc;
+  }
+  if ((rc = unit_reserve_rows(e, &m->cross, m->u[0].info.slot_rows)) != 0) return rc;
+  /* The first round probes whether the rows stay in their units' ranges. */
+  uint64_t first_round = b->n / PRSTM_POLICY_HETERO_FIRST_ROUND_PARTS;
+  if (first_round < PRSTM_POLICY_HETERO_FIRST_ROUND_ROWS) first_round = PRSTM_POLICY_HETERO_FIRST_ROUND_ROWS;
+  if (first_round > round_rows) first_round = round_rows;
+  const double t0 = engine_now();
+  unsigned rounds_after_new = 0;
+  uint64_t decided_last = 1;
+  while (m->next_new < b->n ||
+         (m->carry.n && decided_last && rounds_after_new++ < PRSTM_POLICY_HETERO_ROUNDS_AFTER_NEW)) {
+    rc = multi_plan(m, res->rounds ? round_rows : first_round);
+    if (!rc) rc = multi_round(m, res, &decided_last);
+    if (rc) return rc;
+    res->rounds++;
+  }
+  /* Every row was handed out: what is still pending runs on unit 0 to the
+   * end, in parts of its slots, where a row that nothing funds is
+   * abandoned. */
+  while (m->carry.n) {
+    unit *part = &m->cross;
+    const uint64_t n = m->carry.n < m->u[0].info.slot_rows ? m->carry.n : m->u[0].info.slot_rows;
+    memcpy(part->rows, m->carry.row + m->carry.n - n, (size_t)n * sizeof *part->rows);
+    part->n = n;
+    m->carry.n -= n;
+    part->final = 1;
+    uint64_t d = 0;
+    rc = multi_run_on_first(m, part, res, &d);
+    part->final = 0;
+    if (rc) return rc;
+    res->cross_rows += d;
+    res->rounds++;
+  }
+  res->execute_s = engine_now() - t0 - res->transfer_s;
+  if (res->execute_s < 0) res->execute_s = 0;
+  for (unsigned k = 0; k < m->n; k++) {
+    unit *u = &m->u[k];
+    rc = u->ops->stream_finish(u->e, u->bs, &res->aborts, &res->postponements, &res->sweeps);
+    if (rc) return engine_fail(e, rc, "%s %u: %s", unit_name(u), k, u->e->err);
+  }
+  memcpy(e->words, m->u[0].e->words, (size_t)e->nwords * sizeof *e->words);
+  e->last_run_sequences = m->seq_base;
+  res->backend = PRSTM_BACKEND_MULTI;
+  res->units = m->n;
+  res->threads = 0;
+  res->gpu_bytes = 0;
+  for (unsigned k = 0; k < m->n; k++) {
+    res->threads += m->u[k].info.threads;
+    res->gpu_bytes += m->u[k].info.gpu_bytes;
+  }
+  snprintf(res->device, sizeof res->device, "%u x %.100s", m->n, m->u[0].info.device);
+  return 0;
+}
+
+int engine_run_multi(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *v, prstm_results *res) {
+  multi_run *m = calloc(1, sizeof *m);
+  if (!m) return engine_fail(e, PRSTM_ENOMEM, "cannot plan a multi-unit run");
+  m->e = e;
+  m->b = b;
+  m->v = v;
+  m->nlocks = (e->nwords + e->opt.lock_coverage - 1) / e->opt.lock_coverage;
+  if (m->nlocks == 0) m->nlocks = 1;
+  m->routed = 1;
+  m->mirror = malloc((size_t)(e->nwords ? e->nwords : 1) * sizeof *m->mirror);
+  if (!m->mirror) {
+    free(m);
+    return engine_fail(e, PRSTM_ENOMEM, "cannot keep a mirror of %llu words", (unsigned long long)e->nwords);
+  }
+  memcpy(m->mirror, e->words, (size_t)e->nwords * sizeof *m->mirror);
+  for (unsigned t = 0; t < e->wl->ntypes; t++)
+    if (e->wl->types[t].read_only) m->results = 1;
+  int rc = multi_run_rounds(m, res);
+  multi_link_close(m->link);
+  for (unsigned k = 0; k < m->n; k++) unit_close(&m->u[k]);
+  free(m->cross.rows);
+  free(m->carry.row);
+  free(m->cand);
+  free(m->owner);
+  free(m->mirror);
+  free(m);
+  return rc;
+}

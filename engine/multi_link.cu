@@ -1,0 +1,115 @@
+/* multi_link.cu: NCCL communicators over the GPUs of a multi-unit run, and the broadcasts that merge their replicas. */
+#include "multi_link.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cuda_check.h"
+#include "prstm.h"
+
+#ifdef PRSTM_HAVE_NCCL
+#include <nccl.h>
+
+#define MULTI_MAX_GPUS 64
+
+struct multi_link {
+  unsigned n;
+  int device[MULTI_MAX_GPUS];
+  ncclComm_t comm[MULTI_MAX_GPUS];
+  cudaStream_t stream[MULTI_MAX_GPUS];
+};
+
+/* Returns PRSTM_ECUDA from the calling function when an NCCL call fails. */
+#define NCCL_CHECK(call)                                                                                       \
+  do {                                                                                                         \
+    ncclResult_t nccl_rc_ = (call);                                                                            \
+    if (nccl_rc_ != ncclSuccess) {                                                                             \
+      snprintf(err, errlen, "%s failed: %s (%s:%d)", #call, ncclGetErrorString(nccl_rc_), __FILE__, __LINE__); \
+      return PRSTM_ECUDA;                                                                                      \
+    }                                                                                                          \
+  } while (0)
+
+extern "C" int multi_link_open(multi_link **out, const int *devices, unsigned n, char *err, size_t errlen) {
+  *out = NULL;
+  if (n == 0 || n > MULTI_MAX_GPUS) {
+    snprintf(err, errlen, "a multi-unit run takes 1 to %d GPUs, not %u", MULTI_MAX_GPUS, n);
+    return PRSTM_EINVAL;
+  }
+  multi_link *l = (multi_link *)calloc(1, sizeof *l);
+  if (!l) {
+    snprintf(err, errlen, "cannot allocate the GPUs' communicators");
+    return PRSTM_ENOMEM;
+  }
+  *out = l;
+  for (unsigned i = 0; i < n; i++) l->device[i] = devices[i];
+  /* One process drives every GPU, so ncclCommInitAll creates the
+   * communicators together; a rank per process would use ncclCommInitRank. */
+  NCCL_CHECK(ncclCommInitAll(l->comm, (int)n, l->device));
+  l->n = n;
+  for (unsigned i = 0; i < n; i++) {
+    CUDA_CHECK(cudaSetDevice(l->device[i]), err, errlen);
+    CUDA_CHECK(cudaStreamCreateWithFlags(&l->stream[i], cudaStreamNonBlocking), err, errlen);
+  }
+  return 0;
+}
+
+extern "C" int multi_link_exchange(multi_link *l, uint64_t *const *replica, const uint64_t *lo, const uint64_t *hi,
+                                   char *err, size_t errlen) {
+  /* The units' kernels ended before this is called (their waits returned),
+   * so the exchange streams need no ordering against them. In-place
+   * broadcasts: every GPU receives into the words the root sends from. */
+  NCCL_CHECK(ncclGroupStart());
+  for (unsigned r = 0; r < l->n; r++) {
+    if (hi[r] <= lo[r]) continue;
+    for (unsigned i = 0; i < l->n; i++) {
+      uint64_t *at = replica[i] + lo[r];
+      ncclResult_t rc = ncclBroadcast(at, at, (size_t)(hi[r] - lo[r]), ncclUint64, (int)r, l->comm[i], l->stream[i]);
+      if (rc != ncclSuccess) {
+        ncclGroupEnd();
+        snprintf(err, errlen, "ncclBroadcast of %llu words from GPU %u failed: %s", (unsigned long long)(hi[r] - lo[r]),
+                 r, ncclGetErrorString(rc));
+        return PRSTM_ECUDA;
+      }
+    }
+  }
+  NCCL_CHECK(ncclGroupEnd());
+  for (unsigned i = 0; i < l->n; i++) {
+    CUDA_CHECK(cudaSetDevice(l->device[i]), err, errlen);
+    CUDA_CHECK(cudaStreamSynchronize(l->stream[i]), err, errlen);
+  }
+  return 0;
+}
+
+extern "C" void multi_link_close(multi_link *l) {
+  if (!l) return;
+  for (unsigned i = 0; i < l->n; i++) {
+    cudaSetDevice(l->device[i]);
+    if (l->stream[i]) cudaStreamDestroy(l->stream[i]);
+    if (l->comm[i]) ncclCommDestroy(l->comm[i]);
+  }
+  free(l);
+}
+
+#else
+
+extern "C" int multi_link_open(multi_link **out, const int *devices, unsigned n, char *err, size_t errlen) {
+  (void)devices;
+  (void)n;
+  *out = NULL;
+  snprintf(err, errlen, "this build of prstm has no NCCL, which units on several GPUs exchange their words through");
+  return PRSTM_ENOGPU;
+}
+
+extern "C" int multi_link_exchange(multi_link *l, uint64_t *const *replica, const uint64_t *lo, const uint64_t *hi,
+                                   char *err, size_t errlen) {
+  (void)l;
+  (void)replica;
+  (void)lo;
+  (void)hi;
+  snprintf(err, errlen, "this build of prstm has no NCCL");
+  return PRSTM_ENOGPU;
+}
+
+extern "C" void multi_link_close(multi_link *l) { (void)l; }
+
+#endif

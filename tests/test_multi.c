@@ -1,0 +1,187 @@
+/* test_multi.c: behaviour of backend multi: rows routed to the unit that owns their words, rows that span units run on the first, postponed rows funded across units, a workload whose bodies stray out of their range run on one unit, refusals, and the GPUs as the units where there are some. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "prstm.h"
+#include "test_backend.h"
+
+/* Each CPU unit gets this many threads where no GPU is usable. */
+#define UNIT_THREADS 4
+
+typedef struct multi_case {
+  const prstm_workload *wl;
+  prstm_engine *engine;
+  prstm_batch *batch;
+  prstm_results res;
+} multi_case;
+
+static void open_bank(multi_case *r, uint32_t units, uint64_t accounts, uint64_t balance) {
+  memset(r, 0, sizeof *r);
+  r->wl = prstm_workload_find("bank");
+  cr_assert_not_null(r->wl);
+  prstm_options opt;
+  test_options(&opt, PRSTM_BACKEND_MULTI, UNIT_THREADS * (units ? units : 2), 1);
+  opt.units = units;
+  test_open(r->wl, &opt, &r->engine, &r->batch);
+  prstm_state_spec s;
+  prstm_state_spec_init(r->wl, &s);
+  s.accounts = accounts;
+  s.initial_balance = balance;
+  cr_assert_eq(prstm_engine_init_state(r->engine, &s), 0, "%s", prstm_engine_error(r->engine));
+}
+
+/* Transfers; with partitions > 0 each row's accounts lie in one of that
+ * many equal ranges of the accounts. */
+static void generate_transfers(multi_case *r, uint64_t n, uint64_t seed, unsigned partitions) {
+  prstm_generate_spec g;
+  prstm_generate_spec_init(r->wl, &g);
+  g.transactions = n;
+  g.seed = seed;
+  g.nmix = 1;
+  g.mix_names[0] = "transfer";
+  g.mix_weights[0] = 1;
+  test_set_knob(r->wl, g.params, "partitions", partitions);
+  char err[256] = "";
+  cr_assert_eq(r->wl->generate(&g, prstm_engine_state_spec(r->engine), r->batch, err, sizeof err), 0, "%s", err);
+}
+
+static void append(multi_case *r, const char *type, prstm_word a0, prstm_word a1, unsigned nargs) {
+  prstm_word args[2] = {a0, a1};
+  cr_assert_eq(prstm_batch_append_named(r->batch, type, args, nargs), 0, "%s", prstm_batch_error(r->batch));
+}
+
+static void expect_invariant(const multi_case *r) {
+  char msg[512];
+  cr_assert(test_invariant(r->wl, r->engine, r->batch, msg, sizeof msg), "invariant: %s", msg);
+}
+
+/* Transfers kept within four ranges of the accounts run wholly on the unit
+ * that owns their range, on two units as on four: no row is left for the
+ * first unit, and the merged replicas are the serial replay's state. */
+Test(multi, partitioned_transfers_run_on_their_own_units) {
+  const uint32_t units[] = {2, 4};
+  for (unsigned i = 0; i < 2; i++) {
+    multi_case r;
+    open_bank(&r, units[i], 100000, 1000000);
+    generate_transfers(&r, 300000, 7, 4);
+    test_run_verified(r.engine, r.batch, &r.res, "multi run");
+    cr_assert_eq(r.res.backend, PRSTM_BACKEND_MULTI);
+    cr_assert_eq(r.res.units, units[i]);
+    cr_assert_eq(r.res.committed, 300000);
+    cr_assert_eq(r.res.cross_rows, 0, "%u units: rows within one range must all be routed: %llu were not", units[i],
+                 (unsigned long long)r.res.cross_rows);
+    cr_assert_geq(r.res.rounds, 2, "the first round is a probe, a part of the batch");
+    expect_invariant(&r);
+    test_close(r.engine, r.batch);
+  }
+}
+
+/* Transfers between any two accounts often span both units' ranges: those
+ * run on the first unit after the routed parts, on the merged state, and
+ * the run is still the serial replay's. */
+Test(multi, transfers_across_ranges_run_on_the_first_unit) {
+  multi_case r;
+  open_bank(&r, 2, 100000, 1000000);
+  generate_transfers(&r, 300000, 9, 0);
+  test_run_verified(r.engine, r.batch, &r.res, "multi run");
+  cr_assert_eq(r.res.committed, 300000);
+  /* Half the pairs of two random accounts span the two halves. */
+  cr_assert_gt(r.res.cross_rows, 300000 / 3, "%llu cross rows", (unsigned long long)r.res.cross_rows);
+  cr_assert_lt(r.res.cross_rows, 300000 * 2 / 3, "%llu cross rows", (unsigned long long)r.res.cross_rows);
+  expect_invariant(&r);
+  test_close(r.engine, r.batch);
+}
+
+/* Withdrawals come before the deposits that fund them, on accounts of
+ * every unit: a postponed withdrawal is carried into a later round and
+ * commits; nothing is abandoned. */
+Test(multi, postponed_withdrawals_are_funded_across_rounds) {
+  multi_case r;
+  open_bank(&r, 3, 1000, 0);
+  const uint64_t n = 200000;
+  for (uint64_t i = 0; i < n / 2; i++) append(&r, "withdraw", (i * 7919) % 1000, 3, 2);
+  for (uint64_t i = 0; i < n / 2; i++) append(&r, "deposit", (i * 104729) % 1000, 3, 2);
+  test_run_verified(r.engine, r.batch, &r.res, "multi run");
+  cr_assert_gt(r.res.postponements, 0, "withdrawals before their deposits must postpone");
+  cr_assert_eq(r.res.abandoned, 0, "every withdrawal is funded by the deposits of its account: %llu abandoned",
+               (unsigned long long)r.res.abandoned);
+  cr_assert_eq(r.res.committed, n);
+  cr_assert_eq(r.res.cross_rows, 0, "one-account rows always lie in one range");
+  expect_invariant(&r);
+  test_close(r.engine, r.batch);
+}
+
+/* The kv workload names one word of a row (its set's first), and its body
+ * reads the whole set: with three sets on two units, the middle set
+ * straddles the units' ranges, so the probe round finds a unit's rows out
+ * of its range, discards the round, and every row runs on the first unit,
+ * which the run says; the outcome is the serial replay's. */
+Test(multi, rows_that_stray_from_their_range_run_on_the_first_unit) {
+  const prstm_workload *wl = prstm_workload_find("kv");
+  cr_assert_not_null(wl);
+  prstm_options opt;
+  test_options(&opt, PRSTM_BACKEND_MULTI, UNIT_THREADS * 2, 1);
+  opt.units = 2;
+  multi_case r;
+  memset(&r, 0, sizeof r);
+  r.wl = wl;
+  test_open(wl, &opt, &r.engine, &r.batch);
+  prstm_state_spec s;
+  prstm_state_spec_init(wl, &s);
+  test_set_knob(wl, s.params, "sets", 3);
+  test_set_knob(wl, s.params, "ways", 8);
+  test_set_knob(wl, s.params, "preload", 8);
+  cr_assert_eq(prstm_engine_init_state(r.engine, &s), 0, "%s", prstm_engine_error(r.engine));
+  prstm_generate_spec g;
+  prstm_generate_spec_init(wl, &g);
+  g.transactions = 100000;
+  g.seed = 3;
+  char err[256] = "";
+  cr_assert_eq(wl->generate(&g, prstm_engine_state_spec(r.engine), r.batch, err, sizeof err), 0, "%s", err);
+  test_run_verified(r.engine, r.batch, &r.res, "multi kv run");
+  cr_assert(strstr(r.res.fallback, "outside the range") != NULL, "the run must say why: '%s'", r.res.fallback);
+  cr_assert_eq(r.res.cross_rows, r.res.committed + r.res.failed + r.res.abandoned,
+               "every row must run on the first unit: %llu of %llu", (unsigned long long)r.res.cross_rows,
+               (unsigned long long)r.res.transactions);
+  expect_invariant(&r);
+  test_close(r.engine, r.batch);
+}
+
+/* A stream cuts its own units: backend multi is refused with a message
+ * naming it; so is a run asking for more units than the engine takes. */
+Test(multi, streams_and_too_many_units_are_refused) {
+  multi_case r;
+  open_bank(&r, 2, 100, 10);
+  prstm_stream *s = NULL;
+  cr_assert_eq(prstm_stream_open(r.engine, &s), PRSTM_EINVAL);
+  cr_assert_null(s);
+  cr_assert(strstr(prstm_engine_error(r.engine), "multi") != NULL, "%s", prstm_engine_error(r.engine));
+  test_close(r.engine, r.batch);
+
+  open_bank(&r, 65, 100, 10);
+  append(&r, "deposit", 1, 1, 2);
+  cr_assert_eq(prstm_engine_run(r.engine, r.batch, &r.res), PRSTM_EINVAL);
+  cr_assert(strstr(prstm_engine_error(r.engine), "64") != NULL, "%s", prstm_engine_error(r.engine));
+  test_close(r.engine, r.batch);
+}
+
+/* Where GPUs are usable they are the units, every one by default: no
+ * fallback, the run's device names them, partitioned transfers are all
+ * routed and the merged replicas (exchanged through NCCL) are the serial
+ * replay's state. */
+Test(multi_gpu, every_gpu_is_a_unit) {
+  multi_case r;
+  open_bank(&r, 0, 1000000, 1000000);
+  test_need_backend(r.wl, PRSTM_BACKEND_GPU);
+  generate_transfers(&r, 4000000, 11, 8);
+  test_run_verified(r.engine, r.batch, &r.res, "multi run");
+  cr_assert_eq(r.res.fallback[0], 0, "usable GPUs must be the units: %s", r.res.fallback);
+  cr_assert_geq(r.res.units, 1);
+  cr_assert(strstr(r.res.device, "SMs") != NULL, "the device names the GPUs: %s", r.res.device);
+  cr_assert_eq(r.res.cross_rows, 0, "%llu rows not routed", (unsigned long long)r.res.cross_rows);
+  cr_assert_eq(r.res.committed, 4000000);
+  cr_assert_gt(r.res.gpu_bytes, 0);
+  expect_invariant(&r);
+  test_close(r.engine, r.batch);
+}
