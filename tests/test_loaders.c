@@ -432,7 +432,8 @@ Test(loaders, zero_lock_coverage_is_rejected) {
 }
 
 Test(loaders, unknown_backend_is_rejected) {
-  expect_config_error("bad_backend.json", PRSTM_ECONFIG, ": engine.backend: expected 'auto', 'gpu', 'cpu' or 'hetero'");
+  expect_config_error("bad_backend.json", PRSTM_ECONFIG,
+                      ": engine.backend: expected 'auto', 'gpu', 'cpu', 'hetero' or 'multi'");
 }
 
 Test(loaders, unknown_semantic_mode_is_rejected) {
