@@ -54,6 +54,7 @@ typedef struct multi_run {
   uint64_t cand_cap;
   int results;
   int routed;         /* rows go to the unit that owns their words (until one strays) */
+  double execute_s;   /* the units' execution: each round's longest part, and its cross part */
   prstm_word *mirror; /* the state as the current round began */
 } multi_run;
 
@@ -169,7 +170,6 @@ static void lock_span_words(const multi_run *m, uint64_t first, uint64_t last, u
 /* Broadcasts words [lo[r], hi[r]) of every unit r's replica into every
  * other replica. */
 static int multi_exchange(multi_run *m, const uint64_t *lo, const uint64_t *hi, prstm_results *res) {
-  const double t0 = engine_now();
   int rc = 0;
   if (m->gpu) {
     rc = multi_link_exchange(m->link, m->replica, lo, hi, m->e->err, sizeof m->e->err);
@@ -178,7 +178,7 @@ static int multi_exchange(multi_run *m, const uint64_t *lo, const uint64_t *hi, 
       for (unsigned i = 0; i < m->n && hi[r] > lo[r]; i++)
         if (i != r) memcpy(m->replica[i] + lo[r], m->replica[r] + lo[r], (size_t)(hi[r] - lo[r]) * sizeof(uint64_t));
   }
-  res->transfer_s += engine_now() - t0;
+  (void)res;
   return rc;
 }
 
@@ -189,25 +189,34 @@ static int multi_take_marks(multi_run *m, unit *u) {
   return rc ? engine_fail(m->e, rc, "%s: %s", unit_name(u), u->e->err) : 0;
 }
 
-/* Runs the units' parts at once: each GPU's started from here (its copy
- * and kernel run while the next is staged), each CPU unit's on a thread of
- * its own; then waits for all. */
+/* Runs the units' parts at once: every GPU's part staged first, then all
+ * started back to back, so that their copies and kernels overlap; each
+ * CPU unit's on a thread of its own. Then waits for all. */
 static int multi_run_parts(multi_run *m) {
   pthread_t tid[MULTI_MAX_UNITS];
-  int threaded[MULTI_MAX_UNITS] = {0};
+  int threaded[MULTI_MAX_UNITS] = {0}, started[MULTI_MAX_UNITS] = {0};
   int rc = 0;
+  for (unsigned k = 0; k < m->n && !rc; k++) {
+    unit *u = &m->u[k];
+    if (u->n && u->is_gpu && (rc = unit_stage(u)) != 0)
+      rc = engine_fail(m->e, rc, "%s %u: %s", unit_name(u), k, u->e->err);
+  }
   for (unsigned k = 0; k < m->n && !rc; k++) {
     unit *u = &m->u[k];
     if (!u->n) continue;
     if (u->is_gpu) {
-      rc = unit_launch(u);
-      if (rc) rc = engine_fail(m->e, rc, "%s %u: %s", unit_name(u), k, u->e->err);
+      rc = unit_start(u);
+      if (rc)
+        rc = engine_fail(m->e, rc, "%s %u: %s", unit_name(u), k, u->e->err);
+      else
+        started[k] = 1;
     } else {
       u->rc = 0;
       if (k + 1 < m->n && pthread_create(&tid[k], NULL, unit_launch_thread, u) == 0)
         threaded[k] = 1;
       else
         u->rc = unit_launch(u);
+      started[k] = 1;
     }
   }
   for (unsigned k = 0; k < m->n; k++)
@@ -218,7 +227,7 @@ static int multi_run_parts(multi_run *m) {
   /* Every launched part is waited for, even after an error, so that no
    * kernel outlives the run's memory. */
   for (unsigned k = 0; k < m->n; k++) {
-    if (!m->u[k].n) continue;
+    if (!started[k]) continue;
     int w = unit_wait(m->e, &m->u[k]);
     if (!rc) rc = w;
   }
@@ -229,7 +238,7 @@ static int multi_run_parts(multi_run *m) {
  * replica, which holds them all after an exchange. */
 static int multi_mirror_take(multi_run *m, const uint64_t *lo, const uint64_t *hi, unsigned count, prstm_results *res) {
   unit *u0 = &m->u[0];
-  const double t0 = engine_now();
+  (void)res;
   for (unsigned r = 0; r < count; r++) {
     if (hi[r] <= lo[r]) continue;
     if (u0->ops->state_read) {
@@ -239,13 +248,12 @@ static int multi_mirror_take(multi_run *m, const uint64_t *lo, const uint64_t *h
       memcpy(m->mirror + lo[r], u0->e->words + lo[r], (size_t)(hi[r] - lo[r]) * sizeof *m->mirror);
     }
   }
-  res->transfer_s += engine_now() - t0;
   return 0;
 }
 
 /* Every replica reset to the mirror. */
 static int multi_restore(multi_run *m, prstm_results *res) {
-  const double t0 = engine_now();
+  (void)res;
   for (unsigned k = 0; k < m->n; k++) {
     unit *u = &m->u[k];
     if (u->ops->state_write) {
@@ -256,7 +264,6 @@ static int multi_restore(multi_run *m, prstm_results *res) {
     }
     unit_clear_marks(u, m->nlocks);
   }
-  res->transfer_s += engine_now() - t0;
   return 0;
 }
 
@@ -274,6 +281,7 @@ static int multi_run_on_first(multi_run *m, unit *part, prstm_results *res, uint
   int rc = unit_launch(part);
   if (rc) return engine_fail(m->e, rc, "%s 0: %s", unit_name(part), part->e->err);
   rc = unit_wait(m->e, part);
+  m->execute_s += part->execute_s;
   if (!rc) rc = unit_keep(m->e, m->b, part, m->seq_base, res, decided, &m->carry);
   if (rc) return rc;
   m->seq_base += part->out.q[STM_Q_SEQUENCE];
@@ -320,9 +328,11 @@ static int multi_round(multi_run *m, prstm_results *res, uint64_t *decided) {
   if (rc) return rc;
   uint64_t lo[MULTI_MAX_UNITS] = {0}, hi[MULTI_MAX_UNITS] = {0};
   int strayed = -1;
+  double longest = 0;
   for (unsigned k = 0; k < m->n; k++) {
     unit *u = &m->u[k];
     if (!u->n) continue;
+    if (u->execute_s > longest) longest = u->execute_s;
     if ((rc = multi_take_marks(m, u)) != 0) return rc;
     const uint64_t from = m->lock_lo[k], to = m->lock_lo[k + 1];
     const uint8_t *r = u->e->unit_read_marks, *w = u->e->unit_write_marks;
@@ -334,6 +344,7 @@ static int multi_round(multi_run *m, prstm_results *res, uint64_t *decided) {
     if (first <= last) lock_span_words(m, first, last, &lo[k], &hi[k]);
     unit_clear_marks(u, m->nlocks);
   }
+  m->execute_s += longest;
   *decided = 0;
   if (strayed >= 0 && (rc = multi_unroute(m, (unsigned)strayed, res)) != 0) return rc;
   for (unsigned k = 0; k < m->n; k++) {
@@ -450,8 +461,12 @@ static int multi_run_rounds(multi_run *m, prstm_results *res) {
     res->cross_rows += d;
     res->rounds++;
   }
-  res->execute_s = engine_now() - t0 - res->transfer_s;
-  if (res->execute_s < 0) res->execute_s = 0;
+  /* Execution is the units' own: the longest part of each round (they run
+   * at once) and the cross parts; everything else (planning, staging,
+   * copies, outcomes, exchanges) is the run's transfer time. */
+  res->execute_s = m->execute_s;
+  res->transfer_s = engine_now() - t0 - m->execute_s;
+  if (res->transfer_s < 0) res->transfer_s = 0;
   for (unsigned k = 0; k < m->n; k++) {
     unit *u = &m->u[k];
     rc = u->ops->stream_finish(u->e, u->bs, &res->aborts, &res->postponements, &res->sweeps);

@@ -102,25 +102,36 @@ static void fill_part(void *arg, unsigned part, uint64_t from, uint64_t to) {
   }
 }
 
-int unit_launch(unit *u) {
+int unit_stage(unit *u) {
   const prstm_batch *b = u->b;
-  backend_unit bu;
-  memset(&bu, 0, sizeof bu);
-  bu.n = bu.staged = bu.carried = u->n;
-  bu.tag_mask = b->tag_mask;
-  bu.results = b->has_read_only;
-  bu.flags = ENGINE_RUN_QUIET | (u->final ? 0u : ENGINE_RUN_KEEP_POSTPONED);
+  backend_unit *bu = &u->bu;
+  memset(bu, 0, sizeof *bu);
+  bu->n = bu->staged = bu->carried = u->n;
+  bu->tag_mask = b->tag_mask;
+  bu->results = b->has_read_only;
+  bu->flags = ENGINE_RUN_QUIET | (u->final ? 0u : ENGINE_RUN_KEEP_POSTPONED);
   backend_staging st;
-  double t0 = engine_now();
-  int rc = u->ops->unit_reserve(u->e, u->bs, 0, &bu, &st);
+  const double t0 = engine_now();
+  int rc = u->ops->unit_reserve(u->e, u->bs, 0, bu, &st);
   if (rc) return rc;
   fill_job job = {b, u->rows, &st, {0}};
   txtable_view_of((prstm_batch *)b, &job.view);
   engine_parallel_for(u->n, u->fill_parts ? engine_parallel_parts(u->n, PRSTM_POLICY_HETERO_ROWS_PER_PART) : 1,
                       fill_part, &job);
-  rc = u->ops->unit_launch(u->e, u->bs, 0, &bu);
   u->busy_s = engine_now() - t0;
+  return 0;
+}
+
+int unit_start(unit *u) {
+  const double t0 = engine_now();
+  int rc = u->ops->unit_launch(u->e, u->bs, 0, &u->bu);
+  u->busy_s += engine_now() - t0;
   return rc;
+}
+
+int unit_launch(unit *u) {
+  int rc = unit_stage(u);
+  return rc ? rc : unit_start(u);
 }
 
 void *unit_launch_thread(void *p) {

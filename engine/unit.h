@@ -31,8 +31,9 @@ typedef struct unit {
   double busy_s, copy_s, execute_s; /* of the current part */
   int rc;                           /* of a launch on a thread of its own */
   const prstm_batch *b;
-  int final;      /* the part runs to the end: rows nothing funds are abandoned */
-  int fill_parts; /* stage on every core: no other unit is filling */
+  int final;       /* the part runs to the end: rows nothing funds are abandoned */
+  int fill_parts;  /* stage on every core: no other unit is filling */
+  backend_unit bu; /* the staged part, between unit_stage and unit_start */
 } unit;
 
 /* What every unit of one run shares. */
@@ -52,8 +53,12 @@ void unit_close(unit *u);
 /* Room for a part of n rows. */
 int unit_reserve_rows(prstm_engine *e, unit *u, uint64_t n);
 /* Stages the part (every row with its batch row number, as a stream's
- * carried rows are) and starts it; the CPU runs it to its end here. */
+ * carried rows are) and starts it; the CPU runs it to its end here.
+ * unit_stage and unit_start are its two halves, so that several GPUs'
+ * parts can be staged first and then started together. */
 int unit_launch(unit *u);
+int unit_stage(unit *u);
+int unit_start(unit *u);
 /* unit_launch on a thread of its own (pthread start routine; rc in u->rc). */
 void *unit_launch_thread(void *u);
 /* Waits for the part and keeps its outcomes and times. */
