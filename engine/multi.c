@@ -67,19 +67,29 @@ static unsigned multi_owner(const multi_run *m, uint64_t l) {
   return k;
 }
 
-/* The unit that owns every word row r names, or MULTI_CROSS. */
+/* Planning a round on every core: each part of the candidates numbers
+ * its new rows, finds each row's unit (MULTI_CROSS where its words span
+ * units' ranges or the host cannot see them) and counts them by unit;
+ * then, from the offsets those counts give, writes its rows into the
+ * units' parts, in candidate order. */
 typedef struct route_job {
-  const multi_run *m;
+  multi_run *m;
+  uint64_t from_carry, first_new;
+  unit *dest[MULTI_MAX_UNITS + 1]; /* by unit, the cross part last */
+  uint64_t count[ENGINE_MAX_PARTS][MULTI_MAX_UNITS + 1];
 } route_job;
 
+static unsigned route_slot(const multi_run *m, uint8_t owner) { return owner == MULTI_CROSS ? m->n : owner; }
+
 static void route_part(void *arg, unsigned part, uint64_t from, uint64_t to) {
-  (void)part;
-  const multi_run *m = ((const route_job *)arg)->m;
+  route_job *j = arg;
+  multi_run *m = j->m;
   const uint64_t cov = m->e->opt.lock_coverage;
-  uint64_t words[64];
+  uint64_t words[64], *count = j->count[part];
   for (uint64_t k = from; k < to; k++) {
-    const unsigned nw = engine_row_words(m->e, m->b, m->cand[k], words, 64);
+    if (k >= j->from_carry) m->cand[k] = j->first_new + (k - j->from_carry);
     unsigned owner = MULTI_CROSS;
+    const unsigned nw = m->routed ? engine_row_words(m->e, m->b, m->cand[k], words, 64) : 0;
     for (unsigned i = 0; i < nw; i++) {
       if (words[i] >= m->e->nwords) {
         owner = MULTI_CROSS;
@@ -94,6 +104,17 @@ static void route_part(void *arg, unsigned part, uint64_t from, uint64_t to) {
       }
     }
     m->owner[k] = (uint8_t)owner;
+    count[route_slot(m, (uint8_t)owner)]++;
+  }
+}
+
+static void scatter_part(void *arg, unsigned part, uint64_t from, uint64_t to) {
+  route_job *j = arg;
+  multi_run *m = j->m;
+  uint64_t *at = j->count[part]; /* this part's first place in each unit's part */
+  for (uint64_t k = from; k < to; k++) {
+    const unsigned s = route_slot(m, m->owner[k]);
+    j->dest[s]->rows[at[s]++] = m->cand[k];
   }
 }
 
@@ -116,16 +137,38 @@ static int multi_plan(multi_run *m, uint64_t round_rows) {
     m->cand_cap = total;
   }
   if (from_carry) memcpy(m->cand, m->carry.row, (size_t)from_carry * sizeof *m->cand);
-  for (uint64_t k = 0; k < from_new; k++) m->cand[from_carry + k] = m->next_new + k;
   if (from_carry && m->carry.n > from_carry)
     memmove(m->carry.row, m->carry.row + from_carry, (size_t)(m->carry.n - from_carry) * sizeof *m->carry.row);
   m->carry.n -= from_carry;
+  route_job *job = calloc(1, sizeof *job);
+  if (!job) return engine_fail(m->e, PRSTM_ENOMEM, "cannot plan a round of %llu rows", (unsigned long long)total);
+  job->m = m;
+  job->from_carry = from_carry;
+  job->first_new = m->next_new;
   m->next_new += from_new;
-  route_job job = {m};
-  if (m->routed)
-    engine_parallel_for(total, engine_parallel_parts(total, PRSTM_POLICY_HETERO_ROWS_PER_PART), route_part, &job);
-  else
-    memset(m->owner, MULTI_CROSS, (size_t)total);
+  for (unsigned k = 0; k < m->n; k++) job->dest[k] = &m->u[k];
+  job->dest[m->n] = &m->cross;
+  const unsigned parts = engine_parallel_parts(total, PRSTM_POLICY_HETERO_ROWS_PER_PART);
+  engine_parallel_for(total, parts, route_part, job);
+  /* Each part's counts become its offsets; a unit whose rows outnumber its
+   * slots takes the sequential path below, which carries the rest. */
+  int fits = 1;
+  for (unsigned s = 0; s <= m->n; s++) {
+    uint64_t at = 0;
+    for (unsigned p = 0; p < parts; p++) {
+      const uint64_t c = job->count[p][s];
+      job->count[p][s] = at;
+      at += c;
+    }
+    job->dest[s]->n = at;
+    if (at > job->dest[s]->cap) fits = 0;
+  }
+  if (fits) {
+    engine_parallel_for(total, parts, scatter_part, job);
+    free(job);
+    return 0;
+  }
+  free(job);
   for (unsigned k = 0; k < m->n; k++) m->u[k].n = 0;
   m->cross.n = 0;
   for (uint64_t k = 0; k < total; k++) {
