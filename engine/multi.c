@@ -469,9 +469,22 @@ static int multi_run_rounds(multi_run *m, prstm_results *res) {
    * too. */
   uint64_t round_rows = 0;
   for (unsigned k = 0; k < m->n; k++) {
-    round_rows += m->u[k].info.slot_rows;
-    if ((rc = unit_reserve_rows(e, &m->u[k], m->u[k].info.slot_rows)) != 0) return rc;
+    unit *u = &m->u[k];
+    round_rows += u->info.slot_rows;
+    if ((rc = unit_reserve_rows(e, u, u->info.slot_rows)) != 0) return rc;
+    /* A GPU's staging grows to its slots now, while nothing runs: grown
+     * part by part, its pinned buffers were taken again in the rounds. */
+    backend_unit whole;
+    backend_staging st;
+    memset(&whole, 0, sizeof whole);
+    whole.n = whole.staged = whole.carried = u->info.slot_rows;
+    whole.results = b->has_read_only;
+    if (u->is_gpu && (rc = u->ops->unit_reserve(u->e, u->bs, 0, &whole, &st)) != 0)
+      return engine_fail(e, rc, "%s %u: %s", unit_name(u), k, u->e->err);
   }
+  /* Rows rarely split evenly: a round leaves each unit an eighth of its
+   * slots to spare, so that planning seldom falls back to one thread. */
+  round_rows -= round_rows / PRSTM_POLICY_MULTI_SLOT_SPARE_PARTS;
   if ((rc = unit_reserve_rows(e, &m->cross, m->u[0].info.slot_rows)) != 0) return rc;
   /* The first round probes whether the rows stay in their units' ranges. */
   uint64_t first_round = b->n / PRSTM_POLICY_HETERO_FIRST_ROUND_PARTS;

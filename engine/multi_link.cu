@@ -50,7 +50,23 @@ extern "C" int multi_link_open(multi_link **out, const int *devices, unsigned n,
     CUDA_CHECK(cudaSetDevice(l->device[i]), err, errlen);
     CUDA_CHECK(cudaStreamCreateWithFlags(&l->stream[i], cudaStreamNonBlocking), err, errlen);
   }
-  return 0;
+  /* NCCL sets up its connections at the first collective, tens of
+   * milliseconds; one broadcast of a word from every GPU does it now. */
+  uint64_t *word[MULTI_MAX_GPUS] = {NULL};
+  int rc = 0;
+  for (unsigned i = 0; i < n && !rc; i++) {
+    CUDA_CHECK(cudaSetDevice(l->device[i]), err, errlen);
+    rc = cuda_check_error(cudaMalloc((void **)&word[i], sizeof(uint64_t)), "cudaMalloc", __FILE__, __LINE__, err,
+                          errlen);
+  }
+  uint64_t lo[MULTI_MAX_GPUS] = {0}, hi[MULTI_MAX_GPUS];
+  for (unsigned i = 0; i < n; i++) hi[i] = 1;
+  if (!rc) rc = multi_link_exchange(l, word, lo, hi, err, errlen);
+  for (unsigned i = 0; i < n; i++) {
+    cudaSetDevice(l->device[i]);
+    cudaFree(word[i]);
+  }
+  return rc;
 }
 
 extern "C" int multi_link_exchange(multi_link *l, uint64_t *const *replica, const uint64_t *lo, const uint64_t *hi,

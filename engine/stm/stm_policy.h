@@ -132,5 +132,8 @@
  * carried rows at most this many times (while they decide some) before
  * unit A runs what is left to the end. */
 #define PRSTM_POLICY_HETERO_ROUNDS_AFTER_NEW 4u
+/* Backend multi: a round fills every unit's slots but this share of them
+ * (1/N), so that a unit whose rows outnumber the others' still fits. */
+#define PRSTM_POLICY_MULTI_SLOT_SPARE_PARTS 8u
 
 #endif /* STM_POLICY_H */
