@@ -11,7 +11,7 @@
 enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2, EXIT_INCOMPLETE = 3 };
 
 /* The series of the sweeps, which --series selects from. */
-#define SERIES_COUNT 19
+#define SERIES_COUNT 21
 extern const char *const series_names[SERIES_COUNT];
 
 /* ---- Runners: the ways one point's batch is executed. ---- */
@@ -34,6 +34,9 @@ typedef enum runner_id {
   /* Co-execution (backend hetero): the CPU and the GPU together, or two
    * sets of CPU threads where no GPU is usable; the hetero experiment's. */
   R_HETERO,
+  /* Several units (backend multi): the point's units GPUs, or sets of CPU
+   * threads where no GPU is usable; the multigpu experiment's. */
+  R_MULTI,
   R_COUNT
 } runner_id;
 
@@ -44,8 +47,9 @@ extern const char *const runner_names[R_COUNT];
   (RUNNER_BIT(R_GPU_STM) | RUNNER_BIT(R_GPU_DELTAS) | RUNNER_BIT(R_CPU_STM) | RUNNER_BIT(R_CPU_DELTAS))
 /* What a point runs unless it asks for more: every runner but the delta
  * path's pairs, which only the contention experiment compares, and
- * co-execution, which only the hetero experiment runs. */
-#define RUNNERS_DEFAULT (RUNNERS_ALL & ~RUNNERS_DELTAS & ~RUNNER_BIT(R_HETERO))
+ * co-execution and several units, which only the hetero and multigpu
+ * experiments run. */
+#define RUNNERS_DEFAULT (RUNNERS_ALL & ~RUNNERS_DELTAS & ~RUNNER_BIT(R_HETERO) & ~RUNNER_BIT(R_MULTI))
 /* The ceiling and the plain loop execute bank rows only. */
 #define RUNNERS_BANK_ONLY (RUNNER_BIT(R_GPU_CEILING) | RUNNER_BIT(R_CPU_PLAIN))
 #define RUNNERS_GPU                                                                                           \
@@ -94,6 +98,7 @@ typedef struct bench_point {
   unsigned runners;
   int verify;          /* also run the first engine runner once with verification */
   uint64_t chunk_rows; /* the engine's options.chunk_rows: 0 the whole batch at once (unless it does not fit) */
+  uint32_t units;      /* the multi runner's options.units */
 } bench_point;
 
 /* incomplete: retry mode gave up on transactions at its retry limit, so a

@@ -146,4 +146,6 @@ int prstm_bench_ceiling_gpu(const prstm_bench_table *table, const prstm_word *in
   snprintf(err, errlen, "this build of prstm-bench has no CUDA support");
   return PRSTM_ENOGPU;
 }
+
+unsigned prstm_bench_gpu_count(void) { return 0; }
 #endif

@@ -159,6 +159,15 @@ static double wall_now(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+extern "C" unsigned prstm_bench_gpu_count(void) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return (unsigned)count;
+}
+
 extern "C" int prstm_bench_ceiling_gpu(const prstm_bench_table *t, const prstm_word *initial, uint64_t nwords,
                                        uint32_t lock_coverage, uint32_t threads, int direct_locks,
                                        prstm_word *final_words, prstm_bench_ceiling_result *res, char *err,

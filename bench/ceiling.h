@@ -40,6 +40,9 @@ typedef struct prstm_bench_table {
 
 /* Copies a bank batch; PRSTM_EINVAL with a message when a row's type is not
  * one of the bank's. */
+/* GPUs the CUDA runtime sees; 0 in a build without the GPU backend. */
+unsigned prstm_bench_gpu_count(void);
+
 int prstm_bench_table_from_batch(const prstm_batch *batch, prstm_bench_table *table, char *err, size_t errlen);
 void prstm_bench_table_free(prstm_bench_table *table);
 

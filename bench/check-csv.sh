@@ -20,7 +20,7 @@ need_runners() {
   done
 }
 
-for name in bank-accounts bank-coverage bank-threads bank-size semantic-bank semantic-vacation workloads-threads workloads-coverage targets-runs contention oltp hetero; do
+for name in bank-accounts bank-coverage bank-threads bank-size semantic-bank semantic-vacation workloads-threads workloads-coverage targets-runs contention oltp hetero multigpu; do
   f=$dir/$name.csv
   if [ ! -s "$f" ]; then fail "$f: missing or empty"; continue; fi
   [ "$(head -1 "$f")" = "$header" ] || fail "$f: header is not prstm-bench's"
@@ -47,6 +47,7 @@ for name in bank-accounts bank-coverage bank-threads bank-size semantic-bank sem
     bank-*|semantic-bank) need_runners "$f" cpu_postpone cpu_retry cpu_serial cpu_plain ;;
     oltp) need_runners "$f" cpu_postpone cpu_serial ;;
     hetero) need_runners "$f" cpu_postpone cpu_serial hetero ;;
+    multigpu) need_runners "$f" cpu_postpone cpu_serial multi ;;
     *) need_runners "$f" cpu_postpone cpu_retry cpu_serial ;;
   esac
   if [ $require_gpu = 1 ]; then

@@ -588,6 +588,63 @@ static int exp_hetero(bench_ctx *c) {
   return status;
 }
 
+/* multigpu: one batch on several units (backend multi): 1, 2, 4 and 8
+ * GPUs as far as the host has them (one and two sets of CPU threads where
+ * it has none), against one GPU (the GPU backend), the CPU backend on every
+ * core and one CPU thread, on the same batch; every run checked and
+ * verified. Transfers among 10^6 accounts kept in eight ranges of them
+ * (the bank's partitions knob), so that every row runs on one unit at any
+ * of those counts; and kv's mix A (half gets, half sets), whose rows the
+ * host routes by their set but whose bodies may read past it. The
+ * baselines run once a series, at its one-unit point. */
+static int exp_multigpu(bench_ctx *c) {
+  const prstm_workload *kv = prstm_workload_find("kv");
+  if (!kv) {
+    fprintf(stderr, "prstm-bench: this build lacks the kv workload\n");
+    return PRSTM_EUNKNOWN;
+  }
+  FILE *f = bench_open_csv(c, "multigpu");
+  if (!f) return PRSTM_EIO;
+  const uint64_t n = c->o.transactions ? c->o.transactions : c->o.quick ? 20000 : 40000000;
+  const unsigned gpus = c->gpu_ok && c->o.backend != PRSTM_BACKEND_CPU ? prstm_bench_gpu_count() : 0;
+  uint32_t units[4];
+  unsigned count = 0;
+  for (uint32_t u = 1; u <= 8 && count < 4; u *= 2)
+    if (u <= (gpus ? gpus : 2)) units[count++] = u;
+  bench_row rows[R_COUNT];
+  int status = 0;
+  const unsigned baselines = RUNNER_BIT(R_GPU_POSTPONE) | RUNNER_BIT(R_CPU_POSTPONE) | RUNNER_BIT(R_CPU_SERIAL);
+  for (unsigned i = 0; i < count; i++) {
+    bench_point p = bank_point(c, "multigpu", "multigpu-bank", n, 0.0);
+    p.state.accounts = c->o.quick ? 10000 : 1000000;
+    if (set_param(&prstm_workload_bank, p.gen.params, "partitions", 8)) status = PRSTM_EUNKNOWN;
+    p.units = units[i];
+    p.x_name = "units";
+    p.x = units[i];
+    p.runners = RUNNER_BIT(R_MULTI) | (units[i] == 1 ? baselines : 0u);
+    p.verify = 1;
+    run_point(c, &p, f, rows);
+  }
+  for (unsigned i = 0; i < count; i++) {
+    bench_point p = hetero_point(c, kv, "multigpu-kv", c->o.quick ? 20000 : 4000000);
+    p.experiment = "multigpu";
+    p.gen.nmix = 2;
+    p.gen.mix_names[0] = "get";
+    p.gen.mix_weights[0] = 0.5;
+    p.gen.mix_names[1] = "set";
+    p.gen.mix_weights[1] = 0.5;
+    if (c->o.quick && (set_param(kv, p.state.params, "sets", 4096) || set_param(kv, p.state.params, "preload", 8000)))
+      status = PRSTM_EUNKNOWN;
+    p.units = units[i];
+    p.x_name = "units";
+    p.x = units[i];
+    p.runners = RUNNER_BIT(R_MULTI) | (units[i] == 1 ? baselines : 0u);
+    run_point(c, &p, f, rows);
+  }
+  fclose(f);
+  return status;
+}
+
 static int exp_semantic_bank(bench_ctx *c) { return exp_semantic(c, 0); }
 static int exp_semantic_vacation(bench_ctx *c) { return exp_semantic(c, 1); }
 static int exp_workloads_threads(bench_ctx *c) { return exp_workloads(c, 0); }
@@ -608,5 +665,6 @@ const bench_experiment bench_experiments[] = {
     {"ingest", exp_ingest},
     {"oltp", exp_oltp},
     {"hetero", exp_hetero},
+    {"multigpu", exp_multigpu},
 };
 const unsigned bench_experiment_count = sizeof bench_experiments / sizeof bench_experiments[0];

@@ -13,9 +13,11 @@
 #include "bench.h"
 
 const char *const series_names[SERIES_COUNT] = {
-    "update",      "ro20",      "unsorted",        "presorted", "transfers", "skiplist",     "kmeans", "graph",
-    "accounts",    "skew",      "vacation",        "wide",      "tpcc",      "tpcc-payment", "ycsb",   "ycsb-chunks",
-    "hetero-bank", "hetero-kv", "hetero-workloads"};
+    "update",      "ro20",        "unsorted",  "presorted",        "transfers",
+    "skiplist",    "kmeans",      "graph",     "accounts",         "skew",
+    "vacation",    "wide",        "tpcc",      "tpcc-payment",     "ycsb",
+    "ycsb-chunks", "hetero-bank", "hetero-kv", "hetero-workloads", "multigpu-bank",
+    "multigpu-kv"};
 
 static const char usage_text[] =
     "usage: prstm-bench [options] [EXPERIMENT...]\n"
@@ -52,6 +54,10 @@ static const char usage_text[] =
     "                      and one CPU thread: transfers over 10^4 to 10^7 accounts, kv's\n"
     "                      mixes A, B and C, vacation and kmeans; every point verified\n"
     "                      (docs/HETERO.md)\n"
+    "  multigpu            one batch on 1, 2, 4 and 8 GPUs as far as the host has them (1 and\n"
+    "                      2 sets of CPU threads without one) against one GPU, the CPU\n"
+    "                      backend and one CPU thread: partitioned transfers and kv's mix\n"
+    "                      A; every point verified (docs/MULTIGPU.md)\n"
     "  bank                the four bank-* experiments\n"
     "  semantic            semantic-bank and semantic-vacation\n"
     "  workloads           workloads-threads and workloads-coverage\n"
@@ -68,18 +74,19 @@ static const char usage_text[] =
     "                          (default 300, 60 with --quick)\n"
     "  --max-time S            start no new point after S seconds in all; the points left\n"
     "                          are written as skipped and the exit status is 3 (default: no limit)\n"
-    "  --transactions N        base batch size of the bank, vacation, skiplist, oltp and hetero\n"
-    "                          points (default 8000000, oltp 1000000, hetero 4000000; 20000\n"
-    "                          with --quick)\n"
+    "  --transactions N        base batch size of the bank, vacation, skiplist, oltp, hetero\n"
+    "                          and multigpu bank points (default 8000000, oltp 1000000, hetero\n"
+    "                          4000000, multigpu 40000000; 20000 with --quick)\n"
     "  --runners LIST          comma-separated runners to run (default: all of them):\n"
     "                          gpu_postpone,gpu_retry,gpu_ceiling,cpu_postpone,cpu_retry,\n"
     "                          cpu_serial,cpu_plain, and in contention gpu_stm,gpu_deltas,\n"
-    "                          cpu_stm,cpu_deltas (the delta path off and on), and in hetero\n"
-    "                          hetero (co-execution)\n"
+    "                          cpu_stm,cpu_deltas (the delta path off and on), in hetero\n"
+    "                          hetero (co-execution), and in multigpu multi (several units)\n"
     "  --series LIST           comma-separated series to run (default: all): update, ro20,\n"
     "                          unsorted, presorted, transfers, skiplist, kmeans, graph,\n"
     "                          accounts, skew, vacation, wide, tpcc, tpcc-payment, ycsb,\n"
-    "                          ycsb-chunks, hetero-bank, hetero-kv, hetero-workloads; the\n"
+    "                          ycsb-chunks, hetero-bank, hetero-kv, hetero-workloads,\n"
+    "                          multigpu-bank, multigpu-kv; the\n"
     "                          points of other series are neither run nor written (targets\n"
     "                          always runs whole)\n"
     "  --cpu-threads N         threads of the CPU backend runners (default 0: every host core)\n"

@@ -10,9 +10,9 @@
 
 #include "bench.h"
 
-const char *const runner_names[R_COUNT] = {"gpu_postpone", "gpu_retry",  "gpu_ceiling", "cpu_postpone",
-                                           "cpu_retry",    "cpu_serial", "cpu_plain",   "gpu_stm",
-                                           "gpu_deltas",   "cpu_stm",    "cpu_deltas",  "hetero"};
+const char *const runner_names[R_COUNT] = {"gpu_postpone", "gpu_retry", "gpu_ceiling", "cpu_postpone", "cpu_retry",
+                                           "cpu_serial",   "cpu_plain", "gpu_stm",     "gpu_deltas",   "cpu_stm",
+                                           "cpu_deltas",   "hetero",    "multi"};
 const char *const row_status_names[] = {"not_run", "ok", "unavailable", "failed", "timeout", "skipped", "incomplete"};
 
 double bench_now(void) {
@@ -166,6 +166,7 @@ static int engine_run_once(const bench_ctx *c, const bench_point *p, prstm_backe
   opt.verify = verify;
   opt.deltas = deltas;
   opt.chunk_rows = p->chunk_rows;
+  opt.units = p->units;
   opt.watchdog_s = (uint32_t)(c->o.timeout_point_s > 1 ? c->o.timeout_point_s : 1);
   prstm_engine *e = NULL;
   prstm_batch *current = batch;
@@ -234,7 +235,10 @@ done:
 static void run_engine_runner(bench_ctx *c, const bench_point *p, runner_id id, prstm_batch *batch, double point_start,
                               bench_row *row) {
   const int gpu = id == R_GPU_POSTPONE || id == R_GPU_RETRY || id == R_GPU_STM || id == R_GPU_DELTAS;
-  const prstm_backend backend = id == R_HETERO ? PRSTM_BACKEND_HETERO : gpu ? PRSTM_BACKEND_GPU : PRSTM_BACKEND_CPU;
+  const prstm_backend backend = id == R_HETERO  ? PRSTM_BACKEND_HETERO
+                                : id == R_MULTI ? PRSTM_BACKEND_MULTI
+                                : gpu           ? PRSTM_BACKEND_GPU
+                                                : PRSTM_BACKEND_CPU;
   const prstm_semantic_mode mode =
       id == R_GPU_RETRY || id == R_CPU_RETRY ? PRSTM_SEMANTIC_RETRY : PRSTM_SEMANTIC_POSTPONE;
   /* The engine's runners take the default (auto); the papers' comparators
@@ -242,8 +246,11 @@ static void run_engine_runner(bench_ctx *c, const bench_point *p, runner_id id, 
   const prstm_deltas_mode deltas = id == R_GPU_DELTAS || id == R_CPU_DELTAS       ? PRSTM_DELTAS_ON
                                    : id == R_GPU_POSTPONE || id == R_CPU_POSTPONE ? PRSTM_DELTAS_AUTO
                                                                                   : PRSTM_DELTAS_OFF;
-  uint32_t threads = gpu ? p->gpu_threads : id == R_CPU_SERIAL ? 1 : id == R_HETERO ? 0 : p->cpu_threads;
-  row->backend = id == R_HETERO ? "hetero" : gpu ? "gpu" : "cpu";
+  uint32_t threads = gpu                               ? p->gpu_threads
+                     : id == R_CPU_SERIAL              ? 1
+                     : id == R_HETERO || id == R_MULTI ? 0
+                                                       : p->cpu_threads;
+  row->backend = id == R_HETERO ? "hetero" : id == R_MULTI ? "multi" : gpu ? "gpu" : "cpu";
   double *kernel = calloc(c->o.repeat, sizeof *kernel), *e2e = calloc(c->o.repeat, sizeof *e2e);
   if (!kernel || !e2e) {
     row->status = ROW_FAILED;
@@ -556,9 +563,9 @@ void run_point(bench_ctx *c, const bench_point *p, FILE *csv, bench_row *rows) {
     if (!(mask & RUNNER_BIT(id))) continue;
     bench_row *row = &rows[id];
     if ((RUNNER_BIT(id) & RUNNERS_GPU) && !gpu_runner_allowed(c, row)) continue;
-    if (id == R_HETERO && c->o.backend == PRSTM_BACKEND_CPU && c->gpu_ok) {
-      /* Co-execution takes a usable GPU as its second unit; without one it
-       * runs on two sets of CPU threads, which --backend cpu allows. */
+    if ((id == R_HETERO || id == R_MULTI) && c->o.backend == PRSTM_BACKEND_CPU && c->gpu_ok) {
+      /* Co-execution and several units take usable GPUs; without one they
+       * run on sets of CPU threads, which --backend cpu allows. */
       row->status = ROW_UNAVAILABLE;
       row_note(row, "--backend cpu");
       continue;
