@@ -1,6 +1,7 @@
 /* multi.c: one batch run by several units (the GPUs of one host, or sets of CPU threads where none is usable), each owning a range of the locks, with rows routed to the unit that owns every word they name and the rest run by the first unit on the merged state. */
 #define _GNU_SOURCE
 #include "multi_link.h"
+#include "multi_ranks.h"
 #include "unit.h"
 
 #include <pthread.h>
@@ -29,7 +30,13 @@
  * words its arguments do not name) shows that the host cannot route this
  * workload's rows, so the round's parts are discarded, every replica is
  * reset from the host's mirror of the state as the round began, and from
- * then on every row runs on unit 0. */
+ * then on every row runs on unit 0.
+ *
+ * Ranks. Where mpirun started the program as several processes, each is
+ * one unit (a set of CPU threads) and every rank runs this same code on
+ * the same batch: each plans every round alike, runs its own part, and
+ * broadcasts its part's outcomes and written words through MPI, so that
+ * every rank keeps the same outcomes, carried rows and state. */
 
 #define MULTI_MAX_UNITS 64u
 #define MULTI_CROSS 0xffu
@@ -53,10 +60,22 @@ typedef struct multi_run {
   uint8_t *owner;                     /* and the unit each goes to (MULTI_CROSS: none) */
   uint64_t cand_cap;
   int results;
-  int routed;         /* rows go to the unit that owns their words (until one strays) */
-  double execute_s;   /* the units' execution: each round's longest part, and its cross part */
-  prstm_word *mirror; /* the state as the current round began */
+  int ranked, rank;               /* the units are processes (mpirun), and this one is unit `rank` */
+  uint64_t slot[MULTI_MAX_UNITS]; /* the rows each unit's part can hold */
+  /* A rank's copies of the other ranks' outcomes, by part (the cross part
+   * last), each room for slot rows. */
+  uint8_t *rx_status[MULTI_MAX_UNITS + 1];
+  uint64_t *rx_words[MULTI_MAX_UNITS + 1]; /* result, seq, read_hash: three columns */
+  int routed;                              /* rows go to the unit that owns their words (until one strays) */
+  double execute_s;                        /* the units' execution: each round's longest part, and its cross part */
+  prstm_word *mirror;                      /* the state as the current round began */
 } multi_run;
+
+/* Whether unit k runs in this process. */
+static int multi_local(const multi_run *m, unsigned k) { return !m->ranked || k == (unsigned)m->rank; }
+
+/* The replica this process holds (a rank's own; unit 0's otherwise). */
+static unit *multi_home(multi_run *m) { return &m->u[m->ranked ? m->rank : 0]; }
 
 /* The unit that owns lock l. */
 static unsigned multi_owner(const multi_run *m, uint64_t l) {
@@ -214,7 +233,12 @@ static void lock_span_words(const multi_run *m, uint64_t first, uint64_t last, u
  * other replica. */
 static int multi_exchange(multi_run *m, const uint64_t *lo, const uint64_t *hi, prstm_results *res) {
   int rc = 0;
-  if (m->gpu) {
+  if (m->ranked) {
+    uint64_t *words = multi_home(m)->e->words;
+    for (unsigned r = 0; r < m->n && !rc; r++)
+      if (hi[r] > lo[r])
+        rc = multi_ranks_bcast(words + lo[r], (hi[r] - lo[r]) * sizeof *words, (int)r, m->e->err, sizeof m->e->err);
+  } else if (m->gpu) {
     rc = multi_link_exchange(m->link, m->replica, lo, hi, m->e->err, sizeof m->e->err);
   } else {
     for (unsigned r = 0; r < m->n; r++)
@@ -246,7 +270,7 @@ static int multi_run_parts(multi_run *m) {
   }
   for (unsigned k = 0; k < m->n && !rc; k++) {
     unit *u = &m->u[k];
-    if (!u->n) continue;
+    if (!u->n || !multi_local(m, k)) continue;
     if (u->is_gpu) {
       rc = unit_start(u);
       if (rc)
@@ -255,7 +279,7 @@ static int multi_run_parts(multi_run *m) {
         started[k] = 1;
     } else {
       u->rc = 0;
-      if (k + 1 < m->n && pthread_create(&tid[k], NULL, unit_launch_thread, u) == 0)
+      if (!m->ranked && k + 1 < m->n && pthread_create(&tid[k], NULL, unit_launch_thread, u) == 0)
         threaded[k] = 1;
       else
         u->rc = unit_launch(u);
@@ -265,7 +289,7 @@ static int multi_run_parts(multi_run *m) {
   for (unsigned k = 0; k < m->n; k++)
     if (threaded[k]) pthread_join(tid[k], NULL);
   for (unsigned k = 0; k < m->n && !rc; k++)
-    if (m->u[k].n && !m->u[k].is_gpu && m->u[k].rc)
+    if (started[k] && !m->u[k].is_gpu && m->u[k].rc)
       rc = engine_fail(m->e, m->u[k].rc, "%s %u: %s", unit_name(&m->u[k]), k, m->u[k].e->err);
   /* Every launched part is waited for, even after an error, so that no
    * kernel outlives the run's memory. */
@@ -279,9 +303,8 @@ static int multi_run_parts(multi_run *m) {
 
 /* The mirror takes words [lo[r], hi[r]) for every r < count from unit 0's
  * replica, which holds them all after an exchange. */
-static int multi_mirror_take(multi_run *m, const uint64_t *lo, const uint64_t *hi, unsigned count, prstm_results *res) {
-  unit *u0 = &m->u[0];
-  (void)res;
+static int multi_mirror_take(multi_run *m, const uint64_t *lo, const uint64_t *hi, unsigned count) {
+  unit *u0 = multi_home(m);
   for (unsigned r = 0; r < count; r++) {
     if (hi[r] <= lo[r]) continue;
     if (u0->ops->state_read) {
@@ -295,10 +318,10 @@ static int multi_mirror_take(multi_run *m, const uint64_t *lo, const uint64_t *h
 }
 
 /* Every replica reset to the mirror. */
-static int multi_restore(multi_run *m, prstm_results *res) {
-  (void)res;
+static int multi_restore(multi_run *m) {
   for (unsigned k = 0; k < m->n; k++) {
     unit *u = &m->u[k];
+    if (!multi_local(m, k)) continue;
     if (u->ops->state_write) {
       int rc = u->ops->state_write(u->e, u->bs, m->mirror, 0, m->e->nwords);
       if (rc) return engine_fail(m->e, rc, "%s %u: %s", unit_name(u), k, u->e->err);
@@ -310,39 +333,102 @@ static int multi_restore(multi_run *m, prstm_results *res) {
   return 0;
 }
 
+/* What a part's unit tells every rank about it (ranks only): whether its
+ * rows strayed out of its range, the words it wrote, which outcome
+ * columns follow, its published counts and its execution time. */
+typedef struct multi_part_head {
+  uint64_t strayed, lo, hi;
+  uint64_t columns; /* bit 0: results; bit 1: commit order and read hashes */
+  uint64_t q[STM_Q_WORDS];
+  double execute_s;
+} multi_part_head;
+
+/* The head of a part that ran here. */
+static void multi_head_of(const unit *u, multi_part_head *h) {
+  h->columns = (u->out.result ? 1u : 0u) | (u->out.seq && u->out.read_hash ? 2u : 0u);
+  memcpy(h->q, u->out.q, sizeof h->q);
+  h->execute_s = u->execute_s;
+}
+
+/* Ranks: part `slot` (unit slot's, or slot n: unit 0's cross or final
+ * part) ran on rank root; its head and outcomes go to every other rank,
+ * whose copy of the part then reads them from its own buffers. Every rank
+ * calls it for the same parts in the same order. */
+static int multi_share(multi_run *m, unsigned slot, unit *u, int root, multi_part_head *h) {
+  char *err = m->e->err;
+  const size_t errlen = sizeof m->e->err;
+  int rc = multi_ranks_bcast(h, sizeof *h, root, err, errlen);
+  if (rc || !u->n) return rc;
+  const uint64_t n = u->n, cap = m->slot[m->rank];
+  if (m->rank == root) {
+    /* MPI reads the root's buffers only. */
+    rc = multi_ranks_bcast((void *)(uintptr_t)u->out.status, n, root, err, errlen);
+    if (!rc && (h->columns & 1u)) rc = multi_ranks_bcast((void *)(uintptr_t)u->out.result, 8 * n, root, err, errlen);
+    if (!rc && (h->columns & 2u)) rc = multi_ranks_bcast((void *)(uintptr_t)u->out.seq, 8 * n, root, err, errlen);
+    if (!rc && (h->columns & 2u)) rc = multi_ranks_bcast((void *)(uintptr_t)u->out.read_hash, 8 * n, root, err, errlen);
+    return rc;
+  }
+  if (n > cap)
+    return engine_fail(m->e, PRSTM_EINVAL, "a part of %llu rows exceeds the ranks' slots of %llu",
+                       (unsigned long long)n, (unsigned long long)cap);
+  uint64_t *words = m->rx_words[slot];
+  rc = multi_ranks_bcast(m->rx_status[slot], n, root, err, errlen);
+  if (!rc && (h->columns & 1u)) rc = multi_ranks_bcast(words, 8 * n, root, err, errlen);
+  if (!rc && (h->columns & 2u)) rc = multi_ranks_bcast(words + cap, 8 * n, root, err, errlen);
+  if (!rc && (h->columns & 2u)) rc = multi_ranks_bcast(words + 2 * cap, 8 * n, root, err, errlen);
+  if (rc) return rc;
+  u->out.status = m->rx_status[slot];
+  u->out.result = (h->columns & 1u) ? words : NULL;
+  u->out.seq = (h->columns & 2u) ? words + cap : NULL;
+  u->out.read_hash = (h->columns & 2u) ? words + 2 * cap : NULL;
+  memcpy(u->out.q, h->q, sizeof h->q);
+  u->execute_s = h->execute_s;
+  return 0;
+}
+
 /* Runs the cross part (or the final rows) on unit 0 and keeps it: its
  * rows were staged into m->cross's list, which borrows unit 0's stream. */
 static int multi_run_on_first(multi_run *m, unit *part, prstm_results *res, uint64_t *decided) {
-  unit *u0 = &m->u[0];
-  part->e = u0->e;
-  part->ops = u0->ops;
-  part->bs = u0->bs;
-  part->info = u0->info;
-  part->is_gpu = u0->is_gpu;
-  part->b = m->b;
-  part->fill_parts = 1;
-  int rc = unit_launch(part);
-  if (rc) return engine_fail(m->e, rc, "%s 0: %s", unit_name(part), part->e->err);
-  rc = unit_wait(m->e, part);
+  multi_part_head head;
+  memset(&head, 0, sizeof head);
+  int rc = 0;
+  if (multi_local(m, 0)) {
+    unit *u0 = &m->u[0];
+    part->e = u0->e;
+    part->ops = u0->ops;
+    part->bs = u0->bs;
+    part->info = u0->info;
+    part->is_gpu = u0->is_gpu;
+    part->b = m->b;
+    part->fill_parts = 1;
+    rc = unit_launch(part);
+    if (rc) return engine_fail(m->e, rc, "%s 0: %s", unit_name(part), part->e->err);
+    if ((rc = unit_wait(m->e, part)) != 0) return rc;
+    /* What the part wrote goes to every other replica. */
+    if ((rc = multi_take_marks(m, u0)) != 0) return rc;
+    uint64_t first, last;
+    marks_span(u0->e->unit_write_marks, 0, m->nlocks, &first, &last);
+    if (first <= last) lock_span_words(m, first, last, &head.lo, &head.hi);
+    unit_clear_marks(u0, m->nlocks);
+    multi_head_of(part, &head);
+  }
+  if (m->ranked && (rc = multi_share(m, m->n, part, 0, &head)) != 0) return rc;
   m->execute_s += part->execute_s;
-  if (!rc) rc = unit_keep(m->e, m->b, part, m->seq_base, res, decided, &m->carry);
+  rc = unit_keep(m->e, m->b, part, m->seq_base, res, decided, &m->carry);
   if (rc) return rc;
   m->seq_base += part->out.q[STM_Q_SEQUENCE];
-  /* What the part wrote goes to every other replica. */
-  if ((rc = multi_take_marks(m, u0)) != 0) return rc;
-  uint64_t first, last, lo[MULTI_MAX_UNITS] = {0}, hi[MULTI_MAX_UNITS] = {0};
-  marks_span(u0->e->unit_write_marks, 0, m->nlocks, &first, &last);
-  if (first <= last) lock_span_words(m, first, last, &lo[0], &hi[0]);
-  unit_clear_marks(u0, m->nlocks);
+  uint64_t lo[MULTI_MAX_UNITS] = {0}, hi[MULTI_MAX_UNITS] = {0};
+  lo[0] = head.lo;
+  hi[0] = head.hi;
   if (m->n > 1 && hi[0] > lo[0] && (rc = multi_exchange(m, lo, hi, res)) != 0) return rc;
-  return multi_mirror_take(m, lo, hi, 1, res);
+  return multi_mirror_take(m, lo, hi, 1);
 }
 
 /* A unit strayed out of its range: the round's parts are discarded, the
  * replicas reset, and their rows join the cross part (or wait for a later
  * round where it is full); no row is routed any more. */
 static int multi_unroute(multi_run *m, unsigned k, prstm_results *res) {
-  int rc = multi_restore(m, res);
+  int rc = multi_restore(m);
   if (rc) return rc;
   for (unsigned j = 0; j < m->n; j++) {
     unit *u = &m->u[j];
@@ -369,23 +455,33 @@ static int multi_unroute(multi_run *m, unsigned k, prstm_results *res) {
 static int multi_round(multi_run *m, prstm_results *res, uint64_t *decided) {
   int rc = multi_run_parts(m);
   if (rc) return rc;
+  multi_part_head head[MULTI_MAX_UNITS];
+  memset(head, 0, sizeof head);
+  for (unsigned k = 0; k < m->n; k++) {
+    unit *u = &m->u[k];
+    if (!u->n || !multi_local(m, k)) continue;
+    if ((rc = multi_take_marks(m, u)) != 0) return rc;
+    const uint64_t from = m->lock_lo[k], to = m->lock_lo[k + 1];
+    const uint8_t *r = u->e->unit_read_marks, *w = u->e->unit_write_marks;
+    head[k].strayed =
+        marks_any(r, 0, from) || marks_any(r, to, m->nlocks) || marks_any(w, 0, from) || marks_any(w, to, m->nlocks);
+    uint64_t first, last;
+    marks_span(w, from, to, &first, &last);
+    if (first <= last) lock_span_words(m, first, last, &head[k].lo, &head[k].hi);
+    unit_clear_marks(u, m->nlocks);
+    multi_head_of(u, &head[k]);
+  }
+  for (unsigned k = 0; k < m->n && m->ranked; k++)
+    if (m->u[k].n && (rc = multi_share(m, k, &m->u[k], (int)k, &head[k])) != 0) return rc;
   uint64_t lo[MULTI_MAX_UNITS] = {0}, hi[MULTI_MAX_UNITS] = {0};
   int strayed = -1;
   double longest = 0;
   for (unsigned k = 0; k < m->n; k++) {
-    unit *u = &m->u[k];
-    if (!u->n) continue;
-    if (u->execute_s > longest) longest = u->execute_s;
-    if ((rc = multi_take_marks(m, u)) != 0) return rc;
-    const uint64_t from = m->lock_lo[k], to = m->lock_lo[k + 1];
-    const uint8_t *r = u->e->unit_read_marks, *w = u->e->unit_write_marks;
-    if (strayed < 0 &&
-        (marks_any(r, 0, from) || marks_any(r, to, m->nlocks) || marks_any(w, 0, from) || marks_any(w, to, m->nlocks)))
-      strayed = (int)k;
-    uint64_t first, last;
-    marks_span(w, from, to, &first, &last);
-    if (first <= last) lock_span_words(m, first, last, &lo[k], &hi[k]);
-    unit_clear_marks(u, m->nlocks);
+    if (!m->u[k].n) continue;
+    if (head[k].execute_s > longest) longest = head[k].execute_s;
+    if (strayed < 0 && head[k].strayed) strayed = (int)k;
+    lo[k] = head[k].lo;
+    hi[k] = head[k].hi;
   }
   m->execute_s += longest;
   *decided = 0;
@@ -401,7 +497,7 @@ static int multi_round(multi_run *m, prstm_results *res, uint64_t *decided) {
   }
   if (strayed < 0) {
     if (m->n > 1 && (rc = multi_exchange(m, lo, hi, res)) != 0) return rc;
-    if ((rc = multi_mirror_take(m, lo, hi, m->n, res)) != 0) return rc;
+    if ((rc = multi_mirror_take(m, lo, hi, m->n)) != 0) return rc;
   }
   if (m->cross.n) {
     uint64_t d = 0;
@@ -427,6 +523,25 @@ static int multi_units(multi_run *m, prstm_results *res, uint32_t *cpu_threads) 
   if (want > MULTI_MAX_UNITS)
     return engine_fail(e, PRSTM_EINVAL, "backend multi takes at most %u units, not %u", MULTI_MAX_UNITS, want);
   m->gpu = backend_gpu_usable(e->wl, why, sizeof why);
+  int rank = 0, size = 0, local = 1;
+  if (multi_ranks_world(&rank, &size, &local)) {
+    /* Started by mpirun: each process is a unit of CPU threads, sharing
+     * its host's cores with the other ranks there. */
+    if (size > (int)MULTI_MAX_UNITS)
+      return engine_fail(e, PRSTM_EINVAL, "backend multi takes at most %u ranks, and mpirun started %d",
+                         MULTI_MAX_UNITS, size);
+    if (want && want != (unsigned)size)
+      return engine_fail(e, PRSTM_EINVAL, "mpirun started %d ranks, and the options ask for %u units", size, want);
+    m->ranked = 1;
+    m->rank = rank;
+    m->n = (unsigned)size;
+    if (m->gpu) snprintf(why, sizeof why, "ranks started by mpirun run on CPU threads; GPUs are units of one process");
+    m->gpu = 0;
+    const uint32_t cores = host_cores() / (uint32_t)(local > 0 ? local : 1);
+    *cpu_threads = e->opt.threads ? e->opt.threads : cores ? cores : 1;
+    snprintf(res->fallback, sizeof res->fallback, "%s: the units run on CPU threads, one rank each", why);
+    return 0;
+  }
 #ifdef PRSTM_HAVE_CUDA
   if (m->gpu) {
     const int count = backend_gpu_count();
@@ -457,10 +572,21 @@ static int multi_run_rounds(multi_run *m, prstm_results *res) {
   int devices[MULTI_MAX_UNITS];
   for (unsigned k = 0; k < m->n; k++) {
     devices[k] = (int)k;
+    if (!multi_local(m, k)) continue;
     rc = unit_open(e, &m->u[k], &shape, m->gpu ? PRSTM_BACKEND_GPU : PRSTM_BACKEND_CPU, cpu_threads, devices[k]);
     if (rc) return rc;
     m->u[k].fill_parts = 1;
     m->replica[k] = m->gpu ? m->u[k].ops->state_device(m->u[k].bs) : m->u[k].e->words;
+  }
+  /* Each unit's part holds its slots' rows; ranks take their own for all. */
+  for (unsigned k = 0; k < m->n; k++) m->slot[k] = multi_home(m)->info.slot_rows;
+  for (unsigned k = 0; k < m->n && !m->ranked; k++) m->slot[k] = m->u[k].info.slot_rows;
+  for (unsigned k = 0; k <= m->n && m->ranked; k++) {
+    m->rx_status[k] = malloc((size_t)m->slot[0]);
+    m->rx_words[k] = malloc((size_t)m->slot[0] * 3 * sizeof(uint64_t));
+    if (!m->rx_status[k] || !m->rx_words[k])
+      return engine_fail(e, PRSTM_ENOMEM, "cannot keep the outcomes of parts of %llu rows",
+                         (unsigned long long)m->slot[0]);
   }
 #ifdef PRSTM_HAVE_CUDA
   if (m->gpu && (rc = multi_link_open(&m->link, devices, m->n, e->err, sizeof e->err)) != 0) return rc;
@@ -470,8 +596,9 @@ static int multi_run_rounds(multi_run *m, prstm_results *res) {
   uint64_t round_rows = 0;
   for (unsigned k = 0; k < m->n; k++) {
     unit *u = &m->u[k];
-    round_rows += u->info.slot_rows;
-    if ((rc = unit_reserve_rows(e, u, u->info.slot_rows)) != 0) return rc;
+    round_rows += m->slot[k];
+    if ((rc = unit_reserve_rows(e, u, m->slot[k])) != 0) return rc;
+    if (!multi_local(m, k)) continue;
     /* A GPU's staging grows to its slots now, while nothing runs: grown
      * part by part, its pinned buffers were taken again in the rounds. */
     backend_unit whole;
@@ -485,7 +612,7 @@ static int multi_run_rounds(multi_run *m, prstm_results *res) {
   /* Rows rarely split evenly: a round leaves each unit an eighth of its
    * slots to spare, so that planning seldom falls back to one thread. */
   round_rows -= round_rows / PRSTM_POLICY_MULTI_SLOT_SPARE_PARTS;
-  if ((rc = unit_reserve_rows(e, &m->cross, m->u[0].info.slot_rows)) != 0) return rc;
+  if ((rc = unit_reserve_rows(e, &m->cross, m->slot[0])) != 0) return rc;
   /* The first round probes whether the rows stay in their units' ranges. */
   uint64_t first_round = b->n / PRSTM_POLICY_HETERO_FIRST_ROUND_PARTS;
   if (first_round < PRSTM_POLICY_HETERO_FIRST_ROUND_ROWS) first_round = PRSTM_POLICY_HETERO_FIRST_ROUND_ROWS;
@@ -505,7 +632,7 @@ static int multi_run_rounds(multi_run *m, prstm_results *res) {
    * abandoned. */
   while (m->carry.n) {
     unit *part = &m->cross;
-    const uint64_t n = m->carry.n < m->u[0].info.slot_rows ? m->carry.n : m->u[0].info.slot_rows;
+    const uint64_t n = m->carry.n < m->slot[0] ? m->carry.n : m->slot[0];
     memcpy(part->rows, m->carry.row + m->carry.n - n, (size_t)n * sizeof *part->rows);
     part->n = n;
     m->carry.n -= n;
@@ -525,20 +652,30 @@ static int multi_run_rounds(multi_run *m, prstm_results *res) {
   if (res->transfer_s < 0) res->transfer_s = 0;
   for (unsigned k = 0; k < m->n; k++) {
     unit *u = &m->u[k];
-    rc = u->ops->stream_finish(u->e, u->bs, &res->aborts, &res->postponements, &res->sweeps);
-    if (rc) return engine_fail(e, rc, "%s %u: %s", unit_name(u), k, u->e->err);
+    /* A rank adds every rank's counts, each broadcast by its own. */
+    uint64_t counts[3] = {0, 0, 0};
+    if (multi_local(m, k)) {
+      rc = u->ops->stream_finish(u->e, u->bs, &counts[0], &counts[1], &counts[2]);
+      if (rc) return engine_fail(e, rc, "%s %u: %s", unit_name(u), k, u->e->err);
+    }
+    if (m->ranked && (rc = multi_ranks_bcast(counts, sizeof counts, (int)k, e->err, sizeof e->err)) != 0) return rc;
+    res->aborts += counts[0];
+    res->postponements += counts[1];
+    res->sweeps += counts[2];
   }
-  memcpy(e->words, m->u[0].e->words, (size_t)e->nwords * sizeof *e->words);
+  memcpy(e->words, multi_home(m)->e->words, (size_t)e->nwords * sizeof *e->words);
   e->last_run_sequences = m->seq_base;
   res->backend = PRSTM_BACKEND_MULTI;
   res->units = m->n;
   res->threads = 0;
   res->gpu_bytes = 0;
   for (unsigned k = 0; k < m->n; k++) {
-    res->threads += m->u[k].info.threads;
-    res->gpu_bytes += m->u[k].info.gpu_bytes;
+    const unit *u = multi_local(m, k) ? &m->u[k] : multi_home(m);
+    res->threads += u->info.threads;
+    res->gpu_bytes += u->info.gpu_bytes;
   }
-  snprintf(res->device, sizeof res->device, "%u x %.100s", m->n, m->u[0].info.device);
+  snprintf(res->device, sizeof res->device, "%u %s x %.100s", m->n, m->ranked ? "ranks" : "units",
+           multi_home(m)->info.device);
   return 0;
 }
 
@@ -567,6 +704,10 @@ int engine_run_multi(prstm_engine *e, prstm_batch *b, const prstm_worker_variant
   free(m->cand);
   free(m->owner);
   free(m->mirror);
+  for (unsigned k = 0; k <= MULTI_MAX_UNITS; k++) {
+    free(m->rx_status[k]);
+    free(m->rx_words[k]);
+  }
   free(m);
   return rc;
 }

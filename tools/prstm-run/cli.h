@@ -16,6 +16,17 @@ typedef enum cli_phase { CLI_LOADING, CLI_RUNNING } cli_phase;
 /* The exit status of error code rc (never 0) in phase. */
 int cli_exit_status(int rc, cli_phase phase);
 
+/* ranks.c: where mpirun started prstm-run as several processes (ranks),
+ * MPI is initialised before the run and finalised after it; rank 0 alone
+ * prints and writes files. size is 1 for a process started alone. */
+typedef struct cli_ranks {
+  int rank, size;
+  int mpi; /* MPI was initialised */
+} cli_ranks;
+int cli_ranks_start(cli_ranks *r);
+/* Ends MPI; after an error (status not EXIT_OK) it ends every rank. */
+void cli_ranks_end(const cli_ranks *r, int status);
+
 double cli_now(void);
 const char *cli_backend_name(prstm_backend b);
 const char *cli_deltas_name(prstm_deltas_mode m);

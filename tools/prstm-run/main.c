@@ -487,11 +487,8 @@ static int after_round(unsigned round, prstm_batch *b, const prstm_results *r, v
   return 0;
 }
 
-int main(int argc, char **argv) {
-  cli_args a;
-  int status = parse_args(argc, argv, &a);
-  if (status >= 0) return status;
-
+static int run(cli_args a, const cli_ranks *ranks) {
+  int status;
   double t0 = cli_now();
   char err[1024] = "";
   prstm_config cfg;
@@ -509,6 +506,20 @@ int main(int argc, char **argv) {
   prstm_batch *b = NULL;
   status = EXIT_INPUT;
   if (apply_overrides(&a, &cfg) || check_before_work(&cfg, a.save_batch, a.outcomes)) goto done;
+  if (ranks->size > 1) {
+    /* Every rank runs the same config; rank 0 alone speaks and writes. */
+    if (cfg.options.backend != PRSTM_BACKEND_MULTI || a.save_batch) {
+      fprintf(stderr, "prstm-run: mpirun started %d ranks, which run backend multi alone (--backend multi)\n",
+              ranks->size);
+      goto done;
+    }
+    if (ranks->rank > 0) {
+      a.quiet = 1;
+      a.outcomes = NULL;
+      cfg.results_path[0] = 0;
+      cfg.final_state_path[0] = 0;
+    }
+  }
   if (!a.quiet) note_mix_weights(&cfg);
 
   rc = prstm_engine_create(&e, cfg.workload, &cfg.options);
@@ -635,5 +646,16 @@ done:
   prstm_batch_destroy(b);
   prstm_engine_destroy(e);
   prstm_config_free(&cfg);
+  return status;
+}
+
+int main(int argc, char **argv) {
+  cli_args a;
+  int status = parse_args(argc, argv, &a);
+  if (status >= 0) return status;
+  cli_ranks ranks;
+  if (cli_ranks_start(&ranks)) return EXIT_RUNTIME;
+  status = run(a, &ranks);
+  cli_ranks_end(&ranks, status);
   return status;
 }

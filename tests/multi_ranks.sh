@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# multi_ranks.sh: backend multi with its units as processes that mpirun starts: partitioned transfers routed wholly to their ranks, deposits and withdrawals carried across rounds, a kv state whose sets straddle the ranks' ranges falling back to the first rank, and a rank count the options contradict refused; every run verified.
+# usage: multi_ranks.sh MPIEXEC PRSTM_RUN DATA_DIR
+set -uo pipefail
+mpiexec=$1 run=$2 data=$3
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+# mpirun refuses root unless told; CI runs as root. Two ranks on any
+# number of cores.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+fails=0
+fail() {
+  echo "multi_ranks: $*" >&2
+  fails=$((fails + 1))
+}
+
+# ranks CONFIG EXPECT...: runs CONFIG on two ranks, verified, and requires
+# exit 0 and every EXPECT (an extended regular expression) in the output.
+ranks() {
+  local cfg=$1
+  shift
+  local out
+  out=$("$mpiexec" -np 2 "$run" "$data/multi/$cfg" --verify --results "$work/$cfg.results" 2>&1)
+  local rc=$?
+  [ $rc -eq 0 ] || fail "$cfg: exit $rc: $out"
+  grep -Eq "verify +ok" <<<"$out" || fail "$cfg: not verified: $out"
+  grep -Eq "units +2," <<<"$out" || fail "$cfg: not two units: $out"
+  for want in "$@"; do grep -Eq "$want" <<<"$out" || fail "$cfg: no '$want' in: $out"; done
+  # Rank 0 alone speaks: one summary.
+  [ "$(grep -c "^prstm-run 0" <<<"$out")" -eq 1 ] || fail "$cfg: more than one rank printed a summary: $out"
+  [ -s "$work/$cfg.results" ] || fail "$cfg: no results file"
+}
+
+ranks transfers.json "committed +400000" " 0 rows ran on the first unit" "one rank each"
+ranks postpone.json "abandoned +0$|abandoned +[0-9]+" "postponements +[1-9]"
+ranks kv-straddle.json "outside the range" "100000 rows ran on the first unit"
+
+# Three ranks where the options ask for two units: refused, with a message.
+out=$("$mpiexec" -np 3 "$run" "$data/multi/transfers.json" --units 2 2>&1)
+rc=$?
+[ $rc -ne 0 ] || fail "3 ranks and --units 2: exit 0"
+grep -q "mpirun started 3 ranks, and the options ask for 2 units" <<<"$out" || fail "3 ranks and --units 2: $out"
+
+[ $fails -eq 0 ] && echo "multi_ranks: ok: 4 cases on ranks started by $mpiexec"
+exit $((fails > 0))
