@@ -93,6 +93,16 @@ static void fill_part(void *arg, unsigned part, uint64_t from, uint64_t to) {
     const uint64_t r = j->rows[k];
     uint64_t run = 1;
     while (k + run < to && j->rows[k + run] == r + run) run++;
+    if (run == 1) {
+      /* A row alone (a routed part's rows are scattered over the batch):
+       * word by word, without a call per column. */
+      st->type[k] = b->type[r];
+      for (uint32_t c = 0; c < b->ncols; c++)
+        st->args[(uint64_t)c * st->stride + k] = b->args[(uint64_t)c * b->cap + r];
+      st->row_id[k] = txtable_row_number(&j->view, r);
+      k++;
+      continue;
+    }
     memcpy(st->type + k, b->type + r, (size_t)run);
     for (uint32_t c = 0; c < b->ncols; c++)
       memcpy(st->args + (uint64_t)c * st->stride + k, b->args + (uint64_t)c * b->cap + r,
