@@ -231,7 +231,7 @@ static void lock_span_words(const multi_run *m, uint64_t first, uint64_t last, u
 
 /* Broadcasts words [lo[r], hi[r]) of every unit r's replica into every
  * other replica. */
-static int multi_exchange(multi_run *m, const uint64_t *lo, const uint64_t *hi, prstm_results *res) {
+static int multi_exchange(multi_run *m, const uint64_t *lo, const uint64_t *hi) {
   int rc = 0;
   if (m->ranked) {
     uint64_t *words = multi_home(m)->e->words;
@@ -245,7 +245,6 @@ static int multi_exchange(multi_run *m, const uint64_t *lo, const uint64_t *hi, 
       for (unsigned i = 0; i < m->n && hi[r] > lo[r]; i++)
         if (i != r) memcpy(m->replica[i] + lo[r], m->replica[r] + lo[r], (size_t)(hi[r] - lo[r]) * sizeof(uint64_t));
   }
-  (void)res;
   return rc;
 }
 
@@ -420,7 +419,7 @@ static int multi_run_on_first(multi_run *m, unit *part, prstm_results *res, uint
   uint64_t lo[MULTI_MAX_UNITS] = {0}, hi[MULTI_MAX_UNITS] = {0};
   lo[0] = head.lo;
   hi[0] = head.hi;
-  if (m->n > 1 && hi[0] > lo[0] && (rc = multi_exchange(m, lo, hi, res)) != 0) return rc;
+  if (m->n > 1 && hi[0] > lo[0] && (rc = multi_exchange(m, lo, hi)) != 0) return rc;
   return multi_mirror_take(m, lo, hi, 1);
 }
 
@@ -496,7 +495,7 @@ static int multi_round(multi_run *m, prstm_results *res, uint64_t *decided) {
     *decided += d;
   }
   if (strayed < 0) {
-    if (m->n > 1 && (rc = multi_exchange(m, lo, hi, res)) != 0) return rc;
+    if (m->n > 1 && (rc = multi_exchange(m, lo, hi)) != 0) return rc;
     if ((rc = multi_mirror_take(m, lo, hi, m->n)) != 0) return rc;
   }
   if (m->cross.n) {
