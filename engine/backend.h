@@ -22,6 +22,9 @@ typedef struct backend_stream_shape {
   int verify;          /* units record their commit order and read hashes */
   uint64_t limit_rows; /* the most new rows a unit takes (options.chunk_rows, a chunked run's); 0: no limit */
   uint64_t first_rows; /* the first batch's rows: the size to expect */
+  /* The most new rows of a GPU unit; 0: PRSTM_POLICY_STREAM_MAX_UNIT_ROWS.
+   * A multi-unit run sizes its units to its parts. */
+  uint64_t max_unit_rows;
 } backend_stream_shape;
 
 /* What the backend made of it. */

@@ -649,7 +649,8 @@ static int gpu_stream_open(prstm_engine *e, const prstm_worker_variant *v, const
    * stays a few hundred MiB; fewer where the GPU's memory is short. */
   uint64_t want = shape->first_rows ? shape->first_rows : 1;
   if (shape->limit_rows && shape->limit_rows < want) want = shape->limit_rows;
-  if (want > PRSTM_POLICY_STREAM_MAX_UNIT_ROWS) want = PRSTM_POLICY_STREAM_MAX_UNIT_ROWS;
+  const uint64_t most = shape->max_unit_rows ? shape->max_unit_rows : PRSTM_POLICY_STREAM_MAX_UNIT_ROWS;
+  if (want > most) want = most;
   int rc = gpu_stream_open_checked(e, g, shape->results, want, &info->unit_rows, &info->gpu_bytes, info->device,
                                    sizeof info->device, e->err, sizeof e->err);
   if (rc) {

@@ -333,7 +333,7 @@ static int hetero_run_rounds(hetero_run *h, prstm_results *res) {
     cpu_threads = cpu_threads > 1 ? cpu_threads / 2 : 1;
     snprintf(res->fallback, sizeof res->fallback, "%s: the second unit runs on CPU threads too", why);
   }
-  const unit_shape shape = {b, h->v, h->results, h->nlocks, max_round};
+  const unit_shape shape = {b, h->v, h->results, h->nlocks, max_round, 0};
   int rc = unit_open(e, a, &shape, PRSTM_BACKEND_CPU, cpu_threads, 0);
   if (!rc) rc = unit_open(e, bu, &shape, gpu ? PRSTM_BACKEND_GPU : PRSTM_BACKEND_CPU, gpu ? 0 : cpu_threads, 0);
   if (rc) return rc;

@@ -567,7 +567,12 @@ static int multi_run_rounds(multi_run *m, prstm_results *res) {
   if (rc) return rc;
   for (unsigned k = 0; k <= m->n; k++) m->lock_lo[k] = m->nlocks * k / m->n;
   const uint64_t want_rows = b->n ? b->n : 1;
-  const unit_shape shape = {b, m->v, m->results, m->nlocks, want_rows};
+  /* A GPU's unit holds its share of the batch (its slots twice that), so
+   * that after the probe one round takes the rest: each round is a kernel
+   * whose fixed costs show on short parts. */
+  const uint64_t share = want_rows / m->n + 1;
+  const unit_shape shape = {b,         m->v,      m->results,
+                            m->nlocks, want_rows, share > PRSTM_POLICY_STREAM_MAX_UNIT_ROWS ? share : 0};
   int devices[MULTI_MAX_UNITS];
   for (unsigned k = 0; k < m->n; k++) {
     devices[k] = (int)k;
@@ -598,12 +603,15 @@ static int multi_run_rounds(multi_run *m, prstm_results *res) {
     round_rows += m->slot[k];
     if ((rc = unit_reserve_rows(e, u, m->slot[k])) != 0) return rc;
     if (!multi_local(m, k)) continue;
-    /* A GPU's staging grows to its slots now, while nothing runs: grown
-     * part by part, its pinned buffers were taken again in the rounds. */
+    /* A GPU's staging grows to its share of the batch now, while nothing
+     * runs: grown part by part, its pinned buffers were taken again in the
+     * rounds. */
     backend_unit whole;
     backend_staging st;
     memset(&whole, 0, sizeof whole);
-    whole.n = whole.staged = whole.carried = u->info.slot_rows;
+    uint64_t expect = share + share / PRSTM_POLICY_MULTI_SLOT_SPARE_PARTS;
+    if (expect > u->info.slot_rows) expect = u->info.slot_rows;
+    whole.n = whole.staged = whole.carried = expect;
     whole.results = b->has_read_only;
     if (u->is_gpu && (rc = u->ops->unit_reserve(u->e, u->bs, 0, &whole, &st)) != 0)
       return engine_fail(e, rc, "%s %u: %s", unit_name(u), k, u->e->err);

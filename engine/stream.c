@@ -555,7 +555,7 @@ static int stream_start(prstm_stream *s, const prstm_batch *b) {
                        e->wl->name, e->wl->variants[e->wl->nvariants - 1].max_columns);
   s->res.backend = s->backend;
   snprintf(s->res.fallback, sizeof s->res.fallback, "%s", s->fallback);
-  backend_stream_shape shape = {s->ncols, s->results, s->verify, s->limit_rows, b->n};
+  backend_stream_shape shape = {s->ncols, s->results, s->verify, s->limit_rows, b->n, 0};
   backend_stream_info info;
   memset(&info, 0, sizeof info);
   double t0 = engine_now();

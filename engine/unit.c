@@ -55,6 +55,7 @@ int unit_open(prstm_engine *e, unit *u, const unit_shape *shape, prstm_backend b
   st.verify = e->opt.verify;
   st.limit_rows = shape->round_rows;
   st.first_rows = shape->round_rows;
+  st.max_unit_rows = shape->max_unit_rows;
   rc = u->ops->stream_open(u->e, shape->v, &st, &u->bs, &u->info);
   if (rc) return engine_fail(e, rc, "%s: %s", unit_name(u), u->e->err);
   return 0;

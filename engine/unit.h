@@ -40,9 +40,10 @@ typedef struct unit {
 typedef struct unit_shape {
   const prstm_batch *b;
   const prstm_worker_variant *v;
-  int results;         /* the workload has a read-only type */
-  uint64_t nlocks;     /* the marks' size */
-  uint64_t round_rows; /* the most rows a part takes */
+  int results;            /* the workload has a read-only type */
+  uint64_t nlocks;        /* the marks' size */
+  uint64_t round_rows;    /* the most rows a part takes */
+  uint64_t max_unit_rows; /* a GPU stream's unit size, 0: the streams' default */
 } unit_shape;
 
 /* Opens the unit: its engine, a copy of e's words as its replica, zeroed
