@@ -147,6 +147,10 @@ int backend_gpu_usable(const prstm_workload *wl, char *why, size_t whylen);
 int backend_gpu_probe(char *why, size_t whylen);
 /* GPUs the CUDA runtime sees (0 when it sees none). */
 int backend_gpu_count(void);
+/* The calling thread's current GPU, and making one current again (a run
+ * over several GPUs leaves its caller's as it found it). */
+int backend_gpu_current(void);
+void backend_gpu_make_current(int device);
 #endif
 /* Pinned host memory for batches: the GPU backend's, or NULL. */
 const txtable_allocator *backend_pinned_allocator(void);

@@ -269,8 +269,9 @@ static int gpu_pick_threads(const prstm_engine *e, const prstm_worker_variant *v
     *threads = e->opt.threads;
     return 0;
   }
-  int sms = 0;
-  GPU_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  int sms = 0, dev = 0;
+  GPU_CHECK(cudaGetDevice(&dev));
+  GPU_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   const uint32_t per_sm = v->gpu.threads_per_sm ? v->gpu.threads_per_sm : PRSTM_POLICY_THREADS_PER_SM;
   /* In 64 bits: a plugin's threads_per_sm times the SMs could wrap. */
   const uint64_t want = (uint64_t)sms * per_sm;
@@ -642,6 +643,10 @@ static int gpu_stream_open(prstm_engine *e, const prstm_worker_variant *v, const
   if (!g) return engine_fail(e, PRSTM_ENOMEM, "cannot allocate a GPU stream");
   g->v = v;
   g->device = e->unit_device;
+  if (g->device < 0 && cudaGetDevice(&g->device) != cudaSuccess) {
+    cudaGetLastError();
+    g->device = 0;
+  }
   g->ncols = shape->ncols;
   g->verify = shape->verify;
   /* Units the size of the first batch, within the limit, and at most
@@ -1014,6 +1019,19 @@ static const backend_ops gpu_ops = {
 extern "C" const backend_ops *backend_gpu_ops(void) { return &gpu_ops; }
 
 extern "C" int backend_gpu_probe(char *why, size_t whylen) { return gpu_probe(why, whylen); }
+
+extern "C" int backend_gpu_current(void) {
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return dev;
+}
+
+extern "C" void backend_gpu_make_current(int device) {
+  if (cudaSetDevice(device) != cudaSuccess) cudaGetLastError();
+}
 
 extern "C" int backend_gpu_count(void) {
   int count = 0;

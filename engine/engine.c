@@ -31,6 +31,7 @@ int prstm_engine_create(prstm_engine **out, const prstm_workload *wl, const prst
   prstm_engine *e = calloc(1, sizeof *e);
   if (!e) return PRSTM_ENOMEM;
   e->wl = wl;
+  e->unit_device = -1;
   if (opt)
     e->opt = *opt;
   else

@@ -67,7 +67,8 @@ struct prstm_engine {
    * runs mark the locks their decided rows read and wrote here (one byte a
    * lock, prstm_exec_ctx.read_marks); NULL in every other engine. */
   uint8_t *unit_read_marks, *unit_write_marks;
-  /* The GPU a unit's stream runs on (CUDA's device index); 0 elsewhere. */
+  /* The GPU a unit's stream runs on (CUDA's device index); -1 elsewhere:
+   * a stream runs on the calling thread's current device. */
   int unit_device;
   char err[512];
 };

@@ -65,10 +65,12 @@ typedef struct multi_run {
   /* A rank's copies of the other ranks' outcomes, by part (the cross part
    * last), each room for slot rows. */
   uint8_t *rx_status[MULTI_MAX_UNITS + 1];
-  uint64_t *rx_words[MULTI_MAX_UNITS + 1]; /* result, seq, read_hash: three columns */
-  int routed;                              /* rows go to the unit that owns their words (until one strays) */
-  double execute_s;                        /* the units' execution: each round's longest part, and its cross part */
-  prstm_word *mirror;                      /* the state as the current round began */
+  uint64_t *rx_words[MULTI_MAX_UNITS + 1]; /* result, seq, read_hash: three columns of rx_cap rows */
+  uint64_t rx_cap[MULTI_MAX_UNITS + 1];
+  int routed;         /* rows go to the unit that owns their words (until one strays) */
+  int caller_device;  /* the caller's current GPU, made current again at the end */
+  double execute_s;   /* the units' execution: each round's longest part, and its cross part */
+  prstm_word *mirror; /* the state as the current round began */
 } multi_run;
 
 /* Whether unit k runs in this process. */
@@ -370,16 +372,27 @@ static int multi_share(multi_run *m, unsigned slot, unit *u, int root, multi_par
   if (n > cap)
     return engine_fail(m->e, PRSTM_EINVAL, "a part of %llu rows exceeds the ranks' slots of %llu",
                        (unsigned long long)n, (unsigned long long)cap);
+  /* Room for the longest part yet, taken as parts come. */
+  if (n > m->rx_cap[slot]) {
+    free(m->rx_status[slot]);
+    free(m->rx_words[slot]);
+    m->rx_status[slot] = malloc((size_t)n);
+    m->rx_words[slot] = malloc((size_t)n * 3 * sizeof(uint64_t));
+    m->rx_cap[slot] = m->rx_status[slot] && m->rx_words[slot] ? n : 0;
+    if (!m->rx_cap[slot])
+      return engine_fail(m->e, PRSTM_ENOMEM, "cannot keep the outcomes of a part of %llu rows", (unsigned long long)n);
+  }
+  const uint64_t stride = m->rx_cap[slot];
   uint64_t *words = m->rx_words[slot];
   rc = multi_ranks_bcast(m->rx_status[slot], n, root, err, errlen);
   if (!rc && (h->columns & 1u)) rc = multi_ranks_bcast(words, 8 * n, root, err, errlen);
-  if (!rc && (h->columns & 2u)) rc = multi_ranks_bcast(words + cap, 8 * n, root, err, errlen);
-  if (!rc && (h->columns & 2u)) rc = multi_ranks_bcast(words + 2 * cap, 8 * n, root, err, errlen);
+  if (!rc && (h->columns & 2u)) rc = multi_ranks_bcast(words + stride, 8 * n, root, err, errlen);
+  if (!rc && (h->columns & 2u)) rc = multi_ranks_bcast(words + 2 * stride, 8 * n, root, err, errlen);
   if (rc) return rc;
   u->out.status = m->rx_status[slot];
   u->out.result = (h->columns & 1u) ? words : NULL;
-  u->out.seq = (h->columns & 2u) ? words + cap : NULL;
-  u->out.read_hash = (h->columns & 2u) ? words + 2 * cap : NULL;
+  u->out.seq = (h->columns & 2u) ? words + stride : NULL;
+  u->out.read_hash = (h->columns & 2u) ? words + 2 * stride : NULL;
   memcpy(u->out.q, h->q, sizeof h->q);
   u->execute_s = h->execute_s;
   return 0;
@@ -544,12 +557,18 @@ static int multi_units(multi_run *m, prstm_results *res, uint32_t *cpu_threads) 
 #ifdef PRSTM_HAVE_CUDA
   if (m->gpu) {
     const int count = backend_gpu_count();
-    m->n = want ? want : (unsigned)count;
+    m->n = want ? want : count < (int)MULTI_MAX_UNITS ? (unsigned)count : MULTI_MAX_UNITS;
     if ((int)m->n > count)
       return engine_fail(e, PRSTM_EINVAL, "backend multi was asked for %u units, and this host has %d GPU%s", m->n,
                          count, count == 1 ? "" : "s");
-    *cpu_threads = 0;
-    return 0;
+    if (m->n == 1 || multi_link_available()) {
+      *cpu_threads = 0;
+      return 0;
+    }
+    /* Several GPUs exchange their words through NCCL alone. */
+    m->gpu = 0;
+    snprintf(why, sizeof why,
+             "this build of prstm has no NCCL, which units on several GPUs exchange their words through");
   }
 #endif
   m->n = want ? want : 2;
@@ -559,12 +578,54 @@ static int multi_units(multi_run *m, prstm_results *res, uint32_t *cpu_threads) 
   return 0;
 }
 
+/* Ranks: every rank must hold the same batch, state and options, or their
+ * plans and broadcasts would differ. Each compares a fingerprint of its
+ * own (sizes, options, and a sample of rows and words) with rank 0's and
+ * says whether it matches; any mismatch fails every rank alike. */
+static uint64_t multi_mix(uint64_t h, uint64_t v) { return h ^ (v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2)); }
+
+static int multi_ranks_agree(multi_run *m) {
+  const prstm_engine *e = m->e;
+  const prstm_batch *b = m->b;
+  enum { SAMPLE = 4096 };
+  uint64_t rows = 0, words = 0;
+  const uint64_t row_step = b->n / SAMPLE + 1, word_step = e->nwords / SAMPLE + 1;
+  for (uint64_t r = 0; r < b->n; r += row_step) {
+    rows = multi_mix(rows, b->type[r]);
+    for (uint32_t c = 0; c < b->ncols; c++) rows = multi_mix(rows, b->args[(uint64_t)c * b->cap + r]);
+  }
+  for (uint64_t w = 0; w < e->nwords; w += word_step) words = multi_mix(words, e->words[w]);
+  const uint64_t mine[8] = {
+      b->n, b->ncols, e->nwords, e->opt.lock_coverage, (uint64_t)e->opt.semantic, (uint64_t)e->opt.verify, rows, words};
+  uint64_t first[8];
+  memcpy(first, mine, sizeof first);
+  char *err = m->e->err;
+  const size_t errlen = sizeof m->e->err;
+  int rc = multi_ranks_bcast(first, sizeof first, 0, err, errlen);
+  uint64_t all = 1;
+  for (unsigned k = 0; k < m->n && !rc; k++) {
+    uint64_t same = memcmp(first, mine, sizeof mine) == 0;
+    rc = multi_ranks_bcast(&same, sizeof same, (int)k, err, errlen);
+    all &= same;
+  }
+  if (rc) return rc;
+  if (!all)
+    return engine_fail(m->e, PRSTM_EINVAL,
+                       "the ranks hold different batches, states or options: every rank must load the same config "
+                       "and files");
+  return 0;
+}
+
 static int multi_run_rounds(multi_run *m, prstm_results *res) {
   prstm_engine *e = m->e;
   prstm_batch *b = m->b;
   uint32_t cpu_threads = 0;
   int rc = multi_units(m, res, &cpu_threads);
+  if (!rc && m->ranked) rc = multi_ranks_agree(m);
   if (rc) return rc;
+#ifdef PRSTM_HAVE_CUDA
+  if (m->gpu) m->caller_device = backend_gpu_current();
+#endif
   for (unsigned k = 0; k <= m->n; k++) m->lock_lo[k] = m->nlocks * k / m->n;
   const uint64_t want_rows = b->n ? b->n : 1;
   /* A GPU's unit holds its share of the batch (its slots twice that), so
@@ -583,17 +644,13 @@ static int multi_run_rounds(multi_run *m, prstm_results *res) {
     m->replica[k] = m->gpu ? m->u[k].ops->state_device(m->u[k].bs) : m->u[k].e->words;
   }
   /* Each unit's part holds its slots' rows; ranks take their own for all. */
-  for (unsigned k = 0; k < m->n; k++) m->slot[k] = multi_home(m)->info.slot_rows;
-  for (unsigned k = 0; k < m->n && !m->ranked; k++) m->slot[k] = m->u[k].info.slot_rows;
-  for (unsigned k = 0; k <= m->n && m->ranked; k++) {
-    m->rx_status[k] = malloc((size_t)m->slot[0]);
-    m->rx_words[k] = malloc((size_t)m->slot[0] * 3 * sizeof(uint64_t));
-    if (!m->rx_status[k] || !m->rx_words[k])
-      return engine_fail(e, PRSTM_ENOMEM, "cannot keep the outcomes of parts of %llu rows",
-                         (unsigned long long)m->slot[0]);
+  for (unsigned k = 0; k < m->n; k++) {
+    m->slot[k] = m->ranked ? multi_home(m)->info.slot_rows : m->u[k].info.slot_rows;
+    /* No part is longer than the batch (a CPU's slots are twice it). */
+    if (m->slot[k] > want_rows) m->slot[k] = want_rows;
   }
 #ifdef PRSTM_HAVE_CUDA
-  if (m->gpu && (rc = multi_link_open(&m->link, devices, m->n, e->err, sizeof e->err)) != 0) return rc;
+  if (m->gpu && m->n > 1 && (rc = multi_link_open(&m->link, devices, m->n, e->err, sizeof e->err)) != 0) return rc;
 #endif
   /* A round fills every unit's slots, and the cross rows may fill unit 0's
    * too. */
@@ -635,21 +692,32 @@ static int multi_run_rounds(multi_run *m, prstm_results *res) {
     res->rounds++;
   }
   /* Every row was handed out: what is still pending runs on unit 0 to the
-   * end, in parts of its slots, where a row that nothing funds is
-   * abandoned. */
+   * end, where a row that nothing funds is abandoned. Where more rows are
+   * pending than its slots hold, they first pass through it in parts that
+   * abandon nothing, again while a pass decides any: a part abandons only
+   * what nothing in its own part funds, so the final parts come once no
+   * pending row can commit. */
+  int final = m->carry.n <= m->slot[0];
   while (m->carry.n) {
-    unit *part = &m->cross;
-    const uint64_t n = m->carry.n < m->slot[0] ? m->carry.n : m->slot[0];
-    memcpy(part->rows, m->carry.row + m->carry.n - n, (size_t)n * sizeof *part->rows);
-    part->n = n;
-    m->carry.n -= n;
-    part->final = 1;
-    uint64_t d = 0;
-    rc = multi_run_on_first(m, part, res, &d);
-    part->final = 0;
-    if (rc) return rc;
-    res->cross_rows += d;
-    res->rounds++;
+    uint64_t left = m->carry.n, decided = 0;
+    while (left) {
+      unit *part = &m->cross;
+      const uint64_t n = left < m->slot[0] ? left : m->slot[0];
+      memcpy(part->rows, m->carry.row, (size_t)n * sizeof *part->rows);
+      memmove(m->carry.row, m->carry.row + n, (size_t)(m->carry.n - n) * sizeof *m->carry.row);
+      m->carry.n -= n;
+      left -= n;
+      part->n = n;
+      part->final = final;
+      uint64_t d = 0;
+      rc = multi_run_on_first(m, part, res, &d);
+      part->final = 0;
+      if (rc) return rc;
+      res->cross_rows += d;
+      decided += d;
+      res->rounds++;
+    }
+    if (!decided) final = 1;
   }
   /* Execution is the units' own: the longest part of each round (they run
    * at once) and the cross parts; everything else (planning, staging,
@@ -706,6 +774,9 @@ int engine_run_multi(prstm_engine *e, prstm_batch *b, const prstm_worker_variant
   int rc = multi_run_rounds(m, res);
   multi_link_close(m->link);
   for (unsigned k = 0; k < m->n; k++) unit_close(&m->u[k]);
+#ifdef PRSTM_HAVE_CUDA
+  if (m->gpu) backend_gpu_make_current(m->caller_device);
+#endif
   free(m->cross.rows);
   free(m->carry.row);
   free(m->cand);

@@ -29,6 +29,8 @@ struct multi_link {
     }                                                                                                          \
   } while (0)
 
+extern "C" int multi_link_available(void) { return 1; }
+
 extern "C" int multi_link_open(multi_link **out, const int *devices, unsigned n, char *err, size_t errlen) {
   *out = NULL;
   if (n == 0 || n > MULTI_MAX_GPUS) {
@@ -55,9 +57,10 @@ extern "C" int multi_link_open(multi_link **out, const int *devices, unsigned n,
   uint64_t *word[MULTI_MAX_GPUS] = {NULL};
   int rc = 0;
   for (unsigned i = 0; i < n && !rc; i++) {
-    CUDA_CHECK(cudaSetDevice(l->device[i]), err, errlen);
-    rc = cuda_check_error(cudaMalloc((void **)&word[i], sizeof(uint64_t)), "cudaMalloc", __FILE__, __LINE__, err,
-                          errlen);
+    rc = cuda_check_error(cudaSetDevice(l->device[i]), "cudaSetDevice", __FILE__, __LINE__, err, errlen);
+    if (!rc)
+      rc = cuda_check_error(cudaMalloc((void **)&word[i], sizeof(uint64_t)), "cudaMalloc", __FILE__, __LINE__, err,
+                            errlen);
   }
   uint64_t lo[MULTI_MAX_GPUS] = {0}, hi[MULTI_MAX_GPUS];
   for (unsigned i = 0; i < n; i++) hi[i] = 1;
@@ -107,6 +110,8 @@ extern "C" void multi_link_close(multi_link *l) {
 }
 
 #else
+
+extern "C" int multi_link_available(void) { return 0; }
 
 extern "C" int multi_link_open(multi_link **out, const int *devices, unsigned n, char *err, size_t errlen) {
   (void)devices;

@@ -16,6 +16,9 @@ typedef struct multi_link multi_link;
 /* Opens the communicators over GPUs devices[0..n); PRSTM_ENOGPU with a
  * message where this build has no NCCL, PRSTM_ECUDA where NCCL fails. */
 #ifdef PRSTM_HAVE_CUDA
+/* Whether this build has NCCL: without it, units on several GPUs cannot
+ * exchange their words, and backend multi runs on CPU units. */
+int multi_link_available(void);
 int multi_link_open(multi_link **out, const int *devices, unsigned n, char *err, size_t errlen);
 /* For every unit r with hi[r] > lo[r]: words [lo[r], hi[r]) of replica[r]
  * (in GPU r's memory) broadcast into the same words of every other

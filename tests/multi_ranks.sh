@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# multi_ranks.sh: backend multi with its units as processes that mpirun starts: partitioned transfers routed wholly to their ranks, deposits and withdrawals carried across rounds, a kv state whose sets straddle the ranks' ranges falling back to the first rank, and a rank count the options contradict refused; every run verified.
+# multi_ranks.sh: backend multi with its units as processes that mpirun starts: partitioned transfers routed wholly to their ranks, deposits and withdrawals carried across rounds, a kv state whose sets straddle the ranks' ranges falling back to the first rank, and refusals of a rank count the options contradict and of ranks that load different batches; every run verified.
 # usage: multi_ranks.sh MPIEXEC PRSTM_RUN DATA_DIR
 set -uo pipefail
 mpiexec=$1 run=$2 data=$3
@@ -41,5 +41,13 @@ rc=$?
 [ $rc -ne 0 ] || fail "3 ranks and --units 2: exit 0"
 grep -q "mpirun started 3 ranks, and the options ask for 2 units" <<<"$out" || fail "3 ranks and --units 2: $out"
 
-[ $fails -eq 0 ] && echo "multi_ranks: ok: 4 cases on ranks started by $mpiexec"
+# Ranks that load different batches (here another seed) would plan
+# differently: refused on every rank, with a message.
+sed 's/"seed": 7/"seed": 8/' "$data/multi/transfers.json" >"$work/other-seed.json"
+out=$("$mpiexec" -np 1 "$run" "$data/multi/transfers.json" : -np 1 "$run" "$work/other-seed.json" 2>&1)
+rc=$?
+[ $rc -ne 0 ] || fail "ranks with different batches: exit 0"
+grep -q "the ranks hold different batches" <<<"$out" || fail "ranks with different batches: $out"
+
+[ $fails -eq 0 ] && echo "multi_ranks: ok: 5 cases on ranks started by $mpiexec"
 exit $((fails > 0))
