@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "loaders_internal.h"
 
 const char ingest_csv_header[] = "experiment,input,rows,bytes,seconds,rows_per_s,mb_per_s,vs_read,status,note\n";
 
@@ -174,6 +175,25 @@ int exp_ingest(bench_ctx *c) {
     load_jsonl.vs_read = read_jsonl.seconds / load_jsonl.seconds;
   }
   ingest_write(f, &load_jsonl);
+  prstm_batch_destroy(b);
+  b = NULL;
+
+  /* The same file through the strict path alone (cJSON on every core), which
+   * is how every record was read before the fast path: the parser was chosen
+   * by this ratio. */
+  ingest_row load_strict = {"load_jsonl_strict", n, read_jsonl.bytes, 0, 0, 1, ""};
+  rc = prstm_batch_create(&b, wl);
+  t = bench_now();
+  if (!rc) rc = loaders_load_jsonl_threads(jsonl, wl, accounts, b, 0, 0, err, sizeof err);
+  load_strict.seconds = bench_now() - t;
+  if (rc || ingest_same_rows(ref, b) != 0) {
+    load_strict.ok = 0;
+    snprintf(load_strict.note, sizeof load_strict.note, "%.190s", rc ? err : "rows differ from the generated ones");
+    status = PRSTM_EUNKNOWN;
+  } else {
+    load_strict.vs_read = read_jsonl.seconds / load_strict.seconds;
+  }
+  ingest_write(f, &load_strict);
   prstm_batch_destroy(b);
   b = NULL;
 

@@ -1,5 +1,6 @@
 /* fuzz_jsonl.c: libFuzzer harness for prstm_load_jsonl: the input is a JSON Lines batch for the bank workload. */
 #include "fuzz_common.h"
+#include "loaders_internal.h"
 
 #define FUZZ_NWORDS 64u
 
@@ -56,6 +57,34 @@ static int load(const uint8_t *data, size_t size, const prstm_workload *bank, ui
   return rc;
 }
 
+/* The same file read by the strict path alone gives the same code, message
+ * and rows as the load above, which takes the fast path where it is built. */
+static void check_paths_agree(const uint8_t *data, size_t size, const prstm_workload *bank, int rc, const char *err) {
+  const char *path = fuzz_write_input("prstm-fuzz-jsonl", data, size);
+  prstm_batch *fast = NULL, *strict = NULL;
+  if (prstm_batch_create(&fast, bank) != 0 || prstm_batch_create(&strict, bank) != 0) abort();
+  char fast_err[2048] = "", strict_err[2048] = "";
+  int fast_rc = loaders_load_jsonl_threads(path, bank, FUZZ_NWORDS, fast, 1, 1, fast_err, sizeof fast_err);
+  int strict_rc = loaders_load_jsonl_threads(path, bank, FUZZ_NWORDS, strict, 1, 0, strict_err, sizeof strict_err);
+  FUZZ_CHECK(fast_rc == rc && strcmp(fast_err, rc ? err : "") == 0, "one thread gives %s '%s', every core %s '%s'",
+             prstm_err_name(fast_rc), fast_err, prstm_err_name(rc), err);
+  FUZZ_CHECK(fast_rc == strict_rc && strcmp(fast_err, strict_err) == 0,
+             "the fast path gives %s '%s', the strict path %s '%s'", prstm_err_name(fast_rc), fast_err,
+             prstm_err_name(strict_rc), strict_err);
+  FUZZ_CHECK(prstm_batch_size(fast) == prstm_batch_size(strict), "the fast path gives %llu rows, the strict path %llu",
+             (unsigned long long)prstm_batch_size(fast), (unsigned long long)prstm_batch_size(strict));
+  for (uint64_t r = 0; r < prstm_batch_size(fast); r++) {
+    FUZZ_CHECK(prstm_batch_type(fast, r) == prstm_batch_type(strict, r), "row %llu: the paths give other types",
+               (unsigned long long)r);
+    for (unsigned c = 0; c < 3 + LOADERS_MAX_LIST && c < 16; c++)
+      FUZZ_CHECK(prstm_batch_arg(fast, r, c) == prstm_batch_arg(strict, r, c),
+                 "row %llu, column %u: the fast path gives %llu, the strict path %llu", (unsigned long long)r, c,
+                 (unsigned long long)prstm_batch_arg(fast, r, c), (unsigned long long)prstm_batch_arg(strict, r, c));
+  }
+  prstm_batch_destroy(fast);
+  prstm_batch_destroy(strict);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const prstm_workload *bank = prstm_workload_find("bank");
   if (bank == NULL) abort();
@@ -63,6 +92,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const char *path = NULL;
   uint64_t rows = 0, records = 0;
   int rc = load(data, size, bank, &rows, err, sizeof err, &path);
+  check_paths_agree(data, size, bank, rc, err);
   (void)nonblank_line(data, size, 0, &records);
   if (rc == 0) {
     FUZZ_CHECK(rows == records, "%llu rows from %llu records", (unsigned long long)rows, (unsigned long long)records);

@@ -11,12 +11,13 @@
 # BUILD_DIR/fuzz-artifacts/FUZZER/ (reproducer and log) and makes the script
 # exit 1; exit 2 is bad usage or a failed build. If BUILD_DIR holds no
 # fuzzers, they are configured and built there first:
-#   CC=clang cmake -S . -B BUILD_DIR -DPRSTM_BUILD_FUZZERS=ON -DPRSTM_WITH_CUDA=OFF -DPRSTM_BUILD_TESTS=OFF
+#   CC=clang CXX=clang++ cmake -S . -B BUILD_DIR -DPRSTM_BUILD_FUZZERS=ON -DPRSTM_WITH_CUDA=OFF -DPRSTM_BUILD_TESTS=OFF
 # (or, where the top level does not add fuzz/ yet, fuzz/ on its own in
 # BUILD_DIR/fuzz-standalone). PRSTM_FUZZ_NO_LINE_CHECK=1 turns off
 # fuzz_jsonl's check of the reported line number.
 # Needs clang and the libFuzzer runtime (Debian 12: clang libclang-rt-14-dev),
-# cmake and libcjson-dev.
+# cmake and libcjson-dev; with libsimdjson-dev the JSON Lines fast path is
+# fuzzed too.
 set -uo pipefail
 
 usage() { echo "usage: fuzz/run.sh BUILD_DIR SECONDS" >&2; exit 2; }
@@ -55,13 +56,13 @@ if BIN_DIR=$(find_bin_dir); then
   build "$tree" >/dev/null || { echo "fuzz/run.sh: build failed in $tree" >&2; exit 2; }
 else
   echo "fuzz/run.sh: configuring the fuzzers in $BUILD_DIR"
-  if CC=clang cmake -S . -B "$BUILD_DIR" -DPRSTM_BUILD_FUZZERS=ON -DPRSTM_WITH_CUDA=OFF \
+  if CC=clang CXX=clang++ cmake -S . -B "$BUILD_DIR" -DPRSTM_BUILD_FUZZERS=ON -DPRSTM_WITH_CUDA=OFF \
       -DPRSTM_BUILD_TESTS=OFF && build "$BUILD_DIR" && [ -x "$BUILD_DIR/fuzz/${FUZZERS[0]}" ]; then
     :
   else
     # A top level that does not add fuzz/ yet: configure fuzz/ on its own.
     echo "fuzz/run.sh: the top-level build has no fuzzers; configuring fuzz/ on its own" >&2
-    if ! { CC=clang cmake -S fuzz -B "$BUILD_DIR/fuzz-standalone" &&
+    if ! { CC=clang CXX=clang++ cmake -S fuzz -B "$BUILD_DIR/fuzz-standalone" &&
       build "$BUILD_DIR/fuzz-standalone"; }; then
       echo "fuzz/run.sh: could not build the fuzzers (needs clang libclang-rt-14-dev libcjson-dev)" >&2
       exit 2

@@ -350,6 +350,17 @@ int loaders_tx_from_json(const cJSON *obj, const prstm_workload *wl, uint64_t nw
   return rc;
 }
 
+#ifndef PRSTM_HAVE_SIMDJSON
+/* Without simdjson every record takes the strict path. */
+loaders_jsonl_fast *loaders_jsonl_fast_create(void) { return NULL; }
+void loaders_jsonl_fast_destroy(loaders_jsonl_fast *fast) { (void)fast; }
+int loaders_jsonl_fast_record(loaders_jsonl_fast *fast, const char *text, size_t n, const prstm_workload *wl,
+                              uint64_t nwords, unsigned *type, prstm_word *args, unsigned *nargs) {
+  (void)fast, (void)text, (void)n, (void)wl, (void)nwords, (void)type, (void)args, (void)nargs;
+  return 0;
+}
+#endif
+
 /* JSON whitespace only: a line of spaces, tabs and line ends holds no record. */
 static int is_blank(const char *s, size_t n) {
   for (size_t i = 0; i < n; i++)
@@ -357,8 +368,8 @@ static int is_blank(const char *s, size_t n) {
   return 1;
 }
 
-int loaders_jsonl_line(char *line, size_t n, int first_line, const prstm_workload *wl, uint64_t nwords,
-                       prstm_batch *batch, unsigned long *col, char *msg, size_t msglen) {
+int loaders_jsonl_line(char *line, size_t n, int first_line, loaders_jsonl_fast *fast, const prstm_workload *wl,
+                       uint64_t nwords, prstm_batch *batch, unsigned long *col, char *msg, size_t msglen) {
   *col = 0;
   /* Without its line end, a record that stops early is reported on its own
    * line, not at column 1 of the next one. */
@@ -366,6 +377,15 @@ int loaders_jsonl_line(char *line, size_t n, int first_line, const prstm_workloa
   /* Only the first line may start with a byte order mark. */
   size_t skip = first_line ? bom_length(line, n) : 0;
   if (is_blank(line + skip, n - skip)) return 0;
+  if (fast != NULL) {
+    unsigned type, nargs;
+    prstm_word args[PRSTM_MAX_COLUMNS];
+    if (loaders_jsonl_fast_record(fast, line + skip, n - skip, wl, nwords, &type, args, &nargs)) {
+      int rc = prstm_batch_append(batch, type, args, nargs);
+      if (rc != 0) loaders_errf(msg, msglen, "cannot append transaction: %s", prstm_strerror(rc));
+      return rc;
+    }
+  }
   size_t off = 0;
   cJSON *obj = loaders_json_parse(line + skip, n - skip, &off);
   if (obj == NULL) {

@@ -70,18 +70,36 @@ int loaders_json_check_keys(const cJSON *obj, const char *const *allowed, const 
 int loaders_tx_from_json(const cJSON *obj, const prstm_workload *wl, uint64_t nwords, prstm_batch *batch,
                          const char *prefix, char *msg, size_t msglen);
 
+/* The fast path of the JSON Lines loader (jsonl_fast.cpp, built where
+ * simdjson is found): one per thread, since it keeps its parser's buffers. */
+typedef struct loaders_jsonl_fast loaders_jsonl_fast;
+/* NULL where the fast path is not built or memory ran out: callers then take
+ * the strict path alone. */
+loaders_jsonl_fast *loaders_jsonl_fast_create(void);
+void loaders_jsonl_fast_destroy(loaders_jsonl_fast *fast);
+/* Reads one record (n bytes, no line end, no byte order mark) with simdjson.
+ * Returns 1 with the row's type and argument words when the record is one
+ * the strict path would take as it is, with the same words; 0 for anything
+ * else, valid or not, which the caller then hands to the strict path, so that
+ * what is accepted and every message stay the strict path's. */
+int loaders_jsonl_fast_record(loaders_jsonl_fast *fast, const char *text, size_t n, const prstm_workload *wl,
+                              uint64_t nwords, unsigned *type, prstm_word *args, unsigned *nargs);
+
 /* One line of a JSON Lines batch, NUL-terminated and writable (n bytes,
  * line end included or not): blank lines hold nothing; otherwise its record
  * is appended to batch. `first_line`: the file's first line, which may start
- * with a byte order mark. On an error returns its code with the message in
- * msg, and with *col set (from 1) when the line is not JSON; the caller
- * prefixes the file and line (jsonl_file.c). */
-int loaders_jsonl_line(char *line, size_t n, int first_line, const prstm_workload *wl, uint64_t nwords,
-                       prstm_batch *batch, unsigned long *col, char *msg, size_t msglen);
+ * with a byte order mark. `fast` (may be NULL) reads the record first where
+ * it can. On an error returns its code with the message in msg, and with
+ * *col set (from 1) when the line is not JSON; the caller prefixes the file
+ * and line (jsonl_file.c). */
+int loaders_jsonl_line(char *line, size_t n, int first_line, loaders_jsonl_fast *fast, const prstm_workload *wl,
+                       uint64_t nwords, prstm_batch *batch, unsigned long *col, char *msg, size_t msglen);
 /* prstm_load_jsonl on `threads` threads (0: the machine's cores, chunks of
- * at least a megabyte), for tests that split small files. */
+ * at least a megabyte), with the fast path where it is built (`fast` 1) or
+ * the strict path alone (0), for tests that split small files or compare the
+ * two paths. */
 int loaders_load_jsonl_threads(const char *path, const prstm_workload *wl, uint64_t nwords, prstm_batch *batch,
-                               unsigned threads, char *err, size_t errlen);
+                               unsigned threads, int fast, char *err, size_t errlen);
 
 /* Creates folder dir where it is missing; "DIR: cannot create the folder:
  * REASON" or "DIR: not a folder" (PRSTM_EIO) when it cannot be used. */

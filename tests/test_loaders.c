@@ -833,11 +833,12 @@ Test(loaders, a_file_read_on_several_threads_gives_the_rows_of_one, .init = make
   write_text(tmp_path("varied.jsonl"), text);
   free(text);
   prstm_batch *one = new_batch();
-  cr_assert_eq(loaders_load_jsonl_threads(tmp_path("varied.jsonl"), bank(), 8, one, 1, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(loaders_load_jsonl_threads(tmp_path("varied.jsonl"), bank(), 8, one, 1, 1, err, sizeof err), 0, "%s",
+               err);
   cr_assert_eq(prstm_batch_size(one), 997);
   for (unsigned threads = 2; threads <= 64; threads = threads * 2 + 1) {
     prstm_batch *many = new_batch();
-    cr_assert_eq(loaders_load_jsonl_threads(tmp_path("varied.jsonl"), bank(), 8, many, threads, err, sizeof err), 0,
+    cr_assert_eq(loaders_load_jsonl_threads(tmp_path("varied.jsonl"), bank(), 8, many, threads, 1, err, sizeof err), 0,
                  "%u threads: %s", threads, err);
     cr_assert_eq(prstm_batch_size(many), 997, "%u threads", threads);
     for (uint64_t i = 0; i < 997; i++) {
@@ -870,7 +871,7 @@ Test(loaders, the_first_bad_line_in_file_order_is_reported_at_its_line, .init = 
   for (unsigned threads = 1; threads <= 33; threads += 4) {
     prstm_batch *b = new_batch();
     err[0] = '\0';
-    cr_assert_eq(loaders_load_jsonl_threads(tmp_path("two_bad.jsonl"), bank(), 8, b, threads, err, sizeof err),
+    cr_assert_eq(loaders_load_jsonl_threads(tmp_path("two_bad.jsonl"), bank(), 8, b, threads, 1, err, sizeof err),
                  PRSTM_EPARSE, "%u threads: %s", threads, err);
     cr_assert(strstr(err, "two_bad.jsonl:250:45: malformed JSON") != NULL, "%u threads: %s", threads, err);
     cr_assert_eq(prstm_batch_size(b), 0, "%u threads: a failed load appends nothing", threads);
@@ -885,8 +886,118 @@ Test(loaders, a_file_read_on_several_threads_appends_after_the_rows_there, .init
   free(text);
   prstm_batch *b = new_batch();
   cr_assert_eq(prstm_batch_append(b, BALANCE, (const prstm_word[]){5}, 1), 0);
-  cr_assert_eq(loaders_load_jsonl_threads(tmp_path("more.jsonl"), bank(), 8, b, 7, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(loaders_load_jsonl_threads(tmp_path("more.jsonl"), bank(), 8, b, 7, 1, err, sizeof err), 0, "%s", err);
   cr_assert_eq(prstm_batch_size(b), 301);
   expect_row(b, 0, BALANCE, (const prstm_word[]){5}, 1);
   prstm_batch_destroy(b);
+}
+
+/* Loads `text` as a one-file batch with the fast path or the strict path
+ * alone; returns the code, with the message in msg and the rows in *out. */
+static int load_with_path(const char *text, int fast, prstm_batch **out, char *msg, size_t msglen) {
+  write_text(tmp_path("path.jsonl"), text);
+  *out = new_batch();
+  msg[0] = '\0';
+  return loaders_load_jsonl_threads(tmp_path("path.jsonl"), bank(), 8, *out, 1, fast, msg, msglen);
+}
+
+/* Records the fast path takes, and records it must leave to the strict path
+ * (numbers the strict path reads through a double, escapes, repeated and
+ * unknown keys, odd whitespace, bad JSON): both paths give the same rows, or
+ * the same code and message, line for line. */
+Test(loaders, the_fast_path_reads_every_record_as_the_strict_path_does, .init = make_tmpdir, .fini = remove_tmpdir) {
+  static const char *const records[] = {
+      "{\"type\":\"transfer\",\"from\":1,\"to\":2,\"amount\":3}",
+      "{ \"amount\" : 9 , \"to\" : 7 , \"from\" : 0 , \"type\" : \"transfer\" }",
+      "\t{\"type\":\"deposit\",\"account\":7,\"amount\":9007199254740991}  ",
+      "{\"type\":\"deposit\",\"account\":7,\"amount\":9007199254740992}",
+      "{\"type\":\"deposit\",\"account\":7,\"amount\":18446744073709551615}",
+      "{\"type\":\"deposit\",\"account\":7,\"amount\":18446744073709551616}",
+      "{\"type\":\"deposit\",\"account\":1,\"amount\":1.0}",
+      "{\"type\":\"deposit\",\"account\":1,\"amount\":1e3}",
+      "{\"type\":\"deposit\",\"account\":1,\"amount\":1.5}",
+      "{\"type\":\"deposit\",\"account\":1,\"amount\":-0}",
+      "{\"type\":\"deposit\",\"account\":1,\"amount\":-1}",
+      "{\"type\":\"deposit\",\"account\":1,\"amount\":01}",
+      "{\"type\":\"deposit\",\"account\":8,\"amount\":1}",
+      "{\"type\":\"deposit\",\"account\":\"1\",\"amount\":1}",
+      "{\"type\":\"deposit\",\"account\":1,\"amount\":1,\"amount\":2}",
+      "{\"type\":\"deposit\",\"type\":\"deposit\",\"account\":1,\"amount\":1}",
+      "{\"type\":\"deposit\",\"account\":1,\"amount\":1,\"note\":1}",
+      "{\"type\":\"deposit\",\"account\":1}",
+      "{\"type\":\"dep\\u006fsit\",\"account\":1,\"amount\":1}",
+      "{\"type\":\"dep\\u0000osit\",\"account\":1,\"amount\":1}",
+      "{\"type\":\"deposit\",\"acc\\u006funt\":1,\"amount\":1}",
+      "{\"type\":\"Deposit\",\"account\":1,\"amount\":1}",
+      "{\"type\":\"deposit\",\"account\":1,\"amount\":1}{}",
+      "{\"type\":\"deposit\",\"account\":1,\"amount\":1",
+      "{\"type\":\"deposit\",\"account\":1,\"amount\":1}\v",
+      "{\"type\":\"deposit\",\"account\":1,\"amount\":true}",
+      "{\"type\":7,\"account\":1,\"amount\":1}",
+      "[{\"type\":\"deposit\",\"account\":1,\"amount\":1}]",
+      "\"deposit\"",
+      "{\"type\":\"balance\",\"account\":0}",
+      "{\"type\":\"total\"}",
+      "{\"type\":\"transfer_multi\",\"to\":1,\"amount\":2,\"from\":[3,4,5]}",
+      "{\"type\":\"transfer_multi\",\"to\":1,\"amount\":2,\"from\":[]}",
+      "{\"type\":\"transfer_multi\",\"to\":1,\"amount\":2,\"from\":[3,8]}",
+      "{\"type\":\"transfer_multi\",\"to\":1,\"amount\":2,\"from\":[3,[4]]}",
+      "{\"type\":\"transfer_multi\",\"from\":[3],\"to\":1,\"amount\":2}",
+      "{\"type\":\"deposit\",\"account\":1,\"amount\":1,\"\xff\":1}",
+  };
+  for (size_t i = 0; i < sizeof records / sizeof records[0]; i++) {
+    char text[512], fast_msg[1024], strict_msg[1024];
+    snprintf(text, sizeof text, "{\"type\":\"balance\",\"account\":3}\n%s\n", records[i]);
+    prstm_batch *fast = NULL, *strict = NULL;
+    int fast_rc = load_with_path(text, 1, &fast, fast_msg, sizeof fast_msg);
+    int strict_rc = load_with_path(text, 0, &strict, strict_msg, sizeof strict_msg);
+    cr_assert_eq(fast_rc, strict_rc, "record %zu (%s): fast %d '%s', strict %d '%s'", i, records[i], fast_rc, fast_msg,
+                 strict_rc, strict_msg);
+    cr_assert_str_eq(fast_msg, strict_msg, "record %zu (%s)", i, records[i]);
+    cr_assert_eq(prstm_batch_size(fast), prstm_batch_size(strict), "record %zu (%s)", i, records[i]);
+    for (uint64_t r = 0; r < prstm_batch_size(fast); r++) {
+      cr_assert_eq(prstm_batch_type(fast, r), prstm_batch_type(strict, r), "record %zu (%s)", i, records[i]);
+      for (unsigned c = 0; c < 6; c++)
+        cr_assert_eq(prstm_batch_arg(fast, r, c), prstm_batch_arg(strict, r, c), "record %zu (%s), column %u", i,
+                     records[i], c);
+    }
+    prstm_batch_destroy(fast);
+    prstm_batch_destroy(strict);
+  }
+}
+
+/* Where simdjson is built in, plain records take the fast path with their
+ * words, and records it cannot take as they are (a number written 1.0, a
+ * repeated key, an escape) are handed on rather than read. */
+Test(loaders, the_fast_path_takes_plain_records_and_hands_on_the_rest) {
+  loaders_jsonl_fast *fast = loaders_jsonl_fast_create();
+#ifdef PRSTM_TEST_HAVE_SIMDJSON
+  cr_assert_not_null(fast, "simdjson is built in, but the fast path did not start");
+#else
+  cr_assert_null(fast, "the fast path started in a build without simdjson");
+  return;
+#endif
+  unsigned type = 99, nargs = 99;
+  prstm_word args[PRSTM_MAX_COLUMNS];
+  const char *plain = "{\"type\":\"transfer\",\"from\":1,\"to\":2,\"amount\":3}";
+  cr_assert_eq(loaders_jsonl_fast_record(fast, plain, strlen(plain), bank(), 8, &type, args, &nargs), 1);
+  cr_assert_eq(type, TRANSFER);
+  cr_assert_eq(nargs, 3);
+  cr_assert(args[0] == 1 && args[1] == 2 && args[2] == 3);
+  const char *list = "{\"from\":[5,6],\"type\":\"transfer_multi\",\"amount\":4,\"to\":7}";
+  cr_assert_eq(loaders_jsonl_fast_record(fast, list, strlen(list), bank(), 8, &type, args, &nargs), 1);
+  cr_assert_eq(type, TRANSFER_MULTI);
+  cr_assert_eq(nargs, 5);
+  cr_assert(args[0] == 7 && args[1] == 4 && args[2] == 2 && args[3] == 5 && args[4] == 6);
+  static const char *const handed_on[] = {
+      "{\"type\":\"deposit\",\"account\":1,\"amount\":1.0}",
+      "{\"type\":\"deposit\",\"account\":1,\"amount\":1,\"amount\":1}",
+      "{\"type\":\"dep\\u006fsit\",\"account\":1,\"amount\":1}",
+      "{\"type\":\"deposit\",\"account\":9,\"amount\":1}",
+      "{\"type\":\"deposit\",\"account\":1,\"amount\":9007199254740992}",
+  };
+  for (size_t i = 0; i < sizeof handed_on / sizeof handed_on[0]; i++)
+    cr_assert_eq(loaders_jsonl_fast_record(fast, handed_on[i], strlen(handed_on[i]), bank(), 8, &type, args, &nargs), 0,
+                 "%s", handed_on[i]);
+  loaders_jsonl_fast_destroy(fast);
 }

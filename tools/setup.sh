@@ -3,12 +3,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Debian packages the build and the tests need (gnuplot-nox: the benchmark
+# Debian packages the build and the tests need (g++ and libsimdjson-dev:
+# the JSON Lines fast path; gnuplot-nox: the benchmark
 # plots, bench/plot.sh; pkg-config: tools/check-install.sh; python3-numpy:
 # tests/npy_interop.sh; libopenmpi-dev and openmpi-bin: backend multi's
 # ranks, tests/multi_ranks.sh); only missing ones are installed.
 missing=()
-for pkg in cmake make gcc libcjson-dev libcriterion-dev gnuplot-nox pkg-config python3-numpy libopenmpi-dev openmpi-bin; do
+for pkg in cmake make gcc g++ libcjson-dev libsimdjson-dev libcriterion-dev gnuplot-nox pkg-config python3-numpy libopenmpi-dev openmpi-bin; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
 done
 if ((${#missing[@]})); then
