@@ -17,6 +17,11 @@ struct loaders_jsonl_fast {
   simdjson::dom::parser parser;
   char *buf = nullptr;
   size_t cap = 0;
+  /* The lengths of the workload's type and argument names, measured once:
+   * a record's names are compared by length first. */
+  const prstm_workload *wl = nullptr;
+  size_t type_len[PRSTM_MAX_TYPES] = {};
+  size_t arg_len[PRSTM_MAX_TYPES][PRSTM_MAX_ARGS] = {};
 };
 
 extern "C" loaders_jsonl_fast *loaders_jsonl_fast_create(void) { return new (std::nothrow) loaders_jsonl_fast(); }
@@ -47,29 +52,45 @@ static bool fast_address(simdjson::dom::element e, uint64_t nwords, prstm_word *
   return true;
 }
 
-/* The type whose name is `name`, or -1. */
-static int fast_type(const prstm_workload *wl, std::string_view name) {
+/* Measures the names of wl's types and arguments, once per workload; false
+ * for a workload with more types or arguments than the fast path keeps. */
+static bool fast_names(loaders_jsonl_fast *fast, const prstm_workload *wl) {
+  if (fast->wl == wl) return true;
+  if (wl->ntypes > PRSTM_MAX_TYPES) return false;
   for (unsigned t = 0; t < wl->ntypes; t++) {
-    const char *tn = wl->types[t].name;
-    if (std::strncmp(tn, name.data(), name.size()) == 0 && tn[name.size()] == '\0') return (int)t;
+    const prstm_type_desc *desc = &wl->types[t];
+    if (desc->nargs > PRSTM_MAX_ARGS) return false;
+    fast->type_len[t] = std::strlen(desc->name);
+    for (unsigned a = 0; a < desc->nargs; a++) fast->arg_len[t][a] = std::strlen(desc->args[a].name);
   }
+  fast->wl = wl;
+  return true;
+}
+
+/* The type whose name is `name`, or -1. A name decoded from an escape keeps
+ * any NUL it holds in its length, so "\u0000" never matches a name. */
+static int fast_type(const loaders_jsonl_fast *fast, const prstm_workload *wl, std::string_view name) {
+  for (unsigned t = 0; t < wl->ntypes; t++)
+    if (fast->type_len[t] == name.size() && std::memcmp(wl->types[t].name, name.data(), name.size()) == 0)
+      return (int)t;
   return -1;
 }
 
-/* The argument of desc named `key`, or -1. */
-static int fast_arg(const prstm_type_desc *desc, std::string_view key) {
-  for (unsigned a = 0; a < desc->nargs; a++) {
-    const char *an = desc->args[a].name;
-    if (std::strncmp(an, key.data(), key.size()) == 0 && an[key.size()] == '\0') return (int)a;
-  }
+/* The argument of type t named `key`, or -1. */
+static int fast_arg(const loaders_jsonl_fast *fast, const prstm_workload *wl, unsigned t, std::string_view key) {
+  const prstm_type_desc *desc = &wl->types[t];
+  for (unsigned a = 0; a < desc->nargs; a++)
+    if (fast->arg_len[t][a] == key.size() && std::memcmp(desc->args[a].name, key.data(), key.size()) == 0)
+      return (int)a;
   return -1;
 }
 
 extern "C" int loaders_jsonl_fast_record(loaders_jsonl_fast *fast, const char *text, size_t n, const prstm_workload *wl,
                                          uint64_t nwords, unsigned *type_out, prstm_word *args, unsigned *nargs_out) {
-  /* Escapes and NUL bytes are left to the strict path: it refuses a \u0000
-   * that simdjson would decode into a string, and it places every error. */
-  if (std::memchr(text, '\\', n) != nullptr || std::memchr(text, '\0', n) != nullptr) return 0;
+  /* A NUL byte is not JSON, so simdjson refuses it, and a \u0000 it decodes
+   * stays in the name's length, which then matches no name: either way the
+   * strict path gets the record, and refuses it as it always has. */
+  if (!fast_names(fast, wl)) return 0;
   if (n + simdjson::SIMDJSON_PADDING > fast->cap) {
     size_t cap = fast->cap ? fast->cap : 256;
     while (cap < n + simdjson::SIMDJSON_PADDING) cap *= 2;
@@ -92,10 +113,9 @@ extern "C" int loaders_jsonl_fast_record(loaders_jsonl_fast *fast, const char *t
   std::string_view type_name;
   if (obj["type"].get(type_item) != simdjson::SUCCESS || type_item.get_string().get(type_name) != simdjson::SUCCESS)
     return 0;
-  int type = fast_type(wl, type_name);
+  int type = fast_type(fast, wl, type_name);
   if (type < 0) return 0;
   const prstm_type_desc *desc = &wl->types[type];
-  if (desc->nargs > PRSTM_MAX_ARGS) return 0;
 
   /* Each argument's value, by the position of its name; every key must be
    * known and appear once (simdjson keeps both copies of a repeated key). */
@@ -106,7 +126,7 @@ extern "C" int loaders_jsonl_fast_record(loaders_jsonl_fast *fast, const char *t
       if (have_type++) return 0;
       continue;
     }
-    int a = fast_arg(desc, field.key);
+    int a = fast_arg(fast, wl, (unsigned)type, field.key);
     if (a < 0 || (seen >> a) & 1u) return 0;
     seen |= 1u << a;
     values[a] = field.value;

@@ -928,6 +928,10 @@ Test(loaders, the_fast_path_reads_every_record_as_the_strict_path_does, .init = 
       "{\"type\":\"dep\\u006fsit\",\"account\":1,\"amount\":1}",
       "{\"type\":\"dep\\u0000osit\",\"account\":1,\"amount\":1}",
       "{\"type\":\"deposit\",\"acc\\u006funt\":1,\"amount\":1}",
+      "{\"\\u0074ype\":\"deposit\",\"account\":1,\"amount\":1}",
+      "{\"type\":\"dep\\ud800osit\",\"account\":1,\"amount\":1}",
+      "{\"type\":\"deposit\\/\",\"account\":1,\"amount\":1}",
+      "{\"type\":\"deposit\",\"account\":1,\"amount\\u0000\":1}",
       "{\"type\":\"Deposit\",\"account\":1,\"amount\":1}",
       "{\"type\":\"deposit\",\"account\":1,\"amount\":1}{}",
       "{\"type\":\"deposit\",\"account\":1,\"amount\":1",
@@ -967,8 +971,9 @@ Test(loaders, the_fast_path_reads_every_record_as_the_strict_path_does, .init = 
 }
 
 /* Where simdjson is built in, plain records take the fast path with their
- * words, and records it cannot take as they are (a number written 1.0, a
- * repeated key, an escape) are handed on rather than read. */
+ * words (names written with escapes too, decoded as cJSON decodes them), and
+ * records it cannot take as they are (a number written 1.0, a repeated key,
+ * a \u0000 in a name) are handed on rather than read. */
 Test(loaders, the_fast_path_takes_plain_records_and_hands_on_the_rest) {
   loaders_jsonl_fast *fast = loaders_jsonl_fast_create();
 #ifdef PRSTM_TEST_HAVE_SIMDJSON
@@ -989,10 +994,13 @@ Test(loaders, the_fast_path_takes_plain_records_and_hands_on_the_rest) {
   cr_assert_eq(type, TRANSFER_MULTI);
   cr_assert_eq(nargs, 5);
   cr_assert(args[0] == 7 && args[1] == 4 && args[2] == 2 && args[3] == 5 && args[4] == 6);
+  const char *escaped = "{\"type\":\"dep\\u006fsit\",\"acc\\u006funt\":3,\"amount\":4}";
+  cr_assert_eq(loaders_jsonl_fast_record(fast, escaped, strlen(escaped), bank(), 8, &type, args, &nargs), 1);
+  cr_assert(type == DEPOSIT && nargs == 2 && args[0] == 3 && args[1] == 4);
   static const char *const handed_on[] = {
       "{\"type\":\"deposit\",\"account\":1,\"amount\":1.0}",
       "{\"type\":\"deposit\",\"account\":1,\"amount\":1,\"amount\":1}",
-      "{\"type\":\"dep\\u006fsit\",\"account\":1,\"amount\":1}",
+      "{\"type\":\"dep\\u0000osit\",\"account\":1,\"amount\":1}",
       "{\"type\":\"deposit\",\"account\":9,\"amount\":1}",
       "{\"type\":\"deposit\",\"account\":1,\"amount\":9007199254740992}",
   };
