@@ -558,17 +558,22 @@ static int multi_units(multi_run *m, prstm_results *res, uint32_t *cpu_threads) 
   if (m->gpu) {
     const int count = backend_gpu_count();
     m->n = want ? want : count < (int)MULTI_MAX_UNITS ? (unsigned)count : MULTI_MAX_UNITS;
-    if ((int)m->n > count)
-      return engine_fail(e, PRSTM_EINVAL, "backend multi was asked for %u units, and this host has %d GPU%s", m->n,
-                         count, count == 1 ? "" : "s");
-    if (m->n == 1 || multi_link_available()) {
+    if ((int)m->n > count) {
+      /* More units than GPUs: the units are CPU threads, as where there is
+       * no GPU, and the run says so, rather than failing on a smaller host
+       * (a run made for four GPUs on a machine with one). */
+      m->gpu = 0;
+      snprintf(why, sizeof why, "%u units were asked for, and this host has %d GPU%s", m->n, count,
+               count == 1 ? "" : "s");
+    } else if (m->n == 1 || multi_link_available()) {
       *cpu_threads = 0;
       return 0;
+    } else {
+      /* Several GPUs exchange their words through NCCL alone. */
+      m->gpu = 0;
+      snprintf(why, sizeof why,
+               "this build of prstm has no NCCL, which units on several GPUs exchange their words through");
     }
-    /* Several GPUs exchange their words through NCCL alone. */
-    m->gpu = 0;
-    snprintf(why, sizeof why,
-             "this build of prstm has no NCCL, which units on several GPUs exchange their words through");
   }
 #endif
   m->n = want ? want : 2;

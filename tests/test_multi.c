@@ -185,3 +185,21 @@ Test(multi_gpu, every_gpu_is_a_unit) {
   expect_invariant(&r);
   test_close(r.engine, r.batch);
 }
+
+/* More units than the host has GPUs: the units are CPU threads, the run says
+ * why in fallback, and it is verified like any other (a run sized for a
+ * larger host still runs on a smaller one). */
+Test(multi_gpu, more_units_than_gpus_run_on_cpu_threads) {
+  multi_case r;
+  open_bank(&r, 16, 100000, 1000000);
+  test_need_backend(r.wl, PRSTM_BACKEND_GPU);
+  generate_transfers(&r, 200000, 13, 16);
+  test_run_verified(r.engine, r.batch, &r.res, "multi run");
+  cr_assert(strstr(r.res.fallback, "16 units were asked for") != NULL, "fallback: '%s'", r.res.fallback);
+  cr_assert(strstr(r.res.fallback, "CPU threads") != NULL, "fallback: '%s'", r.res.fallback);
+  cr_assert_eq(r.res.units, 16);
+  cr_assert_eq(r.res.cross_rows, 0, "%llu rows not routed", (unsigned long long)r.res.cross_rows);
+  cr_assert_eq(r.res.committed, 200000);
+  expect_invariant(&r);
+  test_close(r.engine, r.batch);
+}
