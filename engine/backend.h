@@ -151,6 +151,9 @@ int backend_gpu_count(void);
  * over several GPUs leaves its caller's as it found it). */
 int backend_gpu_current(void);
 void backend_gpu_make_current(int device);
+/* Makes `device` current on the calling thread and starts its context;
+ * PRSTM_ECUDA with the message in err where it fails. */
+int backend_gpu_start(int device, char *err, size_t errlen);
 #endif
 /* Pinned host memory for batches: the GPU backend's, or NULL. */
 const txtable_allocator *backend_pinned_allocator(void);

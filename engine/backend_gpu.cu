@@ -1033,6 +1033,13 @@ extern "C" void backend_gpu_make_current(int device) {
   if (cudaSetDevice(device) != cudaSuccess) cudaGetLastError();
 }
 
+extern "C" int backend_gpu_start(int device, char *err, size_t errlen) {
+  GPU_CHECK(cudaSetDevice(device));
+  /* Freeing nothing is the runtime's documented way to create the context. */
+  GPU_CHECK(cudaFree(0));
+  return 0;
+}
+
 extern "C" int backend_gpu_count(void) {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess) {

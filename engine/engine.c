@@ -109,6 +109,32 @@ const prstm_word *prstm_engine_state(const prstm_engine *e, uint64_t *nwords) {
 
 const prstm_state_spec *prstm_engine_state_spec(const prstm_engine *e) { return e && e->has_spec ? &e->spec : NULL; }
 
+int prstm_engine_warm_up(const prstm_engine *e) {
+  if (!e) return PRSTM_EINVAL;
+#ifdef PRSTM_HAVE_CUDA
+  if (e->opt.backend == PRSTM_BACKEND_CPU) return 0;
+  /* Messages stay local: the engine's own message buffer belongs to the
+   * thread that uses the engine meanwhile. */
+  char why[256];
+  if (!backend_gpu_usable(e->wl, why, sizeof why)) return 0;
+  const int first = backend_gpu_current();
+  int devices = 1;
+  if (e->opt.backend == PRSTM_BACKEND_MULTI) {
+    devices = backend_gpu_count();
+    /* More units than GPUs run on CPU threads: no GPU to start. */
+    if (e->opt.units > 0 && (int)e->opt.units > devices) return 0;
+    if (e->opt.units > 0) devices = (int)e->opt.units;
+  }
+  int rc = 0;
+  for (int d = 0; d < devices && rc == 0; d++)
+    rc = backend_gpu_start(e->opt.backend == PRSTM_BACKEND_MULTI ? d : first, why, sizeof why);
+  backend_gpu_make_current(first);
+  return rc;
+#else
+  return 0;
+#endif
+}
+
 int prstm_gpu_available(const prstm_workload *wl, char *why, size_t whylen) {
   return backend_gpu_usable(wl, why, whylen);
 }

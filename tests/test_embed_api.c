@@ -1,5 +1,6 @@
 /* test_embed_api.c: the embedding API: a bank batch built in memory by type name, run on CPU threads, and its outcomes, results, state and invariant read back. */
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -400,4 +401,56 @@ Test(embed, cleared_batch_runs_again_with_only_its_new_rows) {
   cr_assert_eq(prstm_batch_clear(NULL), PRSTM_EINVAL);
   prstm_batch_destroy(b);
   prstm_engine_destroy(e);
+}
+
+/* prstm_engine_warm_up on a thread of its own. */
+typedef struct warm_job {
+  const prstm_engine *engine;
+  int rc;
+} warm_job;
+
+static void *warm_up_job(void *arg) {
+  warm_job *job = arg;
+  job->rc = prstm_engine_warm_up(job->engine);
+  return NULL;
+}
+
+/* The GPU's start-up on a thread of its own while this one fills a batch, as
+ * prstm-run does: it returns 0 on the CPU backend, the GPU backend (where a
+ * GPU is usable) and auto, and the run after it commits every transfer and
+ * is verified. */
+Test(embed, warm_up_on_a_thread_while_the_batch_is_built) {
+  const prstm_workload *bank = prstm_workload_find("bank");
+  cr_assert_eq(prstm_engine_warm_up(NULL), PRSTM_EINVAL);
+  char why[256];
+  const int gpu = test_gpu_usable(bank, why, sizeof why);
+  const prstm_backend backends[] = {PRSTM_BACKEND_CPU, PRSTM_BACKEND_AUTO, PRSTM_BACKEND_GPU};
+  for (unsigned k = 0; k < 3; k++) {
+    if (backends[k] == PRSTM_BACKEND_GPU && !gpu) continue;
+    prstm_options opt;
+    test_options(&opt, backends[k], test_threads(backends[k], 2048), 1);
+    prstm_engine *e = NULL;
+    prstm_batch *b = NULL;
+    test_open(bank, &opt, &e, &b);
+    prstm_state_spec spec;
+    prstm_state_spec_init(bank, &spec);
+    spec.accounts = 64;
+    spec.initial_balance = 1000;
+    cr_assert_eq(prstm_engine_init_state(e, &spec), 0, "%s", prstm_engine_error(e));
+    warm_job job = {e, -1};
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, warm_up_job, &job), 0);
+    uint64_t seed = 5;
+    for (int i = 0; i < 20000; i++) {
+      seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+      prstm_word w[3] = {(seed >> 33) % 64, (seed >> 45) % 64, 1 + (seed >> 20) % 9};
+      cr_assert_eq(prstm_batch_append_named(b, "transfer", w, 3), 0);
+    }
+    cr_assert_eq(pthread_join(t, NULL), 0);
+    cr_assert_eq(job.rc, 0, "backend %u: warm-up returned %d", (unsigned)backends[k], job.rc);
+    prstm_results res = run_verified(e, b);
+    cr_assert_eq(res.committed, 20000, "backend %u", (unsigned)backends[k]);
+    cr_assert_eq(total_money(e), 64000);
+    test_close(e, b);
+  }
 }
