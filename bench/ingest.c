@@ -82,6 +82,36 @@ static void ingest_write(FILE *f, const ingest_row *r) {
           r->ok ? "" : ": ", r->ok ? "" : r->note);
 }
 
+/* The loaders timed, each against the plain read of its files. */
+typedef enum ingest_loader { INGEST_JSONL, INGEST_JSONL_STRICT, INGEST_BINARY } ingest_loader;
+
+/* Loads `path` with one loader into a new batch, times it, checks it row
+ * for row against the generated rows and writes its row of the CSV; returns
+ * nonzero when the load failed or its rows differ. */
+static int ingest_load(FILE *f, ingest_loader loader, const char *input, const char *path, const prstm_workload *wl,
+                       uint64_t accounts, const prstm_batch *ref, const ingest_row *read) {
+  ingest_row row = {input, prstm_batch_size(ref), read->bytes, 0, 0, 1, ""};
+  char err[1024] = "";
+  prstm_batch *b = NULL;
+  int rc = prstm_batch_create(&b, wl);
+  const double t = bench_now();
+  if (!rc && loader == INGEST_JSONL) rc = prstm_load_jsonl(path, wl, accounts, b, err, sizeof err);
+  if (!rc && loader == INGEST_JSONL_STRICT)
+    rc = loaders_load_jsonl_threads(path, wl, accounts, b, 0, 0, err, sizeof err);
+  if (!rc && loader == INGEST_BINARY) rc = prstm_load_batch_dir(path, wl, accounts, b, err, sizeof err);
+  row.seconds = bench_now() - t;
+  const int bad = rc || ingest_same_rows(ref, b) != 0;
+  if (bad) {
+    row.ok = 0;
+    snprintf(row.note, sizeof row.note, "%.190s", rc ? err : "rows differ from the generated ones");
+  } else {
+    row.vs_read = read->seconds / row.seconds;
+  }
+  ingest_write(f, &row);
+  prstm_batch_destroy(b);
+  return bad;
+}
+
 int exp_ingest(bench_ctx *c) {
   char path[1300];
   snprintf(path, sizeof path, "%s/ingest.csv", c->o.out_dir);
@@ -111,7 +141,7 @@ int exp_ingest(bench_ctx *c) {
   snprintf(jsonl, sizeof jsonl, "%s/ingest.jsonl", c->o.out_dir);
   snprintf(folder, sizeof folder, "%s/ingest-batch", c->o.out_dir);
   int status = 0;
-  prstm_batch *ref = NULL, *b = NULL;
+  prstm_batch *ref = NULL;
 
   /* Generated on every core. */
   ingest_row gen = {"generate", n, 0, 0, 0, 1, ""};
@@ -162,40 +192,11 @@ int exp_ingest(bench_ctx *c) {
   read_jsonl.seconds = bench_now() - t;
   read_jsonl.ok = read_jsonl.bytes > 0;
   ingest_write(f, &read_jsonl);
-  ingest_row load_jsonl = {"load_jsonl", n, read_jsonl.bytes, 0, 0, 1, ""};
-  rc = prstm_batch_create(&b, wl);
-  t = bench_now();
-  if (!rc) rc = prstm_load_jsonl(jsonl, wl, accounts, b, err, sizeof err);
-  load_jsonl.seconds = bench_now() - t;
-  if (rc || ingest_same_rows(ref, b) != 0) {
-    load_jsonl.ok = 0;
-    snprintf(load_jsonl.note, sizeof load_jsonl.note, "%.190s", rc ? err : "rows differ from the generated ones");
-    status = PRSTM_EUNKNOWN;
-  } else {
-    load_jsonl.vs_read = read_jsonl.seconds / load_jsonl.seconds;
-  }
-  ingest_write(f, &load_jsonl);
-  prstm_batch_destroy(b);
-  b = NULL;
-
+  int bad = ingest_load(f, INGEST_JSONL, "load_jsonl", jsonl, wl, accounts, ref, &read_jsonl);
   /* The same file through the strict path alone (cJSON on every core), which
    * is how every record was read before the fast path: the parser was chosen
    * by this ratio. */
-  ingest_row load_strict = {"load_jsonl_strict", n, read_jsonl.bytes, 0, 0, 1, ""};
-  rc = prstm_batch_create(&b, wl);
-  t = bench_now();
-  if (!rc) rc = loaders_load_jsonl_threads(jsonl, wl, accounts, b, 0, 0, err, sizeof err);
-  load_strict.seconds = bench_now() - t;
-  if (rc || ingest_same_rows(ref, b) != 0) {
-    load_strict.ok = 0;
-    snprintf(load_strict.note, sizeof load_strict.note, "%.190s", rc ? err : "rows differ from the generated ones");
-    status = PRSTM_EUNKNOWN;
-  } else {
-    load_strict.vs_read = read_jsonl.seconds / load_strict.seconds;
-  }
-  ingest_write(f, &load_strict);
-  prstm_batch_destroy(b);
-  b = NULL;
+  bad |= ingest_load(f, INGEST_JSONL_STRICT, "load_jsonl_strict", jsonl, wl, accounts, ref, &read_jsonl);
 
   ingest_row read_binary = {"read_binary", n, 0, 0, 0, 1, ""};
   ingest_folder_bytes = 0;
@@ -204,20 +205,8 @@ int exp_ingest(bench_ctx *c) {
   read_binary.seconds = bench_now() - t;
   read_binary.bytes = ingest_folder_bytes;
   ingest_write(f, &read_binary);
-  ingest_row load_binary = {"load_binary", n, read_binary.bytes, 0, 0, 1, ""};
-  rc = prstm_batch_create(&b, wl);
-  t = bench_now();
-  if (!rc) rc = prstm_load_batch_dir(folder, wl, accounts, b, err, sizeof err);
-  load_binary.seconds = bench_now() - t;
-  if (rc || ingest_same_rows(ref, b) != 0) {
-    load_binary.ok = 0;
-    snprintf(load_binary.note, sizeof load_binary.note, "%.190s", rc ? err : "rows differ from the generated ones");
-    status = PRSTM_EUNKNOWN;
-  } else {
-    load_binary.vs_read = read_binary.seconds / load_binary.seconds;
-  }
-  ingest_write(f, &load_binary);
-  prstm_batch_destroy(b);
+  bad |= ingest_load(f, INGEST_BINARY, "load_binary", folder, wl, accounts, ref, &read_binary);
+  if (bad) status = PRSTM_EUNKNOWN;
   prstm_batch_destroy(ref);
   /* The files are as large as the batch: they go. */
   unlink(jsonl);

@@ -103,4 +103,17 @@ static inline int test_invariant(const prstm_workload *wl, const prstm_engine *e
   return ok;
 }
 
+/* The invariant of wl holds after a run of batch on engine. */
+static inline void test_expect_invariant(const prstm_workload *wl, const prstm_engine *engine,
+                                         const prstm_batch *batch) {
+  char msg[512];
+  cr_assert(test_invariant(wl, engine, batch, msg, sizeof msg), "invariant: %s", msg);
+}
+
+/* Appends a row of type `type` with its first nargs (0 to 2) of a0, a1. */
+static inline void test_append2(prstm_batch *batch, const char *type, prstm_word a0, prstm_word a1, unsigned nargs) {
+  prstm_word args[2] = {a0, a1};
+  cr_assert_eq(prstm_batch_append_named(batch, type, args, nargs), 0, "%s", prstm_batch_error(batch));
+}
+
 #endif /* TEST_BACKEND_H */

@@ -46,16 +46,6 @@ static void generate(hetero_run *r, uint64_t n, const char *type, uint64_t seed)
   cr_assert_eq(r->wl->generate(&g, prstm_engine_state_spec(r->engine), r->batch, err, sizeof err), 0, "%s", err);
 }
 
-static void append(hetero_run *r, const char *type, prstm_word a0, prstm_word a1, unsigned nargs) {
-  prstm_word args[2] = {a0, a1};
-  cr_assert_eq(prstm_batch_append_named(r->batch, type, args, nargs), 0, "%s", prstm_batch_error(r->batch));
-}
-
-static void expect_invariant(const hetero_run *r) {
-  char msg[512];
-  cr_assert(test_invariant(r->wl, r->engine, r->batch, msg, sizeof msg), "invariant: %s", msg);
-}
-
 static void run_close(hetero_run *r) { test_close(r->engine, r->batch); }
 
 /* Transfers between many accounts name their words in their arguments, so
@@ -73,7 +63,7 @@ Test(hetero, routed_transfers_keep_both_units_parts) {
   cr_assert_gt(r.res.second_unit_rows, 0, "the second unit must keep rows of its own");
   cr_assert_lt(r.res.second_unit_rows, 300000, "the CPU unit must keep rows too");
   cr_assert_eq(r.res.discarded_rows, 0, "routed parts share no lock");
-  expect_invariant(&r);
+  test_expect_invariant(r.wl, r.engine, r.batch);
   run_close(&r);
 }
 
@@ -89,9 +79,9 @@ Test(hetero, conflicting_second_part_is_discarded_and_run_again) {
   open_bank(&r, 2, 1000);
   for (uint64_t i = 0; i < 120000; i++) {
     if (i % 11 == 0)
-      append(&r, "deposit", i % 2, 1 + i % 5, 2);
+      test_append2(r.batch, "deposit", i % 2, 1 + i % 5, 2);
     else
-      append(&r, "total", 0, 0, 0);
+      test_append2(r.batch, "total", 0, 0, 0);
   }
   test_run_verified(r.engine, r.batch, &r.res, "hetero run");
   cr_assert_eq(r.res.committed, 120000, "committed %llu failed %llu abandoned %llu",
@@ -101,7 +91,7 @@ Test(hetero, conflicting_second_part_is_discarded_and_run_again) {
   cr_assert_leq(r.res.discarded_rows, PRSTM_POLICY_HETERO_FIRST_ROUND_ROWS,
                 "after %u lost rounds one unit runs alone, so no more parts are lost: %llu discarded",
                 PRSTM_POLICY_HETERO_SOLO_LOST_ROUNDS, (unsigned long long)r.res.discarded_rows);
-  expect_invariant(&r);
+  test_expect_invariant(r.wl, r.engine, r.batch);
   run_close(&r);
 }
 
@@ -113,14 +103,14 @@ Test(hetero, postponed_withdrawals_are_funded_across_units) {
   hetero_run r;
   open_bank(&r, 1000, 0);
   const uint64_t n = 200000;
-  for (uint64_t i = 0; i < n / 2; i++) append(&r, "withdraw", (i * 7919) % 1000, 3, 2);
-  for (uint64_t i = 0; i < n / 2; i++) append(&r, "deposit", (i * 104729) % 1000, 3, 2);
+  for (uint64_t i = 0; i < n / 2; i++) test_append2(r.batch, "withdraw", (i * 7919) % 1000, 3, 2);
+  for (uint64_t i = 0; i < n / 2; i++) test_append2(r.batch, "deposit", (i * 104729) % 1000, 3, 2);
   test_run_verified(r.engine, r.batch, &r.res, "hetero run");
   cr_assert_gt(r.res.postponements, 0, "withdrawals before their deposits must postpone");
   cr_assert_eq(r.res.abandoned, 0, "every withdrawal is funded by the deposits of its account: %llu abandoned",
                (unsigned long long)r.res.abandoned);
   cr_assert_eq(r.res.committed, n);
-  expect_invariant(&r);
+  test_expect_invariant(r.wl, r.engine, r.batch);
   run_close(&r);
 }
 
@@ -143,7 +133,7 @@ Test(hetero, kv_mix_is_verified) {
   cr_assert_eq(prstm_engine_init_state(r.engine, &s), 0, "%s", prstm_engine_error(r.engine));
   generate(&r, 200000, NULL, 3);
   test_run_verified(r.engine, r.batch, &r.res, "hetero kv run");
-  expect_invariant(&r);
+  test_expect_invariant(r.wl, r.engine, r.batch);
   run_close(&r);
 }
 
@@ -175,6 +165,6 @@ Test(hetero_gpu, the_gpu_is_the_second_unit) {
                (unsigned long long)r.res.second_unit_rows, (unsigned long long)r.res.transactions);
   cr_assert_eq(r.res.discarded_rows, 0);
   cr_assert_gt(r.res.gpu_bytes, 0);
-  expect_invariant(&r);
+  test_expect_invariant(r.wl, r.engine, r.batch);
   run_close(&r);
 }

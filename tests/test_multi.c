@@ -46,16 +46,6 @@ static void generate_transfers(multi_case *r, uint64_t n, uint64_t seed, unsigne
   cr_assert_eq(r->wl->generate(&g, prstm_engine_state_spec(r->engine), r->batch, err, sizeof err), 0, "%s", err);
 }
 
-static void append(multi_case *r, const char *type, prstm_word a0, prstm_word a1, unsigned nargs) {
-  prstm_word args[2] = {a0, a1};
-  cr_assert_eq(prstm_batch_append_named(r->batch, type, args, nargs), 0, "%s", prstm_batch_error(r->batch));
-}
-
-static void expect_invariant(const multi_case *r) {
-  char msg[512];
-  cr_assert(test_invariant(r->wl, r->engine, r->batch, msg, sizeof msg), "invariant: %s", msg);
-}
-
 /* Transfers kept within four ranges of the accounts run wholly on the unit
  * that owns their range, on two units as on four: no row is left for the
  * first unit, and the merged replicas are the serial replay's state. */
@@ -72,7 +62,7 @@ Test(multi, partitioned_transfers_run_on_their_own_units) {
     cr_assert_eq(r.res.cross_rows, 0, "%u units: rows within one range must all be routed: %llu were not", units[i],
                  (unsigned long long)r.res.cross_rows);
     cr_assert_geq(r.res.rounds, 2, "the first round is a probe, a part of the batch");
-    expect_invariant(&r);
+    test_expect_invariant(r.wl, r.engine, r.batch);
     test_close(r.engine, r.batch);
   }
 }
@@ -89,7 +79,7 @@ Test(multi, transfers_across_ranges_run_on_the_first_unit) {
   /* Half the pairs of two random accounts span the two halves. */
   cr_assert_gt(r.res.cross_rows, 300000 / 3, "%llu cross rows", (unsigned long long)r.res.cross_rows);
   cr_assert_lt(r.res.cross_rows, 300000 * 2 / 3, "%llu cross rows", (unsigned long long)r.res.cross_rows);
-  expect_invariant(&r);
+  test_expect_invariant(r.wl, r.engine, r.batch);
   test_close(r.engine, r.batch);
 }
 
@@ -100,15 +90,15 @@ Test(multi, postponed_withdrawals_are_funded_across_rounds) {
   multi_case r;
   open_bank(&r, 3, 1000, 0);
   const uint64_t n = 200000;
-  for (uint64_t i = 0; i < n / 2; i++) append(&r, "withdraw", (i * 7919) % 1000, 3, 2);
-  for (uint64_t i = 0; i < n / 2; i++) append(&r, "deposit", (i * 104729) % 1000, 3, 2);
+  for (uint64_t i = 0; i < n / 2; i++) test_append2(r.batch, "withdraw", (i * 7919) % 1000, 3, 2);
+  for (uint64_t i = 0; i < n / 2; i++) test_append2(r.batch, "deposit", (i * 104729) % 1000, 3, 2);
   test_run_verified(r.engine, r.batch, &r.res, "multi run");
   cr_assert_gt(r.res.postponements, 0, "withdrawals before their deposits must postpone");
   cr_assert_eq(r.res.abandoned, 0, "every withdrawal is funded by the deposits of its account: %llu abandoned",
                (unsigned long long)r.res.abandoned);
   cr_assert_eq(r.res.committed, n);
   cr_assert_eq(r.res.cross_rows, 0, "one-account rows always lie in one range");
-  expect_invariant(&r);
+  test_expect_invariant(r.wl, r.engine, r.batch);
   test_close(r.engine, r.batch);
 }
 
@@ -144,7 +134,7 @@ Test(multi, rows_that_stray_from_their_range_run_on_the_first_unit) {
   cr_assert_eq(r.res.cross_rows, r.res.committed + r.res.failed + r.res.abandoned,
                "every row must run on the first unit: %llu of %llu", (unsigned long long)r.res.cross_rows,
                (unsigned long long)r.res.transactions);
-  expect_invariant(&r);
+  test_expect_invariant(r.wl, r.engine, r.batch);
   test_close(r.engine, r.batch);
 }
 
@@ -160,7 +150,7 @@ Test(multi, streams_and_too_many_units_are_refused) {
   test_close(r.engine, r.batch);
 
   open_bank(&r, 65, 100, 10);
-  append(&r, "deposit", 1, 1, 2);
+  test_append2(r.batch, "deposit", 1, 1, 2);
   cr_assert_eq(prstm_engine_run(r.engine, r.batch, &r.res), PRSTM_EINVAL);
   cr_assert(strstr(prstm_engine_error(r.engine), "64") != NULL, "%s", prstm_engine_error(r.engine));
   test_close(r.engine, r.batch);
@@ -182,7 +172,7 @@ Test(multi_gpu, every_gpu_is_a_unit) {
   cr_assert_eq(r.res.cross_rows, 0, "%llu rows not routed", (unsigned long long)r.res.cross_rows);
   cr_assert_eq(r.res.committed, 4000000);
   cr_assert_gt(r.res.gpu_bytes, 0);
-  expect_invariant(&r);
+  test_expect_invariant(r.wl, r.engine, r.batch);
   test_close(r.engine, r.batch);
 }
 
@@ -200,6 +190,6 @@ Test(multi_gpu, more_units_than_gpus_run_on_cpu_threads) {
   cr_assert_eq(r.res.units, 16);
   cr_assert_eq(r.res.cross_rows, 0, "%llu rows not routed", (unsigned long long)r.res.cross_rows);
   cr_assert_eq(r.res.committed, 200000);
-  expect_invariant(&r);
+  test_expect_invariant(r.wl, r.engine, r.batch);
   test_close(r.engine, r.batch);
 }
