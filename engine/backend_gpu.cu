@@ -292,6 +292,7 @@ static int gpu_run_checked(prstm_engine *e, prstm_batch *b, const prstm_worker_v
   if (rc) return rc;
   /* How hot the batch's words are decides the path (deltas or the STM)
    * and, by default, how many STM transactions run at once. */
+  ENGINE_RANGE_PUSH("plan");
   engine_contention hot;
   memset(&hot, 0, sizeof hot);
   if (e->opt.deltas != PRSTM_DELTAS_OFF || e->opt.threads == 0) {
@@ -300,6 +301,7 @@ static int gpu_run_checked(prstm_engine *e, prstm_batch *b, const prstm_worker_v
   }
   cmp_delta_plan plan;
   const int try_deltas = engine_delta_want(e, b, PRSTM_BACKEND_GPU, threads, &hot, &plan);
+  ENGINE_RANGE_POP();
   if (!try_deltas && e->opt.threads == 0) threads = engine_contention_inflight(&hot, threads);
   prstm_exec_ctx ctx;
   engine_ctx_fill_common(e, b, threads, &ctx);
@@ -370,7 +372,9 @@ static int gpu_run(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *
   gpu_buffers g;
   memset(&g, 0, sizeof g);
   int rc = gpu_run_checked(e, b, v, res, &g, e->err, sizeof e->err);
+  ENGINE_RANGE_PUSH("free");
   gpu_free(&g);
+  ENGINE_RANGE_POP();
   return rc;
 }
 

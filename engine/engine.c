@@ -188,7 +188,9 @@ static int engine_run(prstm_engine *e, prstm_batch *b, prstm_results *res) {
   if (!v)
     return engine_fail(e, PRSTM_ECONFIG, "batch rows have %u argument words; workload %s takes at most %u", b->ncols,
                        e->wl->name, e->wl->variants[e->wl->nvariants - 1].max_columns);
+  ENGINE_RANGE_PUSH("prepare");
   int rc = txtable_prepare_run(b, e->opt.verify);
+  ENGINE_RANGE_POP();
   if (rc) return engine_fail(e, rc, "cannot allocate the results and commit-order columns");
   e->verify_batch = NULL;
   free(e->initial);

@@ -115,11 +115,13 @@ static void assert_ranges(const range_log *log, const char *const *want) {
   for (const char *const *w = want; *w; w++) cr_assert(pushed(log, *w), "no '%s' range was pushed", *w);
 }
 
-Test(nvtx, cpu_run_marks_load_and_execute) {
+Test(nvtx, cpu_run_marks_every_phase) {
   range_log log;
   cr_assert_eq(run_recorded((const char *const[]){"--backend", "cpu", NULL}, 1, &log), 0);
-  assert_ranges(&log, (const char *const[]){"load", "execute", NULL});
+  assert_ranges(&log, (const char *const[]){"load", "state", "batch", "run", "prepare", "execute", "invariant", "write",
+                                            "teardown", NULL});
   cr_assert(!pushed(&log, "transfer"), "a CPU run has no host-to-device transfer");
+  cr_assert(!pushed(&log, "warm-up"), "a CPU run starts no GPU");
 }
 
 Test(nvtx, verified_run_also_marks_verify) {
@@ -128,11 +130,12 @@ Test(nvtx, verified_run_also_marks_verify) {
   assert_ranges(&log, (const char *const[]){"load", "execute", "verify", NULL});
 }
 
-Test(nvtx_gpu, gpu_run_marks_transfer_execute_and_readback) {
+Test(nvtx_gpu, gpu_run_marks_every_phase) {
   test_need_backend(prstm_workload_find("bank"), PRSTM_BACKEND_GPU);
   range_log log;
   cr_assert_eq(run_recorded((const char *const[]){"--backend", "gpu", NULL}, 1, &log), 0);
-  assert_ranges(&log, (const char *const[]){"load", "transfer", "execute", "readback", NULL});
+  assert_ranges(&log,
+                (const char *const[]){"load", "warm-up", "plan", "transfer", "execute", "readback", "free", NULL});
 }
 
 /* Without an injection library the ranges are no-ops: nothing is recorded. */

@@ -492,7 +492,9 @@ static int after_round(unsigned round, prstm_batch *b, const prstm_results *r, v
 /* The GPU's start-up, on a thread of its own while this one loads the batch
  * (prstm_engine_warm_up). A failure is left to the run, which reports it. */
 static void *warm_up_engine(void *engine) {
+  CLI_RANGE_PUSH("warm-up");
   (void)prstm_engine_warm_up(engine);
+  CLI_RANGE_POP();
   return NULL;
 }
 
@@ -531,8 +533,10 @@ static int run(cli_args a, const cli_ranks *ranks) {
   }
   if (!a.quiet) note_mix_weights(&cfg);
 
+  CLI_RANGE_PUSH("state");
   rc = prstm_engine_create(&e, cfg.workload, &cfg.options);
   if (!rc) rc = prstm_engine_init_state(e, &cfg.state);
+  CLI_RANGE_POP();
   if (rc) {
     fprintf(stderr, "prstm-run: %s: %s\n", cfg.path, e ? prstm_engine_error(e) : prstm_strerror(rc));
     status = cli_exit_status(rc, CLI_LOADING);
@@ -544,8 +548,10 @@ static int run(cli_args a, const cli_ranks *ranks) {
   pthread_t warm_thread;
   const int warming = cfg.options.backend != PRSTM_BACKEND_CPU && ranks->size <= 1 && !a.save_batch &&
                       pthread_create(&warm_thread, NULL, warm_up_engine, e) == 0;
+  CLI_RANGE_PUSH("batch");
   rc = prstm_batch_create(&b, cfg.workload);
   if (!rc) rc = prstm_config_load_batch(&cfg, nwords, b, err, sizeof err);
+  CLI_RANGE_POP();
   if (warming) pthread_join(warm_thread, NULL);
   if (rc) {
     fprintf(stderr, "prstm-run: %s\n", err[0] ? err : prstm_strerror(rc));
@@ -589,7 +595,9 @@ static int run(cli_args a, const cli_ranks *ranks) {
   round_ctx rounds = {e, &cfg, &rep, &bar, a.quiet, EXIT_OK};
   prstm_batch *last = b;
   bar.start = cli_now();
+  CLI_RANGE_PUSH("run");
   rc = prstm_engine_run_rounds(e, &last, after_round, &rounds, &r, &rep.rounds);
+  CLI_RANGE_POP();
   progress_clear(&bar);
   if (last != b) {
     /* The rounds' own batch replaces the configured one, which is done. */
@@ -605,7 +613,9 @@ static int run(cli_args a, const cli_ranks *ranks) {
     status = cli_exit_status(rc, CLI_RUNNING);
     goto done;
   }
+  CLI_RANGE_PUSH("invariant");
   rc = cfg.workload->check_invariant(e, b, &rep.invariant_ok, rep.invariant, sizeof rep.invariant);
+  CLI_RANGE_POP();
   if (rc) {
     fprintf(stderr, "prstm-run: invariant check failed to run: %s\n", prstm_strerror(rc));
     status = EXIT_RUNTIME;
@@ -620,6 +630,7 @@ static int run(cli_args a, const cli_ranks *ranks) {
     fprintf(stderr, "prstm-run: verification failed: %s\n", rep.verify.message);
     status = EXIT_VERIFY;
   }
+  CLI_RANGE_PUSH("write");
   if (cfg.results_path[0]) {
     char *text = cli_results_json(&cfg, e, b, &r, &rep);
     rc = text ? prstm_write_file_atomic(cfg.results_path, text, strlen(text), err, sizeof err) : PRSTM_ENOMEM;
@@ -655,11 +666,14 @@ static int run(cli_args a, const cli_ranks *ranks) {
       cli_print_written("final state", cfg.final_state_path);
     }
   }
+  CLI_RANGE_POP();
 done:
   if (load_range_open) CLI_RANGE_POP();
+  CLI_RANGE_PUSH("teardown");
   prstm_batch_destroy(b);
   prstm_engine_destroy(e);
   prstm_config_free(&cfg);
+  CLI_RANGE_POP();
   return status;
 }
 
