@@ -106,14 +106,12 @@ int backend_cpu_run(prstm_engine *e, prstm_batch *b, const prstm_worker_variant 
   watchdog dog;
   watchdog_start(&dog, e->opt.watchdog_s, t0);
   if (!rc) {
-    /* Watch the run: progress is published by the workers in batches. The
-     * pause grows from 50 us to 20 ms, so a short run (a stream's unit of a
-     * few rows) is not held up by a long first sleep. */
-    long pause_ns = 50 * 1000;
+    /* Watch the run: progress is published by the workers in batches. */
+    long pause_ns = WATCHDOG_FIRST_PAUSE_NS;
     while (__atomic_load_n(&quiesce[STM_Q_FINISHED], __ATOMIC_ACQUIRE) < threads) {
       struct timespec pause_ts = {0, pause_ns};
       nanosleep(&pause_ts, NULL);
-      if (pause_ns < 20 * 1000 * 1000) pause_ns = pause_ns * 2 < 20 * 1000 * 1000 ? pause_ns * 2 : 20 * 1000 * 1000;
+      pause_ns = watchdog_next_pause_ns(pause_ns);
       seen[STM_Q_COMMITTED] = __atomic_load_n(&quiesce[STM_Q_COMMITTED], __ATOMIC_RELAXED);
       seen[STM_Q_FAILED] = __atomic_load_n(&quiesce[STM_Q_FAILED], __ATOMIC_RELAXED);
       seen[STM_Q_ABANDONED] = __atomic_load_n(&quiesce[STM_Q_ABANDONED], __ATOMIC_RELAXED);

@@ -23,6 +23,16 @@ void watchdog_start(watchdog *w, uint32_t limit_s, double now);
  * time they have not moved for the limit: the caller then stops the run. */
 int watchdog_tick(watchdog *w, uint64_t decided, double now);
 
+/* The pause of a wait loop between two looks: it starts at
+ * WATCHDOG_FIRST_PAUSE_NS and doubles up to WATCHDOG_LAST_PAUSE_NS, so that
+ * a run of a few milliseconds is not held up by a long first sleep, and a
+ * long one is watched without a busy host thread. */
+#define WATCHDOG_FIRST_PAUSE_NS (50L * 1000)
+#define WATCHDOG_LAST_PAUSE_NS (20L * 1000 * 1000)
+static inline long watchdog_next_pause_ns(long pause_ns) {
+  return pause_ns * 2 < WATCHDOG_LAST_PAUSE_NS ? pause_ns * 2 : WATCHDOG_LAST_PAUSE_NS;
+}
+
 #ifdef __cplusplus
 }
 #endif
