@@ -535,6 +535,31 @@ Test(bank_cpu, totals_in_a_chunked_run_go_through_the_stm) {
   run_close(&r);
 }
 
+/* The invariant reads the rows on every core, in parts of at least 65,536
+ * rows: the deposits and withdrawals of every part are counted. */
+Test(bank_cpu, invariant_reads_every_part_of_a_large_batch) {
+  bank_run r;
+  run_open(&r, prstm_workload_find("bank"), PRSTM_BACKEND_CPU, 1, PRSTM_SEMANTIC_POSTPONE, 100);
+  run_state(&r, 1000, 1000000);
+  const uint64_t rows = 300001;
+  uint64_t deposits = 0, withdrawals = 0;
+  for (uint64_t i = 0; i < rows; i++) {
+    const prstm_word amount = 1 + i % 7;
+    add(&r, i % 2 ? "withdraw" : "deposit", i % 1000, amount, 0);
+    *(i % 2 ? &withdrawals : &deposits) += amount;
+  }
+  run_exec(&r);
+  cr_assert_eq(r.res.committed, rows);
+  char msg[512], want[256];
+  int ok = 0;
+  cr_assert_eq(prstm_engine_check_invariant(r.engine, r.batch, &ok, msg, sizeof msg), 0);
+  cr_assert(ok, "%s", msg);
+  snprintf(want, sizeof want, "initial 1000000000 + deposits %llu - withdrawals %llu;", (unsigned long long)deposits,
+           (unsigned long long)withdrawals);
+  cr_assert(strstr(msg, want) != NULL, "want '%s' in: %s", want, msg);
+  run_close(&r);
+}
+
 /* The generator makes its rows in blocks, each block from its own stream,
  * on as many threads as asked: one thread and several give the same batch,
  * row for row, with semantic pairs split across blocks, a Zipfian skew and

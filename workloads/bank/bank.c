@@ -289,9 +289,41 @@ static int bank_generate(const prstm_generate_spec *spec, const prstm_state_spec
   return wl_generated(batch, rc, spec->presorted, err, errlen);
 }
 
+/* What bank_check_rows adds up over a part of the batch. */
+typedef struct bank_row_sums {
+  unsigned __int128 deposits, withdrawals;
+  uint64_t still_blocked_bad;
+} bank_row_sums;
+
+typedef struct bank_check_ctx {
+  const prstm_batch *b;
+  const prstm_word *w;
+} bank_check_ctx;
+
+static void bank_check_rows(const void *ctx, uint64_t lo, uint64_t hi, void *acc) {
+  const bank_check_ctx *c = ctx;
+  bank_row_sums *sum = acc;
+  for (uint64_t i = lo; i < hi; i++) {
+    prstm_status st;
+    unsigned reason = 0;
+    prstm_batch_outcome(c->b, i, &st, &reason, NULL);
+    unsigned t = prstm_batch_type(c->b, i);
+    if (st == PRSTM_COMMITTED) {
+      if (t == BANK_DEPOSIT) sum->deposits += prstm_batch_arg(c->b, i, 1);
+      if (t == BANK_WITHDRAW) sum->withdrawals += prstm_batch_arg(c->b, i, 1);
+    } else if (wl_abandoned_at_quiescence(st, reason)) {
+      if (t == BANK_WITHDRAW && c->w[prstm_batch_arg(c->b, i, 0)] >= prstm_batch_arg(c->b, i, 1))
+        sum->still_blocked_bad++;
+      if (t == BANK_TRANSFER && c->w[prstm_batch_arg(c->b, i, 0)] >= prstm_batch_arg(c->b, i, 2))
+        sum->still_blocked_bad++;
+    }
+  }
+}
+
 /* Total money equals the initial total plus committed deposits minus
  * committed withdrawals (transfers move money and create none); and every
- * abandoned withdrawal or transfer is still unfunded on the final state. */
+ * abandoned withdrawal or transfer is still unfunded on the final state.
+ * The rows are read on every core. */
 static int bank_check_invariant(const prstm_engine *engine, const prstm_batch *b, int *ok, char *msg, size_t msglen) {
   uint64_t nwords = 0;
   const prstm_word *w = prstm_engine_state(engine, &nwords);
@@ -299,19 +331,14 @@ static int bank_check_invariant(const prstm_engine *engine, const prstm_batch *b
   unsigned __int128 total = 0, initial = 0, deposits = 0, withdrawals = 0;
   for (uint64_t i = 0; i < nwords; i++) total += w[i];
   if (spec) initial = (unsigned __int128)spec->initial_balance * spec->accounts;
+  bank_row_sums parts[WL_BLOCK_MAX_THREADS];
+  const bank_check_ctx ctx = {b, w};
+  const unsigned nparts = wl_rows_in_parts(prstm_batch_size(b), bank_check_rows, &ctx, parts, sizeof parts[0]);
   uint64_t still_blocked_bad = 0;
-  for (uint64_t i = 0, n = prstm_batch_size(b); i < n; i++) {
-    prstm_status st;
-    unsigned reason = 0;
-    prstm_batch_outcome(b, i, &st, &reason, NULL);
-    unsigned t = prstm_batch_type(b, i);
-    if (st == PRSTM_COMMITTED) {
-      if (t == BANK_DEPOSIT) deposits += prstm_batch_arg(b, i, 1);
-      if (t == BANK_WITHDRAW) withdrawals += prstm_batch_arg(b, i, 1);
-    } else if (wl_abandoned_at_quiescence(st, reason)) {
-      if (t == BANK_WITHDRAW && w[prstm_batch_arg(b, i, 0)] >= prstm_batch_arg(b, i, 1)) still_blocked_bad++;
-      if (t == BANK_TRANSFER && w[prstm_batch_arg(b, i, 0)] >= prstm_batch_arg(b, i, 2)) still_blocked_bad++;
-    }
+  for (unsigned t = 0; t < nparts; t++) {
+    deposits += parts[t].deposits;
+    withdrawals += parts[t].withdrawals;
+    still_blocked_bad += parts[t].still_blocked_bad;
   }
   if (!spec) {
     /* Without a spec the initial total is unknown; derive nothing from it. */
