@@ -187,7 +187,8 @@ int prstm_batch_append(prstm_batch *b, unsigned type, const prstm_word *args, un
   return 0;
 }
 
-static void txtable_copy_rows(prstm_batch *b, uint64_t n, const prstm_column *cols, unsigned ncols);
+static void txtable_copy_rows(prstm_batch *b, uint64_t n, const uint8_t *types, const prstm_column *cols,
+                              unsigned ncols);
 
 int prstm_batch_append_rows(prstm_batch *dst, const prstm_batch *src) {
   if (!dst || !src || dst == src) return PRSTM_EINVAL;
@@ -203,14 +204,12 @@ int prstm_batch_append_rows(prstm_batch *dst, const prstm_batch *src) {
     int rc = txtable_reshape(dst, cap, src->ncols > dst->ncols ? src->ncols : dst->ncols);
     if (rc) return txtable_fail(dst, rc, "cannot grow the batch to %llu rows: out of memory", (unsigned long long)need);
   }
-  memcpy(dst->type + dst->n, src->type, (size_t)src->n);
-  memset(dst->status + dst->n, 0, (size_t)src->n);
   /* The source's columns as 8-byte columns: copied on every core when large
    * (the parts of a generated or parsed batch joined in order). */
   prstm_column *cols = malloc((src->ncols ? src->ncols : 1) * sizeof *cols);
   if (!cols) return txtable_fail(dst, PRSTM_ENOMEM, "out of memory");
   for (uint32_t c = 0; c < src->ncols; c++) cols[c] = (prstm_column){src->args + (uint64_t)c * src->cap, 8};
-  txtable_copy_rows(dst, src->n, cols, src->ncols);
+  txtable_copy_rows(dst, src->n, src->type, cols, src->ncols);
   free(cols);
   dst->n = need;
   dst->tag_mask |= src->tag_mask;
@@ -219,11 +218,13 @@ int prstm_batch_append_rows(prstm_batch *dst, const prstm_batch *src) {
   return 0;
 }
 
-/* Rows [lo, hi) of the appended columns, copied into the table's words from
- * `base` on: one thread's share of prstm_batch_append_columns. */
+/* Rows [lo, hi) of the appended rows, copied into the table from row
+ * `base` on, their statuses zeroed: one thread's share of
+ * txtable_copy_rows. */
 typedef struct column_copy {
   prstm_batch *b;
   uint64_t base, lo, hi;
+  const uint8_t *types;
   const prstm_column *cols;
   unsigned ncols;
 } column_copy;
@@ -231,6 +232,8 @@ typedef struct column_copy {
 static void *column_copy_rows(void *arg) {
   const column_copy *j = arg;
   const uint64_t lo = j->lo, m = j->hi - j->lo;
+  memcpy(j->b->type + j->base + lo, j->types + lo, (size_t)m);
+  memset(j->b->status + j->base + lo, 0, (size_t)m);
   for (uint32_t c = 0; c < j->b->ncols; c++) {
     uint64_t *to = j->b->args + (uint64_t)c * j->b->cap + j->base + lo;
     if (c >= j->ncols) {
@@ -256,8 +259,9 @@ static void *column_copy_rows(void *arg) {
   return NULL;
 }
 
-/* Below this many rows a copy is not worth a thread of its own. */
-#define TXTABLE_COPY_ROWS_PER_THREAD (1u << 21)
+/* Below this many rows (about 3 MB of a table of three argument columns) a
+ * copy is not worth a thread of its own. */
+#define TXTABLE_COPY_ROWS_PER_THREAD (1u << 17)
 #define TXTABLE_COPY_MAX_THREADS 32
 
 int prstm_batch_append_columns(prstm_batch *b, uint64_t n, const uint8_t *types, const prstm_column *cols,
@@ -304,9 +308,7 @@ int prstm_batch_append_columns(prstm_batch *b, uint64_t n, const uint8_t *types,
     int rc = txtable_reshape(b, cap, ncols > b->ncols ? ncols : b->ncols);
     if (rc) return txtable_fail(b, rc, "cannot grow the batch to %llu rows: out of memory", (unsigned long long)need);
   }
-  memcpy(b->type + b->n, types, (size_t)n);
-  memset(b->status + b->n, 0, (size_t)n);
-  txtable_copy_rows(b, n, cols, ncols);
+  txtable_copy_rows(b, n, types, cols, ncols);
   b->n = need;
   b->tag_mask |= tag_mask;
   b->type_mask |= type_mask;
@@ -314,12 +316,13 @@ int prstm_batch_append_columns(prstm_batch *b, uint64_t n, const uint8_t *types,
   return 0;
 }
 
-/* Copies n rows of ncols columns into the table's words from row b->n on,
- * zeroing its other columns there. A large copy is made by several threads,
+/* Copies n rows (their types, and ncols columns) into the table from row
+ * b->n on, zeroing their statuses and the table's other columns there. A large copy is made by several threads,
  * each a range of rows of every column: the copy is bound by memory, and by
  * the page faults of a table just grown, which one thread takes one at a
  * time. A thread that cannot start leaves its range to this one. */
-static void txtable_copy_rows(prstm_batch *b, uint64_t n, const prstm_column *cols, unsigned ncols) {
+static void txtable_copy_rows(prstm_batch *b, uint64_t n, const uint8_t *types, const prstm_column *cols,
+                              unsigned ncols) {
   const long cores = sysconf(_SC_NPROCESSORS_ONLN);
   uint64_t nthreads = n / TXTABLE_COPY_ROWS_PER_THREAD + 1;
   if (nthreads > (uint64_t)(cores > 0 ? cores : 1)) nthreads = (uint64_t)(cores > 0 ? cores : 1);
@@ -328,7 +331,7 @@ static void txtable_copy_rows(prstm_batch *b, uint64_t n, const prstm_column *co
   pthread_t tids[TXTABLE_COPY_MAX_THREADS];
   int started[TXTABLE_COPY_MAX_THREADS] = {0};
   for (uint64_t k = 0; k < nthreads; k++) {
-    jobs[k] = (column_copy){b, b->n, n * k / nthreads, n * (k + 1) / nthreads, cols, ncols};
+    jobs[k] = (column_copy){b, b->n, n * k / nthreads, n * (k + 1) / nthreads, types, cols, ncols};
     if (k > 0) started[k] = pthread_create(&tids[k], NULL, column_copy_rows, &jobs[k]) == 0;
   }
   column_copy_rows(&jobs[0]);
