@@ -7,6 +7,7 @@
 #include "bank_body.h"
 #include "prstm.h"
 #include "test_backend.h"
+#include "../workloads/workload_util.h"
 #include "test_bank_run.h"
 #include "test_workload.h"
 #include "txtable.h"
@@ -558,6 +559,53 @@ Test(bank_cpu, invariant_reads_every_part_of_a_large_batch) {
            (unsigned long long)withdrawals);
   cr_assert(strstr(msg, want) != NULL, "want '%s' in: %s", want, msg);
   run_close(&r);
+}
+
+/* The generator's pairs come from a permutation computed row by row: for
+ * every size, each pair has exactly one earlier and one later member, the
+ * earlier at the lower row, and every other row is random; a different
+ * seed places them elsewhere. */
+Test(bank_generator, pairs_placed_row_by_row_have_two_members_each) {
+  const uint64_t sizes[][2] = {{1, 0}, {2, 1}, {7, 3}, {1000, 1}, {1000, 500}, {300007, 15000}, {300007, 150003}};
+  for (unsigned k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+    const uint64_t n = sizes[k][0], npairs = sizes[k][1];
+    wl_pair_perm perm;
+    wl_pair_perm_init(&perm, 2026 + k, n, npairs);
+    uint64_t *first = malloc((npairs ? npairs : 1) * sizeof *first);
+    uint64_t *second = malloc((npairs ? npairs : 1) * sizeof *second);
+    cr_assert(first && second);
+    for (uint64_t p = 0; p < npairs; p++) first[p] = second[p] = UINT64_MAX;
+    uint64_t random_rows = 0;
+    for (uint64_t r = 0; r < n; r++) {
+      const uint64_t slot = wl_pair_slot(&perm, r);
+      if (slot == WL_RANDOM_ROW) {
+        random_rows++;
+        continue;
+      }
+      const uint64_t p = slot >> 1;
+      cr_assert_lt(p, npairs, "n %llu: row %llu names pair %llu", (unsigned long long)n, (unsigned long long)r,
+                   (unsigned long long)p);
+      uint64_t *member = slot & 1 ? &second[p] : &first[p];
+      cr_assert_eq(*member, UINT64_MAX, "n %llu: pair %llu has two %s members", (unsigned long long)n,
+                   (unsigned long long)p, slot & 1 ? "later" : "earlier");
+      *member = r;
+    }
+    cr_assert_eq(random_rows, n - 2 * npairs, "n %llu: %llu random rows", (unsigned long long)n,
+                 (unsigned long long)random_rows);
+    uint64_t moved = 0;
+    wl_pair_perm other;
+    wl_pair_perm_init(&other, 9999 + k, n, npairs);
+    for (uint64_t p = 0; p < npairs; p++) {
+      cr_assert_lt(first[p], second[p], "n %llu: pair %llu: earlier row %llu after later row %llu",
+                   (unsigned long long)n, (unsigned long long)p, (unsigned long long)first[p],
+                   (unsigned long long)second[p]);
+      moved += wl_pair_slot(&other, first[p]) != (p << 1);
+    }
+    if (npairs >= 1000)
+      cr_assert_gt(moved, npairs / 2, "another seed moved only %llu pairs", (unsigned long long)moved);
+    free(first);
+    free(second);
+  }
 }
 
 /* The generator makes its rows in blocks, each block from its own stream,

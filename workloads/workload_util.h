@@ -194,6 +194,73 @@ static inline uint64_t *wl_pair_rows(uint64_t *rng, uint64_t n, uint64_t npairs)
   return slot;
 }
 
+/* Semantic pairs placed row by row, for generators on every core: a
+ * pseudo-random permutation pi of [0, n) (a four-round Feistel network over
+ * the smallest even number of bits that covers n, walked until it lands
+ * below n) sends row r to place pi(r); the rows whose places fall below
+ * 2 npairs are the pairs' members, places 2p and 2p + 1 making pair p, so
+ * the members are a random set of rows, paired at random, at every
+ * distance. wl_pair_slot tells a row's part from the seed alone, with the
+ * same encoding as wl_pair_rows' table, and needs no table. */
+typedef struct wl_pair_perm {
+  uint64_t n, npairs, mask;
+  unsigned half_bits;
+  uint64_t key[4];
+} wl_pair_perm;
+
+static inline void wl_pair_perm_init(wl_pair_perm *p, uint64_t seed, uint64_t n, uint64_t npairs) {
+  memset(p, 0, sizeof *p);
+  p->n = n;
+  p->npairs = npairs;
+  unsigned bits = 2;
+  while (bits < 64 && (1ull << bits) < n) bits += 2;
+  p->half_bits = bits / 2;
+  p->mask = (1ull << p->half_bits) - 1;
+  uint64_t s = seed ^ 0x7061697273000000ull; /* "pairs" */
+  for (int i = 0; i < 4; i++) p->key[i] = wl_rand(&s);
+}
+
+static inline uint64_t wl_pair_round(uint64_t x, uint64_t key) {
+  x = (x ^ key) * 0x9e3779b97f4a7c15ull;
+  x ^= x >> 29;
+  x *= 0xbf58476d1ce4e5b9ull;
+  return x ^ (x >> 32);
+}
+
+/* One pass of the network over the whole domain, or its inverse. */
+static inline uint64_t wl_pair_feistel(const wl_pair_perm *p, uint64_t x, int inverse) {
+  uint64_t l = x >> p->half_bits, r = x & p->mask;
+  for (int i = 0; i < 4; i++) {
+    if (!inverse) {
+      const uint64_t t = l ^ (wl_pair_round(r, p->key[i]) & p->mask);
+      l = r;
+      r = t;
+    } else {
+      const uint64_t t = r ^ (wl_pair_round(l, p->key[3 - i]) & p->mask);
+      r = l;
+      l = t;
+    }
+  }
+  return (l << p->half_bits) | r;
+}
+
+/* pi(x) (inverse 0) or its inverse (inverse 1), for x < n: the walk stays
+ * on x's cycle, which holds a place below n. */
+static inline uint64_t wl_pair_permute(const wl_pair_perm *p, uint64_t x, int inverse) {
+  do x = wl_pair_feistel(p, x, inverse);
+  while (x >= p->n);
+  return x;
+}
+
+/* Row r's part: WL_RANDOM_ROW, or pair p's p << 1 for the earlier member
+ * and (p << 1) | 1 for the later. */
+static inline uint64_t wl_pair_slot(const wl_pair_perm *p, uint64_t r) {
+  const uint64_t place = wl_pair_permute(p, r, 0);
+  if (place >= 2 * p->npairs) return WL_RANDOM_ROW;
+  const uint64_t partner = wl_pair_permute(p, place ^ 1, 1);
+  return ((place >> 1) << 1) | (r > partner ? 1u : 0u);
+}
+
 /* ---- Generators on every core ----
  *
  * A generated batch is made in blocks of WL_BLOCK_ROWS rows, block b from a

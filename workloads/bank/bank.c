@@ -194,9 +194,9 @@ static int bank_emit_pair_member(bank_gen *g, uint64_t account, uint64_t amount,
  * and tables, read only while the blocks are made. */
 typedef struct bank_blocks {
   bank_gen base;
-  const uint64_t *slot; /* each row's pair and member, or NULL without pairs */
-  uint64_t reserved;    /* accounts set apart for pairs */
-  int transfers;        /* the mix has transfers, so a pair may be one */
+  wl_pair_perm pairs; /* each row's pair and member, where npairs > 0 */
+  uint64_t reserved;  /* accounts set apart for pairs */
+  int transfers;      /* the mix has transfers, so a pair may be one */
 } bank_blocks;
 
 /* Rows [first, first + rows): random rows from the block's stream; pair p's
@@ -210,18 +210,19 @@ static int bank_make_block(const void *ctx, prstm_batch *part, uint64_t first, u
   g.rng = *rng;
   int rc = 0;
   for (uint64_t i = first; i < first + rows && rc == 0; i++) {
-    if (!bb->slot || bb->slot[i] == WL_RANDOM_ROW) {
+    const uint64_t slot = bb->pairs.npairs ? wl_pair_slot(&bb->pairs, i) : WL_RANDOM_ROW;
+    if (slot == WL_RANDOM_ROW) {
       rc = bank_emit_random(&g);
       continue;
     }
-    const uint64_t reserved = bb->reserved, p = bb->slot[i] >> 1;
+    const uint64_t reserved = bb->reserved, p = slot >> 1;
     uint64_t ps = spec->seed ^ (0xa5a5a5a5a5a5a5a5ull + p * 0x9e3779b97f4a7c15ull);
     uint64_t account = reserved ? g.accounts + p % reserved : wl_below(&ps, g.accounts);
     uint64_t amount = spec->amount_min + wl_below(&ps, spec->amount_max - spec->amount_min + 1);
     int as_transfer = bb->transfers && spec->accounts_per_tx <= 2 && (wl_rand(&ps) & 1);
     uint64_t to = g.accounts < 2 ? account : (account + 1 + wl_below(&ps, g.accounts - 1)) % g.accounts;
     uint64_t extra = !reserved || p < reserved ? g.initial : 0;
-    rc = bank_emit_pair_member(&g, account, amount, extra, (int)(bb->slot[i] & 1), as_transfer, to);
+    rc = bank_emit_pair_member(&g, account, amount, extra, (int)(slot & 1), as_transfer, to);
   }
   *rng = g.rng;
   return rc;
@@ -267,24 +268,22 @@ static int bank_generate(const prstm_generate_spec *spec, const prstm_state_spec
   /* Each pair takes two random rows; pairing the rows at random and putting
    * the dependent member first places the semantic conflicts unsorted, at
    * every distance. */
-  uint64_t *slot = NULL;
-  if (npairs && (slot = wl_pair_rows(&g.rng, n, npairs)) == NULL) {
-    snprintf(err, errlen, "cannot allocate the generator's pairing tables");
-    return PRSTM_ENOMEM;
-  }
+  bank_blocks blocks;
+  memset(&blocks, 0, sizeof blocks);
+  wl_pair_perm_init(&blocks.pairs, spec->seed, n, npairs);
   wl_zipf zipf;
   const double skew = spec->params[BANK_P_SKEW];
   if (skew > 0) {
     if (wl_zipf_init(&zipf, g.accounts, skew) != 0) {
-      free(slot);
       snprintf(err, errlen, "cannot allocate the generator's Zipfian table");
       return PRSTM_ENOMEM;
     }
     g.zipf = &zipf;
   }
-  bank_blocks blocks = {g, slot, reserved, w[BANK_TRANSFER] > 0};
+  blocks.base = g;
+  blocks.reserved = reserved;
+  blocks.transfers = w[BANK_TRANSFER] > 0;
   rc = wl_generate_blocks(batch, n, spec->seed, spec->threads, bank_make_block, &blocks);
-  free(slot);
   if (g.zipf) wl_zipf_free(&zipf);
   return wl_generated(batch, rc, spec->presorted, err, errlen);
 }
