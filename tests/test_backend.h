@@ -116,4 +116,19 @@ static inline void test_append2(prstm_batch *batch, const char *type, prstm_word
   cr_assert_eq(prstm_batch_append_named(batch, type, args, nargs), 0, "%s", prstm_batch_error(batch));
 }
 
+/* Batches a and b hold the same rows: sizes, column counts, every type and
+ * every argument word; `what` names the comparison in a failure. */
+static inline void test_expect_same_rows(const prstm_batch *a, const prstm_batch *b, const char *what) {
+  cr_assert_eq(prstm_batch_size(b), prstm_batch_size(a), "%s: %llu rows against %llu", what,
+               (unsigned long long)prstm_batch_size(b), (unsigned long long)prstm_batch_size(a));
+  cr_assert_eq(prstm_batch_columns(b), prstm_batch_columns(a), "%s: column counts differ", what);
+  for (uint64_t i = 0; i < prstm_batch_size(a); i++) {
+    if (prstm_batch_type(a, i) != prstm_batch_type(b, i))
+      cr_assert_fail("%s: row %llu's type differs", what, (unsigned long long)i);
+    for (unsigned c = 0; c < prstm_batch_columns(a); c++)
+      if (prstm_batch_arg(a, i, c) != prstm_batch_arg(b, i, c))
+        cr_assert_fail("%s: row %llu column %u differs", what, (unsigned long long)i, c);
+  }
+}
+
 #endif /* TEST_BACKEND_H */

@@ -299,6 +299,74 @@ Test(kmeans_cpu, invariant_catches_a_changed_count) {
 
 /* The generator sizes the batch itself and refuses keys that would mean
  * something else here; the state refuses more clusters than points. */
+/* The generator makes its rows on as many threads as asked: one thread and
+ * several give the same shuffled batch, row for row; the shuffle holds the
+ * presorted batch's assigns, each once, out of iteration order. */
+static prstm_batch *generated_on(unsigned threads, int presorted) {
+  prstm_state_spec s;
+  prstm_state_spec_init(km(), &s);
+  set_knob(&s, "points", 50001); /* four iterations: four blocks, the last one short */
+  set_knob(&s, "clusters", 8);
+  set_knob(&s, "iterations", 4);
+  set_knob(&s, "coordinate_max", 1000);
+  set_knob(&s, "seed", 17);
+  prstm_generate_spec g;
+  prstm_generate_spec_init(km(), &g);
+  g.seed = 23;
+  g.threads = threads;
+  g.presorted = presorted;
+  prstm_batch *b = NULL;
+  cr_assert_eq(prstm_batch_create(&b, km()), 0);
+  char err[256];
+  cr_assert_eq(km()->generate(&g, &s, b, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(prstm_batch_size(b), 50001 * 4);
+  return b;
+}
+
+typedef struct km_row {
+  prstm_word type, x, y;
+} km_row;
+
+static int km_row_cmp(const void *a, const void *b) {
+  const km_row *p = a, *q = b;
+  if (p->type != q->type) return p->type < q->type ? -1 : 1;
+  if (p->x != q->x) return p->x < q->x ? -1 : 1;
+  return p->y < q->y ? -1 : p->y > q->y;
+}
+
+static km_row *km_sorted_rows(const prstm_batch *b) {
+  km_row *rows = malloc(prstm_batch_size(b) * sizeof *rows);
+  cr_assert(rows);
+  for (uint64_t i = 0; i < prstm_batch_size(b); i++)
+    rows[i] = (km_row){prstm_batch_type(b, i), prstm_batch_arg(b, i, 0), prstm_batch_arg(b, i, 1)};
+  qsort(rows, prstm_batch_size(b), sizeof *rows, km_row_cmp);
+  return rows;
+}
+
+Test(kmeans_inputs, generated_rows_are_the_same_whatever_the_thread_count) {
+  prstm_batch *one = generated_on(1, 0);
+  for (unsigned threads = 2; threads <= 7; threads += 5) {
+    prstm_batch *many = generated_on(threads, 0);
+    char what[32];
+    snprintf(what, sizeof what, "%u threads", threads);
+    test_expect_same_rows(one, many, what);
+    prstm_batch_destroy(many);
+  }
+  prstm_batch *presorted = generated_on(3, 1);
+  const uint64_t n = prstm_batch_size(one);
+  uint64_t descents = 0;
+  for (uint64_t r = 1; r < n; r++) descents += prstm_batch_type(one, r) < prstm_batch_type(one, r - 1);
+  cr_assert_gt(descents, n / 8, "the rows are barely shuffled: %llu descents", (unsigned long long)descents);
+  km_row *a = km_sorted_rows(one), *b = km_sorted_rows(presorted);
+  for (uint64_t r = 0; r < n; r++)
+    if (km_row_cmp(&a[r], &b[r]) != 0)
+      cr_assert_fail("sorted row %llu differs from the presorted batch's", (unsigned long long)r);
+  free(a);
+  free(b);
+  prstm_batch_destroy(presorted);
+  prstm_batch_destroy(one);
+}
+
 Test(kmeans_inputs, generator_and_state_refuse_inconsistent_knobs) {
   const prstm_workload *wl = km();
   prstm_state_spec s;

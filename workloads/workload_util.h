@@ -194,33 +194,32 @@ static inline uint64_t *wl_pair_rows(uint64_t *rng, uint64_t n, uint64_t npairs)
   return slot;
 }
 
-/* Semantic pairs placed row by row, for generators on every core: a
- * pseudo-random permutation pi of [0, n) (a four-round Feistel network over
- * the smallest even number of bits that covers n, walked until it lands
- * below n) sends row r to place pi(r); the rows whose places fall below
- * 2 npairs are the pairs' members, places 2p and 2p + 1 making pair p, so
- * the members are a random set of rows, paired at random, at every
- * distance. wl_pair_slot tells a row's part from the seed alone, with the
- * same encoding as wl_pair_rows' table, and needs no table. */
-typedef struct wl_pair_perm {
-  uint64_t n, npairs, mask;
+/* ---- Permutations computed row by row ----
+ *
+ * A pseudo-random permutation pi of [0, n), keyed by a seed: a four-round
+ * Feistel network over the smallest even number of bits that covers n,
+ * walked until it lands below n (the walk stays on x's cycle, which holds a
+ * place below n). pi(x) and its inverse cost a few multiplies each and need
+ * no table, so a generator on every core can shuffle its rows or place its
+ * pairs with the same result for any thread count. */
+typedef struct wl_perm {
+  uint64_t n, mask;
   unsigned half_bits;
   uint64_t key[4];
-} wl_pair_perm;
+} wl_perm;
 
-static inline void wl_pair_perm_init(wl_pair_perm *p, uint64_t seed, uint64_t n, uint64_t npairs) {
+static inline void wl_perm_init(wl_perm *p, uint64_t seed, uint64_t n) {
   memset(p, 0, sizeof *p);
   p->n = n;
-  p->npairs = npairs;
   unsigned bits = 2;
   while (bits < 64 && (1ull << bits) < n) bits += 2;
   p->half_bits = bits / 2;
   p->mask = (1ull << p->half_bits) - 1;
-  uint64_t s = seed ^ 0x7061697273000000ull; /* "pairs" */
+  uint64_t s = seed ^ 0x7065726d00000000ull; /* "perm" */
   for (int i = 0; i < 4; i++) p->key[i] = wl_rand(&s);
 }
 
-static inline uint64_t wl_pair_round(uint64_t x, uint64_t key) {
+static inline uint64_t wl_perm_round(uint64_t x, uint64_t key) {
   x = (x ^ key) * 0x9e3779b97f4a7c15ull;
   x ^= x >> 29;
   x *= 0xbf58476d1ce4e5b9ull;
@@ -228,15 +227,15 @@ static inline uint64_t wl_pair_round(uint64_t x, uint64_t key) {
 }
 
 /* One pass of the network over the whole domain, or its inverse. */
-static inline uint64_t wl_pair_feistel(const wl_pair_perm *p, uint64_t x, int inverse) {
+static inline uint64_t wl_perm_feistel(const wl_perm *p, uint64_t x, int inverse) {
   uint64_t l = x >> p->half_bits, r = x & p->mask;
   for (int i = 0; i < 4; i++) {
     if (!inverse) {
-      const uint64_t t = l ^ (wl_pair_round(r, p->key[i]) & p->mask);
+      const uint64_t t = l ^ (wl_perm_round(r, p->key[i]) & p->mask);
       l = r;
       r = t;
     } else {
-      const uint64_t t = r ^ (wl_pair_round(l, p->key[3 - i]) & p->mask);
+      const uint64_t t = r ^ (wl_perm_round(l, p->key[3 - i]) & p->mask);
       r = l;
       l = t;
     }
@@ -244,20 +243,30 @@ static inline uint64_t wl_pair_feistel(const wl_pair_perm *p, uint64_t x, int in
   return (l << p->half_bits) | r;
 }
 
-/* pi(x) (inverse 0) or its inverse (inverse 1), for x < n: the walk stays
- * on x's cycle, which holds a place below n. */
-static inline uint64_t wl_pair_permute(const wl_pair_perm *p, uint64_t x, int inverse) {
-  do x = wl_pair_feistel(p, x, inverse);
+/* pi(x), for x < n. */
+static inline uint64_t wl_perm_at(const wl_perm *p, uint64_t x) {
+  do x = wl_perm_feistel(p, x, 0);
   while (x >= p->n);
   return x;
 }
 
-/* Row r's part: WL_RANDOM_ROW, or pair p's p << 1 for the earlier member
- * and (p << 1) | 1 for the later. */
-static inline uint64_t wl_pair_slot(const wl_pair_perm *p, uint64_t r) {
-  const uint64_t place = wl_pair_permute(p, r, 0);
-  if (place >= 2 * p->npairs) return WL_RANDOM_ROW;
-  const uint64_t partner = wl_pair_permute(p, place ^ 1, 1);
+/* The inverse of pi at x < n. */
+static inline uint64_t wl_perm_inverse(const wl_perm *p, uint64_t x) {
+  do x = wl_perm_feistel(p, x, 1);
+  while (x >= p->n);
+  return x;
+}
+
+/* Semantic pairs placed row by row: row r goes to place pi(r), and the rows
+ * whose places fall below 2 npairs are the pairs' members, places 2p and
+ * 2p + 1 making pair p, so the members are a random set of rows, paired at
+ * random, at every distance. Row r's part, with wl_pair_rows' encoding:
+ * WL_RANDOM_ROW, or p << 1 for pair p's earlier member and (p << 1) | 1 for
+ * its later one. */
+static inline uint64_t wl_pair_slot(const wl_perm *p, uint64_t npairs, uint64_t r) {
+  const uint64_t place = wl_perm_at(p, r);
+  if (place >= 2 * npairs) return WL_RANDOM_ROW;
+  const uint64_t partner = wl_perm_inverse(p, place ^ 1);
   return ((place >> 1) << 1) | (r > partner ? 1u : 0u);
 }
 

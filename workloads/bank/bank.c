@@ -194,9 +194,10 @@ static int bank_emit_pair_member(bank_gen *g, uint64_t account, uint64_t amount,
  * and tables, read only while the blocks are made. */
 typedef struct bank_blocks {
   bank_gen base;
-  wl_pair_perm pairs; /* each row's pair and member, where npairs > 0 */
-  uint64_t reserved;  /* accounts set apart for pairs */
-  int transfers;      /* the mix has transfers, so a pair may be one */
+  wl_perm pairs; /* places each row's pair and member */
+  uint64_t npairs;
+  uint64_t reserved; /* accounts set apart for pairs */
+  int transfers;     /* the mix has transfers, so a pair may be one */
 } bank_blocks;
 
 /* Rows [first, first + rows): random rows from the block's stream; pair p's
@@ -210,7 +211,7 @@ static int bank_make_block(const void *ctx, prstm_batch *part, uint64_t first, u
   g.rng = *rng;
   int rc = 0;
   for (uint64_t i = first; i < first + rows && rc == 0; i++) {
-    const uint64_t slot = bb->pairs.npairs ? wl_pair_slot(&bb->pairs, i) : WL_RANDOM_ROW;
+    const uint64_t slot = bb->npairs ? wl_pair_slot(&bb->pairs, bb->npairs, i) : WL_RANDOM_ROW;
     if (slot == WL_RANDOM_ROW) {
       rc = bank_emit_random(&g);
       continue;
@@ -270,7 +271,8 @@ static int bank_generate(const prstm_generate_spec *spec, const prstm_state_spec
    * every distance. */
   bank_blocks blocks;
   memset(&blocks, 0, sizeof blocks);
-  wl_pair_perm_init(&blocks.pairs, spec->seed, n, npairs);
+  wl_perm_init(&blocks.pairs, spec->seed, n);
+  blocks.npairs = npairs;
   wl_zipf zipf;
   const double skew = spec->params[BANK_P_SKEW];
   if (skew > 0) {

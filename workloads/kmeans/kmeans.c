@@ -74,10 +74,13 @@ static int kmeans_read_knobs(const prstm_state_spec *spec, kmeans_knobs *k, char
   return 0;
 }
 
-/* Point i is the i-th pair drawn from the seed's stream. */
-static void kmeans_next_point(uint64_t *rng, uint64_t coord_max, uint64_t *x, uint64_t *y) {
-  *x = wl_below(rng, coord_max + 1);
-  *y = wl_below(rng, coord_max + 1);
+/* Point i is the i-th pair drawn from the seed's stream. The stream moves
+ * by a fixed step per draw, so its place before draw 2i is known and any
+ * point is drawn on its own, on any thread. */
+static void kmeans_point(const kmeans_knobs *k, uint64_t i, uint64_t *x, uint64_t *y) {
+  uint64_t rng = k->seed + 2 * i * 0x9e3779b97f4a7c15ull;
+  *x = wl_below(&rng, k->coord_max + 1);
+  *y = wl_below(&rng, k->coord_max + 1);
 }
 
 static uint64_t kmeans_nwords(const kmeans_knobs *k) { return KMEANS_STATE_WORDS(k->clusters, k->iterations); }
@@ -89,10 +92,9 @@ static void kmeans_fill_initial(const kmeans_knobs *k, prstm_word *w) {
   w[KMEANS_H_CLUSTERS] = k->clusters;
   w[KMEANS_H_ITERATIONS] = k->iterations;
   w[KMEANS_H_COORD_MAX] = k->coord_max;
-  uint64_t rng = k->seed;
   for (uint64_t c = 0; c < k->clusters; c++) {
     uint64_t x, y;
-    kmeans_next_point(&rng, k->coord_max, &x, &y);
+    kmeans_point(k, c, &x, &y);
     w[KMEANS_WORD(k->clusters, 0, c, KMEANS_SUM_X)] = x;
     w[KMEANS_WORD(k->clusters, 0, c, KMEANS_SUM_Y)] = y;
     w[KMEANS_WORD(k->clusters, 0, c, KMEANS_COUNT)] = 1;
@@ -116,11 +118,36 @@ static int kmeans_init_state(const prstm_state_spec *spec, prstm_word **words, u
   return 0;
 }
 
+/* What every block of the batch shares: the knobs and the shuffle. */
+typedef struct kmeans_rows {
+  const kmeans_knobs *k;
+  int presorted;
+  wl_perm order; /* emitted row -> iteration-major row, unless presorted */
+} kmeans_rows;
+
+/* Rows [first, first + rows) in emitted order: row r of the
+ * iteration-major order is iteration r / points + 1, point r % points. */
+static int kmeans_make_block(const void *ctx, prstm_batch *part, uint64_t first, uint64_t rows, uint64_t *rng) {
+  (void)rng;
+  const kmeans_rows *kr = ctx;
+  const uint64_t points = kr->k->points;
+  int rc = 0;
+  for (uint64_t r = first; r < first + rows && rc == 0; r++) {
+    const uint64_t at = kr->presorted ? r : wl_perm_at(&kr->order, r);
+    uint64_t x, y;
+    kmeans_point(kr->k, at % points, &x, &y);
+    prstm_word args[2] = {x, y};
+    rc = prstm_batch_append(part, (unsigned)(at / points), args, 2);
+  }
+  return rc;
+}
+
 /* The batch is points x iterations assigns, sized by the state's knobs:
  * batch.generate.transactions may be left out, and is refused when it says
  * another size. Presorted emits iteration after iteration (higher tags
  * first); otherwise the rows are shuffled with the generate seed, so that
- * dependent rows sit at every distance from the rows they depend on. */
+ * dependent rows sit at every distance from the rows they depend on. The
+ * rows are made on every core (batch.generate.threads). */
 static int kmeans_generate(const prstm_generate_spec *spec, const prstm_state_spec *state, prstm_batch *batch,
                            char *err, size_t errlen) {
   kmeans_knobs k;
@@ -149,43 +176,9 @@ static int kmeans_generate(const prstm_generate_spec *spec, const prstm_state_sp
              spec->semantic_ratio);
     return PRSTM_ECONFIG;
   }
-  uint32_t *px = malloc((size_t)k.points * sizeof *px);
-  uint32_t *py = malloc((size_t)k.points * sizeof *py);
-  uint32_t *order = spec->presorted ? NULL : malloc((size_t)n * sizeof *order);
-  if (!px || !py || (!spec->presorted && !order)) {
-    free(px);
-    free(py);
-    free(order);
-    snprintf(err, errlen, "cannot allocate %llu points", (unsigned long long)k.points);
-    return PRSTM_ENOMEM;
-  }
-  uint64_t rng = k.seed;
-  for (uint64_t i = 0; i < k.points; i++) {
-    uint64_t x, y;
-    kmeans_next_point(&rng, k.coord_max, &x, &y);
-    px[i] = (uint32_t)x;
-    py[i] = (uint32_t)y;
-  }
-  /* Row r of the iteration-major order is iteration r / points + 1, point r % points. */
-  if (order) {
-    for (uint64_t r = 0; r < n; r++) order[r] = (uint32_t)r;
-    uint64_t s = spec->seed;
-    for (uint64_t r = n - 1; r > 0; r--) {
-      uint64_t j = wl_below(&s, r + 1);
-      uint32_t t = order[r];
-      order[r] = order[j];
-      order[j] = t;
-    }
-  }
-  for (uint64_t r = 0; r < n && rc == 0; r++) {
-    uint64_t at = order ? order[r] : r;
-    uint64_t i = at % k.points;
-    prstm_word args[2] = {px[i], py[i]};
-    rc = prstm_batch_append(batch, (unsigned)(at / k.points), args, 2);
-  }
-  free(px);
-  free(py);
-  free(order);
+  kmeans_rows rows = {&k, spec->presorted, {0}};
+  if (!spec->presorted) wl_perm_init(&rows.order, spec->seed, n);
+  rc = wl_generate_blocks(batch, n, spec->seed, spec->threads, kmeans_make_block, &rows);
   /* Presorted is already the emitted order, iteration after iteration. */
   return wl_generated(batch, rc, 0, err, errlen);
 }
