@@ -283,6 +283,18 @@ static int gpu_pick_threads(const prstm_engine *e, const prstm_worker_variant *v
   return 0;
 }
 
+/* The threads of a launch over n rows: a default count (no engine.threads
+ * given) is lowered to the rows rounded up to a warp, since a thread past
+ * the last row has an empty block and still counts itself done and
+ * finished on the run's shared words: tens of thousands of idle threads
+ * cost a small batch more than its transactions. An explicit count is
+ * kept. */
+static uint32_t gpu_threads_for_rows(int given, uint32_t threads, uint64_t n) {
+  if (given) return threads;
+  const uint64_t warps = (n + 31) / 32;
+  return warps * 32 < threads ? (uint32_t)(warps ? warps * 32 : 32) : threads;
+}
+
 static int gpu_run_checked(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *v, prstm_results *res,
                            gpu_buffers *g, char *err, size_t errlen) {
   int rc;
@@ -305,6 +317,7 @@ static int gpu_run_checked(prstm_engine *e, prstm_batch *b, const prstm_worker_v
   const int try_deltas = engine_delta_want(e, b, PRSTM_BACKEND_GPU, threads, &hot, &plan);
   ENGINE_RANGE_POP();
   if (!try_deltas && e->opt.threads == 0) threads = engine_contention_inflight(&hot, threads);
+  threads = gpu_threads_for_rows(e->opt.threads != 0, threads, b->n);
   prstm_exec_ctx ctx;
   engine_ctx_fill_common(e, b, threads, &ctx);
   ctx.table.stride = b->n;
@@ -427,8 +440,9 @@ typedef struct gpu_slot {
 struct backend_stream {
   const prstm_worker_variant *v;
   uint32_t threads, ncols;
-  int verify;    /* each unit records its commit order and read hashes */
-  uint64_t rows; /* rows of one slot */
+  int threads_given; /* engine.threads was given: every unit runs on all of them */
+  int verify;        /* each unit records its commit order and read hashes */
+  uint64_t rows;     /* rows of one slot */
   uint64_t *words, *locks;
   unsigned long long *totals;  /* device: aborts, postponements, sweeps of every unit */
   uint64_t nwords, lock_words; /* lock_words: engine_lock_array_words */
@@ -562,6 +576,7 @@ static int gpu_stream_open_checked(prstm_engine *e, backend_stream *g, int resul
   rc = gpu_pick_threads(e, g->v, max_threads, &threads, err, errlen);
   if (rc) return rc;
   g->threads = threads;
+  g->threads_given = e->opt.threads != 0;
   g->nwords = e->nwords;
   g->lock_words = engine_lock_array_words(e->wl, (e->nwords + e->opt.lock_coverage - 1) / e->opt.lock_coverage);
 
@@ -821,6 +836,8 @@ static int gpu_stream_launch_checked(backend_stream *g, unsigned slot, const bac
    * the column starts as "none" (all ones) for every unit. */
   if (g->verify) GPU_CHECK(cudaMemsetAsync(sl->seq, 0xff, 8 * n, 0));
   prstm_exec_ctx ctx = g->base;
+  const uint32_t threads = gpu_threads_for_rows(g->threads_given, g->threads, n);
+  ctx.nthreads = threads;
   ctx.table.n = n;
   ctx.table.stride = n;
   ctx.table.ncols = g->ncols;
@@ -839,10 +856,10 @@ static int gpu_stream_launch_checked(backend_stream *g, unsigned slot, const bac
   ctx.quiesce = sl->quiesce;
   if (u->flags & ENGINE_RUN_KEEP_POSTPONED) ctx.semantic |= CMP_SEMANTIC_KEEP_POSTPONED;
   GPU_CHECK(cudaEventRecord(sl->exec_start, 0));
-  int rc = g->v->gpu_launch(&ctx, g->threads, err, errlen);
+  int rc = g->v->gpu_launch(&ctx, threads, err, errlen);
   if (rc) return rc;
   GPU_CHECK(cudaEventRecord(sl->exec_end, 0));
-  prstm_stream_stats_kernel<<<64, 256, 0, 0>>>(sl->stats, g->threads, g->totals);
+  prstm_stream_stats_kernel<<<64, 256, 0, 0>>>(sl->stats, threads, g->totals);
   GPU_CHECK(cudaGetLastError());
 
   GPU_CHECK(cudaStreamWaitEvent(g->back, sl->exec_end, 0));

@@ -48,7 +48,7 @@ Test(engine, empty_batch_and_missing_state_are_refused) {
  * runs 512 threads an SM and a batch with a wider row (a multi-transfer of
  * four argument words: the next worker variant) the engine's 256. The SM
  * count is read from the run's device line, "NAME (S SMs, T threads)". The
- * transfers spread over a million accounts: on hot words the engine keeps
+ * transfers spread over 8 million accounts: on hot words the engine keeps
  * fewer in flight (test_deltas.c). */
 Test(engine_gpu, default_threads_are_the_worker_variants_choice) {
   need_backend(PRSTM_BACKEND_GPU);
@@ -62,9 +62,11 @@ Test(engine_gpu, default_threads_are_the_worker_variants_choice) {
     opt.threads = 0;
     r.wl = prstm_workload_find("bank");
     test_open(r.wl, &opt, &r.engine, &r.batch);
-    const prstm_word accounts = 1000000;
+    const prstm_word accounts = 8000000;
     run_state(&r, accounts, 1000);
-    for (prstm_word i = 0; i < 1000; i++) add(&r, "transfer", i * 7919 % accounts, (i * 7919 + 1) % accounts, 1);
+    /* More rows than the default threads of any GPU up to 390 SMs: a batch
+     * with fewer rows runs on fewer threads (below). */
+    for (prstm_word i = 0; i < 200000; i++) add(&r, "transfer", i * 7919 % accounts, (i * 7919 + 1) % accounts, 1);
     if (wide) {
       prstm_word multi[4] = {5, 2, 1, 6}; /* to 5, amount 2, one source: 6 */
       cr_assert_eq(prstm_batch_append_named(r.batch, "transfer_multi", multi, 4), 0);
@@ -78,6 +80,30 @@ Test(engine_gpu, default_threads_are_the_worker_variants_choice) {
   }
   cr_assert_eq(threads[0], 512u * sms, "transfers: 512 an SM of %u SMs, ran %u threads", sms, threads[0]);
   cr_assert_eq(threads[1], 256u * sms, "a wider row: 256 an SM of %u SMs, ran %u threads", sms, threads[1]);
+}
+
+/* A batch with fewer rows than the default threads runs on its rows
+ * rounded up to a warp: a thread past the last row would only count itself
+ * done. A thread count that was given is kept. */
+Test(engine_gpu, small_batch_runs_on_as_many_threads_as_rows) {
+  need_backend(PRSTM_BACKEND_GPU);
+  const uint32_t given[2] = {0, 4096}, want[2] = {1024, 4096};
+  for (int k = 0; k < 2; k++) {
+    bank_run r;
+    memset(&r, 0, sizeof r);
+    prstm_options opt;
+    test_options(&opt, PRSTM_BACKEND_GPU, 0, 1);
+    opt.threads = given[k];
+    r.wl = prstm_workload_find("bank");
+    test_open(r.wl, &opt, &r.engine, &r.batch);
+    const prstm_word accounts = 1000000;
+    run_state(&r, accounts, 1000);
+    for (prstm_word i = 0; i < 1000; i++) add(&r, "transfer", i * 7919 % accounts, (i * 7919 + 1) % accounts, 1);
+    run_exec(&r);
+    cr_assert_eq(r.res.committed, 1000);
+    cr_assert_eq(r.res.threads, want[k], "engine.threads %u: ran %u threads for 1,000 rows", given[k], r.res.threads);
+    run_close(&r);
+  }
 }
 
 /* ---- prstm_engine_run_rounds ---- */
