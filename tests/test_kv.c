@@ -132,6 +132,29 @@ static void zipfian_mixes_are_verified(prstm_backend backend) {
 Test(kv_cpu, zipfian_mixes_are_verified) { zipfian_mixes_are_verified(PRSTM_BACKEND_CPU); }
 Test(kv_gpu, zipfian_mixes_are_verified, .timeout = 120) { zipfian_mixes_are_verified(PRSTM_BACKEND_GPU); }
 
+/* The preload runs on every core, a range of sets each: the state is the
+ * one a single thread gives, which is what the same keys' sets, run one
+ * after another in key order on an empty store, leave (with more keys than
+ * slots, so that ways are evicted). */
+Test(kv_cpu, preload_on_every_core_matches_sets_in_key_order) {
+  const uint64_t sets = 16384, ways = 4, keys = 150000;
+  kv_run pre, one;
+  run_open(&pre, PRSTM_BACKEND_CPU, 1, sets, ways, keys);
+  run_open(&one, PRSTM_BACKEND_CPU, 1, sets, ways, 0);
+  for (uint64_t k = 0; k < keys; k++) add(&one, "set", k, k + (1ull << 62));
+  test_run_verified(one.engine, one.batch, &one.res, "sets in key order");
+  cr_assert_eq(one.res.committed, keys);
+  uint64_t na = 0, nb = 0;
+  const prstm_word *a = prstm_engine_state(pre.engine, &na), *b = prstm_engine_state(one.engine, &nb);
+  cr_assert_eq(na, nb);
+  for (uint64_t i = 0; i < na; i++)
+    if (a[i] != b[i])
+      cr_assert_fail("word %llu: preload %llu, sets %llu", (unsigned long long)i, (unsigned long long)a[i],
+                     (unsigned long long)b[i]);
+  test_close(pre.engine, pre.batch);
+  test_close(one.engine, one.batch);
+}
+
 /* The invariant fails a store whose value no committed set wrote, and one
  * holding a key in another set than its own. */
 Test(kv_cpu, invariant_catches_a_broken_store) {

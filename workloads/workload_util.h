@@ -372,20 +372,22 @@ static void *wl_rows_worker(void *arg) {
   return NULL;
 }
 
-/* Returns the number of parts (1 to WL_BLOCK_MAX_THREADS); accs must have
- * room for WL_BLOCK_MAX_THREADS accumulators. A thread that cannot start
- * leaves its part to the caller's thread, so every row is read. */
-static inline unsigned wl_rows_in_parts(uint64_t n, wl_rows_fn fn, const void *ctx, void *accs, size_t acc_size) {
+/* Returns the number of parts (1 to WL_BLOCK_MAX_THREADS), each of at
+ * least min_rows rows; accs must have room for WL_BLOCK_MAX_THREADS
+ * accumulators (none when acc_size is 0). A thread that cannot start leaves
+ * its part to the caller's thread, so every row is read. */
+static inline unsigned wl_ranges_in_parts(uint64_t n, uint64_t min_rows, wl_rows_fn fn, const void *ctx, void *accs,
+                                          size_t acc_size) {
   const long cores = sysconf(_SC_NPROCESSORS_ONLN);
   uint64_t parts = (uint64_t)(cores > 0 ? cores : 1);
-  if (parts > n / WL_BLOCK_ROWS) parts = n / WL_BLOCK_ROWS ? n / WL_BLOCK_ROWS : 1;
+  if (parts > n / min_rows) parts = n / min_rows ? n / min_rows : 1;
   if (parts > WL_BLOCK_MAX_THREADS) parts = WL_BLOCK_MAX_THREADS;
-  memset(accs, 0, (size_t)parts * acc_size);
+  if (acc_size) memset(accs, 0, (size_t)parts * acc_size);
   wl_rows_job jobs[WL_BLOCK_MAX_THREADS];
   pthread_t tids[WL_BLOCK_MAX_THREADS];
   int started[WL_BLOCK_MAX_THREADS] = {0};
   for (uint64_t t = 0; t < parts; t++)
-    jobs[t] = (wl_rows_job){fn, ctx, n * t / parts, n * (t + 1) / parts, (char *)accs + t * acc_size};
+    jobs[t] = (wl_rows_job){fn, ctx, n * t / parts, n * (t + 1) / parts, acc_size ? (char *)accs + t * acc_size : NULL};
   for (uint64_t t = 1; t < parts; t++) started[t] = pthread_create(&tids[t], NULL, wl_rows_worker, &jobs[t]) == 0;
   wl_rows_worker(&jobs[0]);
   for (uint64_t t = 1; t < parts; t++) {
@@ -395,6 +397,11 @@ static inline unsigned wl_rows_in_parts(uint64_t n, wl_rows_fn fn, const void *c
       wl_rows_worker(&jobs[t]);
   }
   return (unsigned)parts;
+}
+
+/* The rows of a batch in parts of at least WL_BLOCK_ROWS rows. */
+static inline unsigned wl_rows_in_parts(uint64_t n, wl_rows_fn fn, const void *ctx, void *accs, size_t acc_size) {
+  return wl_ranges_in_parts(n, WL_BLOCK_ROWS, fn, ctx, accs, acc_size);
 }
 
 /* ---- The end of a generator ---- */

@@ -67,6 +67,25 @@ static void kv_set_direct(prstm_word *w, uint64_t sets, uint64_t ways, uint64_t 
   w[base] = clock;
 }
 
+/* The preload, on every core: each part takes a range of sets and inserts,
+ * in key order, the keys that fall in them, so every set sees its keys in
+ * the order one thread would give them, and the state is the same for any
+ * thread count. */
+typedef struct kv_preload_ctx {
+  prstm_word *w;
+  const kv_shape *s;
+  uint64_t keys;
+} kv_preload_ctx;
+
+static void kv_preload_sets(const void *ctx, uint64_t lo, uint64_t hi, void *acc) {
+  (void)acc;
+  const kv_preload_ctx *c = ctx;
+  for (uint64_t k = 0; k < c->keys; k++) {
+    const uint64_t set = kv_set_of(k, c->s->sets);
+    if (set >= lo && set < hi) kv_set_direct(c->w, c->s->sets, c->s->ways, k, KV_PRELOAD_VALUE(k));
+  }
+}
+
 static int kv_init_state(const prstm_state_spec *spec, prstm_word **words, uint64_t *nwords, char *err, size_t errlen) {
   kv_shape s;
   int rc = kv_read_shape(spec, &s, err, errlen);
@@ -79,8 +98,8 @@ static int kv_init_state(const prstm_state_spec *spec, prstm_word **words, uint6
   }
   w[0] = s.sets;
   w[1] = s.ways;
-  const uint64_t preload = (uint64_t)spec->params[KP_PRELOAD];
-  for (uint64_t k = 0; k < preload; k++) kv_set_direct(w, s.sets, s.ways, k, KV_PRELOAD_VALUE(k));
+  const kv_preload_ctx ctx = {w, &s, (uint64_t)spec->params[KP_PRELOAD]};
+  wl_ranges_in_parts(s.sets, 4096, kv_preload_sets, &ctx, NULL, 0);
   *words = w;
   *nwords = n;
   return 0;
