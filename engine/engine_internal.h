@@ -6,17 +6,7 @@
 #include "cmp_walk.h"
 #include "txtable.h"
 
-/* NVTX ranges around the phases of a run (transfer, execute, readback), for
- * Nsight Systems; without NVTX in the build they compile to nothing, and
- * with it they cost nothing unless a profiler is attached. */
-#ifdef PRSTM_HAVE_NVTX
-#include <nvtx3/nvToolsExt.h>
-#define ENGINE_RANGE_PUSH(name) nvtxRangePushA(name)
-#define ENGINE_RANGE_POP() nvtxRangePop()
-#else
-#define ENGINE_RANGE_PUSH(name) ((void)0)
-#define ENGINE_RANGE_POP() ((void)0)
-#endif
+#include "ranges.h"
 
 #ifdef __cplusplus
 extern "C" {

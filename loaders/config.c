@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "loaders_internal.h"
+#include "ranges.h"
 
 /* Everything a section parser needs to report a problem: the file to name
  * first and the caller's message buffer. */
@@ -600,7 +601,9 @@ int prstm_config_load_batch(const prstm_config *cfg, uint64_t nwords, prstm_batc
        * that every loader error names the file first. */
       char msg[512];
       msg[0] = '\0';
+      ENGINE_RANGE_PUSH("generate");
       int rc = cfg->workload->generate(&cfg->generate, &cfg->state, batch, msg, sizeof msg);
+      ENGINE_RANGE_POP();
       if (rc != 0) {
         if (msg[0] != '\0')
           loaders_errf(err, errlen, "%s: batch.generate: %s", cfg->path, msg);

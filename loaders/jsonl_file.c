@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "loaders_internal.h"
+#include "ranges.h"
 
 /* Below this many bytes a chunk is not worth a thread of its own: a
  * megabyte is some 2 ms of one core with simdjson (15 ms with cJSON alone),
@@ -204,6 +205,7 @@ int loaders_load_jsonl_threads(const char *path, const prstm_workload *wl, uint6
     c->nwords = nwords;
     rc = prstm_batch_create(&c->rows, wl);
   }
+  ENGINE_RANGE_PUSH("parse");
   if (rc == 0) {
     /* Chunk 0 runs on this thread; a chunk whose thread cannot start runs
      * here too, after the others have been started. */
@@ -219,6 +221,7 @@ int loaders_load_jsonl_threads(const char *path, const prstm_workload *wl, uint6
   } else {
     loaders_errf(err, errlen, "%s: cannot read: %s", path, strerror(ENOMEM));
   }
+  ENGINE_RANGE_POP();
   /* The first error in file order is the one reported, at its line in the
    * file: the lines of every chunk before it, plus its own. */
   unsigned long before = 0;
@@ -230,6 +233,7 @@ int loaders_load_jsonl_threads(const char *path, const prstm_workload *wl, uint6
     }
     before += chunks[k].lines;
   }
+  ENGINE_RANGE_PUSH("join");
   uint64_t total = 0;
   for (unsigned k = 0; k < made && rc == 0; k++) total += prstm_batch_size(chunks[k].rows);
   if (rc == 0 && total) prstm_batch_reserve(batch, prstm_batch_size(batch) + total, 0);
@@ -238,6 +242,7 @@ int loaders_load_jsonl_threads(const char *path, const prstm_workload *wl, uint6
     if (rc) loaders_errf(err, errlen, "%s: %s", path, prstm_batch_error(batch));
   }
   for (unsigned k = 0; chunks && k < nchunks; k++) prstm_batch_destroy(chunks[k].rows);
+  ENGINE_RANGE_POP();
   free(chunks);
   free(tids);
   munmap(text, len);

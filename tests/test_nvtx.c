@@ -138,6 +138,17 @@ Test(nvtx_gpu, gpu_run_marks_every_phase) {
                 (const char *const[]){"load", "warm-up", "plan", "transfer", "execute", "readback", "free", NULL});
 }
 
+/* A JSON Lines batch marks its parse and the join of its parts inside the
+ * batch range. */
+Test(nvtx, jsonl_batch_marks_parse_and_join) {
+  char data[PATH_MAX], batch[PATH_MAX + 32];
+  cr_assert_not_null(realpath(test_data_dir(), data), "cannot find the test data at '%s'", test_data_dir());
+  snprintf(batch, sizeof batch, "%s/cli/good_batch.jsonl", data);
+  range_log log;
+  cr_assert_eq(run_recorded((const char *const[]){"--backend", "cpu", "--batch", batch, NULL}, 1, &log), 0);
+  assert_ranges(&log, (const char *const[]){"load", "batch", "parse", "join", "run", NULL});
+}
+
 /* Without an injection library the ranges are no-ops: nothing is recorded. */
 Test(nvtx, nothing_is_recorded_without_an_injection_library) {
   range_log log;
