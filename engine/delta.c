@@ -14,7 +14,13 @@ int engine_delta_plan(const prstm_engine *e, const prstm_batch *b, cmp_delta_pla
   /* Only the types that occur count: a batch of transfers may take the path
    * even when its workload has opaque types too. */
   uint8_t present[PRSTM_MAX_TYPES] = {0};
-  for (uint64_t r = 0; r < b->n; r++) present[b->type[r]] = 1;
+  if (wl->ntypes <= 64) {
+    /* The batch keeps the set of its types below 64 as it grows: no pass
+     * over its rows. */
+    for (unsigned t = 0; t < wl->ntypes; t++) present[t] = (uint8_t)((b->type_mask >> t) & 1u);
+  } else {
+    for (uint64_t r = 0; r < b->n; r++) present[b->type[r]] = 1;
+  }
   if (!wl->steps) return 0;
   int lists = 0;
   for (unsigned t = 0; t < wl->ntypes; t++) {
