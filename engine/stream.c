@@ -266,6 +266,8 @@ static void outcome_store(prstm_batch *b, uint64_t row, const unit_outcomes *o, 
   if (b->read_hash && o->read_hash) b->read_hash[row] = o->read_hash[k];
 }
 
+static int stream_take_outcomes(prstm_stream *s, const stream_unit *u, const backend_outcomes *g);
+
 /* Waits for the slot's unit, writes each final row's outcome into its batch,
  * and queues the rows still pending. Units are retired in the order they
  * ran, so each one's sequence numbers come after those of every earlier one. */
@@ -275,8 +277,23 @@ static int stream_retire(prstm_stream *s, unsigned slot) {
   u->busy = 0;
   /* The unit's counts are the progress words its threads published last. */
   backend_outcomes g;
+  ENGINE_RANGE_PUSH("unit wait");
   int rc = s->ops->unit_wait(s->e, s->bs, slot, &g, &s->res.copy_s, &s->res.execute_s);
+  ENGINE_RANGE_POP();
   if (rc) return rc;
+  ENGINE_RANGE_PUSH("unit outcomes");
+  rc = stream_take_outcomes(s, u, &g);
+  ENGINE_RANGE_POP();
+  if (rc) return rc;
+  stream_report_progress(s, 0);
+  return stream_notify_done(s);
+}
+
+/* Writes each final row of a retired unit into its batch, and queues the
+ * rows still pending. */
+static int stream_take_outcomes(prstm_stream *s, const stream_unit *u, const backend_outcomes *gp) {
+  const backend_outcomes g = *gp;
+  int rc = 0;
   unit_outcomes o = {g.status, g.result, g.seq, g.read_hash, s->seq_base};
   const uint64_t sequences = g.q[STM_Q_SEQUENCE];
   s->res.committed += g.q[STM_Q_COMMITTED];
@@ -319,8 +336,7 @@ static int stream_retire(prstm_stream *s, unsigned slot) {
     outcome_store(b, og.row, &o, u->n_new + k);
     s->items[og.item].outstanding--;
   }
-  stream_report_progress(s, 0);
-  return stream_notify_done(s);
+  return 0;
 }
 
 /* Retires every unit in flight, oldest first. */
@@ -436,10 +452,14 @@ static int stream_launch(prstm_stream *s, uint64_t item, uint64_t n_new, uint64_
   rc = s->ops->unit_reserve(s->e, s->bs, slot, &bu, &staging);
   if (rc) return rc;
   double t0 = engine_now();
+  ENGINE_RANGE_PUSH("unit fill");
   rc = stream_fill(s, u, &staging, direct.n == 0);
+  ENGINE_RANGE_POP();
   if (rc) return rc;
   if (s->ops->staging_is_copy) s->res.copy_s += engine_now() - t0;
+  ENGINE_RANGE_PUSH("unit launch");
   rc = s->ops->unit_launch(s->e, s->bs, slot, &bu);
+  ENGINE_RANGE_POP();
   if (rc) return rc;
   u->busy = 1;
   return 0;
