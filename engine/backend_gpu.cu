@@ -83,20 +83,24 @@ extern "C" int prstm_gpu_kernel_max_threads(const void *kernel, uint32_t *max_th
  * be resident at once: a cooperative launch guarantees that or fails. */
 extern "C" int prstm_gpu_launch_kernel(const void *kernel, const prstm_exec_ctx *ctx, uint32_t threads, char *err,
                                        size_t errlen) {
+  const unsigned blocks = (threads + PRSTM_POLICY_BLOCK_THREADS - 1) / PRSTM_POLICY_BLOCK_THREADS;
+  prstm_exec_ctx arg = *ctx;
+  void *params[] = {&arg};
+  const cudaError_t launched =
+      cudaLaunchCooperativeKernel(kernel, dim3(blocks), dim3(PRSTM_POLICY_BLOCK_THREADS), params, 0, 0);
+  if (launched == cudaSuccess) return 0;
+  /* The residency checks that explain a refused launch run only then: made
+   * before every launch, they were four CUDA calls a unit of a stream. */
+  cudaGetLastError();
   int resident = 0;
   int rc = gpu_resident_blocks(kernel, &resident, err, errlen);
   if (rc) return rc;
-  unsigned blocks = (threads + PRSTM_POLICY_BLOCK_THREADS - 1) / PRSTM_POLICY_BLOCK_THREADS;
   if (blocks > (unsigned)resident) {
     snprintf(err, errlen, "%u threads requested; this GPU keeps at most %u resident for this kernel", threads,
              (unsigned)resident * PRSTM_POLICY_BLOCK_THREADS);
     return PRSTM_EINVAL;
   }
-  prstm_exec_ctx arg = *ctx;
-  void *params[] = {&arg};
-  GPU_CHECK(cudaLaunchCooperativeKernel(kernel, dim3(blocks), dim3(PRSTM_POLICY_BLOCK_THREADS), params, 0, 0));
-  GPU_CHECK(cudaGetLastError());
-  return 0;
+  return cuda_check_error(launched, "cudaLaunchCooperativeKernel", __FILE__, __LINE__, err, errlen);
 }
 
 /* Device buffers of one run, freed together on every path. */
