@@ -6,6 +6,7 @@
 #include "cmp_walk.h"
 #include "txtable.h"
 
+#include "parallel.h"
 #include "ranges.h"
 
 #ifdef __cplusplus
@@ -97,15 +98,6 @@ void engine_verify_report_init(prstm_verify_report *rep);
 
 /* The first worker variant whose max_columns covers ncols, or NULL. */
 const prstm_worker_variant *engine_pick_variant(const prstm_workload *wl, uint32_t ncols);
-/* Runs fn over [0, n) cut into `parts` consecutive ranges, each on a
- * thread of its own (the first on the caller's), and returns when all are
- * done; fn gets its part's index and range. engine_parallel_parts gives the
- * parts worth starting: one a core, at most ENGINE_MAX_PARTS, and none
- * with fewer than min_per_part items. */
-#define ENGINE_MAX_PARTS 64u
-typedef void (*engine_part_fn)(void *arg, unsigned part, uint64_t from, uint64_t to);
-unsigned engine_parallel_parts(uint64_t n, uint64_t min_per_part);
-void engine_parallel_for(uint64_t n, unsigned parts, engine_part_fn fn, void *arg);
 /* A zeroed lock array of `words` words for a CPU run or replay (freed with
  * free); NULL when out of memory. A large one is zeroed on every core. */
 uint64_t *engine_lock_array(uint64_t words);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "parallel.h"
 #include "prstm.h"
 
 /* ---- The random stream ----
@@ -347,61 +348,6 @@ static inline int wl_generate_blocks(prstm_batch *batch, uint64_t n, uint64_t se
   }
   for (uint64_t t = 0; t < nthreads; t++) prstm_batch_destroy(jobs[t].part);
   return rc;
-}
-
-/* ---- Checks on every core ----
- *
- * An invariant reads every row of a batch of up to 10^8 rows through the
- * public accessors; wl_rows_in_parts cuts [0, n) into parts of at least
- * WL_BLOCK_ROWS rows, one thread each, and part t adds into its own
- * accumulator, accs + t * acc_size (zeroed first), which the caller then
- * merges in part order, so the result does not depend on the core count
- * when the merge is exact (sums of integers, counts). */
-typedef void (*wl_rows_fn)(const void *ctx, uint64_t lo, uint64_t hi, void *acc);
-
-typedef struct wl_rows_job {
-  wl_rows_fn fn;
-  const void *ctx;
-  uint64_t lo, hi;
-  void *acc;
-} wl_rows_job;
-
-static void *wl_rows_worker(void *arg) {
-  const wl_rows_job *j = (const wl_rows_job *)arg;
-  j->fn(j->ctx, j->lo, j->hi, j->acc);
-  return NULL;
-}
-
-/* Returns the number of parts (1 to WL_BLOCK_MAX_THREADS), each of at
- * least min_rows rows; accs must have room for WL_BLOCK_MAX_THREADS
- * accumulators (none when acc_size is 0). A thread that cannot start leaves
- * its part to the caller's thread, so every row is read. */
-static inline unsigned wl_ranges_in_parts(uint64_t n, uint64_t min_rows, wl_rows_fn fn, const void *ctx, void *accs,
-                                          size_t acc_size) {
-  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  uint64_t parts = (uint64_t)(cores > 0 ? cores : 1);
-  if (parts > n / min_rows) parts = n / min_rows ? n / min_rows : 1;
-  if (parts > WL_BLOCK_MAX_THREADS) parts = WL_BLOCK_MAX_THREADS;
-  if (acc_size) memset(accs, 0, (size_t)parts * acc_size);
-  wl_rows_job jobs[WL_BLOCK_MAX_THREADS];
-  pthread_t tids[WL_BLOCK_MAX_THREADS];
-  int started[WL_BLOCK_MAX_THREADS] = {0};
-  for (uint64_t t = 0; t < parts; t++)
-    jobs[t] = (wl_rows_job){fn, ctx, n * t / parts, n * (t + 1) / parts, acc_size ? (char *)accs + t * acc_size : NULL};
-  for (uint64_t t = 1; t < parts; t++) started[t] = pthread_create(&tids[t], NULL, wl_rows_worker, &jobs[t]) == 0;
-  wl_rows_worker(&jobs[0]);
-  for (uint64_t t = 1; t < parts; t++) {
-    if (started[t])
-      pthread_join(tids[t], NULL);
-    else
-      wl_rows_worker(&jobs[t]);
-  }
-  return (unsigned)parts;
-}
-
-/* The rows of a batch in parts of at least WL_BLOCK_ROWS rows. */
-static inline unsigned wl_rows_in_parts(uint64_t n, wl_rows_fn fn, const void *ctx, void *accs, size_t acc_size) {
-  return wl_ranges_in_parts(n, WL_BLOCK_ROWS, fn, ctx, accs, acc_size);
 }
 
 /* ---- The end of a generator ---- */

@@ -299,11 +299,12 @@ typedef struct bank_row_sums {
 typedef struct bank_check_ctx {
   const prstm_batch *b;
   const prstm_word *w;
+  bank_row_sums *sums; /* one a part */
 } bank_check_ctx;
 
-static void bank_check_rows(const void *ctx, uint64_t lo, uint64_t hi, void *acc) {
-  const bank_check_ctx *c = ctx;
-  bank_row_sums *sum = acc;
+static void bank_check_rows(void *arg, unsigned part, uint64_t lo, uint64_t hi) {
+  const bank_check_ctx *c = arg;
+  bank_row_sums *sum = &c->sums[part];
   for (uint64_t i = lo; i < hi; i++) {
     prstm_status st;
     unsigned reason = 0;
@@ -332,9 +333,13 @@ static int bank_check_invariant(const prstm_engine *engine, const prstm_batch *b
   unsigned __int128 total = 0, initial = 0, deposits = 0, withdrawals = 0;
   for (uint64_t i = 0; i < nwords; i++) total += w[i];
   if (spec) initial = (unsigned __int128)spec->initial_balance * spec->accounts;
-  bank_row_sums parts[WL_BLOCK_MAX_THREADS];
-  const bank_check_ctx ctx = {b, w};
-  const unsigned nparts = wl_rows_in_parts(prstm_batch_size(b), bank_check_rows, &ctx, parts, sizeof parts[0]);
+  /* The rows in parts of at least a block, each with its own sums, merged
+   * in part order: exact, whatever the core count. */
+  bank_row_sums parts[ENGINE_MAX_PARTS];
+  memset(parts, 0, sizeof parts);
+  bank_check_ctx ctx = {b, w, parts};
+  const unsigned nparts = engine_parallel_parts(prstm_batch_size(b), WL_BLOCK_ROWS);
+  engine_parallel_for(prstm_batch_size(b), nparts, bank_check_rows, &ctx);
   uint64_t still_blocked_bad = 0;
   for (unsigned t = 0; t < nparts; t++) {
     deposits += parts[t].deposits;

@@ -77,9 +77,9 @@ typedef struct kv_preload_ctx {
   uint64_t keys;
 } kv_preload_ctx;
 
-static void kv_preload_sets(const void *ctx, uint64_t lo, uint64_t hi, void *acc) {
-  (void)acc;
-  const kv_preload_ctx *c = ctx;
+static void kv_preload_sets(void *arg, unsigned part, uint64_t lo, uint64_t hi) {
+  (void)part;
+  const kv_preload_ctx *c = arg;
   for (uint64_t k = 0; k < c->keys; k++) {
     const uint64_t set = kv_set_of(k, c->s->sets);
     if (set >= lo && set < hi) kv_set_direct(c->w, c->s->sets, c->s->ways, k, KV_PRELOAD_VALUE(k));
@@ -98,8 +98,8 @@ static int kv_init_state(const prstm_state_spec *spec, prstm_word **words, uint6
   }
   w[0] = s.sets;
   w[1] = s.ways;
-  const kv_preload_ctx ctx = {w, &s, (uint64_t)spec->params[KP_PRELOAD]};
-  wl_ranges_in_parts(s.sets, 4096, kv_preload_sets, &ctx, NULL, 0);
+  kv_preload_ctx ctx = {w, &s, (uint64_t)spec->params[KP_PRELOAD]};
+  engine_parallel_for(s.sets, engine_parallel_parts(s.sets, 4096), kv_preload_sets, &ctx);
   *words = w;
   *nwords = n;
   return 0;

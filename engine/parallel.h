@@ -1,0 +1,26 @@
+/* parallel.h: a loop over [0, n) cut into ranges, one thread each, for the engine's and the built-in workloads' host passes. */
+#ifndef ENGINE_PARALLEL_H
+#define ENGINE_PARALLEL_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Runs fn over [0, n) cut into `parts` consecutive ranges, each on a
+ * thread of its own (the first on the caller's), and returns when all are
+ * done; fn gets its part's index and range. A thread that cannot start
+ * leaves its range to the caller's thread. engine_parallel_parts gives the
+ * parts worth starting: one a core, at most ENGINE_MAX_PARTS, and none
+ * with fewer than min_per_part items. */
+#define ENGINE_MAX_PARTS 64u
+typedef void (*engine_part_fn)(void *arg, unsigned part, uint64_t from, uint64_t to);
+unsigned engine_parallel_parts(uint64_t n, uint64_t min_per_part);
+void engine_parallel_for(uint64_t n, unsigned parts, engine_part_fn fn, void *arg);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ENGINE_PARALLEL_H */
