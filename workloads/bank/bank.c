@@ -47,6 +47,17 @@ static const prstm_type_steps bank_steps[] = {
     [BANK_TOTAL] = {0, {{0, 0, 0}}},
 };
 
+typedef struct bank_fill_ctx {
+  prstm_word *w;
+  prstm_word balance;
+} bank_fill_ctx;
+
+static void bank_fill_words(void *arg, unsigned part, uint64_t from, uint64_t to) {
+  (void)part;
+  const bank_fill_ctx *c = arg;
+  for (uint64_t i = from; i < to; i++) c->w[i] = c->balance;
+}
+
 static int bank_init_state(const prstm_state_spec *spec, prstm_word **words, uint64_t *nwords, char *err,
                            size_t errlen) {
   if (spec->accounts == 0) {
@@ -58,7 +69,10 @@ static int bank_init_state(const prstm_state_spec *spec, prstm_word **words, uin
     snprintf(err, errlen, "cannot allocate %llu accounts", (unsigned long long)spec->accounts);
     return PRSTM_ENOMEM;
   }
-  for (uint64_t i = 0; i < spec->accounts; i++) w[i] = spec->initial_balance;
+  /* Filled on every core: 2^28 accounts are 2 GB, whose first touch alone
+   * takes a second on one thread. */
+  bank_fill_ctx fill = {w, spec->initial_balance};
+  engine_parallel_for(spec->accounts, engine_parallel_parts(spec->accounts, 1u << 20), bank_fill_words, &fill);
   *words = w;
   *nwords = spec->accounts;
   return 0;
@@ -290,9 +304,10 @@ static int bank_generate(const prstm_generate_spec *spec, const prstm_state_spec
   return wl_generated(batch, rc, spec->presorted, err, errlen);
 }
 
-/* What bank_check_rows adds up over a part of the batch. */
+/* What a part of the invariant adds up: rows of the batch (bank_check_rows)
+ * or words of the state (bank_sum_words). */
 typedef struct bank_row_sums {
-  unsigned __int128 deposits, withdrawals;
+  unsigned __int128 deposits, withdrawals, total;
   uint64_t still_blocked_bad;
 } bank_row_sums;
 
@@ -301,6 +316,14 @@ typedef struct bank_check_ctx {
   const prstm_word *w;
   bank_row_sums *sums; /* one a part */
 } bank_check_ctx;
+
+/* The state's words [lo, hi), summed into the part's total. */
+static void bank_sum_words(void *arg, unsigned part, uint64_t lo, uint64_t hi) {
+  const bank_check_ctx *c = arg;
+  unsigned __int128 total = 0;
+  for (uint64_t i = lo; i < hi; i++) total += c->w[i];
+  c->sums[part].total = total;
+}
 
 static void bank_check_rows(void *arg, unsigned part, uint64_t lo, uint64_t hi) {
   const bank_check_ctx *c = arg;
@@ -331,7 +354,12 @@ static int bank_check_invariant(const prstm_engine *engine, const prstm_batch *b
   const prstm_word *w = prstm_engine_state(engine, &nwords);
   const prstm_state_spec *spec = prstm_engine_state_spec(engine);
   unsigned __int128 total = 0, initial = 0, deposits = 0, withdrawals = 0;
-  for (uint64_t i = 0; i < nwords; i++) total += w[i];
+  bank_row_sums word_sums[ENGINE_MAX_PARTS];
+  memset(word_sums, 0, sizeof word_sums);
+  bank_check_ctx words_ctx = {NULL, w, word_sums};
+  const unsigned word_parts = engine_parallel_parts(nwords, 1u << 20);
+  engine_parallel_for(nwords, word_parts, bank_sum_words, &words_ctx);
+  for (unsigned t = 0; t < word_parts; t++) total += word_sums[t].total;
   if (spec) initial = (unsigned __int128)spec->initial_balance * spec->accounts;
   /* The rows in parts of at least a block, each with its own sums, merged
    * in part order: exact, whatever the core count. */
