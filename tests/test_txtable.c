@@ -3,7 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../workloads/workload_util.h"
 #include "prstm.h"
+#include "test_backend.h"
 #include "test_workload.h"
 #include "txtable.h"
 
@@ -63,4 +65,82 @@ Test(table, presort_puts_higher_tags_first_and_is_stable) {
     last = account;
   }
   prstm_batch_destroy(b);
+}
+
+/* A window appends into rows of a reserved batch, refuses to run past its
+ * rows or to widen the batch, and hands its types to the batch it closes
+ * on; the batch's rows are its own once set. */
+Test(table, windows_fill_reserved_rows_of_one_batch) {
+  prstm_batch *b = NULL;
+  cr_assert_eq(prstm_batch_create(&b, &test_probe_workload), 0);
+  prstm_word args[3] = {7, 8, 9};
+  cr_assert_eq(prstm_batch_append(b, PROBE_SKEW, args, 2), 0);
+  cr_assert_eq(prstm_batch_reserve(b, 1001, 2), 0);
+  prstm_batch *w[2] = {NULL, NULL};
+  cr_assert_eq(txtable_window_open(b, 1, 500, &w[0]), 0);
+  cr_assert_eq(txtable_window_open(b, 501, 500, &w[1]), 0);
+  for (unsigned k = 2; k-- > 0;)
+    for (uint64_t i = 0; i < 500; i++) {
+      prstm_word a[1] = {k * 500 + i};
+      cr_assert_eq(prstm_batch_append(w[k], k ? PROBE_INCREMENT : PROBE_WILD, a, 1), 0);
+    }
+  cr_assert_eq(prstm_batch_append(w[0], PROBE_INCREMENT, args, 1), PRSTM_ENOMEM, "a window ran past its rows");
+  cr_assert_eq(prstm_batch_size(b), 1, "rows became the batch's before the windows closed");
+  prstm_batch *wide = NULL;
+  cr_assert_eq(txtable_window_open(b, 0, 1, &wide), 0);
+  cr_assert_eq(prstm_batch_append(wide, PROBE_MOVE, args, 3), PRSTM_ENOMEM, "a window widened the batch");
+  prstm_batch_destroy(wide);
+  cr_assert_eq(txtable_window_close(b, w[0]), 500);
+  cr_assert_eq(txtable_window_close(b, w[1]), 500);
+  cr_assert_eq(txtable_set_rows(b, 1001), 0);
+  cr_assert_eq(prstm_batch_size(b), 1001);
+  cr_assert_eq(prstm_batch_type(b, 0), PROBE_SKEW);
+  cr_assert_eq(prstm_batch_arg(b, 0, 1), 8);
+  for (uint64_t i = 0; i < 1000; i++) {
+    cr_assert_eq(prstm_batch_type(b, 1 + i), i < 500 ? PROBE_WILD : PROBE_INCREMENT);
+    cr_assert_eq(prstm_batch_arg(b, 1 + i, 0), i);
+    cr_assert_eq(prstm_batch_arg(b, 1 + i, 1), 0);
+  }
+  const uint64_t want = (1ull << PROBE_SKEW) | (1ull << PROBE_WILD) | (1ull << PROBE_INCREMENT);
+  cr_assert_eq(b->type_mask, want, "types %llx", (unsigned long long)b->type_mask);
+  cr_assert_eq(txtable_window_open(b, b->cap - 1, 2, &wide), PRSTM_EINVAL, "a window past the reserved rows");
+  prstm_batch_destroy(b);
+}
+
+/* Generated blocks go straight into the batch's rows; a block wider than
+ * the first makes the generator start again with a part per thread. Both
+ * give the rows that one thread gives. */
+static int probe_block(const void *ctx, prstm_batch *part, uint64_t first, uint64_t rows, uint64_t *rng) {
+  const int widen = *(const int *)ctx;
+  for (uint64_t i = first; i < first + rows; i++) {
+    const prstm_word r = wl_rand(rng) % 64;
+    if (widen && first >= 2 * WL_BLOCK_ROWS && i % 1000 == 0) {
+      prstm_word list[4] = {3, r, (r + 1) % 64, (r + 2) % 64};
+      int rc = prstm_batch_append(part, PROBE_TOUCH, list, 4);
+      if (rc) return rc;
+    } else {
+      prstm_word a[1] = {r};
+      int rc = prstm_batch_append(part, PROBE_INCREMENT, a, 1);
+      if (rc) return rc;
+    }
+  }
+  return 0;
+}
+
+Test(table, generated_blocks_are_the_same_with_windows_or_parts) {
+  for (int widen = 0; widen < 2; widen++) {
+    prstm_batch *b[3];
+    const unsigned threads[3] = {1, 3, 7};
+    for (unsigned k = 0; k < 3; k++) {
+      cr_assert_eq(prstm_batch_create(&b[k], &test_probe_workload), 0);
+      prstm_word first[1] = {5};
+      cr_assert_eq(prstm_batch_append(b[k], PROBE_INCREMENT, first, 1), 0);
+      cr_assert_eq(wl_generate_blocks(b[k], 300007, 11, threads[k], probe_block, &widen), 0);
+      cr_assert_eq(prstm_batch_size(b[k]), 300008);
+      cr_assert_eq(prstm_batch_columns(b[k]), widen ? 4u : 1u);
+    }
+    for (unsigned k = 1; k < 3; k++) test_expect_same_rows(b[0], b[k], widen ? "widened" : "windows");
+    cr_assert_eq(prstm_batch_arg(b[0], 0, 0), 5);
+    for (unsigned k = 0; k < 3; k++) prstm_batch_destroy(b[k]);
+  }
 }

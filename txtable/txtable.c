@@ -49,6 +49,10 @@ int prstm_batch_pinned(const prstm_batch *b) { return b && b->pinned; }
 
 void prstm_batch_destroy(prstm_batch *b) {
   if (!b) return;
+  if (b->window) {
+    free(b); /* its rows belong to the batch it opened on */
+    return;
+  }
   free_columns(b->pinned_alloc, b->type, b->pinned);
   free_columns(b->pinned_alloc, b->status, b->pinned);
   free_columns(b->pinned_alloc, b->args, b->pinned);
@@ -98,6 +102,7 @@ static int alloc_batch_columns(const txtable_allocator *pa, batch_columns *c, ui
  * moved one by one because their stride changes with the capacity. Old
  * buffers are given back with the kind they were taken as (b->pinned). */
 static int txtable_reshape(prstm_batch *b, uint64_t cap, uint32_t ncols) {
+  if (b->window) return PRSTM_ENOMEM;
   if (ncols && cap > UINT64_MAX / 8 / ncols) return PRSTM_ENOMEM;
   batch_columns c;
   int rc = alloc_batch_columns(b->pinned_alloc, &c, cap, ncols);
@@ -136,6 +141,38 @@ int prstm_batch_reserve(prstm_batch *b, uint64_t rows, unsigned ncols) {
   return txtable_reshape(b, rows > b->cap ? rows : b->cap, ncols > b->ncols ? ncols : b->ncols);
 }
 
+int txtable_window_open(prstm_batch *dst, uint64_t first, uint64_t rows, prstm_batch **win) {
+  if (!dst || !win || dst->window || first > dst->cap || rows > dst->cap - first) return PRSTM_EINVAL;
+  prstm_batch *w = calloc(1, sizeof *w);
+  if (!w) return PRSTM_ENOMEM;
+  w->wl = dst->wl;
+  w->cap = dst->cap; /* the column stride: a window's rows are dst's */
+  w->ncols = dst->ncols;
+  w->type = dst->type + first;
+  w->status = dst->status + first;
+  w->args = dst->args ? dst->args + first : NULL;
+  w->window = 1;
+  w->limit = rows;
+  *win = w;
+  return 0;
+}
+
+uint64_t txtable_window_close(prstm_batch *dst, prstm_batch *win) {
+  if (!dst || !win || !win->window) return 0;
+  const uint64_t n = win->n;
+  dst->tag_mask |= win->tag_mask;
+  dst->type_mask |= win->type_mask;
+  if (win->has_read_only) dst->has_read_only = 1;
+  free(win);
+  return n;
+}
+
+int txtable_set_rows(prstm_batch *dst, uint64_t n) {
+  if (!dst || dst->window || n > dst->cap) return PRSTM_EINVAL;
+  dst->n = n;
+  return 0;
+}
+
 int prstm_batch_clear(prstm_batch *b) {
   if (!b) return PRSTM_EINVAL;
   b->n = 0;
@@ -172,7 +209,7 @@ int prstm_batch_append(prstm_batch *b, unsigned type, const prstm_word *args, un
   if (t->tag > PRSTM_MAX_TAG)
     return txtable_fail(b, PRSTM_EINVAL, "type %s: semantic tag %u; at most %u", t->name, t->tag,
                         (unsigned)PRSTM_MAX_TAG);
-  if (b->n == b->cap || nargs > b->ncols) {
+  if (b->n == b->cap || nargs > b->ncols || (b->window && b->n == b->limit)) {
     uint64_t cap = b->n == b->cap ? (b->cap ? b->cap * 2 : 1024) : b->cap;
     int rc = txtable_reshape(b, cap, nargs > b->ncols ? nargs : b->ncols);
     if (rc) return txtable_fail(b, rc, "cannot grow the batch past %llu rows: out of memory", (unsigned long long)b->n);
@@ -198,7 +235,7 @@ int prstm_batch_append_rows(prstm_batch *dst, const prstm_batch *src) {
   if (src->n == 0) return 0;
   if (src->n > UINT64_MAX - dst->n) return txtable_fail(dst, PRSTM_ENOMEM, "too many rows");
   const uint64_t need = dst->n + src->n;
-  if (need > dst->cap || src->ncols > dst->ncols) {
+  if (need > dst->cap || src->ncols > dst->ncols || (dst->window && need > dst->limit)) {
     uint64_t cap = dst->cap ? dst->cap : 1024;
     while (cap < need) cap = cap > UINT64_MAX / 2 ? need : cap * 2;
     int rc = txtable_reshape(dst, cap, src->ncols > dst->ncols ? src->ncols : dst->ncols);
@@ -302,7 +339,7 @@ int prstm_batch_append_columns(prstm_batch *b, uint64_t n, const uint8_t *types,
   }
   if (n > UINT64_MAX - b->n) return txtable_fail(b, PRSTM_ENOMEM, "too many rows");
   const uint64_t need = b->n + n;
-  if (need > b->cap || ncols > b->ncols) {
+  if (need > b->cap || ncols > b->ncols || (b->window && need > b->limit)) {
     uint64_t cap = b->cap ? b->cap : 1024;
     while (cap < need) cap = cap > UINT64_MAX / 2 ? need : cap * 2;
     int rc = txtable_reshape(b, cap, ncols > b->ncols ? ncols : b->ncols);

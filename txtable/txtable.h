@@ -31,7 +31,11 @@ struct prstm_batch {
   const uint64_t *row_id;
   const struct txtable_allocator *pinned_alloc; /* prstm_batch_create_pinned's; NULL for an ordinary batch */
   int pinned;                                   /* type, status and args are page-locked now */
-  char err[256];                                /* why the last append was refused (prstm_batch_error) */
+  /* A window (txtable_window_open) appends into rows of another batch, at
+   * most `limit` of them, and never takes memory of its own. */
+  int window;
+  uint64_t limit;
+  char err[256]; /* why the last append was refused (prstm_batch_error) */
 };
 
 /* Page-locked host memory for a batch's columns, as a backend gives it
@@ -59,6 +63,17 @@ int txtable_fail(prstm_batch *batch, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
+/* Windows let several threads append into one batch without a copy: a
+ * window is a batch whose appends fill rows [first, first + rows) of dst,
+ * which dst must have room for (prstm_batch_reserve), with dst's columns; an
+ * append past its rows or wider than dst's columns is refused (PRSTM_ENOMEM)
+ * instead of growing anything. txtable_window_close gives back the window's
+ * row count and adds its types and tags to dst's; txtable_set_rows then
+ * makes dst's filled rows its own. Rows a window did not fill are not dst's
+ * until then, and must be filled or left out (n ends before them). */
+int txtable_window_open(prstm_batch *dst, uint64_t first, uint64_t rows, prstm_batch **win);
+uint64_t txtable_window_close(prstm_batch *dst, prstm_batch *win);
+int txtable_set_rows(prstm_batch *dst, uint64_t n);
 /* Bytes a table of this shape takes on the GPU (type, status, args, results). */
 uint64_t txtable_device_bytes(const prstm_batch *batch, int verify);
 

@@ -12,6 +12,7 @@
 
 #include "parallel.h"
 #include "prstm.h"
+#include "txtable.h"
 
 /* ---- The random stream ----
  *
@@ -276,8 +277,13 @@ static inline uint64_t wl_pair_slot(const wl_perm *p, uint64_t npairs, uint64_t 
  * A generated batch is made in blocks of WL_BLOCK_ROWS rows, block b from a
  * stream of its own seeded by wl_block_seed(seed, b): the rows depend on
  * the seed and the row's place alone, so every core count gives the same
- * batch. Each thread makes a run of consecutive blocks into a batch of its
- * own, and the parts are joined in block order. */
+ * batch. Block 0 is made first, on the caller's thread, and tells the
+ * batch's columns; the batch is then reserved for every row, and each
+ * thread makes a run of consecutive blocks straight into its rows, through
+ * a window on them (txtable.h): no part to copy, and no second table in
+ * memory. A block wider than block 0 (a wider type drawn later) cannot fit
+ * a window: the rows are then made again into a part per thread, joined in
+ * block order. */
 #define WL_BLOCK_ROWS 65536u
 #define WL_BLOCK_MAX_THREADS 64
 
@@ -293,7 +299,7 @@ typedef struct wl_block_job {
   wl_make_block_fn make;
   const void *ctx;
   uint64_t seed, n, block_lo, block_hi;
-  prstm_batch *part;
+  prstm_batch *part; /* a window on the batch's rows, or a batch of its own */
   int rc;
 } wl_block_job;
 
@@ -308,9 +314,52 @@ static void *wl_block_worker(void *arg) {
   return NULL;
 }
 
+/* Runs the jobs, the first on the caller's thread; a thread that cannot
+ * start leaves its job to the caller. Returns the first job's failure. */
+static inline int wl_run_block_jobs(wl_block_job *jobs, uint64_t njobs) {
+  pthread_t tids[WL_BLOCK_MAX_THREADS];
+  int started[WL_BLOCK_MAX_THREADS] = {0};
+  for (uint64_t t = 1; t < njobs; t++) started[t] = pthread_create(&tids[t], NULL, wl_block_worker, &jobs[t]) == 0;
+  wl_block_worker(&jobs[0]);
+  for (uint64_t t = 1; t < njobs; t++) {
+    if (started[t])
+      pthread_join(tids[t], NULL);
+    else
+      wl_block_worker(&jobs[t]);
+  }
+  for (uint64_t t = 0; t < njobs; t++)
+    if (jobs[t].rc) return jobs[t].rc;
+  return 0;
+}
+
+/* Blocks [1, nblocks) straight into the batch's rows after block 0, on
+ * nthreads threads; PRSTM_ENOMEM when a window was too narrow or short
+ * (the caller then makes the rows again another way), or a generator's
+ * failure. The batch's rows end after block 0 until every window is full. */
+static inline int wl_generate_into_windows(prstm_batch *batch, uint64_t base, uint64_t n, uint64_t seed,
+                                           uint64_t nthreads, wl_make_block_fn make, const void *ctx) {
+  const uint64_t nblocks = (n + WL_BLOCK_ROWS - 1) / WL_BLOCK_ROWS;
+  wl_block_job jobs[WL_BLOCK_MAX_THREADS];
+  uint64_t njobs = 0;
+  int rc = 0;
+  for (uint64_t t = 0; t < nthreads && !rc; t++) {
+    const uint64_t lo = 1 + (nblocks - 1) * t / nthreads, hi = 1 + (nblocks - 1) * (t + 1) / nthreads;
+    if (lo == hi) continue;
+    const uint64_t first = lo * WL_BLOCK_ROWS, last = hi * WL_BLOCK_ROWS < n ? hi * WL_BLOCK_ROWS : n;
+    jobs[njobs] = (wl_block_job){make, ctx, seed, n, lo, hi, NULL, 0};
+    rc = txtable_window_open(batch, base + first, last - first, &jobs[njobs].part);
+    if (!rc) njobs++;
+  }
+  if (!rc && njobs) rc = wl_run_block_jobs(jobs, njobs);
+  uint64_t filled = 0;
+  for (uint64_t t = 0; t < njobs; t++) filled += txtable_window_close(batch, jobs[t].part);
+  if (!rc && filled != n - WL_BLOCK_ROWS) rc = PRSTM_ENOMEM;
+  return rc ? rc : txtable_set_rows(batch, base + n);
+}
+
 /* Appends n generated rows to batch, made by `make` block by block on
- * `threads` threads (0: every core). Returns the first failure (a generator's appends fail only
- * for memory). */
+ * `threads` threads (0: every core). Returns the first failure (a
+ * generator's appends fail only for memory). */
 static inline int wl_generate_blocks(prstm_batch *batch, uint64_t n, uint64_t seed, unsigned threads,
                                      wl_make_block_fn make, const void *ctx) {
   const uint64_t nblocks = (n + WL_BLOCK_ROWS - 1) / WL_BLOCK_ROWS;
@@ -318,32 +367,37 @@ static inline int wl_generate_blocks(prstm_batch *batch, uint64_t n, uint64_t se
   uint64_t nthreads = threads ? threads : (uint64_t)(cores > 0 ? cores : 1);
   if (nthreads > nblocks) nthreads = nblocks ? nblocks : 1;
   if (nthreads > WL_BLOCK_MAX_THREADS) nthreads = WL_BLOCK_MAX_THREADS;
+  const uint64_t base = prstm_batch_size(batch);
+  /* Block 0 on this thread, into a part that tells the columns. */
+  prstm_batch *first = NULL;
+  int rc = prstm_batch_create(&first, prstm_batch_workload(batch));
+  wl_block_job job0 = {make, ctx, seed, n, 0, nblocks ? 1 : 0, first, 0};
+  if (!rc) rc = prstm_batch_reserve(first, n < WL_BLOCK_ROWS ? n : WL_BLOCK_ROWS, 0);
+  if (!rc) rc = wl_run_block_jobs(&job0, 1);
+  if (!rc) rc = prstm_batch_reserve(batch, base + n, prstm_batch_columns(first));
+  if (!rc) rc = prstm_batch_append_rows(batch, first);
+  prstm_batch_destroy(first);
+  if (rc || nblocks < 2) return rc;
+  rc = wl_generate_into_windows(batch, base, n, seed, nthreads, make, ctx);
+  if (rc != PRSTM_ENOMEM) return rc;
+
+  /* A block wider than block 0: every block again, into a batch per
+   * thread, joined in order. */
+  txtable_set_rows(batch, base);
   wl_block_job jobs[WL_BLOCK_MAX_THREADS];
-  pthread_t tids[WL_BLOCK_MAX_THREADS];
-  int started[WL_BLOCK_MAX_THREADS] = {0};
-  int rc = 0;
+  rc = 0;
   for (uint64_t t = 0; t < nthreads; t++) {
     jobs[t] = (wl_block_job){make, ctx, seed, n, nblocks * t / nthreads, nblocks * (t + 1) / nthreads, NULL, 0};
-    const uint64_t blocks = jobs[t].block_hi - jobs[t].block_lo;
     if (!rc) rc = prstm_batch_create(&jobs[t].part, prstm_batch_workload(batch));
-    if (!rc) rc = prstm_batch_reserve(jobs[t].part, blocks * WL_BLOCK_ROWS, 0);
+    if (!rc) rc = prstm_batch_reserve(jobs[t].part, (jobs[t].block_hi - jobs[t].block_lo) * WL_BLOCK_ROWS, 0);
   }
-  for (uint64_t t = 1; t < nthreads && !rc; t++)
-    started[t] = pthread_create(&tids[t], NULL, wl_block_worker, &jobs[t]) == 0;
-  if (!rc) wl_block_worker(&jobs[0]);
-  for (uint64_t t = 1; t < nthreads && !rc; t++) {
-    if (started[t])
-      pthread_join(tids[t], NULL);
-    else
-      wl_block_worker(&jobs[t]);
-  }
-  for (uint64_t t = 0; t < nthreads && !rc; t++) rc = jobs[t].rc;
+  if (!rc) rc = wl_run_block_jobs(jobs, nthreads);
   if (!rc) {
     /* Room for every row at once, then the parts in order. */
     uint64_t cols = 0;
     for (uint64_t t = 0; t < nthreads; t++)
       if (prstm_batch_columns(jobs[t].part) > cols) cols = prstm_batch_columns(jobs[t].part);
-    rc = prstm_batch_reserve(batch, prstm_batch_size(batch) + n, (unsigned)cols);
+    rc = prstm_batch_reserve(batch, base + n, (unsigned)cols);
     for (uint64_t t = 0; t < nthreads && !rc; t++) rc = prstm_batch_append_rows(batch, jobs[t].part);
   }
   for (uint64_t t = 0; t < nthreads; t++) prstm_batch_destroy(jobs[t].part);
