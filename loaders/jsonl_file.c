@@ -11,7 +11,9 @@
 #include <unistd.h>
 
 #include "loaders_internal.h"
+#include "parallel.h"
 #include "ranges.h"
+#include "txtable.h"
 
 /* Below this many bytes a chunk is not worth a thread of its own: a
  * megabyte is some 2 ms of one core with simdjson (15 ms with cJSON alone),
@@ -27,12 +29,21 @@ typedef struct jsonl_chunk {
   int fast;  /* read records with the fast path where it is built */
   const prstm_workload *wl;
   uint64_t nwords;
-  prstm_batch *rows;   /* its records, in order */
+  prstm_batch *rows;   /* its records, in order: a batch of its own, or a window on the batch's rows */
+  uint64_t counted;    /* its lines, counted before the parse (0: not yet) */
   unsigned long lines; /* lines read (all of them, or up to the error's) */
   int rc;              /* its first error, or 0 */
   unsigned long col;   /* the error's column when the line is not JSON */
   char msg[LOADERS_KEYPATH_MAX + 320];
 } jsonl_chunk;
+
+/* The lines of text: its newlines, plus one for a last line without one
+ * (an upper bound on its records). */
+static uint64_t jsonl_count_lines(const char *text, size_t len) {
+  uint64_t lines = 1;
+  for (const char *p = text, *end = text + len; (p = memchr(p, '\n', (size_t)(end - p))) != NULL; p++) lines++;
+  return lines;
+}
 
 /* Parses the chunk's lines into its batch and stops at its first error,
  * with `lines` then the error's line within the chunk. */
@@ -41,9 +52,10 @@ static void *jsonl_parse_chunk(void *arg) {
   /* Room for every line at once: grown by doubling instead, sixteen threads'
    * batches each mapped and copied their columns a dozen times, and every
    * large mapping stops the other threads' page faults meanwhile. */
-  uint64_t lines = 1;
-  for (const char *p = c->text, *end = c->text + c->len; (p = memchr(p, '\n', (size_t)(end - p))) != NULL; p++) lines++;
-  prstm_batch_reserve(c->rows, lines, 0);
+  if (!c->counted) {
+    c->counted = jsonl_count_lines(c->text, c->len);
+    prstm_batch_reserve(c->rows, c->counted, 0);
+  }
   size_t cap = 256;
   char *line = malloc(cap);
   if (line == NULL) {
@@ -148,6 +160,105 @@ static unsigned jsonl_cut(const char *text, size_t len, unsigned threads, size_t
   return k;
 }
 
+/* Parses every chunk, each on a thread of its own (chunk 0 on this one; a
+ * chunk whose thread cannot start runs here too, after the others have
+ * been started), into its window (windowed) or into a batch of its own.
+ * Returns PRSTM_ENOMEM when the chunks' batches cannot be made, else 0;
+ * each chunk keeps its own first error. */
+static int jsonl_parse_chunks(jsonl_chunk *chunks, unsigned n, int windowed, const prstm_workload *wl) {
+  for (unsigned k = 0; k < n && !windowed; k++)
+    if (prstm_batch_create(&chunks[k].rows, wl) != 0) return PRSTM_ENOMEM;
+  pthread_t *tids = calloc(n, sizeof *tids);
+  int *started = calloc(n, sizeof *started);
+  for (unsigned k = 1; k < n && tids && started; k++)
+    started[k] = pthread_create(&tids[k], NULL, jsonl_parse_chunk, &chunks[k]) == 0;
+  for (unsigned k = 0; k < n; k++)
+    if (!started || !started[k]) jsonl_parse_chunk(&chunks[k]);
+  for (unsigned k = 1; k < n && started; k++)
+    if (started[k]) pthread_join(tids[k], NULL);
+  free(started);
+  free(tids);
+  return 0;
+}
+
+static void jsonl_count_part(void *arg, unsigned part, uint64_t from, uint64_t to) {
+  (void)part;
+  jsonl_chunk *chunks = arg;
+  for (uint64_t k = from; k < to; k++) chunks[k].counted = jsonl_count_lines(chunks[k].text, chunks[k].len);
+}
+
+/* Lets the chunks parse straight into the batch: every chunk's lines are
+ * counted (on every core), the batch is reserved for them after its base
+ * rows, as wide as the file's first record, and each chunk gets a window on
+ * its lines' rows (txtable.h). Returns 0 when the windows are open, and
+ * nonzero (nothing opened) when the chunks should parse into batches of
+ * their own: a first line that is not a record, or no room. */
+static int jsonl_open_windows(jsonl_chunk *chunks, unsigned n, prstm_batch *batch, uint64_t base) {
+  const jsonl_chunk *c0 = &chunks[0];
+  const char *nl = memchr(c0->text, '\n', c0->len);
+  const size_t first_len = nl ? (size_t)(nl - c0->text) + 1 : c0->len;
+  char *line = malloc(first_len + 1);
+  prstm_batch *probe = NULL;
+  if (line == NULL || prstm_batch_create(&probe, c0->wl) != 0) {
+    free(line);
+    return 1;
+  }
+  memcpy(line, c0->text, first_len);
+  line[first_len] = '\0';
+  unsigned long col = 0;
+  char msg[LOADERS_KEYPATH_MAX + 320];
+  int rc = loaders_jsonl_line(line, first_len, 1, NULL, c0->wl, c0->nwords, probe, &col, msg, sizeof msg);
+  const unsigned ncols = prstm_batch_columns(probe);
+  if (rc == 0 && prstm_batch_size(probe) != 1) rc = 1;
+  prstm_batch_destroy(probe);
+  free(line);
+  if (rc) return 1;
+  engine_parallel_for(n, n, jsonl_count_part, chunks);
+  uint64_t total = 0;
+  for (unsigned k = 0; k < n; k++) total += chunks[k].counted;
+  if (prstm_batch_reserve(batch, base + total, ncols) != 0) return 1;
+  uint64_t at = base;
+  for (unsigned k = 0; k < n; k++) {
+    if (txtable_window_open(batch, at, chunks[k].counted, &chunks[k].rows) != 0) {
+      for (unsigned j = 0; j < k; j++) {
+        prstm_batch_destroy(chunks[j].rows);
+        chunks[j].rows = NULL;
+      }
+      return 1;
+    }
+    at += chunks[k].counted;
+  }
+  return 0;
+}
+
+/* Whether a window refused a record (too wide for the batch's columns, or
+ * past its rows): its chunk's error is then no error of the file. */
+static int jsonl_window_refused(const jsonl_chunk *chunks, unsigned n) {
+  for (unsigned k = 0; k < n; k++)
+    if (chunks[k].rc == PRSTM_ENOMEM) return 1;
+  return 0;
+}
+
+/* Ends the windows. With keep, their rows become the batch's, each chunk's
+ * moved down to close the gap the one before it left (blank lines make no
+ * row); without, they are dropped and the batch keeps its rows. */
+static void jsonl_close_windows(jsonl_chunk *chunks, unsigned n, prstm_batch *batch, int keep) {
+  uint64_t at = prstm_batch_size(batch), to = at;
+  for (unsigned k = 0; k < n; k++) {
+    if (!keep) {
+      prstm_batch_destroy(chunks[k].rows);
+      chunks[k].rows = NULL;
+      continue;
+    }
+    const uint64_t rows = txtable_window_close(batch, chunks[k].rows);
+    chunks[k].rows = NULL;
+    txtable_move_rows(batch, at, to, rows);
+    at += chunks[k].counted;
+    to += rows;
+  }
+  if (keep) txtable_set_rows(batch, to);
+}
+
 int loaders_load_jsonl_threads(const char *path, const prstm_workload *wl, uint64_t nwords, prstm_batch *batch,
                                unsigned threads, int fast, char *err, size_t errlen) {
   if (path == NULL || wl == NULL || batch == NULL) {
@@ -192,10 +303,12 @@ int loaders_load_jsonl_threads(const char *path, const prstm_workload *wl, uint6
   size_t start[JSONL_MAX_THREADS + 1];
   const unsigned nchunks = jsonl_cut(text, len, threads, start);
   jsonl_chunk *chunks = calloc(nchunks, sizeof *chunks);
-  pthread_t *tids = calloc(nchunks, sizeof *tids);
-  int rc = chunks && tids ? 0 : PRSTM_ENOMEM;
-  unsigned made = 0;
-  for (unsigned k = 0; k < nchunks && rc == 0; k++) {
+  if (chunks == NULL) {
+    munmap(text, len);
+    loaders_errf(err, errlen, "%s: cannot read: %s", path, strerror(ENOMEM));
+    return PRSTM_ENOMEM;
+  }
+  for (unsigned k = 0; k < nchunks; k++) {
     jsonl_chunk *c = &chunks[k];
     c->text = text + start[k];
     c->len = start[k + 1] - start[k];
@@ -203,29 +316,32 @@ int loaders_load_jsonl_threads(const char *path, const prstm_workload *wl, uint6
     c->fast = fast;
     c->wl = wl;
     c->nwords = nwords;
-    rc = prstm_batch_create(&c->rows, wl);
   }
+  const uint64_t base = prstm_batch_size(batch);
   ENGINE_RANGE_PUSH("parse");
-  if (rc == 0) {
-    /* Chunk 0 runs on this thread; a chunk whose thread cannot start runs
-     * here too, after the others have been started. */
-    int *started = calloc(nchunks, sizeof *started);
-    for (unsigned k = 1; k < nchunks && started; k++)
-      started[k] = pthread_create(&tids[k], NULL, jsonl_parse_chunk, &chunks[k]) == 0;
-    for (unsigned k = 0; k < nchunks; k++)
-      if (!started || !started[k]) jsonl_parse_chunk(&chunks[k]);
-    for (unsigned k = 1; k < nchunks && started; k++)
-      if (started[k]) pthread_join(tids[k], NULL);
-    free(started);
-    made = nchunks;
-  } else {
-    loaders_errf(err, errlen, "%s: cannot read: %s", path, strerror(ENOMEM));
+  int windowed = jsonl_open_windows(chunks, nchunks, batch, base) == 0;
+  int rc = jsonl_parse_chunks(chunks, nchunks, windowed, wl);
+  if (rc == 0 && windowed && jsonl_window_refused(chunks, nchunks)) {
+    /* A record wider than the first (or a window too short): the rows
+     * are parsed again, each chunk into a batch of its own. */
+    jsonl_close_windows(chunks, nchunks, batch, 0);
+    windowed = 0;
+    for (unsigned k = 0; k < nchunks; k++) {
+      jsonl_chunk *c = &chunks[k];
+      c->rc = 0;
+      c->lines = 0;
+      c->col = 0;
+      c->msg[0] = '\0';
+      c->counted = 0;
+    }
+    rc = jsonl_parse_chunks(chunks, nchunks, 0, wl);
   }
   ENGINE_RANGE_POP();
+  if (rc) loaders_errf(err, errlen, "%s: cannot read: %s", path, strerror(ENOMEM));
   /* The first error in file order is the one reported, at its line in the
    * file: the lines of every chunk before it, plus its own. */
   unsigned long before = 0;
-  for (unsigned k = 0; k < made && rc == 0; k++) {
+  for (unsigned k = 0; k < nchunks && rc == 0; k++) {
     if (chunks[k].rc != 0) {
       rc = chunks[k].rc;
       jsonl_report(path, before + chunks[k].lines, &chunks[k], err, errlen);
@@ -234,17 +350,21 @@ int loaders_load_jsonl_threads(const char *path, const prstm_workload *wl, uint6
     before += chunks[k].lines;
   }
   ENGINE_RANGE_PUSH("join");
-  uint64_t total = 0;
-  for (unsigned k = 0; k < made && rc == 0; k++) total += prstm_batch_size(chunks[k].rows);
-  if (rc == 0 && total) prstm_batch_reserve(batch, prstm_batch_size(batch) + total, 0);
-  for (unsigned k = 0; k < made && rc == 0; k++) {
-    rc = prstm_batch_append_rows(batch, chunks[k].rows);
-    if (rc) loaders_errf(err, errlen, "%s: %s", path, prstm_batch_error(batch));
+  if (windowed) {
+    /* The rows are in place; only the gaps that blank lines left close. */
+    jsonl_close_windows(chunks, nchunks, batch, rc == 0);
+  } else {
+    uint64_t total = 0;
+    for (unsigned k = 0; k < nchunks && rc == 0; k++) total += prstm_batch_size(chunks[k].rows);
+    if (rc == 0 && total) prstm_batch_reserve(batch, base + total, 0);
+    for (unsigned k = 0; k < nchunks && rc == 0; k++) {
+      rc = prstm_batch_append_rows(batch, chunks[k].rows);
+      if (rc) loaders_errf(err, errlen, "%s: %s", path, prstm_batch_error(batch));
+    }
+    for (unsigned k = 0; k < nchunks; k++) prstm_batch_destroy(chunks[k].rows);
   }
-  for (unsigned k = 0; chunks && k < nchunks; k++) prstm_batch_destroy(chunks[k].rows);
   ENGINE_RANGE_POP();
   free(chunks);
-  free(tids);
   munmap(text, len);
   return rc;
 }

@@ -853,6 +853,43 @@ Test(loaders, a_file_read_on_several_threads_gives_the_rows_of_one, .init = make
   prstm_batch_destroy(one);
 }
 
+/* Rows of one width are parsed straight into the batch, each chunk into
+ * its own rows; blank lines leave gaps that close when the chunks are
+ * joined, so every thread count gives the rows in file order. A record
+ * wider than the first (appended last) makes the load parse again into
+ * parts, with the same result. */
+Test(loaders, rows_parsed_in_place_close_the_gaps_of_blank_lines, .init = make_tmpdir, .fini = remove_tmpdir) {
+  for (int wider = 0; wider < 2; wider++) {
+    const unsigned n = 3001;
+    size_t cap = (size_t)n * 96, at = 0;
+    char *text = malloc(cap);
+    cr_assert(text);
+    for (unsigned i = 0; i < n; i++) {
+      at +=
+          (size_t)snprintf(text + at, cap - at, "{\"type\": \"transfer\", \"from\": %u, \"to\": %u, \"amount\": %u}%s",
+                           i % 8, (i + 3) % 8, i + 1, i % 7 == 0 ? "\r\n" : "\n");
+      if (i % 13 == 5) at += (size_t)snprintf(text + at, cap - at, i % 2 ? "\n" : "   \n");
+    }
+    if (wider)
+      at += (size_t)snprintf(text + at, cap - at,
+                             "{\"type\": \"transfer_multi\", \"to\": 0, \"amount\": 1, \"from\": [1, 2, 3]}\n");
+    write_text(tmp_path("in_place.jsonl"), text);
+    free(text);
+    for (unsigned threads = 1; threads <= 64; threads = threads * 2 + 1) {
+      prstm_batch *b = new_batch();
+      cr_assert_eq(prstm_batch_append(b, BALANCE, (const prstm_word[]){5}, 1), 0);
+      cr_assert_eq(loaders_load_jsonl_threads(tmp_path("in_place.jsonl"), bank(), 8, b, threads, 1, err, sizeof err), 0,
+                   "%u threads: %s", threads, err);
+      cr_assert_eq(prstm_batch_size(b), 1 + n + (unsigned)wider, "%u threads", threads);
+      expect_row(b, 0, BALANCE, (const prstm_word[]){5}, 1);
+      for (unsigned i = 0; i < n; i++)
+        expect_row(b, 1 + i, TRANSFER, (const prstm_word[]){i % 8, (i + 3) % 8, i + 1}, 3);
+      if (wider) expect_row(b, 1 + n, TRANSFER_MULTI, (const prstm_word[]){0, 1, 3, 1, 2, 3}, 6);
+      prstm_batch_destroy(b);
+    }
+  }
+}
+
 /* Two bad lines in different chunks: the first in file order is reported,
  * at its line in the whole file, whatever the thread count. */
 Test(loaders, the_first_bad_line_in_file_order_is_reported_at_its_line, .init = make_tmpdir, .fini = remove_tmpdir) {

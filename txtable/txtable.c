@@ -167,6 +167,14 @@ uint64_t txtable_window_close(prstm_batch *dst, prstm_batch *win) {
   return n;
 }
 
+void txtable_move_rows(prstm_batch *b, uint64_t from, uint64_t to, uint64_t n) {
+  if (!b || from == to || n == 0) return;
+  memmove(b->type + to, b->type + from, (size_t)n);
+  memmove(b->status + to, b->status + from, (size_t)n);
+  for (uint32_t c = 0; c < b->ncols; c++)
+    memmove(b->args + (uint64_t)c * b->cap + to, b->args + (uint64_t)c * b->cap + from, (size_t)n * sizeof *b->args);
+}
+
 int txtable_set_rows(prstm_batch *dst, uint64_t n) {
   if (!dst || dst->window || n > dst->cap) return PRSTM_EINVAL;
   dst->n = n;

@@ -74,6 +74,9 @@ int txtable_fail(prstm_batch *batch, int code, const char *fmt, ...)
 int txtable_window_open(prstm_batch *dst, uint64_t first, uint64_t rows, prstm_batch **win);
 uint64_t txtable_window_close(prstm_batch *dst, prstm_batch *win);
 int txtable_set_rows(prstm_batch *dst, uint64_t n);
+/* Moves rows [from, from + n) of b's reserved rows to [to, to + n), every
+ * column (to below from: closes the gap a window left short). */
+void txtable_move_rows(prstm_batch *b, uint64_t from, uint64_t to, uint64_t n);
 /* Bytes a table of this shape takes on the GPU (type, status, args, results). */
 uint64_t txtable_device_bytes(const prstm_batch *batch, int verify);
 
