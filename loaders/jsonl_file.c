@@ -37,10 +37,12 @@ typedef struct jsonl_chunk {
   char msg[LOADERS_KEYPATH_MAX + 320];
 } jsonl_chunk;
 
-/* The lines of text: its newlines, plus one for a last line without one
- * (an upper bound on its records). */
+/* The lines of text, as the parse reads them: its newlines, plus one for
+ * a last line without one (an upper bound on its records). Counting one
+ * too many would leave a gap after each chunk's rows, which closing it
+ * would move most of the table to fill. */
 static uint64_t jsonl_count_lines(const char *text, size_t len) {
-  uint64_t lines = 1;
+  uint64_t lines = len > 0 && text[len - 1] != '\n';
   for (const char *p = text, *end = text + len; (p = memchr(p, '\n', (size_t)(end - p))) != NULL; p++) lines++;
   return lines;
 }
