@@ -3,7 +3,6 @@
 #define PRSTM_WORKLOAD_UTIL_H
 
 #include <math.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -285,7 +284,7 @@ static inline uint64_t wl_pair_slot(const wl_perm *p, uint64_t npairs, uint64_t 
  * a window: the rows are then made again into a part per thread, joined in
  * block order. */
 #define WL_BLOCK_ROWS 65536u
-#define WL_BLOCK_MAX_THREADS 64
+#define WL_BLOCK_MAX_THREADS ENGINE_MAX_PARTS
 
 /* Makes rows [first, first + rows) into part, drawing from *rng. */
 typedef int (*wl_make_block_fn)(const void *ctx, prstm_batch *part, uint64_t first, uint64_t rows, uint64_t *rng);
@@ -303,30 +302,25 @@ typedef struct wl_block_job {
   int rc;
 } wl_block_job;
 
-static void *wl_block_worker(void *arg) {
-  wl_block_job *j = (wl_block_job *)arg;
+static void wl_block_worker(wl_block_job *j) {
   for (uint64_t b = j->block_lo; b < j->block_hi && !j->rc; b++) {
     const uint64_t first = b * WL_BLOCK_ROWS;
     const uint64_t rows = j->n - first < WL_BLOCK_ROWS ? j->n - first : WL_BLOCK_ROWS;
     uint64_t rng = wl_block_seed(j->seed, b);
     j->rc = j->make(j->ctx, j->part, first, rows, &rng);
   }
-  return NULL;
 }
 
-/* Runs the jobs, the first on the caller's thread; a thread that cannot
- * start leaves its job to the caller. Returns the first job's failure. */
+static void wl_block_part(void *arg, unsigned part, uint64_t from, uint64_t to) {
+  (void)part;
+  wl_block_job *jobs = (wl_block_job *)arg;
+  for (uint64_t k = from; k < to; k++) wl_block_worker(&jobs[k]);
+}
+
+/* Runs the jobs, one a thread (engine_parallel_for). Returns the first
+ * job's failure. */
 static inline int wl_run_block_jobs(wl_block_job *jobs, uint64_t njobs) {
-  pthread_t tids[WL_BLOCK_MAX_THREADS];
-  int started[WL_BLOCK_MAX_THREADS] = {0};
-  for (uint64_t t = 1; t < njobs; t++) started[t] = pthread_create(&tids[t], NULL, wl_block_worker, &jobs[t]) == 0;
-  wl_block_worker(&jobs[0]);
-  for (uint64_t t = 1; t < njobs; t++) {
-    if (started[t])
-      pthread_join(tids[t], NULL);
-    else
-      wl_block_worker(&jobs[t]);
-  }
+  engine_parallel_for(njobs, (unsigned)njobs, wl_block_part, jobs);
   for (uint64_t t = 0; t < njobs; t++)
     if (jobs[t].rc) return jobs[t].rc;
   return 0;
