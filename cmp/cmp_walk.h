@@ -272,6 +272,43 @@ PRSTM_INLINE void cmp_publish(const prstm_exec_ctx *ctx, stm_thread_stats *st) {
   st->published_ns = port_clock_ns();
 }
 
+/* A lane's decisions not yet on the progress words, packed for a sum over
+ * its warp: commits in the low CMP_PACK_BITS bits, failures in the next,
+ * abandonments above them. A lane never holds PRSTM_POLICY_PROGRESS_BATCH of
+ * them unpublished (cmp_finish_row publishes at that count), so the sums of
+ * 32 lanes fit their fields (engine.c asserts it). */
+#define CMP_PACK_BITS 21
+#define CMP_PACK_MASK ((1ull << CMP_PACK_BITS) - 1)
+PRSTM_INLINE uint64_t cmp_unpublished_packed(const stm_thread_stats *st) {
+  return (st->committed - st->published_committed) | (st->failed - st->published_failed) << CMP_PACK_BITS |
+         (st->abandoned - st->published_abandoned) << (2 * CMP_PACK_BITS);
+}
+
+/* Publishes a whole warp's decisions at once (cmp_publish for one lane): the
+ * lanes' counts are summed, and lane 0 adds each sum to its progress word.
+ * Every lane of `lanes` must call it. A small batch ends with every thread
+ * publishing at the same moment, and one fenced atomic a lane on the same
+ * few words queued them all behind each other; a warp's one atomic a count
+ * does the same work. Returns the summed counts, packed, on lane 0. */
+PRSTM_INLINE uint64_t cmp_warp_publish(const prstm_exec_ctx *ctx, stm_thread_stats *st, unsigned lanes, uint32_t lane,
+                                       int active) {
+  const uint64_t mine = active ? cmp_unpublished_packed(st) : 0;
+  const uint64_t sum = port_warp_sum(lanes, lane, mine);
+  if (lane == 0 && sum) {
+    if (sum & CMP_PACK_MASK) port_fetch_add(&ctx->quiesce[STM_Q_COMMITTED], sum & CMP_PACK_MASK);
+    if ((sum >> CMP_PACK_BITS) & CMP_PACK_MASK)
+      port_fetch_add(&ctx->quiesce[STM_Q_FAILED], (sum >> CMP_PACK_BITS) & CMP_PACK_MASK);
+    if (sum >> (2 * CMP_PACK_BITS)) port_fetch_add(&ctx->quiesce[STM_Q_ABANDONED], sum >> (2 * CMP_PACK_BITS));
+  }
+  if (mine) {
+    st->published_committed = st->committed;
+    st->published_failed = st->failed;
+    st->published_abandoned = st->abandoned;
+    st->published_ns = port_clock_ns();
+  }
+  return sum;
+}
+
 PRSTM_INLINE void cmp_finish_row(const prstm_exec_ctx *ctx, uint64_t row, unsigned status, unsigned reason,
                                  stm_thread_stats *st) {
   port_table_store_u8(&ctx->table.status[row], txtable_pack_status(status, reason));
@@ -414,11 +451,26 @@ PRSTM_INLINE void cmp_walk_postpone(prstm_tx *tx, const prstm_exec_ctx *ctx, uin
         if (s == TXTABLE_COMMITTED) commits++;
       }
     }
+    /* What the sweep itself took, before the warp's shared end below, whose
+     * atomics would add their latency to every lane's back-off. */
+    const uint64_t sweep_ns = walking ? port_clock_ns() - sweep_start : 0;
+    /* The sweep's end, for the whole warp at once: its decisions are
+     * published, the epoch moves if any lane committed, and the lanes whose
+     * block is final count themselves done, in that order (a lane counted
+     * done before the epoch moved could let a waiter judge quiescence
+     * without the commits that fund it). Lane 0 does each once for the warp,
+     * after a sync that orders every lane's commits before its fences. */
+    port_warp_sync(lanes);
+    cmp_warp_publish(ctx, st, lanes, lane, walking);
+    const unsigned committers = port_warp_ballot(lanes, walking && commits);
+    const unsigned finishers = port_warp_ballot(lanes, walking && pending == 0);
+    if (lane == 0) {
+      if (committers) cmp_bump_epoch(ctx);
+      if (finishers) port_fetch_add(&ctx->quiesce[STM_Q_DONE], port_popcount(finishers));
+    }
+    port_warp_sync(lanes);
     if (!walking) continue;
-    cmp_publish(ctx, st);
-    if (commits) cmp_bump_epoch(ctx);
     if (pending == 0) {
-      port_fetch_add(&ctx->quiesce[STM_Q_DONE], 1);
       walking = 0;
       continue;
     }
@@ -426,7 +478,6 @@ PRSTM_INLINE void cmp_walk_postpone(prstm_tx *tx, const prstm_exec_ctx *ctx, uin
       futile = 0;
       continue;
     }
-    uint64_t sweep_ns = port_clock_ns() - sweep_start;
     int quiet = cmp_wait_quiescent(ctx, epoch);
     if (quiet < 0) { /* stopped */
       walking = 0;
@@ -457,9 +508,15 @@ PRSTM_INLINE void cmp_walk_block(prstm_tx *tx, const prstm_exec_ctx *ctx, uint32
     cmp_walk_retry(tx, ctx, rank, dispatch, &st);
   else
     cmp_walk_postpone(tx, ctx, rank, dispatch, &st);
-  cmp_publish(ctx, &st);
+  /* The walks end together on every lane of the warp, so the warp publishes
+   * and counts itself finished at once, as at the end of a sweep. */
+  const unsigned lanes = port_warp_lanes(rank, ctx->nthreads);
+  const uint32_t lane = port_warp_lane(rank);
+  port_warp_sync(lanes);
+  cmp_warp_publish(ctx, &st, lanes, lane, 1);
   ctx->stats[rank] = st;
-  port_fetch_add(&ctx->quiesce[STM_Q_FINISHED], 1);
+  port_warp_sync(lanes);
+  if (lane == 0) port_fetch_add(&ctx->quiesce[STM_Q_FINISHED], port_popcount(lanes));
 }
 
 #endif /* CMP_WALK_H */

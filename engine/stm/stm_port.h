@@ -126,6 +126,19 @@ PRSTM_INLINE int port_warp_any(unsigned lanes, int predicate) { return __any_syn
 PRSTM_INLINE uint64_t port_warp_broadcast(unsigned lanes, uint64_t v) {
   return (uint64_t)__shfl_sync(lanes, (unsigned long long)v, 0);
 }
+/* The lanes of `lanes` whose predicate holds, as a mask. */
+PRSTM_INLINE unsigned port_warp_ballot(unsigned lanes, int predicate) { return __ballot_sync(lanes, predicate); }
+/* The sum of every lane's v, on lane 0. `lanes` is a prefix of the warp
+ * (port_warp_lanes), so a lane adds what it reads only from a lane of it;
+ * a read from a lane past the prefix is undefined and dropped. */
+PRSTM_INLINE uint64_t port_warp_sum(unsigned lanes, uint32_t lane, uint64_t v) {
+  for (uint32_t offset = 16; offset > 0; offset >>= 1) {
+    const uint64_t other = (uint64_t)__shfl_down_sync(lanes, (unsigned long long)v, offset);
+    if (lane + offset < 32u && ((lanes >> (lane + offset)) & 1u)) v += other;
+  }
+  return v;
+}
+PRSTM_INLINE unsigned port_popcount(unsigned v) { return (unsigned)__popc(v); }
 /* Nanoseconds of the GPU's global timer (coarse, but shared by all SMs). */
 PRSTM_INLINE uint64_t port_clock_ns(void) {
   uint64_t t;
@@ -200,6 +213,16 @@ PRSTM_INLINE uint64_t port_warp_broadcast(unsigned lanes, uint64_t v) {
   (void)lanes;
   return v;
 }
+PRSTM_INLINE unsigned port_warp_ballot(unsigned lanes, int predicate) {
+  (void)lanes;
+  return predicate ? 1u : 0u;
+}
+PRSTM_INLINE uint64_t port_warp_sum(unsigned lanes, uint32_t lane, uint64_t v) {
+  (void)lanes;
+  (void)lane;
+  return v;
+}
+PRSTM_INLINE unsigned port_popcount(unsigned v) { return (unsigned)__builtin_popcount(v); }
 #ifdef __cplusplus
 extern "C"
 #endif
