@@ -164,7 +164,7 @@ PRSTM_INLINE void cmp_bump_epoch(const prstm_exec_ctx *ctx) {
     if (port_cas(q, s, next)) {
       /* The full epoch follows the tag; a sweep that reads it has seen the
        * commits behind every bump it counts. */
-      port_fetch_add(&ctx->quiesce[STM_Q_EPOCH], 1);
+      port_add_release(&ctx->quiesce[STM_Q_EPOCH], 1);
       return;
     }
     uint64_t now = port_load_acquire(q);
@@ -289,16 +289,19 @@ PRSTM_INLINE uint64_t cmp_unpublished_packed(const stm_thread_stats *st) {
  * Every lane of `lanes` must call it. A small batch ends with every thread
  * publishing at the same moment, and one fenced atomic a lane on the same
  * few words queued them all behind each other; a warp's one atomic a count
- * does the same work. Returns the summed counts, packed, on lane 0. */
+ * does the same work. The adds are relaxed and return nothing: the counts
+ * order nothing in the kernel, the watchdog only needs them to grow, and the
+ * host reads them at the end behind FINISHED's release add
+ * (cmp_walk_block). Returns the summed counts, packed, on lane 0. */
 PRSTM_INLINE uint64_t cmp_warp_publish(const prstm_exec_ctx *ctx, stm_thread_stats *st, unsigned lanes, uint32_t lane,
                                        int active) {
   const uint64_t mine = active ? cmp_unpublished_packed(st) : 0;
   const uint64_t sum = port_warp_sum(lanes, lane, mine);
   if (lane == 0 && sum) {
-    if (sum & CMP_PACK_MASK) port_fetch_add(&ctx->quiesce[STM_Q_COMMITTED], sum & CMP_PACK_MASK);
+    if (sum & CMP_PACK_MASK) port_add_relaxed(&ctx->quiesce[STM_Q_COMMITTED], sum & CMP_PACK_MASK);
     if ((sum >> CMP_PACK_BITS) & CMP_PACK_MASK)
-      port_fetch_add(&ctx->quiesce[STM_Q_FAILED], (sum >> CMP_PACK_BITS) & CMP_PACK_MASK);
-    if (sum >> (2 * CMP_PACK_BITS)) port_fetch_add(&ctx->quiesce[STM_Q_ABANDONED], sum >> (2 * CMP_PACK_BITS));
+      port_add_relaxed(&ctx->quiesce[STM_Q_FAILED], (sum >> CMP_PACK_BITS) & CMP_PACK_MASK);
+    if (sum >> (2 * CMP_PACK_BITS)) port_add_relaxed(&ctx->quiesce[STM_Q_ABANDONED], sum >> (2 * CMP_PACK_BITS));
   }
   if (mine) {
     st->published_committed = st->committed;
@@ -459,14 +462,17 @@ PRSTM_INLINE void cmp_walk_postpone(prstm_tx *tx, const prstm_exec_ctx *ctx, uin
      * block is final count themselves done, in that order (a lane counted
      * done before the epoch moved could let a waiter judge quiescence
      * without the commits that fund it). Lane 0 does each once for the warp,
-     * after a sync that orders every lane's commits before its fences. */
+     * after a sync that orders every lane's commits before its fences. The
+     * done count is a release add that returns nothing: a waiter that reads
+     * it with acquire also sees the bump before it, and nothing here waits
+     * for its value. */
     port_warp_sync(lanes);
     cmp_warp_publish(ctx, st, lanes, lane, walking);
     const unsigned committers = port_warp_ballot(lanes, walking && commits);
     const unsigned finishers = port_warp_ballot(lanes, walking && pending == 0);
     if (lane == 0) {
       if (committers) cmp_bump_epoch(ctx);
-      if (finishers) port_fetch_add(&ctx->quiesce[STM_Q_DONE], port_popcount(finishers));
+      if (finishers) port_add_release(&ctx->quiesce[STM_Q_DONE], port_popcount(finishers));
     }
     port_warp_sync(lanes);
     if (!walking) continue;
@@ -509,14 +515,16 @@ PRSTM_INLINE void cmp_walk_block(prstm_tx *tx, const prstm_exec_ctx *ctx, uint32
   else
     cmp_walk_postpone(tx, ctx, rank, dispatch, &st);
   /* The walks end together on every lane of the warp, so the warp publishes
-   * and counts itself finished at once, as at the end of a sweep. */
+   * and counts itself finished at once, as at the end of a sweep. The release
+   * add orders the counts and every lane's stats (behind the sync) before
+   * it, for the CPU backend's host, which waits for FINISHED with acquire. */
   const unsigned lanes = port_warp_lanes(rank, ctx->nthreads);
   const uint32_t lane = port_warp_lane(rank);
   port_warp_sync(lanes);
   cmp_warp_publish(ctx, &st, lanes, lane, 1);
   ctx->stats[rank] = st;
   port_warp_sync(lanes);
-  if (lane == 0) port_fetch_add(&ctx->quiesce[STM_Q_FINISHED], port_popcount(lanes));
+  if (lane == 0) port_add_release(&ctx->quiesce[STM_Q_FINISHED], port_popcount(lanes));
 }
 
 #endif /* CMP_WALK_H */
