@@ -9,6 +9,7 @@
 #include "backend.h"
 #include "cuda_check.h"
 #include "delta.h"
+#include "parallel.h"
 #include "watchdog.h"
 
 /* Every CUDA call goes through cuda_check.h: a failure becomes PRSTM_ECUDA
@@ -103,6 +104,122 @@ extern "C" int prstm_gpu_launch_kernel(const void *kernel, const prstm_exec_ctx 
   return cuda_check_error(launched, "cudaLaunchCooperativeKernel", __FILE__, __LINE__, err, errlen);
 }
 
+/* ---- a whole run's copies through pinned staging ---- */
+
+/* A copy from pageable memory is staged by the driver a small piece at a
+ * time on one thread. A run's large copies go instead through two pinned
+ * chunks of their own: every core fills one chunk while the GPU takes the
+ * other (and empties one while the GPU fills the other on the way back).
+ * The chunks cost a pinned allocation, so a run stages its copies only
+ * when they add up to PRSTM_POLICY_STAGED_COPY_MIN_BYTES; a copy from or to
+ * memory that is pinned already goes direct. */
+typedef struct gpu_staging {
+  uint8_t *chunk[2];
+  cudaEvent_t done[2]; /* the chunk's last copy on `stream` ended */
+  cudaStream_t stream;
+  size_t bytes; /* of each chunk; 0: every copy goes direct */
+  unsigned next;
+} gpu_staging;
+
+/* Opens the staging for copies that add up to `total` bytes. Where the
+ * pinned chunks cannot be had, the copies go direct: slower, not wrong. */
+static int gpu_staging_open(gpu_staging *s, uint64_t total, char *err, size_t errlen) {
+  if (total < PRSTM_POLICY_STAGED_COPY_MIN_BYTES) return 0;
+  for (int k = 0; k < 2; k++)
+    if (cudaMallocHost((void **)&s->chunk[k], PRSTM_POLICY_STAGED_COPY_CHUNK) != cudaSuccess) {
+      cudaGetLastError();
+      if (k == 1) cudaFreeHost(s->chunk[0]);
+      s->chunk[0] = s->chunk[1] = NULL;
+      return 0;
+    }
+  s->bytes = PRSTM_POLICY_STAGED_COPY_CHUNK;
+  GPU_CHECK(cudaStreamCreate(&s->stream));
+  GPU_CHECK(cudaEventCreateWithFlags(&s->done[0], cudaEventDisableTiming));
+  GPU_CHECK(cudaEventCreateWithFlags(&s->done[1], cudaEventDisableTiming));
+  return 0;
+}
+
+static void gpu_staging_close(gpu_staging *s) {
+  if (s->stream) cudaStreamSynchronize(s->stream);
+  for (int k = 0; k < 2; k++) {
+    if (s->done[k]) cudaEventDestroy(s->done[k]);
+    if (s->chunk[k]) cudaFreeHost(s->chunk[k]);
+  }
+  if (s->stream) cudaStreamDestroy(s->stream);
+  memset(s, 0, sizeof *s);
+}
+
+typedef struct gpu_host_copy {
+  uint8_t *dst;
+  const uint8_t *src;
+} gpu_host_copy;
+
+static void gpu_host_copy_part(void *arg, unsigned part, uint64_t from, uint64_t to) {
+  const gpu_host_copy *c = (const gpu_host_copy *)arg;
+  (void)part;
+  memcpy(c->dst + from, c->src + from, (size_t)(to - from));
+}
+
+/* memcpy on every core. */
+static void gpu_host_copy_all(void *dst, const void *src, size_t n) {
+  gpu_host_copy c = {(uint8_t *)dst, (const uint8_t *)src};
+  engine_parallel_for(n, engine_parallel_parts(n, PRSTM_POLICY_STAGED_COPY_BYTES_PER_PART), gpu_host_copy_part, &c);
+}
+
+/* Whether the copy of n bytes from or to host memory p goes direct. */
+static int gpu_staging_direct(const gpu_staging *s, const void *p, size_t n) {
+  if (!s->bytes || n < s->bytes) return 1;
+  cudaPointerAttributes a;
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    cudaGetLastError();
+    return 1;
+  }
+  return a.type != cudaMemoryTypeUnregistered;
+}
+
+/* Host to device: each chunk is filled once the GPU has taken what it held
+ * before, and its copy is queued at once. Ends with every copy queued; the
+ * caller synchronizes (gpu_upload's cudaDeviceSynchronize). */
+static int gpu_copy_up(gpu_staging *s, void *dst, const void *src, size_t n, char *err, size_t errlen) {
+  if (gpu_staging_direct(s, src, n)) {
+    GPU_CHECK(cudaMemcpy(dst, src, n, cudaMemcpyHostToDevice));
+    return 0;
+  }
+  for (size_t off = 0; off < n; off += s->bytes, s->next ^= 1u) {
+    const size_t m = n - off < s->bytes ? n - off : s->bytes;
+    GPU_CHECK(cudaEventSynchronize(s->done[s->next]));
+    gpu_host_copy_all(s->chunk[s->next], (const uint8_t *)src + off, m);
+    GPU_CHECK(cudaMemcpyAsync((uint8_t *)dst + off, s->chunk[s->next], m, cudaMemcpyHostToDevice, s->stream));
+    GPU_CHECK(cudaEventRecord(s->done[s->next], s->stream));
+  }
+  return 0;
+}
+
+/* Device to host: the GPU fills one chunk while every core empties the one
+ * it filled before. Returns with the whole copy in dst. */
+static int gpu_copy_down(gpu_staging *s, void *dst, const void *src, size_t n, char *err, size_t errlen) {
+  if (gpu_staging_direct(s, dst, n)) {
+    GPU_CHECK(cudaMemcpy(dst, src, n, cudaMemcpyDeviceToHost));
+    return 0;
+  }
+  size_t filled_off = 0, filled = 0; /* the chunk s->next ^ 1 holds these bytes of the copy */
+  for (size_t off = 0;; off += s->bytes) {
+    const size_t m = off < n ? (n - off < s->bytes ? n - off : s->bytes) : 0;
+    if (m) {
+      GPU_CHECK(cudaMemcpyAsync(s->chunk[s->next], (const uint8_t *)src + off, m, cudaMemcpyDeviceToHost, s->stream));
+      GPU_CHECK(cudaEventRecord(s->done[s->next], s->stream));
+    }
+    if (filled) {
+      GPU_CHECK(cudaEventSynchronize(s->done[s->next ^ 1u]));
+      gpu_host_copy_all((uint8_t *)dst + filled_off, s->chunk[s->next ^ 1u], filled);
+    }
+    if (!m) return 0;
+    filled_off = off;
+    filled = m;
+    s->next ^= 1u;
+  }
+}
+
 /* Device buffers of one run, freed together on every path. */
 typedef struct gpu_buffers {
   uint64_t *words, *locks, *args, *result, *seq, *read_hash, *quiesce;
@@ -111,6 +228,7 @@ typedef struct gpu_buffers {
   cudaEvent_t start, stop;
   cudaStream_t monitor;
   uint64_t *host_words; /* pinned: progress read and stop flag written while the kernel runs */
+  gpu_staging staging;  /* the run's large copies (gpu_copy_up, gpu_copy_down) */
 } gpu_buffers;
 
 static void gpu_free(gpu_buffers *g) {
@@ -128,6 +246,7 @@ static void gpu_free(gpu_buffers *g) {
   if (g->stop) cudaEventDestroy(g->stop);
   if (g->monitor) cudaStreamDestroy(g->monitor);
   if (g->host_words) cudaFreeHost(g->host_words);
+  gpu_staging_close(&g->staging);
 }
 
 /* Waits for the kernel while watching its published progress through a
@@ -179,17 +298,24 @@ static int gpu_upload(const prstm_engine *e, const prstm_batch *b, uint32_t thre
   GPU_CHECK(cudaMalloc((void **)&g->type, b->n));
   GPU_CHECK(cudaMalloc((void **)&g->status, b->n));
   GPU_CHECK(cudaMalloc((void **)&g->stats, sizeof(stm_thread_stats) * threads));
-  GPU_CHECK(cudaMemcpy(g->words, e->words, 8 * e->nwords, cudaMemcpyHostToDevice));
+  /* The largest of the run's two ways decides whether it stages its copies. */
+  const uint64_t up = 8 * e->nwords + (8 * (uint64_t)b->ncols + 1) * b->n,
+                 down = 8 * e->nwords + (1 + 8 * (!!g->result + !!g->seq + !!g->read_hash)) * b->n;
+  int rc = gpu_staging_open(&g->staging, up > down ? up : down, err, errlen);
+  if (rc) return rc;
   GPU_CHECK(cudaMemset(g->locks, 0, 8 * lock_words));
-  for (uint32_t c = 0; c < b->ncols; c++)
-    GPU_CHECK(cudaMemcpy(g->args + (size_t)c * b->n, b->args + (size_t)c * b->cap, 8 * b->n, cudaMemcpyHostToDevice));
   if (g->result) GPU_CHECK(cudaMemset(g->result, 0, 8 * b->n));
   if (g->seq) GPU_CHECK(cudaMemset(g->seq, 0xff, 8 * b->n));
   if (g->read_hash) GPU_CHECK(cudaMemset(g->read_hash, 0, 8 * b->n));
   GPU_CHECK(cudaMemset(g->quiesce, 0, 8 * STM_Q_WORDS));
-  GPU_CHECK(cudaMemcpy(g->type, b->type, b->n, cudaMemcpyHostToDevice));
   GPU_CHECK(cudaMemset(g->status, 0, b->n));
   GPU_CHECK(cudaMemset(g->stats, 0, sizeof(stm_thread_stats) * threads));
+  if ((rc = gpu_copy_up(&g->staging, g->words, e->words, 8 * e->nwords, err, errlen)) != 0) return rc;
+  for (uint32_t c = 0; c < b->ncols; c++)
+    if ((rc = gpu_copy_up(&g->staging, g->args + (size_t)c * b->n, b->args + (size_t)c * b->cap, 8 * b->n, err,
+                          errlen)) != 0)
+      return rc;
+  if ((rc = gpu_copy_up(&g->staging, g->type, b->type, b->n, err, errlen)) != 0) return rc;
   GPU_CHECK(cudaDeviceSynchronize());
 
   ctx->words = g->words;
@@ -235,11 +361,13 @@ static int gpu_execute(prstm_engine *e, const prstm_batch *b, const prstm_worker
 /* Copies the final state, the table's outcomes and the threads' counters back. */
 static int gpu_readback(prstm_engine *e, prstm_batch *b, uint32_t threads, gpu_buffers *g, prstm_results *res,
                         char *err, size_t errlen) {
-  GPU_CHECK(cudaMemcpy(e->words, g->words, 8 * e->nwords, cudaMemcpyDeviceToHost));
-  GPU_CHECK(cudaMemcpy(b->status, g->status, b->n, cudaMemcpyDeviceToHost));
-  if (g->result) GPU_CHECK(cudaMemcpy(b->result, g->result, 8 * b->n, cudaMemcpyDeviceToHost));
-  if (g->seq) GPU_CHECK(cudaMemcpy(b->seq, g->seq, 8 * b->n, cudaMemcpyDeviceToHost));
-  if (g->read_hash) GPU_CHECK(cudaMemcpy(b->read_hash, g->read_hash, 8 * b->n, cudaMemcpyDeviceToHost));
+  gpu_staging *s = &g->staging;
+  int rc = gpu_copy_down(s, e->words, g->words, 8 * e->nwords, err, errlen);
+  if (!rc) rc = gpu_copy_down(s, b->status, g->status, b->n, err, errlen);
+  if (!rc && g->result) rc = gpu_copy_down(s, b->result, g->result, 8 * b->n, err, errlen);
+  if (!rc && g->seq) rc = gpu_copy_down(s, b->seq, g->seq, 8 * b->n, err, errlen);
+  if (!rc && g->read_hash) rc = gpu_copy_down(s, b->read_hash, g->read_hash, 8 * b->n, err, errlen);
+  if (rc) return rc;
   stm_thread_stats *stats = (stm_thread_stats *)calloc(threads, sizeof *stats);
   if (!stats) {
     snprintf(err, errlen, "cannot allocate %u thread counters", threads);

@@ -536,6 +536,33 @@ Test(bank_cpu, totals_in_a_chunked_run_go_through_the_stm) {
   run_close(&r);
 }
 
+/* A GPU run whose copies add up to more than PRSTM_POLICY_STAGED_COPY_MIN_BYTES
+ * stages them through pinned chunks both ways: the state (two full chunks
+ * and a partial one), each argument column and, back, the state and the
+ * commit order. The run is verified against its serial replay, so a chunk
+ * copied to the wrong place, twice or not at all fails it. */
+Test(bank_gpu, a_run_too_large_for_direct_copies_is_staged_exactly) {
+  need_backend(PRSTM_BACKEND_GPU);
+  bank_run r;
+  run_open(&r, prstm_workload_find("bank"), PRSTM_BACKEND_GPU, 1, PRSTM_SEMANTIC_POSTPONE, 100);
+  const uint64_t accounts = 2 * (PRSTM_POLICY_STAGED_COPY_CHUNK / 8) + 12345;
+  run_state(&r, accounts, 1000000);
+  prstm_generate_spec g;
+  memset(&g, 0, sizeof g);
+  g.transactions = PRSTM_POLICY_STAGED_COPY_MIN_BYTES / 24 + 1000;
+  g.seed = 11;
+  g.accounts_per_tx = 2;
+  g.amount_min = 1;
+  g.amount_max = 10;
+  prstm_state_spec s = {.accounts = accounts, .initial_balance = 1000000};
+  char err[256];
+  cr_assert_eq(r.wl->generate(&g, &s, r.batch, err, sizeof err), 0, "%s", err);
+  run_exec(&r);
+  cr_assert_eq(r.res.committed + r.res.failed, g.transactions);
+  check_bank_invariant(&r);
+  run_close(&r);
+}
+
 /* The invariant reads the rows on every core, in parts of at least 65,536
  * rows: the deposits and withdrawals of every part are counted. */
 Test(bank_cpu, invariant_reads_every_part_of_a_large_batch) {

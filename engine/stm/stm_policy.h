@@ -87,6 +87,17 @@
 #define PRSTM_POLICY_PROGRESS_BATCH 256u
 #define PRSTM_POLICY_PROGRESS_NS 50000000ull
 
+/* ---- A whole run's copies (host) ---- */
+
+/* A run whose copies between pageable host memory and the GPU add up to
+ * STAGED_COPY_MIN_BYTES stages them through two pinned chunks of
+ * STAGED_COPY_CHUNK bytes, which every core fills and empties in parts of
+ * at least STAGED_COPY_BYTES_PER_PART (engine/backend_gpu.cu). Below that
+ * size the chunks' pinned allocation costs more than it saves. */
+#define PRSTM_POLICY_STAGED_COPY_MIN_BYTES (512ull << 20)
+#define PRSTM_POLICY_STAGED_COPY_CHUNK (32ull << 20)
+#define PRSTM_POLICY_STAGED_COPY_BYTES_PER_PART (1ull << 20)
+
 /* ---- Streams and chunked runs (host) ---- */
 
 /* The most new rows of one GPU unit, so that its pinned staging stays a few
