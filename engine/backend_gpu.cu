@@ -149,21 +149,10 @@ static void gpu_staging_close(gpu_staging *s) {
   memset(s, 0, sizeof *s);
 }
 
-typedef struct gpu_host_copy {
-  uint8_t *dst;
-  const uint8_t *src;
-} gpu_host_copy;
-
-static void gpu_host_copy_part(void *arg, unsigned part, uint64_t from, uint64_t to) {
-  const gpu_host_copy *c = (const gpu_host_copy *)arg;
-  (void)part;
-  memcpy(c->dst + from, c->src + from, (size_t)(to - from));
-}
-
 /* memcpy on every core. */
 static void gpu_host_copy_all(void *dst, const void *src, size_t n) {
-  gpu_host_copy c = {(uint8_t *)dst, (const uint8_t *)src};
-  engine_parallel_for(n, engine_parallel_parts(n, PRSTM_POLICY_STAGED_COPY_BYTES_PER_PART), gpu_host_copy_part, &c);
+  const engine_copy piece = {dst, src, n};
+  engine_parallel_copy(&piece, 1, engine_parallel_parts(n, PRSTM_POLICY_STAGED_COPY_BYTES_PER_PART));
 }
 
 /* Whether the copy of n bytes from or to host memory p goes direct. */

@@ -130,6 +130,38 @@ void engine_parallel_for(uint64_t n, unsigned parts, engine_part_fn fn, void *ar
   }
 }
 
+/* engine_parallel_copy: part [from, to) of the pieces' bytes, taken as if
+ * the pieces lay end to end. */
+typedef struct engine_copy_list {
+  const engine_copy *pieces;
+  size_t npieces;
+} engine_copy_list;
+
+static void engine_copy_part(void *arg, unsigned part, uint64_t from, uint64_t to) {
+  const engine_copy_list *list = arg;
+  (void)part;
+  uint64_t at = 0;
+  for (size_t j = 0; j < list->npieces && at < to; j++) {
+    const engine_copy *c = &list->pieces[j];
+    const uint64_t a = at, z = at + c->len;
+    at = z;
+    if (z <= from) continue;
+    const uint64_t lo = a > from ? a : from, hi = z < to ? z : to;
+    char *d = (char *)c->dst + (lo - a);
+    if (c->src)
+      memcpy(d, (const char *)c->src + (lo - a), (size_t)(hi - lo));
+    else
+      memset(d, 0, (size_t)(hi - lo));
+  }
+}
+
+void engine_parallel_copy(const engine_copy *pieces, size_t npieces, unsigned parts) {
+  uint64_t total = 0;
+  for (size_t j = 0; j < npieces; j++) total += pieces[j].len;
+  engine_copy_list list = {pieces, npieces};
+  engine_parallel_for(total, parts, engine_copy_part, &list);
+}
+
 /* The lock array of a CPU run or replay (the locks, then the counters of
  * adds where the workload has them), zeroed before the clock starts. A
  * fresh calloc leaves the zeroing to first touch, and on a state of 10^8

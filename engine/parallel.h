@@ -1,7 +1,8 @@
-/* parallel.h: a loop over [0, n) cut into ranges, one thread each, for the engine's and the built-in workloads' host passes. */
+/* parallel.h: a loop over [0, n) cut into ranges, one thread each, for the engine's and the built-in workloads' host passes, and copies made that way. */
 #ifndef ENGINE_PARALLEL_H
 #define ENGINE_PARALLEL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -18,6 +19,16 @@ extern "C" {
 typedef void (*engine_part_fn)(void *arg, unsigned part, uint64_t from, uint64_t to);
 unsigned engine_parallel_parts(uint64_t n, uint64_t min_per_part);
 void engine_parallel_for(uint64_t n, unsigned parts, engine_part_fn fn, void *arg);
+
+/* A list of copies made as one run of bytes cut into `parts` ranges by
+ * engine_parallel_for, so that a few long copies and many short ones are
+ * shared out alike. A piece whose src is NULL is zero-filled. */
+typedef struct engine_copy {
+  void *dst;
+  const void *src;
+  size_t len;
+} engine_copy;
+void engine_parallel_copy(const engine_copy *pieces, size_t npieces, unsigned parts);
 
 #ifdef __cplusplus
 }

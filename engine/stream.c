@@ -2,7 +2,6 @@
 #define _GNU_SOURCE
 #include "backend.h"
 
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,69 +87,18 @@ struct prstm_stream {
 
 /* ---- copying rows, on several threads when there are many ---- */
 
-typedef struct copy_job {
-  void *dst;
-  const void *src; /* NULL: zero-fill */
-  size_t len;
-} copy_job;
-
-typedef struct copy_part {
-  const copy_job *jobs;
-  size_t njobs;
-  size_t from, to; /* byte range of the concatenated jobs */
-} copy_part;
-
-static void copy_range(const copy_job *jobs, size_t njobs, size_t from, size_t to) {
-  size_t at = 0;
-  for (size_t j = 0; j < njobs && at < to; j++) {
-    size_t a = at, z = at + jobs[j].len;
-    at = z;
-    if (z <= from) continue;
-    size_t lo = a > from ? a : from, hi = z < to ? z : to;
-    char *d = (char *)jobs[j].dst + (lo - a);
-    if (jobs[j].src)
-      memcpy(d, (const char *)jobs[j].src + (lo - a), hi - lo);
-    else
-      memset(d, 0, hi - lo);
-  }
-}
-
-static void *copy_thread(void *p) {
-  copy_part *part = p;
-  copy_range(part->jobs, part->njobs, part->from, part->to);
-  return NULL;
-}
-
 /* The staging of a GPU unit is a copy of tens of MiB from the caller's
  * pageable batch into pinned memory; one core copies at a fraction of what
- * the PCIe link takes, so large copies are shared out among threads. A
- * thread that cannot be created leaves its part to the caller. */
-static void copy_jobs(const copy_job *jobs, size_t njobs) {
+ * the PCIe link takes, so large copies are shared out among up to half the
+ * cores (the other half keep the units in flight going). */
+static void copy_rows(const engine_copy *pieces, size_t npieces) {
   size_t total = 0;
-  for (size_t j = 0; j < njobs; j++) total += jobs[j].len;
+  for (size_t j = 0; j < npieces; j++) total += pieces[j].len;
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  size_t nthreads = cores > 1 ? (size_t)cores / 2 : 1;
-  if (nthreads > PRSTM_POLICY_STREAM_MAX_COPY_THREADS) nthreads = PRSTM_POLICY_STREAM_MAX_COPY_THREADS;
-  if (total < PRSTM_POLICY_STREAM_PARALLEL_BYTES || nthreads < 2) {
-    copy_range(jobs, njobs, 0, total);
-    return;
-  }
-  pthread_t tid[PRSTM_POLICY_STREAM_MAX_COPY_THREADS];
-  copy_part parts[PRSTM_POLICY_STREAM_MAX_COPY_THREADS];
-  int started[PRSTM_POLICY_STREAM_MAX_COPY_THREADS] = {0};
-  size_t per = (total + nthreads - 1) / nthreads;
-  for (size_t t = 0; t < nthreads; t++) {
-    size_t from = t * per, to = from + per < total ? from + per : total;
-    parts[t] = (copy_part){jobs, njobs, from, to};
-    if (t > 0 && from < to) started[t] = pthread_create(&tid[t], NULL, copy_thread, &parts[t]) == 0;
-  }
-  copy_range(jobs, njobs, parts[0].from, parts[0].to);
-  for (size_t t = 1; t < nthreads; t++) {
-    if (started[t])
-      pthread_join(tid[t], NULL);
-    else if (parts[t].from < parts[t].to)
-      copy_range(jobs, njobs, parts[t].from, parts[t].to);
-  }
+  unsigned parts = cores > 1 ? (unsigned)(cores / 2) : 1u;
+  if (parts > PRSTM_POLICY_STREAM_MAX_COPY_THREADS) parts = PRSTM_POLICY_STREAM_MAX_COPY_THREADS;
+  if (total < PRSTM_POLICY_STREAM_PARALLEL_BYTES) parts = 1;
+  engine_parallel_copy(pieces, npieces, parts);
 }
 
 /* ---- the carry queue ---- */
@@ -360,17 +308,17 @@ static int stream_fill(prstm_stream *s, const stream_unit *u, const backend_stag
   uint64_t *args = st->args;
   const uint64_t stride = st->stride;
   size_t maxjobs = 1 + s->ncols;
-  copy_job *jobs = malloc(maxjobs * sizeof *jobs);
+  engine_copy *jobs = malloc(maxjobs * sizeof *jobs);
   if (!jobs) return engine_fail(s->e, PRSTM_ENOMEM, "cannot plan the copy of a unit");
   size_t nj = 0;
   if (u->n_new && with_new) {
     const prstm_batch *b = s->items[u->item].b;
-    jobs[nj++] = (copy_job){type, b->type + u->off, (size_t)u->n_new};
+    jobs[nj++] = (engine_copy){type, b->type + u->off, (size_t)u->n_new};
     for (uint32_t c = 0; c < s->ncols; c++)
-      jobs[nj++] = (copy_job){args + (uint64_t)c * stride,
-                              c < b->ncols ? (const void *)(b->args + (uint64_t)c * b->cap + u->off) : NULL,
-                              (size_t)u->n_new * sizeof *args};
-    copy_jobs(jobs, nj);
+      jobs[nj++] = (engine_copy){args + (uint64_t)c * stride,
+                                 c < b->ncols ? (const void *)(b->args + (uint64_t)c * b->cap + u->off) : NULL,
+                                 (size_t)u->n_new * sizeof *args};
+    copy_rows(jobs, nj);
   }
   free(jobs);
   for (uint64_t k = 0; k < u->n_carry; k++) {

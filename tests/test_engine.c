@@ -1,8 +1,10 @@
-/* test_engine.c: the engine handle: backend choice and its fallback, refused runs, the GPU thread count a worker variant asks for, and the rounds driver. */
+/* test_engine.c: the engine handle: backend choice and its fallback, refused runs, the GPU thread count a worker variant asks for, the rounds driver, and the host's parallel copy. */
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "parallel.h"
 #include "prstm.h"
 #include "test_backend.h"
 #include "test_bank_run.h"
@@ -209,4 +211,40 @@ Test(engine, cpu_threads_beyond_the_limit_are_refused) {
   cr_assert_eq(prstm_engine_run(r.engine, r.batch, &r.res), PRSTM_EINVAL);
   cr_assert(strstr(prstm_engine_error(r.engine), "at most") != NULL, "%s", prstm_engine_error(r.engine));
   run_close(&r);
+}
+
+/* Pieces of awkward lengths (empty ones, zero-fills, one longer than all the
+ * rest together) copied in every number of parts: each destination byte is
+ * written once, from its own source byte, and nothing around it is touched.
+ * The GPU backend's staged copies and a stream's unit staging go this way. */
+Test(parallel, copy_lands_every_piece_exactly_in_any_number_of_parts) {
+  enum { NPIECES = 9 };
+  const size_t lens[NPIECES] = {0, 1, 7, 4096, 0, 3, 1 << 16, 65537, 13};
+  size_t total = 0;
+  for (int j = 0; j < NPIECES; j++) total += lens[j];
+  unsigned char *src = malloc(total), *dst = malloc(total + 2 * NPIECES), *want = malloc(total + 2 * NPIECES);
+  cr_assert(src && dst && want);
+  for (size_t i = 0; i < total; i++) src[i] = (unsigned char)(i * 131 + 7);
+  const unsigned parts_to_try[] = {1, 2, 3, 7, 16, ENGINE_MAX_PARTS};
+  for (unsigned t = 0; t < sizeof parts_to_try / sizeof *parts_to_try; t++) {
+    memset(dst, 0xEE, total + 2 * NPIECES);
+    memset(want, 0xEE, total + 2 * NPIECES);
+    engine_copy pieces[NPIECES];
+    size_t from = 0, to = 1; /* a guard byte before each piece's destination */
+    for (int j = 0; j < NPIECES; j++) {
+      const int zero = j % 3 == 2;
+      pieces[j] = (engine_copy){dst + to, zero ? NULL : src + from, lens[j]};
+      if (zero)
+        memset(want + to, 0, lens[j]);
+      else
+        memcpy(want + to, src + from, lens[j]);
+      from += lens[j];
+      to += lens[j] + 2;
+    }
+    engine_parallel_copy(pieces, NPIECES, parts_to_try[t]);
+    cr_assert(memcmp(dst, want, total + 2 * NPIECES) == 0, "the copy in %u parts differs", parts_to_try[t]);
+  }
+  free(src);
+  free(dst);
+  free(want);
 }
