@@ -263,12 +263,18 @@ static inline uint64_t wl_perm_inverse(const wl_perm *p, uint64_t x) {
  * 2p + 1 making pair p, so the members are a random set of rows, paired at
  * random, at every distance. Row r's part, with wl_pair_rows' encoding:
  * WL_RANDOM_ROW, or p << 1 for pair p's earlier member and (p << 1) | 1 for
- * its later one. */
-static inline uint64_t wl_pair_slot(const wl_perm *p, uint64_t npairs, uint64_t r) {
+ * its later one; a member's partner row goes to *partner. */
+static inline uint64_t wl_pair_slot_partner(const wl_perm *p, uint64_t npairs, uint64_t r, uint64_t *partner) {
   const uint64_t place = wl_perm_at(p, r);
   if (place >= 2 * npairs) return WL_RANDOM_ROW;
-  const uint64_t partner = wl_perm_inverse(p, place ^ 1);
-  return ((place >> 1) << 1) | (r > partner ? 1u : 0u);
+  *partner = wl_perm_inverse(p, place ^ 1);
+  return ((place >> 1) << 1) | (r > *partner ? 1u : 0u);
+}
+
+/* wl_pair_slot_partner without the partner's row. */
+static inline uint64_t wl_pair_slot(const wl_perm *p, uint64_t npairs, uint64_t r) {
+  uint64_t partner;
+  return wl_pair_slot_partner(p, npairs, r, &partner);
 }
 
 /* ---- Generators on every core ----

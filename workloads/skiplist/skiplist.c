@@ -158,28 +158,52 @@ static int skiplist_init_state(const prstm_state_spec *spec, prstm_word **words,
  * and postpones until the insert (higher tag) commits. Reusing keys instead
  * (insert, delete, insert again) makes the outcome hinge on the run's order:
  * with inserts swept first, most re-inserts fail and the deletes then empty
- * the list, which measures the mix, not the engine. */
-typedef struct sl_gen {
+ * the list, which measures the mix, not the engine.
+ *
+ * The rows are made in blocks on every core (wl_generate_blocks), so nothing
+ * a block draws may depend on another block:
+ * - the fresh key of row r is the pi(r)-th key outside the initial set, pi a
+ *   permutation of those keys, so rows never share one;
+ * - each block owns a random share of the initial keys, and its deletes and
+ *   half its searches draw from that share and the keys the block itself
+ *   inserted (its live keys);
+ * - a semantic pair's delete takes the fresh key of its own row, and its
+ *   insert, the later row, the same key through the pair's permutation. */
+typedef struct sl_blocks {
   sl_knobs k;
+  double cum[3];        /* insert, delete, search */
+  const uint64_t *keys; /* the initial keys, sorted */
+  wl_perm fresh;        /* row -> rank among the keys outside the initial set */
+  wl_perm shares;       /* spreads the initial keys over the blocks */
+  wl_perm pairs;        /* places the semantic pairs */
+  uint64_t npairs, nblocks;
+} sl_blocks;
+
+typedef struct sl_gen {
+  const sl_blocks *sb;
   uint64_t rng;
-  uint8_t *used;  /* keys that were ever in the list or handed to an insert */
-  uint64_t *live; /* keys in the list at this point of the table, in no order */
+  uint64_t *live; /* the block's live keys, in no order */
   uint64_t nlive;
-  uint64_t *pair_key;
   prstm_batch *batch;
 } sl_gen;
 
-static int sl_used(const sl_gen *g, uint64_t key) { return (g->used[key >> 3] >> (key & 7)) & 1; }
-static void sl_use(sl_gen *g, uint64_t key) { g->used[key >> 3] |= (uint8_t)(1u << (key & 7)); }
+/* The key of rank j among those of 1 .. key_range outside the sorted
+ * initial keys: j + 1 plus the initial keys below it, found by a search of
+ * keys[i] - 1 - i (how many keys outside the set lie below keys[i]). */
+static uint64_t sl_outside_key(const sl_blocks *sb, uint64_t j) {
+  uint64_t lo = 0, hi = sb->k.initial_keys;
+  while (lo < hi) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    if (sb->keys[mid] - 1 - mid <= j)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return j + 1 + lo;
+}
 
-/* A key never used before. A few random draws find one while the range is
- * sparse; then a scan from a random point (the caller made sure one exists). */
-static uint64_t sl_fresh_key(sl_gen *g) {
-  uint64_t key = 1 + wl_below(&g->rng, g->k.key_range);
-  for (int tries = 0; tries < 64 && sl_used(g, key); tries++) key = 1 + wl_below(&g->rng, g->k.key_range);
-  while (sl_used(g, key)) key = key == g->k.key_range ? 1 : key + 1;
-  sl_use(g, key);
-  return key;
+static uint64_t sl_fresh_key(const sl_blocks *sb, uint64_t row) {
+  return sl_outside_key(sb, wl_perm_at(&sb->fresh, row));
 }
 
 static int sl_emit(sl_gen *g, unsigned type, uint64_t key, uint64_t height) {
@@ -187,28 +211,53 @@ static int sl_emit(sl_gen *g, unsigned type, uint64_t key, uint64_t height) {
   return prstm_batch_append(g->batch, type, args, type == SKIPLIST_INSERT ? 2 : 1);
 }
 
-static int sl_emit_insert(sl_gen *g) {
-  uint64_t key = sl_fresh_key(g);
+static int sl_emit_insert(sl_gen *g, uint64_t row) {
+  uint64_t key = sl_fresh_key(g->sb, row);
   g->live[g->nlive++] = key;
-  return sl_emit(g, SKIPLIST_INSERT, key, sl_height(&g->rng, g->k.levels, g->k.branching));
+  return sl_emit(g, SKIPLIST_INSERT, key, sl_height(&g->rng, g->sb->k.levels, g->sb->k.branching));
 }
 
-static int sl_emit_random(sl_gen *g, const double *cum) {
-  unsigned type = wl_pick(&g->rng, cum, 3);
-  if (type == SKIPLIST_INSERT) return sl_emit_insert(g);
+static int sl_emit_random(sl_gen *g, uint64_t row) {
+  const sl_knobs *k = &g->sb->k;
+  unsigned type = wl_pick(&g->rng, g->sb->cum, 3);
+  if (type == SKIPLIST_INSERT) return sl_emit_insert(g, row);
   if (type == SKIPLIST_DELETE) {
-    /* A key of the list at this point; with none left, an insert keeps the
-     * batch free of deletes that nothing could serve. */
-    if (g->nlive == 0) return sl_emit_insert(g);
+    /* A live key of the block; with none left, an insert keeps the batch
+     * free of deletes that nothing could serve. */
+    if (g->nlive == 0) return sl_emit_insert(g, row);
     uint64_t i = wl_below(&g->rng, g->nlive), key = g->live[i];
     g->live[i] = g->live[--g->nlive];
     return sl_emit(g, SKIPLIST_DELETE, key, 0);
   }
-  /* Half the searches look for a key of the list, half for any key of the
-   * range (mostly misses on a sparse range). */
+  /* Half the searches look for a live key, half for any key of the range
+   * (mostly misses on a sparse range). */
   uint64_t key =
-      g->nlive && (wl_rand(&g->rng) & 1) ? g->live[wl_below(&g->rng, g->nlive)] : 1 + wl_below(&g->rng, g->k.key_range);
+      g->nlive && (wl_rand(&g->rng) & 1) ? g->live[wl_below(&g->rng, g->nlive)] : 1 + wl_below(&g->rng, k->key_range);
   return sl_emit(g, SKIPLIST_SEARCH, key, 0);
+}
+
+/* Rows [first, first + rows), block first / WL_BLOCK_ROWS. */
+static int sl_make_block(const void *ctx, prstm_batch *part, uint64_t first, uint64_t rows, uint64_t *rng) {
+  const sl_blocks *sb = ctx;
+  const uint64_t block = first / WL_BLOCK_ROWS, nkeys = sb->k.initial_keys;
+  const uint64_t share_lo = nkeys * block / sb->nblocks, share_hi = nkeys * (block + 1) / sb->nblocks;
+  sl_gen g = {sb, *rng, malloc((size_t)(share_hi - share_lo + rows) * sizeof(uint64_t)), 0, part};
+  if (!g.live) return PRSTM_ENOMEM;
+  for (uint64_t s = share_lo; s < share_hi; s++) g.live[g.nlive++] = sb->keys[wl_perm_at(&sb->shares, s)];
+  int rc = 0;
+  for (uint64_t i = first; i < first + rows && rc == 0; i++) {
+    uint64_t partner = 0;
+    const uint64_t slot = sb->npairs ? wl_pair_slot_partner(&sb->pairs, sb->npairs, i, &partner) : WL_RANDOM_ROW;
+    if (slot == WL_RANDOM_ROW)
+      rc = sl_emit_random(&g, i);
+    else if (slot & 1) /* the insert, after its delete */
+      rc = sl_emit(&g, SKIPLIST_INSERT, sl_fresh_key(sb, partner), sl_height(&g.rng, sb->k.levels, sb->k.branching));
+    else /* the delete: its key stays out of the live keys, so only its insert serves it */
+      rc = sl_emit(&g, SKIPLIST_DELETE, sl_fresh_key(sb, i), 0);
+  }
+  free(g.live);
+  *rng = g.rng;
+  return rc;
 }
 
 /* Refuses a batch of n rows that may each need one of what the knob `limit`
@@ -224,65 +273,36 @@ static int sl_room_for_batch(const sl_knobs *k, uint64_t n, uint64_t limit, cons
 
 static int skiplist_generate(const prstm_generate_spec *spec, const prstm_state_spec *state, prstm_batch *batch,
                              char *err, size_t errlen) {
-  sl_gen g;
-  memset(&g, 0, sizeof g);
-  int rc = sl_knobs_read(state, &g.k, err, errlen);
+  sl_blocks sb;
+  memset(&sb, 0, sizeof sb);
+  int rc = sl_knobs_read(state, &sb.k, err, errlen);
   if (rc) return rc;
   uint64_t n = spec->transactions ? spec->transactions : 100000;
   /* Each row owns the node slot first_free + row, used only if it inserts,
    * and may take a fresh key. */
-  if ((rc = sl_room_for_batch(&g.k, n, g.k.capacity, "needs as many free node slots", "capacity", err, errlen)) ||
-      (rc = sl_room_for_batch(&g.k, n, g.k.key_range, "may need as many fresh keys", "key_range", err, errlen)))
+  if ((rc = sl_room_for_batch(&sb.k, n, sb.k.capacity, "needs as many free node slots", "capacity", err, errlen)) ||
+      (rc = sl_room_for_batch(&sb.k, n, sb.k.key_range, "may need as many fresh keys", "key_range", err, errlen)))
     return rc;
-  double w[3] = {0.4, 0.4, 0.2}, cum[3]; /* insert, delete, search */
+  double w[3] = {0.4, 0.4, 0.2}; /* insert, delete, search */
   if ((rc = wl_mix_weights(spec, batch, w, 3, NULL, err, errlen)) != 0 ||
       (rc = wl_read_only_share(spec, w, 2, "insert or delete", err, errlen)) != 0 ||
-      (rc = wl_cumulate(w, cum, 3, err, errlen)) != 0)
+      (rc = wl_cumulate(w, sb.cum, 3, err, errlen)) != 0)
     return rc;
-  uint64_t npairs = (uint64_t)(spec->semantic_ratio * (double)n / 2.0);
-  uint64_t *keys = NULL, *slot = NULL;
-  g.used = calloc((size_t)(g.k.key_range / 8 + 1), 1);
-  g.live = malloc((size_t)(g.k.initial_keys + n + 1) * sizeof *g.live);
-  if (npairs) g.pair_key = malloc((size_t)npairs * sizeof *g.pair_key);
-  if (!g.used || !g.live || (npairs && !g.pair_key) || sl_initial_keys(&g.k, &keys) != 0) {
-    snprintf(err, errlen, "cannot allocate the generator's tables for %llu keys", (unsigned long long)g.k.key_range);
-    rc = PRSTM_ENOMEM;
-    goto out;
+  uint64_t *keys = NULL;
+  if (sl_initial_keys(&sb.k, &keys) != 0) {
+    snprintf(err, errlen, "cannot allocate the generator's tables for %llu keys",
+             (unsigned long long)sb.k.initial_keys);
+    return PRSTM_ENOMEM;
   }
-  for (uint64_t i = 0; i < g.k.initial_keys; i++) {
-    sl_use(&g, keys[i]);
-    g.live[g.nlive++] = keys[i];
-  }
-  g.rng = spec->seed;
-  g.batch = batch;
-  /* Each pair takes two random rows, the delete the earlier one, so that
-   * the semantic conflicts lie at every distance (as in the bank). */
-  if (npairs && (slot = wl_pair_rows(&g.rng, n, npairs)) == NULL) {
-    snprintf(err, errlen, "cannot allocate the generator's pairing tables");
-    rc = PRSTM_ENOMEM;
-    goto out;
-  }
-  for (uint64_t i = 0; i < n && rc == 0; i++) {
-    if (!slot || slot[i] == WL_RANDOM_ROW) {
-      rc = sl_emit_random(&g, cum);
-      continue;
-    }
-    /* A pair's key is fresh and stays out of the live keys, so only the
-     * pair's own insert can serve its delete. */
-    uint64_t p = slot[i] >> 1;
-    if (slot[i] & 1)
-      rc = sl_emit(&g, SKIPLIST_INSERT, g.pair_key[p], sl_height(&g.rng, g.k.levels, g.k.branching));
-    else
-      rc = sl_emit(&g, SKIPLIST_DELETE, g.pair_key[p] = sl_fresh_key(&g), 0);
-  }
-  rc = wl_generated(batch, rc, spec->presorted, err, errlen);
-out:
+  sb.keys = keys;
+  sb.nblocks = (n + WL_BLOCK_ROWS - 1) / WL_BLOCK_ROWS;
+  sb.npairs = (uint64_t)(spec->semantic_ratio * (double)n / 2.0);
+  wl_perm_init(&sb.fresh, spec->seed ^ 0x66726573686b6579ull, sb.k.key_range - sb.k.initial_keys); /* "freshkey" */
+  wl_perm_init(&sb.shares, spec->seed ^ 0x7368617265730000ull, sb.k.initial_keys);                 /* "shares" */
+  wl_perm_init(&sb.pairs, spec->seed, n);
+  rc = wl_generate_blocks(batch, n, spec->seed, spec->threads, sl_make_block, &sb);
   free(keys);
-  free(slot);
-  free(g.pair_key);
-  free(g.live);
-  free(g.used);
-  return rc;
+  return wl_generated(batch, rc, spec->presorted, err, errlen);
 }
 
 typedef struct sl_event {
