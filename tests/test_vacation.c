@@ -152,6 +152,118 @@ Test(vacation_gpu, gpu_generated_batch_keeps_rooms_and_bookings_consistent) {
   generated_batch_stays_consistent(PRSTM_BACKEND_GPU, 1, PRSTM_SEMANTIC_POSTPONE, 0);
 }
 
+/* A generated batch of several blocks (each made from its own stream, on
+ * its own thread, with its own customers and share of the free rooms), its
+ * semantic pairs split across blocks; as many pairs as initial holders, so
+ * that every pair can commit. Nothing fails and nearly everything commits. */
+Test(vacation, generated_blocks_commit_nearly_every_row) {
+  vac_run r;
+  vac_shape shape = {20000, 40, 200, 4, 0.5, 0.25};
+  run_open(&r, PRSTM_BACKEND_CPU, 1, PRSTM_SEMANTIC_POSTPONE, &shape);
+  prstm_generate_spec g;
+  prstm_generate_spec_init(vac(), &g);
+  g.transactions = 200003;
+  g.seed = 7;
+  g.semantic_ratio = 0.02; /* 2,000 pairs, one for each of the 10 x 200 initial holders */
+  char err[256];
+  cr_assert_eq(vac()->generate(&g, &r.spec, r.batch, err, sizeof err), 0, "%s", err);
+  run_exec(&r);
+  cr_assert_eq(r.res.failed, 0, "the generator never makes a transaction that must fail");
+  cr_assert_geq(r.res.committed, 200003 * 99 / 100, "only %llu of 200003 committed, %llu abandoned",
+                (unsigned long long)r.res.committed, (unsigned long long)r.res.abandoned);
+  cr_assert_gt(r.res.postponements, 0, "semantic pairs must meet sold-out types");
+  run_close(&r);
+}
+
+/* Makes a batch of 200,003 rows (four blocks) on `threads` threads. */
+static prstm_batch *generated_on(const prstm_state_spec *spec, unsigned threads, double book, double semantic) {
+  prstm_generate_spec g;
+  prstm_generate_spec_init(vac(), &g);
+  g.transactions = 200003;
+  g.seed = 2026;
+  g.semantic_ratio = semantic;
+  g.threads = threads;
+  g.nmix = 3;
+  g.mix_names[0] = "book";
+  g.mix_names[1] = "cancel";
+  g.mix_names[2] = "free_rooms";
+  g.mix_weights[0] = book;
+  g.mix_weights[1] = 0.9 - book;
+  g.mix_weights[2] = 0.1;
+  prstm_batch *b = NULL;
+  cr_assert_eq(prstm_batch_create(&b, vac()), 0);
+  char err[256];
+  cr_assert_eq(vac()->generate(&g, spec, b, err, sizeof err), 0, "%s", err);
+  return b;
+}
+
+Test(vacation_generator, same_rows_whatever_the_thread_count) {
+  vac_run r;
+  vac_shape shape = {20000, 40, 200, 4, 0.5, 0.25};
+  run_open(&r, PRSTM_BACKEND_CPU, 1, PRSTM_SEMANTIC_POSTPONE, &shape);
+  prstm_batch *one = generated_on(&r.spec, 1, 0.45, 0.1);
+  cr_assert_eq(prstm_batch_size(one), 200003);
+  for (unsigned threads = 2; threads <= 7; threads += 5) {
+    prstm_batch *many = generated_on(&r.spec, threads, 0.45, 0.1);
+    char what[64];
+    snprintf(what, sizeof what, "%u threads", threads);
+    test_expect_same_rows(one, many, what);
+    prstm_batch_destroy(many);
+  }
+  prstm_batch_destroy(one);
+  run_close(&r);
+}
+
+/* Without pairs, the table order is a serial schedule in which every row
+ * commits: replayed row by row on the initial state, every book finds a free
+ * room and an empty slot of a customer who does not hold the type, and
+ * every cancel a booking. A mix of mostly books on few rooms makes every
+ * block use up its share of each type's free rooms; blocks that each took
+ * all the free rooms would overbook. */
+Test(vacation_generator, table_order_is_a_schedule_where_every_row_commits) {
+  vac_run r;
+  vac_shape shape = {50000, 8, 2000, 4, 0.5, 0};
+  run_open(&r, PRSTM_BACKEND_CPU, 1, PRSTM_SEMANTIC_POSTPONE, &shape);
+  prstm_batch *b = generated_on(&r.spec, 3, 0.8, 0);
+  uint64_t nwords = 0;
+  const prstm_word *init = prstm_engine_state(r.engine, &nwords);
+  prstm_word *w = malloc((size_t)nwords * sizeof *w);
+  cr_assert_not_null(w);
+  memcpy(w, init, (size_t)nwords * sizeof *w);
+  const uint64_t spacing = w[1], slots = w[3], types_base = w[4], customers_base = w[5];
+  uint64_t books = 0;
+  for (uint64_t i = 0; i < prstm_batch_size(b); i++) {
+    const unsigned type = prstm_batch_type(b, i);
+    if (type == VACATION_FREE_ROOMS) continue;
+    const uint64_t c = prstm_batch_arg(b, i, 0), t = prstm_batch_arg(b, i, 1);
+    prstm_word *slot = w + customers_base + c * slots, *free_rooms = w + types_base + t * spacing;
+    uint64_t held = slots, empty = slots;
+    for (uint64_t k = 0; k < slots; k++) {
+      if (slot[k] == t + 1) held = k;
+      if (slot[k] == 0 && empty == slots) empty = k;
+    }
+    if (type == VACATION_BOOK) {
+      cr_assert_gt(*free_rooms, 0, "row %llu books type %llu with no free room", (unsigned long long)i,
+                   (unsigned long long)t);
+      cr_assert(held == slots && empty < slots, "row %llu: customer %llu cannot book type %llu", (unsigned long long)i,
+                (unsigned long long)c, (unsigned long long)t);
+      slot[empty] = t + 1;
+      (*free_rooms)--;
+      books++;
+    } else {
+      cr_assert(held < slots, "row %llu cancels a booking customer %llu does not hold", (unsigned long long)i,
+                (unsigned long long)c);
+      slot[held] = 0;
+      (*free_rooms)++;
+    }
+  }
+  cr_assert_gt(books, 8 * 1000, "the mix should have booked past the free rooms (%llu books)",
+               (unsigned long long)books);
+  free(w);
+  prstm_batch_destroy(b);
+  run_close(&r);
+}
+
 /* Every type starts sold out; a booking of each is placed before the cancel
  * that frees its room. All of them commit, and the bookers end up holding. */
 static void sold_out_booking_commits_after_cancel(prstm_backend backend) {

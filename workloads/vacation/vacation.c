@@ -186,33 +186,42 @@ static int vacation_init_state(const prstm_state_spec *spec, prstm_word **words,
  * makes one sell out. Cancels of bookings made earlier in the batch do depend on them;
  * the higher tag makes such a cancel meet its booking's absence and wait.
  *
+ * The rows are made in blocks on every core (wl_generate_blocks), so no
+ * block's model depends on another's: each block owns a random share of the
+ * customers (with their initial bookings) and a share of every open type's
+ * free rooms. The blocks' free rooms add up to the state's at every point
+ * of the table, so the table order stays a schedule in which all commit.
+ *
  * Semantic pairs use the sold-out types: a book of a sold-out type placed
  * before the cancel (by a holder of that type) that frees its room, at
  * random rows. Each initial holder is cancelled once, so while there are
  * enough of them every pair can always commit; beyond that, a pair cancels
  * the customer booked by an earlier pair of the same type (a chain), and some
- * may be abandoned because a later booking took the freed room first. */
+ * may be abandoned because a later booking took the freed room first. The
+ * pairs' bookers are customers set apart from random traffic, chosen before
+ * the blocks are made by a pass over the pairs' rows in table order; a
+ * holder's slot freed by a pair is not handed to random traffic. */
 typedef struct vacation_booking {
   uint64_t customer, type;
 } vacation_booking;
 
+/* A model of some customers (local numbers 0 .. ncust - 1, customer ids[c])
+ * and of the open types' free rooms, in generation order. */
 typedef struct vacation_gen {
   vacation_shape s;
   uint64_t rng;
   prstm_batch *batch;
-  uint64_t *free_rooms;   /* per open type, in generation order */
-  uint8_t *used;          /* slots in use per customer, in generation order */
+  const uint64_t *ids; /* customer id of each local customer */
+  uint64_t ncust;
+  uint64_t *free_rooms;   /* per open type */
+  uint8_t *used;          /* slots in use per customer */
   uint64_t *with_slot;    /* the customers with an empty slot, in no order */
   uint64_t *with_slot_at; /* each customer's place in with_slot, or UINT64_MAX */
   uint64_t nwith_slot;
   uint8_t *ever;          /* bit (c * types + t): c held t at some point; NULL when too large */
   vacation_booking *open; /* current bookings of open types */
   uint64_t nopen, capopen;
-  vacation_booking *holders; /* initial holders of sold-out types, shuffled */
-  uint64_t nholders;
-  uint64_t *pair_booker; /* customer booked by pair p, UINT64_MAX until chosen */
-  uint64_t *pair_type;   /* room type of pair p */
-  double weight[3];      /* cumulative, by type index */
+  const double *weight; /* cumulative, by type index */
 } vacation_gen;
 
 static int vacation_ever(const vacation_gen *g, uint64_t c, uint64_t t) {
@@ -288,12 +297,6 @@ static int vacation_append(vacation_gen *g, unsigned type, uint64_t a0, uint64_t
   return prstm_batch_append(g->batch, type, args, type == VACATION_FREE_ROOMS ? 1 : 2);
 }
 
-static int vacation_emit_book(vacation_gen *g, uint64_t c, uint64_t t) {
-  vacation_take_slot(g, c);
-  vacation_mark(g, c, t);
-  return vacation_append(g, VACATION_BOOK, c, t);
-}
-
 /* A random book of an open type; 1 when none is possible now. */
 static int vacation_random_book(vacation_gen *g, int *none) {
   *none = 1;
@@ -306,7 +309,10 @@ static int vacation_random_book(vacation_gen *g, int *none) {
     *none = 0;
     g->free_rooms[t]--;
     int rc = vacation_open_push(g, c, t);
-    return rc ? rc : vacation_emit_book(g, c, t);
+    if (rc) return rc;
+    vacation_take_slot(g, c);
+    vacation_mark(g, c, t);
+    return vacation_append(g, VACATION_BOOK, g->ids[c], t);
   }
   return 0;
 }
@@ -319,7 +325,7 @@ static int vacation_random_cancel(vacation_gen *g, int *none) {
   g->open[i] = g->open[--g->nopen];
   g->free_rooms[b.type]++;
   vacation_free_slot(g, b.customer);
-  return vacation_append(g, VACATION_CANCEL, b.customer, b.type);
+  return vacation_append(g, VACATION_CANCEL, g->ids[b.customer], b.type);
 }
 
 /* One transaction drawn from the mix; a book or cancel that the model cannot
@@ -337,27 +343,6 @@ static int vacation_emit_random(vacation_gen *g) {
   return vacation_append(g, VACATION_FREE_ROOMS, wl_below(&g->rng, g->s.types), 0);
 }
 
-/* The customer pair p books, chosen when first needed (its book row, or the
- * cancel row of the pair that chains on it, whichever comes first). */
-static uint64_t vacation_pair_booker(vacation_gen *g, uint64_t p) {
-  if (g->pair_booker[p] == UINT64_MAX) {
-    uint64_t c = vacation_pick_customer(g, g->pair_type[p]);
-    if (c == UINT64_MAX) c = wl_below(&g->rng, g->s.customers); /* it will fail; the run still ends */
-    g->pair_booker[p] = c;
-    vacation_take_slot(g, c);
-    vacation_mark(g, c, g->pair_type[p]);
-  }
-  return g->pair_booker[p];
-}
-
-static int vacation_emit_pair_member(vacation_gen *g, uint64_t p, int cancel) {
-  uint64_t t = g->pair_type[p];
-  if (!cancel) return vacation_append(g, VACATION_BOOK, vacation_pair_booker(g, p), t);
-  uint64_t c = p < g->nholders ? g->holders[p].customer : vacation_pair_booker(g, p - g->nholders);
-  if (g->used[c]) vacation_free_slot(g, c);
-  return vacation_append(g, VACATION_CANCEL, c, t);
-}
-
 static void vacation_gen_free(vacation_gen *g) {
   free(g->free_rooms);
   free(g->used);
@@ -365,120 +350,237 @@ static void vacation_gen_free(vacation_gen *g) {
   free(g->with_slot_at);
   free(g->ever);
   free(g->open);
-  free(g->holders);
-  free(g->pair_booker);
-  free(g->pair_type);
 }
 
-/* Loads the model from the initial words. */
-static int vacation_gen_model(vacation_gen *g, const prstm_word *w, char *err, size_t errlen) {
+/* Loads the model of customers ids[0 .. ncust) from the initial words w:
+ * their slots, their history and (with_open) their bookings of open types. */
+static int vacation_gen_model(vacation_gen *g, const prstm_word *w, const uint64_t *ids, uint64_t ncust,
+                              int with_open) {
   const vacation_shape *s = &g->s;
+  g->ids = ids;
+  g->ncust = ncust;
   g->free_rooms = calloc((size_t)(s->open_types ? s->open_types : 1), sizeof *g->free_rooms);
-  g->used = calloc((size_t)s->customers, 1);
-  g->with_slot = malloc((size_t)(s->customers ? s->customers : 1) * sizeof *g->with_slot);
-  g->with_slot_at = malloc((size_t)(s->customers ? s->customers : 1) * sizeof *g->with_slot_at);
-  g->holders = malloc((size_t)(s->sold_out_types * s->rooms + 1) * sizeof *g->holders);
+  g->used = calloc((size_t)(ncust ? ncust : 1), 1);
+  g->with_slot = malloc((size_t)(ncust ? ncust : 1) * sizeof *g->with_slot);
+  g->with_slot_at = malloc((size_t)(ncust ? ncust : 1) * sizeof *g->with_slot_at);
   /* The history bitset is what keeps a customer from booking a type again
    * after cancelling it (which could fail in another order); past 512 MiB it
    * is left out, at the price of such rare failures. */
-  uint64_t bits = s->customers * s->types;
+  uint64_t bits = ncust * s->types;
   if (bits / 8 < (512ull << 20)) g->ever = calloc((size_t)(bits / 8 + 1), 1);
-  if (!g->free_rooms || !g->used || !g->with_slot || !g->with_slot_at || !g->holders ||
-      (bits / 8 < (512ull << 20) && !g->ever)) {
-    snprintf(err, errlen, "cannot allocate the generator's model of the state");
+  if (!g->free_rooms || !g->used || !g->with_slot || !g->with_slot_at || (bits / 8 < (512ull << 20) && !g->ever))
     return PRSTM_ENOMEM;
-  }
-  for (uint64_t t = 0; t < s->open_types; t++) g->free_rooms[t] = w[s->types_base + t * s->spacing];
-  for (uint64_t c = 0; c < s->customers; c++) {
-    const prstm_word *slot = w + s->customers_base + c * s->slots;
+  for (uint64_t c = 0; c < ncust; c++) {
+    const prstm_word *slot = w + s->customers_base + ids[c] * s->slots;
     for (uint64_t i = 0; i < s->slots; i++) {
       if (!slot[i]) continue;
       uint64_t t = slot[i] - 1;
       g->used[c]++;
       vacation_mark(g, c, t);
-      if (t < s->open_types) {
-        if (vacation_open_push(g, c, t)) {
-          snprintf(err, errlen, "cannot allocate the generator's model of the state");
-          return PRSTM_ENOMEM;
-        }
-      } else {
-        g->holders[g->nholders].customer = c;
-        g->holders[g->nholders].type = t;
-        g->nholders++;
-      }
+      if (with_open && t < s->open_types && vacation_open_push(g, c, t)) return PRSTM_ENOMEM;
     }
     g->with_slot_at[c] = UINT64_MAX;
     vacation_slot_update(g, c);
   }
-  for (uint64_t i = g->nholders; i > 1; i--) {
-    uint64_t j = wl_below(&g->rng, i);
-    vacation_booking x = g->holders[i - 1];
-    g->holders[i - 1] = g->holders[j];
-    g->holders[j] = x;
-  }
   return 0;
+}
+
+/* What every block of a generated batch shares, read only while the blocks
+ * are made. */
+typedef struct vacation_blocks {
+  vacation_shape s;
+  const prstm_word *w; /* the initial words */
+  double weight[3];
+  uint64_t nblocks;
+  uint64_t random_customers; /* customers 0 .. random_customers - 1 take random traffic */
+  wl_perm customers;         /* deals those customers out to the blocks */
+  wl_perm pairs;             /* places the semantic pairs */
+  uint64_t npairs;
+  const vacation_booking *holders; /* initial holders of sold-out types, shuffled */
+  uint64_t nholders;
+  const uint64_t *pair_booker; /* customer booked by pair p */
+  const uint64_t *pair_type;   /* room type of pair p */
+} vacation_blocks;
+
+/* Rows [first, first + rows), block first / WL_BLOCK_ROWS. */
+static int vacation_make_block(const void *ctx, prstm_batch *part, uint64_t first, uint64_t rows, uint64_t *rng) {
+  const vacation_blocks *vb = ctx;
+  const uint64_t block = first / WL_BLOCK_ROWS, nc = vb->random_customers;
+  const uint64_t lo = nc * block / vb->nblocks, hi = nc * (block + 1) / vb->nblocks;
+  vacation_gen g;
+  memset(&g, 0, sizeof g);
+  g.s = vb->s;
+  g.rng = *rng;
+  g.batch = part;
+  g.weight = vb->weight;
+  uint64_t *ids = malloc((size_t)(hi - lo + 1) * sizeof *ids);
+  int rc = ids ? 0 : PRSTM_ENOMEM;
+  for (uint64_t k = lo; k < hi && !rc; k++) ids[k - lo] = wl_perm_at(&vb->customers, k);
+  if (!rc) rc = vacation_gen_model(&g, vb->w, ids, hi - lo, 1);
+  /* The block's share of each open type's free rooms. */
+  for (uint64_t t = 0; t < g.s.open_types && !rc; t++) {
+    const uint64_t free_t = vb->w[g.s.types_base + t * g.s.spacing];
+    g.free_rooms[t] = free_t * (block + 1) / vb->nblocks - free_t * block / vb->nblocks;
+  }
+  for (uint64_t i = first; i < first + rows && rc == 0; i++) {
+    const uint64_t slot = vb->npairs ? wl_pair_slot(&vb->pairs, vb->npairs, i) : WL_RANDOM_ROW;
+    if (slot == WL_RANDOM_ROW) {
+      rc = vacation_emit_random(&g);
+      continue;
+    }
+    const uint64_t p = slot >> 1, t = vb->pair_type[p];
+    if (!(slot & 1)) {
+      rc = vacation_append(&g, VACATION_BOOK, vb->pair_booker[p], t);
+    } else {
+      const uint64_t c = p < vb->nholders ? vb->holders[p].customer : vb->pair_booker[p - vb->nholders];
+      rc = vacation_append(&g, VACATION_CANCEL, c, t);
+    }
+  }
+  vacation_gen_free(&g);
+  free(ids);
+  *rng = g.rng;
+  return rc;
+}
+
+/* A pair's row and what happens there: its book (the earlier row) or its
+ * cancel. */
+typedef struct vacation_pair_event {
+  uint64_t row, pair;
+  int cancel;
+} vacation_pair_event;
+
+static int vacation_event_cmp(const void *a, const void *b) {
+  uint64_t x = ((const vacation_pair_event *)a)->row, y = ((const vacation_pair_event *)b)->row;
+  return x < y ? -1 : x > y;
+}
+
+/* The customer pair p books, chosen when first needed (its book row, or the
+ * cancel row of the pair that chains on it, whichever comes first) among
+ * the customers set apart for pairs (model g, customers first_id on). */
+static uint64_t vacation_pair_booker(vacation_gen *g, uint64_t *booker, const uint64_t *type, uint64_t p) {
+  if (booker[p] == UINT64_MAX) {
+    uint64_t c = vacation_pick_customer(g, type[p]);
+    if (c == UINT64_MAX) {
+      booker[p] = wl_below(&g->rng, g->s.customers); /* it will fail; the run still ends */
+    } else {
+      booker[p] = g->ids[c];
+      vacation_take_slot(g, c);
+      vacation_mark(g, c, type[p]);
+    }
+  }
+  return booker[p];
+}
+
+/* Chooses every pair's booker by a pass over the pairs' rows in table
+ * order: a booker has an empty slot at its book and never held the type,
+ * and the cancel of a booker (by the pair that chains on it) frees its
+ * slot. Reserved customers are first_id .. customers - 1. */
+static int vacation_choose_bookers(vacation_blocks *vb, const prstm_word *w, uint64_t first_id, uint64_t seed,
+                                   uint64_t *booker, const uint64_t *type) {
+  const uint64_t nres = vb->s.customers - first_id, npairs = vb->npairs;
+  uint64_t *ids = malloc((size_t)(nres ? nres : 1) * sizeof *ids);
+  vacation_pair_event *ev = malloc((size_t)(2 * npairs) * sizeof *ev);
+  vacation_gen g;
+  memset(&g, 0, sizeof g);
+  g.s = vb->s;
+  g.rng = seed ^ 0x626f6f6b65727300ull; /* "bookers" */
+  int rc = ids && ev ? 0 : PRSTM_ENOMEM;
+  for (uint64_t c = 0; c < nres && !rc; c++) ids[c] = first_id + c;
+  if (!rc) rc = vacation_gen_model(&g, w, ids, nres, 0);
+  for (uint64_t p = 0; p < npairs && !rc; p++) {
+    const uint64_t a = wl_perm_inverse(&vb->pairs, 2 * p), b = wl_perm_inverse(&vb->pairs, 2 * p + 1);
+    ev[2 * p] = (vacation_pair_event){a < b ? a : b, p, 0};
+    ev[2 * p + 1] = (vacation_pair_event){a < b ? b : a, p, 1};
+    booker[p] = UINT64_MAX;
+  }
+  if (!rc) qsort(ev, (size_t)(2 * npairs), sizeof *ev, vacation_event_cmp);
+  for (uint64_t k = 0; k < 2 * npairs && !rc; k++) {
+    const uint64_t p = ev[k].pair;
+    if (!ev[k].cancel) {
+      vacation_pair_booker(&g, booker, type, p);
+      continue;
+    }
+    const uint64_t c =
+        p < vb->nholders ? vb->holders[p].customer : vacation_pair_booker(&g, booker, type, p - vb->nholders);
+    if (c >= first_id && g.used[c - first_id]) vacation_free_slot(&g, c - first_id);
+  }
+  vacation_gen_free(&g);
+  free(ids);
+  free(ev);
+  return rc;
 }
 
 static int vacation_generate(const prstm_generate_spec *spec, const prstm_state_spec *state, prstm_batch *batch,
                              char *err, size_t errlen) {
-  vacation_gen g;
-  memset(&g, 0, sizeof g);
-  int rc = vacation_shape_of(state, &g.s, err, errlen);
+  vacation_blocks vb;
+  memset(&vb, 0, sizeof vb);
+  int rc = vacation_shape_of(state, &vb.s, err, errlen);
   if (rc) return rc;
+  const vacation_shape *s = &vb.s;
   uint64_t n = spec->transactions ? spec->transactions : VACATION_DEFAULT_TRANSACTIONS;
   /* Default mix: bookings and cancellations in balance, so that the open
    * types stay about as full as they start, and a few queries. */
   double w[3] = {0.45, 0.45, 0.1};
   if ((rc = wl_mix_weights(spec, batch, w, 3, NULL, err, errlen)) != 0 ||
       (rc = wl_read_only_share(spec, w, 2, "book or cancel", err, errlen)) != 0 ||
-      (rc = wl_cumulate(w, g.weight, 3, err, errlen)) != 0)
+      (rc = wl_cumulate(w, vb.weight, 3, err, errlen)) != 0)
     return rc;
-  uint64_t npairs = (uint64_t)(spec->semantic_ratio * (double)n / 2.0);
-  if (npairs && g.s.sold_out_types == 0) {
+  vb.npairs = (uint64_t)(spec->semantic_ratio * (double)n / 2.0);
+  if (vb.npairs && s->sold_out_types == 0) {
     snprintf(err, errlen, "semantic_ratio %g needs sold-out room types: set state.sold_out above 0",
              spec->semantic_ratio);
     return PRSTM_ECONFIG;
   }
-  g.rng = spec->seed ^ 0x9c0ffee5ull;
-  g.batch = batch;
   prstm_word *words = NULL;
-  if ((rc = vacation_build(&g.s, &words, err, errlen)) != 0) return rc;
-  rc = vacation_gen_model(&g, words, err, errlen);
+  if ((rc = vacation_build(s, &words, err, errlen)) != 0) return rc;
+  vb.w = words;
+  vb.nblocks = (n + WL_BLOCK_ROWS - 1) / WL_BLOCK_ROWS;
+  /* Pairs' bookers come from the top customers, one a pair up to half of
+   * them, which random traffic never touches. */
+  const uint64_t reserved = vb.npairs < s->customers / 2 ? vb.npairs : s->customers / 2;
+  vb.random_customers = s->customers - reserved;
+  wl_perm_init(&vb.customers, spec->seed ^ 0x637573746f6d6572ull, vb.random_customers); /* "customer" */
+  wl_perm_init(&vb.pairs, spec->seed, n);
+  vacation_booking *holders = NULL;
+  uint64_t *booker = NULL, *type = NULL;
+  if (vb.npairs) {
+    holders = malloc((size_t)(s->sold_out_types * s->rooms + 1) * sizeof *holders);
+    booker = malloc((size_t)vb.npairs * sizeof *booker);
+    type = malloc((size_t)vb.npairs * sizeof *type);
+    if (!holders || !booker || !type) rc = PRSTM_ENOMEM;
+    /* The initial holders of sold-out types, shuffled. */
+    uint64_t nh = 0, hrng = spec->seed ^ 0x9c0ffee5ull;
+    for (uint64_t c = 0; c < s->customers && !rc; c++)
+      for (uint64_t i = 0; i < s->slots; i++) {
+        const prstm_word v = words[s->customers_base + c * s->slots + i];
+        if (v && v - 1 >= s->open_types) holders[nh++] = (vacation_booking){c, v - 1};
+      }
+    for (uint64_t i = nh; i > 1 && !rc; i--) {
+      uint64_t j = wl_below(&hrng, i);
+      vacation_booking x = holders[i - 1];
+      holders[i - 1] = holders[j];
+      holders[j] = x;
+    }
+    vb.holders = holders;
+    vb.nholders = nh;
+    /* Pair p frees the room of holder p mod holders: the initial holder, or
+     * the customer booked by the pair before it in that chain. */
+    for (uint64_t p = 0; p < vb.npairs && !rc; p++) type[p] = holders[p % nh].type;
+    if (!rc) rc = vacation_choose_bookers(&vb, words, vb.random_customers, spec->seed, booker, type);
+    vb.pair_booker = booker;
+    vb.pair_type = type;
+  }
+  if (rc == PRSTM_ENOMEM) {
+    snprintf(err, errlen, "cannot allocate the generator's model of the state");
+  } else if (!rc) {
+    rc = wl_generate_blocks(batch, n, spec->seed, spec->threads, vacation_make_block, &vb);
+    rc = wl_generated(batch, rc, spec->presorted, err, errlen);
+  }
+  free(holders);
+  free(booker);
+  free(type);
   free(words);
-  if (rc) {
-    vacation_gen_free(&g);
-    return rc;
-  }
-
-  /* Pairs take two random rows each; the book gets the earlier one, so every
-   * dependency is placed the wrong way round, at every distance. */
-  uint64_t *slot = NULL;
-  if (npairs) {
-    slot = wl_pair_rows(&g.rng, n, npairs);
-    g.pair_booker = malloc((size_t)npairs * sizeof *g.pair_booker);
-    g.pair_type = malloc((size_t)npairs * sizeof *g.pair_type);
-    if (!slot || !g.pair_booker || !g.pair_type) {
-      free(slot);
-      vacation_gen_free(&g);
-      snprintf(err, errlen, "cannot allocate the generator's pairing tables");
-      return PRSTM_ENOMEM;
-    }
-    for (uint64_t p = 0; p < npairs; p++) {
-      g.pair_booker[p] = UINT64_MAX;
-      /* Pair p frees the room of holder p mod holders: the initial holder,
-       * or the customer booked by the pair before it in that chain. */
-      g.pair_type[p] = g.holders[p % g.nholders].type;
-    }
-  }
-  for (uint64_t i = 0; i < n && rc == 0; i++) {
-    if (!slot || slot[i] == WL_RANDOM_ROW)
-      rc = vacation_emit_random(&g);
-    else
-      rc = vacation_emit_pair_member(&g, slot[i] >> 1, (int)(slot[i] & 1));
-  }
-  free(slot);
-  vacation_gen_free(&g);
-  return wl_generated(batch, rc, spec->presorted, err, errlen);
+  return rc;
 }
 
 /* ---- The invariant ---- */
