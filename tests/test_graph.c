@@ -453,6 +453,49 @@ Test(graph, round_zero_pushes_every_vertex_once_plus_the_read_only_share) {
   }
 }
 
+/* Round 0 of a graph of four generator blocks, made on 1, 2 and 7
+ * threads: the same rows every time, the pushes in vertex order across the
+ * blocks (each block starts from the pushes counted before it), and the
+ * read-only share exact. */
+static prstm_batch *round_zero_on(const prstm_workload *wl, const prstm_state_spec *s, unsigned threads) {
+  prstm_generate_spec g;
+  prstm_generate_spec_init(wl, &g);
+  g.seed = 9;
+  g.read_only = 0.2;
+  g.threads = threads;
+  prstm_batch *b = NULL;
+  cr_assert_eq(prstm_batch_create(&b, wl), 0);
+  char err[256] = "";
+  cr_assert_eq(wl->generate(&g, s, b, err, sizeof err), 0, "%s", err);
+  return b;
+}
+
+Test(graph_generator, round_zero_is_the_same_whatever_the_thread_count) {
+  const prstm_workload *wl = prstm_workload_find("graph");
+  prstm_state_spec s = graph_spec(wl, 200000, 400000, 8, 100, 2);
+  prstm_batch *one = round_zero_on(wl, &s, 1);
+  cr_assert_eq(prstm_batch_size(one), 250000, "200,000 pushes and 50,000 queries");
+  uint64_t next = 0, queries = 0;
+  for (uint64_t i = 0; i < 250000; i++) {
+    if (prstm_batch_type(one, i) == GRAPH_VALUE) {
+      queries++;
+      continue;
+    }
+    cr_assert_eq(prstm_batch_arg(one, i, 0), next, "row %llu pushes vertex %llu, not %llu", (unsigned long long)i,
+                 (unsigned long long)prstm_batch_arg(one, i, 0), (unsigned long long)next);
+    next++;
+  }
+  cr_assert_eq(queries, 50000);
+  for (unsigned threads = 2; threads <= 7; threads += 5) {
+    prstm_batch *many = round_zero_on(wl, &s, threads);
+    char what[64];
+    snprintf(what, sizeof what, "%u threads", threads);
+    test_expect_same_rows(one, many, what);
+    prstm_batch_destroy(many);
+  }
+  prstm_batch_destroy(one);
+}
+
 /* The batch is sized by the graph: the keys that would size or shape it
  * otherwise are refused, and so is a graph with more edges than its degree
  * limit allows. */

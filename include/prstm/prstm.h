@@ -156,8 +156,8 @@ typedef struct prstm_generate_spec {
   int presorted;                   /* higher tags first in the table */
   double params[PRSTM_MAX_PARAMS]; /* the workload's own knobs of batch.generate */
   /* Threads that generate the batch (0: every core); the rows are the same
-   * for every count. Every built-in generator but graph's honours it
-   * (batch.generate.threads); graph's round 0 is made on one thread. */
+   * for every count. Every built-in generator honours it
+   * (batch.generate.threads). */
   unsigned threads;
 } prstm_generate_spec;
 

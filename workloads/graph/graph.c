@@ -123,11 +123,57 @@ static int graph_init_state(const prstm_state_spec *spec, prstm_word **words, ui
   return 0;
 }
 
+/* Round 0, made in blocks on every core (wl_generate_blocks): slot s of
+ * the batch is a value query when a permutation of the slots keyed by the
+ * seed puts it below the number of queries, and a push otherwise; a push's
+ * vertex is the count of pushes before it, so the pushes come in vertex
+ * order. Each block starts from the pushes before it, counted block by
+ * block on every core first. */
+typedef struct graph_round0 {
+  uint64_t vertices, queries, total, nblocks;
+  wl_perm places;         /* slot s holds a query when pi(s) < queries */
+  uint64_t *first_vertex; /* per block: the vertex of its first push */
+} graph_round0;
+
+static int graph_slot_is_query(const graph_round0 *z, uint64_t slot) {
+  return z->queries && wl_perm_at(&z->places, slot) < z->queries;
+}
+
+/* Blocks [from, to): how many pushes each holds, in first_vertex. */
+static void graph_count_pushes(void *arg, unsigned part, uint64_t from, uint64_t to) {
+  graph_round0 *z = arg;
+  (void)part;
+  for (uint64_t b = from; b < to; b++) {
+    const uint64_t lo = b * WL_BLOCK_ROWS, hi = lo + WL_BLOCK_ROWS < z->total ? lo + WL_BLOCK_ROWS : z->total;
+    uint64_t pushes = 0;
+    for (uint64_t s = lo; s < hi; s++) pushes += !graph_slot_is_query(z, s);
+    z->first_vertex[b] = pushes;
+  }
+}
+
+static int graph_make_block(const void *ctx, prstm_batch *part, uint64_t first, uint64_t rows, uint64_t *rng) {
+  const graph_round0 *z = ctx;
+  uint64_t vertex = z->first_vertex[first / WL_BLOCK_ROWS];
+  int rc = 0;
+  for (uint64_t slot = first; slot < first + rows && rc == 0; slot++) {
+    prstm_word args[2];
+    if (graph_slot_is_query(z, slot)) {
+      args[0] = graph_below(rng, z->vertices);
+      rc = prstm_batch_append(part, GRAPH_VALUE, args, 1);
+    } else {
+      args[0] = vertex++;
+      args[1] = 0;
+      rc = prstm_batch_append(part, GRAPH_PUSH, args, 2);
+    }
+  }
+  return rc;
+}
+
 /* Round 0: push(v, 0) for every vertex in vertex order, and, with a
  * read-only share r, V r / (1 - r) value queries of random vertices at random
- * places among them (selection sampling, so the count is exact). The batch is
- * sized by the graph, so the generator keys that would size or shape it
- * otherwise are refused rather than ignored. */
+ * places among them (so the count is exact). The batch is sized by the
+ * graph, so the generator keys that would size or shape it otherwise are
+ * refused rather than ignored. */
 static int graph_generate(const prstm_generate_spec *spec, const prstm_state_spec *state, prstm_batch *batch, char *err,
                           size_t errlen) {
   graph_shape g;
@@ -152,21 +198,28 @@ static int graph_generate(const prstm_generate_spec *spec, const prstm_state_spe
     return PRSTM_ECONFIG;
   }
   double ro = spec->read_only > 0 ? spec->read_only : 0.0;
-  uint64_t queries = (uint64_t)llround((double)g.vertices * ro / (1.0 - ro));
-  uint64_t total = g.vertices + queries, next_vertex = 0;
-  uint64_t rng = spec->seed ^ 0xa4093822299f31d0ull;
-  for (uint64_t slot = 0; slot < total && rc == 0; slot++) {
-    prstm_word args[2];
-    if (graph_below(&rng, total - slot) < queries) {
-      queries--;
-      args[0] = graph_below(&rng, g.vertices);
-      rc = prstm_batch_append(batch, GRAPH_VALUE, args, 1);
-    } else {
-      args[0] = next_vertex++;
-      args[1] = 0;
-      rc = prstm_batch_append(batch, GRAPH_PUSH, args, 2);
-    }
+  graph_round0 z;
+  memset(&z, 0, sizeof z);
+  z.vertices = g.vertices;
+  z.queries = (uint64_t)llround((double)g.vertices * ro / (1.0 - ro));
+  z.total = g.vertices + z.queries;
+  z.nblocks = (z.total + WL_BLOCK_ROWS - 1) / WL_BLOCK_ROWS;
+  wl_perm_init(&z.places, spec->seed ^ 0xa4093822299f31d0ull, z.total);
+  z.first_vertex = malloc((size_t)z.nblocks * sizeof *z.first_vertex);
+  if (!z.first_vertex) {
+    snprintf(err, errlen, "cannot allocate the generator's table of %llu blocks", (unsigned long long)z.nblocks);
+    return PRSTM_ENOMEM;
   }
+  unsigned parts = engine_parallel_parts(z.nblocks, 1);
+  if (spec->threads && spec->threads < parts) parts = spec->threads;
+  engine_parallel_for(z.nblocks, parts, graph_count_pushes, &z);
+  for (uint64_t b = 0, before = 0; b < z.nblocks; b++) {
+    const uint64_t pushes = z.first_vertex[b];
+    z.first_vertex[b] = before;
+    before += pushes;
+  }
+  rc = wl_generate_blocks(batch, z.total, spec->seed, spec->threads, graph_make_block, &z);
+  free(z.first_vertex);
   return wl_generated(batch, rc, spec->presorted, err, errlen);
 }
 
