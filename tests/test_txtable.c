@@ -107,6 +107,47 @@ Test(table, windows_fill_reserved_rows_of_one_batch) {
   prstm_batch_destroy(b);
 }
 
+/* A window moved to rows apart from the ones it filled fills those, reports
+ * what it filled before, and hands the types of every range to the batch
+ * when it closes; a move past the reserved rows is refused. */
+Test(table, a_window_moves_between_ranges_and_closes_once) {
+  prstm_batch *b = NULL;
+  cr_assert_eq(prstm_batch_create(&b, &test_probe_workload), 0);
+  cr_assert_eq(prstm_batch_reserve(b, 300, 2), 0);
+  prstm_batch *w = NULL;
+  uint64_t filled = 99;
+  cr_assert_eq(txtable_window_open(b, 0, 100, &w), 0);
+  for (uint64_t i = 0; i < 100; i++) {
+    prstm_word a[1] = {i};
+    cr_assert_eq(prstm_batch_append(w, PROBE_WILD, a, 1), 0);
+  }
+  cr_assert_eq(txtable_window_move(b, w, 200, 100, &filled), 0);
+  cr_assert_eq(filled, 100);
+  for (uint64_t i = 0; i < 100; i++) {
+    prstm_word a[1] = {200 + i};
+    cr_assert_eq(prstm_batch_append(w, PROBE_INCREMENT, a, 1), 0);
+  }
+  prstm_word a[1] = {0};
+  cr_assert_eq(prstm_batch_append(w, PROBE_INCREMENT, a, 1), PRSTM_ENOMEM, "a moved window ran past its rows");
+  cr_assert_eq(txtable_window_move(b, w, 250, 51, &filled), PRSTM_EINVAL, "a move past the reserved rows");
+  prstm_batch *other = NULL;
+  cr_assert_eq(txtable_window_open(b, 100, 100, &other), 0);
+  for (uint64_t i = 0; i < 100; i++) {
+    prstm_word x[1] = {100 + i};
+    cr_assert_eq(prstm_batch_append(other, PROBE_WILD, x, 1), 0);
+  }
+  cr_assert_eq(txtable_window_close(b, other), 100);
+  cr_assert_eq(txtable_window_close(b, w), 100);
+  cr_assert_eq(txtable_set_rows(b, 300), 0);
+  for (uint64_t i = 0; i < 300; i++) {
+    cr_assert_eq(prstm_batch_arg(b, i, 0), i, "row %llu", (unsigned long long)i);
+    cr_assert_eq(prstm_batch_type(b, i), i < 200 ? PROBE_WILD : PROBE_INCREMENT, "row %llu", (unsigned long long)i);
+  }
+  const uint64_t want = (1ull << PROBE_WILD) | (1ull << PROBE_INCREMENT);
+  cr_assert_eq(b->type_mask, want, "types %llx", (unsigned long long)b->type_mask);
+  prstm_batch_destroy(b);
+}
+
 /* Generated blocks go straight into the batch's rows; a block wider than
  * the first makes the generator start again with a part per thread. Both
  * give the rows that one thread gives. */

@@ -214,6 +214,37 @@ Test(vacation_generator, same_rows_whatever_the_thread_count) {
   run_close(&r);
 }
 
+/* Each block follows its own share of the customers, but its rows are
+ * spread over the whole table, so a thread that runs a quarter of the table
+ * meets customers of every block, not a quarter of them, as in a batch made
+ * on one thread (a cache-friendly batch would flatter the CPU backend). */
+Test(vacation_generator, a_quarter_of_the_table_names_customers_of_every_block) {
+  vac_run r;
+  vac_shape shape = {20000, 40, 200, 4, 0.5, 0.25};
+  run_open(&r, PRSTM_BACKEND_CPU, 1, PRSTM_SEMANTIC_POSTPONE, &shape);
+  prstm_batch *b = generated_on(&r.spec, 2, 0.45, 0);
+  uint8_t *seen = calloc(20000, 1);
+  cr_assert_not_null(seen);
+  uint64_t in_quarter = 0, in_all = 0;
+  const uint64_t n = prstm_batch_size(b);
+  for (int pass = 0; pass < 2; pass++) {
+    memset(seen, 0, 20000);
+    uint64_t distinct = 0;
+    for (uint64_t i = 0; i < (pass ? n : n / 4); i++) {
+      if (prstm_batch_type(b, i) == VACATION_FREE_ROOMS) continue;
+      const uint64_t c = prstm_batch_arg(b, i, 0);
+      if (!seen[c]) distinct++;
+      seen[c] = 1;
+    }
+    *(pass ? &in_all : &in_quarter) = distinct;
+  }
+  cr_assert_geq(in_quarter * 2, in_all, "the first quarter names %llu of the %llu customers the batch names",
+                (unsigned long long)in_quarter, (unsigned long long)in_all);
+  free(seen);
+  prstm_batch_destroy(b);
+  run_close(&r);
+}
+
 /* Without pairs, the table order is a serial schedule in which every row
  * commits: replayed row by row on the initial state, every book finds a free
  * room and an empty slot of a customer who does not hold the type, and

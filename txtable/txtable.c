@@ -157,6 +157,17 @@ int txtable_window_open(prstm_batch *dst, uint64_t first, uint64_t rows, prstm_b
   return 0;
 }
 
+int txtable_window_move(const prstm_batch *dst, prstm_batch *win, uint64_t first, uint64_t rows, uint64_t *filled) {
+  if (!dst || !win || !win->window || !filled || first > dst->cap || rows > dst->cap - first) return PRSTM_EINVAL;
+  *filled = win->n;
+  win->type = dst->type + first;
+  win->status = dst->status + first;
+  win->args = dst->args ? dst->args + first : NULL;
+  win->n = 0;
+  win->limit = rows;
+  return 0;
+}
+
 uint64_t txtable_window_close(prstm_batch *dst, prstm_batch *win) {
   if (!dst || !win || !win->window) return 0;
   const uint64_t n = win->n;

@@ -73,6 +73,11 @@ int txtable_fail(prstm_batch *batch, int code, const char *fmt, ...)
  * until then, and must be filled or left out (n ends before them). */
 int txtable_window_open(prstm_batch *dst, uint64_t first, uint64_t rows, prstm_batch **win);
 uint64_t txtable_window_close(prstm_batch *dst, prstm_batch *win);
+/* Points an open window at rows [first, first + rows) of dst instead,
+ * keeping the types and tags of the rows it filled, so that one thread can
+ * fill ranges apart from each other and close the window once; *filled
+ * gets the rows it filled where it pointed before. Changes nothing of dst. */
+int txtable_window_move(const prstm_batch *dst, prstm_batch *win, uint64_t first, uint64_t rows, uint64_t *filled);
 int txtable_set_rows(prstm_batch *dst, uint64_t n);
 /* Moves rows [from, from + n) of b's reserved rows to [to, to + n), every
  * column (to below from: closes the gap a window left short). */

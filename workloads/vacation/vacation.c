@@ -186,11 +186,13 @@ static int vacation_init_state(const prstm_state_spec *spec, prstm_word **words,
  * makes one sell out. Cancels of bookings made earlier in the batch do depend on them;
  * the higher tag makes such a cancel meet its booking's absence and wait.
  *
- * The rows are made in blocks on every core (wl_generate_blocks), so no
- * block's model depends on another's: each block owns a random share of the
- * customers (with their initial bookings) and a share of every open type's
- * free rooms. The blocks' free rooms add up to the state's at every point
- * of the table, so the table order stays a schedule in which all commit.
+ * The rows are made in blocks on every core, each block from a stream of
+ * its own, so no block's model depends on another's: each block owns a
+ * random share of the customers (with their initial bookings) and a share of
+ * every open type's free rooms, and its rows are chunks spread over the
+ * whole table (vacation_fill). The blocks' free rooms add up to the state's
+ * at every point of the table, whatever the order the blocks' rows
+ * interleave in, so the table order stays a schedule in which all commit.
  *
  * Semantic pairs use the sold-out types: a book of a sold-out type placed
  * before the cancel (by a holder of that type) that frees its room, at
@@ -391,6 +393,7 @@ typedef struct vacation_blocks {
   vacation_shape s;
   const prstm_word *w; /* the initial words */
   double weight[3];
+  uint64_t n, base, seed; /* the batch's rows, from row base of the batch */
   uint64_t nblocks;
   uint64_t random_customers; /* customers 0 .. random_customers - 1 take random traffic */
   wl_perm customers;         /* deals those customers out to the blocks */
@@ -402,16 +405,23 @@ typedef struct vacation_blocks {
   const uint64_t *pair_type;   /* room type of pair p */
 } vacation_blocks;
 
-/* Rows [first, first + rows), block first / WL_BLOCK_ROWS. */
-static int vacation_make_block(const void *ctx, prstm_batch *part, uint64_t first, uint64_t rows, uint64_t *rng) {
-  const vacation_blocks *vb = ctx;
-  const uint64_t block = first / WL_BLOCK_ROWS, nc = vb->random_customers;
+/* Block b's rows are chunks b, b + nblocks, b + 2 nblocks ... of
+ * VACATION_CHUNK_ROWS rows each, so every block's rows, and its customers,
+ * are spread over the whole table: a thread that runs a range of the table
+ * meets every customer, as it would in a batch made on one thread. */
+#define VACATION_CHUNK_ROWS 64u
+
+/* Fills block `block`'s rows through win, a window on batch; *filled adds
+ * the rows win had filled before each move. */
+static int vacation_fill_block(const vacation_blocks *vb, prstm_batch *batch, prstm_batch *win, uint64_t block,
+                               uint64_t *filled) {
+  const uint64_t nc = vb->random_customers;
   const uint64_t lo = nc * block / vb->nblocks, hi = nc * (block + 1) / vb->nblocks;
   vacation_gen g;
   memset(&g, 0, sizeof g);
   g.s = vb->s;
-  g.rng = *rng;
-  g.batch = part;
+  g.rng = wl_block_seed(vb->seed, block);
+  g.batch = win;
   g.weight = vb->weight;
   uint64_t *ids = malloc((size_t)(hi - lo + 1) * sizeof *ids);
   int rc = ids ? 0 : PRSTM_ENOMEM;
@@ -422,24 +432,69 @@ static int vacation_make_block(const void *ctx, prstm_batch *part, uint64_t firs
     const uint64_t free_t = vb->w[g.s.types_base + t * g.s.spacing];
     g.free_rooms[t] = free_t * (block + 1) / vb->nblocks - free_t * block / vb->nblocks;
   }
-  for (uint64_t i = first; i < first + rows && rc == 0; i++) {
-    const uint64_t slot = vb->npairs ? wl_pair_slot(&vb->pairs, vb->npairs, i) : WL_RANDOM_ROW;
-    if (slot == WL_RANDOM_ROW) {
-      rc = vacation_emit_random(&g);
-      continue;
-    }
-    const uint64_t p = slot >> 1, t = vb->pair_type[p];
-    if (!(slot & 1)) {
-      rc = vacation_append(&g, VACATION_BOOK, vb->pair_booker[p], t);
-    } else {
-      const uint64_t c = p < vb->nholders ? vb->holders[p].customer : vb->pair_booker[p - vb->nholders];
-      rc = vacation_append(&g, VACATION_CANCEL, c, t);
+  for (uint64_t chunk = block; chunk * VACATION_CHUNK_ROWS < vb->n && !rc; chunk += vb->nblocks) {
+    const uint64_t first = chunk * VACATION_CHUNK_ROWS;
+    const uint64_t rows = vb->n - first < VACATION_CHUNK_ROWS ? vb->n - first : VACATION_CHUNK_ROWS;
+    uint64_t before = 0;
+    rc = txtable_window_move(batch, win, vb->base + first, rows, &before);
+    *filled += before;
+    for (uint64_t i = first; i < first + rows && rc == 0; i++) {
+      const uint64_t slot = vb->npairs ? wl_pair_slot(&vb->pairs, vb->npairs, i) : WL_RANDOM_ROW;
+      if (slot == WL_RANDOM_ROW) {
+        rc = vacation_emit_random(&g);
+        continue;
+      }
+      const uint64_t p = slot >> 1, t = vb->pair_type[p];
+      if (!(slot & 1)) {
+        rc = vacation_append(&g, VACATION_BOOK, vb->pair_booker[p], t);
+      } else {
+        const uint64_t c = p < vb->nholders ? vb->holders[p].customer : vb->pair_booker[p - vb->nholders];
+        rc = vacation_append(&g, VACATION_CANCEL, c, t);
+      }
     }
   }
   vacation_gen_free(&g);
   free(ids);
-  *rng = g.rng;
   return rc;
+}
+
+/* One thread's blocks, through one window of its own. */
+typedef struct vacation_fill_job {
+  const vacation_blocks *vb;
+  prstm_batch *batch;
+  prstm_batch *win[ENGINE_MAX_PARTS];
+  uint64_t filled[ENGINE_MAX_PARTS];
+  int rc[ENGINE_MAX_PARTS];
+} vacation_fill_job;
+
+static void vacation_fill_part(void *arg, unsigned part, uint64_t from, uint64_t to) {
+  vacation_fill_job *f = arg;
+  for (uint64_t b = from; b < to && !f->rc[part]; b++)
+    f->rc[part] = vacation_fill_block(f->vb, f->batch, f->win[part], b, &f->filled[part]);
+}
+
+/* Appends the batch's n rows, its blocks on `threads` threads (0: every
+ * core); the rows are the same for any count. */
+static int vacation_fill(const vacation_blocks *vb, prstm_batch *batch, unsigned threads) {
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  uint64_t parts = threads ? threads : (uint64_t)(cores > 0 ? cores : 1);
+  if (parts > vb->nblocks) parts = vb->nblocks ? vb->nblocks : 1;
+  if (parts > ENGINE_MAX_PARTS) parts = ENGINE_MAX_PARTS;
+  vacation_fill_job f;
+  memset(&f, 0, sizeof f);
+  f.vb = vb;
+  f.batch = batch;
+  int rc = prstm_batch_reserve(batch, vb->base + vb->n, 2);
+  unsigned opened = 0;
+  for (; opened < parts && !rc; opened++) rc = txtable_window_open(batch, vb->base, 0, &f.win[opened]);
+  if (!rc) engine_parallel_for(vb->nblocks, (unsigned)parts, vacation_fill_part, &f);
+  uint64_t filled = 0;
+  for (unsigned k = 0; k < opened; k++) {
+    if (!rc) rc = f.rc[k];
+    filled += f.filled[k] + (f.win[k] ? txtable_window_close(batch, f.win[k]) : 0);
+  }
+  if (!rc && filled != vb->n) rc = PRSTM_ENOMEM; /* a row wider than the batch's columns */
+  return rc ? rc : txtable_set_rows(batch, vb->base + vb->n);
 }
 
 /* A pair's row and what happens there: its book (the earlier row) or its
@@ -534,6 +589,9 @@ static int vacation_generate(const prstm_generate_spec *spec, const prstm_state_
   prstm_word *words = NULL;
   if ((rc = vacation_build(s, &words, err, errlen)) != 0) return rc;
   vb.w = words;
+  vb.n = n;
+  vb.base = prstm_batch_size(batch);
+  vb.seed = spec->seed;
   vb.nblocks = (n + WL_BLOCK_ROWS - 1) / WL_BLOCK_ROWS;
   /* Pairs' bookers come from the top customers, one a pair up to half of
    * them, which random traffic never touches. */
@@ -573,7 +631,7 @@ static int vacation_generate(const prstm_generate_spec *spec, const prstm_state_
   if (rc == PRSTM_ENOMEM) {
     snprintf(err, errlen, "cannot allocate the generator's model of the state");
   } else if (!rc) {
-    rc = wl_generate_blocks(batch, n, spec->seed, spec->threads, vacation_make_block, &vb);
+    rc = vacation_fill(&vb, batch, spec->threads);
     rc = wl_generated(batch, rc, spec->presorted, err, errlen);
   }
   free(holders);
