@@ -141,6 +141,15 @@ int prstm_batch_reserve(prstm_batch *b, uint64_t rows, unsigned ncols) {
   return txtable_reshape(b, rows > b->cap ? rows : b->cap, ncols > b->ncols ? ncols : b->ncols);
 }
 
+/* Points window w at rows [first, first + rows) of dst, empty. */
+static void txtable_window_point(prstm_batch *w, const prstm_batch *dst, uint64_t first, uint64_t rows) {
+  w->type = dst->type + first;
+  w->status = dst->status + first;
+  w->args = dst->args ? dst->args + first : NULL;
+  w->n = 0;
+  w->limit = rows;
+}
+
 int txtable_window_open(prstm_batch *dst, uint64_t first, uint64_t rows, prstm_batch **win) {
   if (!dst || !win || dst->window || first > dst->cap || rows > dst->cap - first) return PRSTM_EINVAL;
   prstm_batch *w = calloc(1, sizeof *w);
@@ -148,11 +157,8 @@ int txtable_window_open(prstm_batch *dst, uint64_t first, uint64_t rows, prstm_b
   w->wl = dst->wl;
   w->cap = dst->cap; /* the column stride: a window's rows are dst's */
   w->ncols = dst->ncols;
-  w->type = dst->type + first;
-  w->status = dst->status + first;
-  w->args = dst->args ? dst->args + first : NULL;
   w->window = 1;
-  w->limit = rows;
+  txtable_window_point(w, dst, first, rows);
   *win = w;
   return 0;
 }
@@ -160,11 +166,7 @@ int txtable_window_open(prstm_batch *dst, uint64_t first, uint64_t rows, prstm_b
 int txtable_window_move(const prstm_batch *dst, prstm_batch *win, uint64_t first, uint64_t rows, uint64_t *filled) {
   if (!dst || !win || !win->window || !filled || first > dst->cap || rows > dst->cap - first) return PRSTM_EINVAL;
   *filled = win->n;
-  win->type = dst->type + first;
-  win->status = dst->status + first;
-  win->args = dst->args ? dst->args + first : NULL;
-  win->n = 0;
-  win->limit = rows;
+  txtable_window_point(win, dst, first, rows);
   return 0;
 }
 
