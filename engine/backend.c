@@ -43,5 +43,6 @@ int backend_choose(prstm_engine *e, prstm_backend *backend, char *fallback, size
 
 #ifndef PRSTM_HAVE_CUDA
 const backend_ops *backend_gpu_ops(void) { return NULL; }
+void backend_gpu_keep_free(struct backend_gpu_keep *keep) { (void)keep; }
 const txtable_allocator *backend_pinned_allocator(void) { return NULL; }
 #endif

@@ -129,6 +129,11 @@ typedef struct backend_ops {
   uint64_t *(*state_device)(backend_stream *s);
 } backend_ops;
 
+/* What the GPU backend keeps on an engine from one whole run to the next
+ * (prstm_engine.gpu_keep): freed with the engine; nothing without CUDA. */
+struct backend_gpu_keep;
+void backend_gpu_keep_free(struct backend_gpu_keep *keep);
+
 /* The backends of this build; backend_gpu_ops is NULL without CUDA. */
 extern const backend_ops backend_cpu_ops;
 const backend_ops *backend_gpu_ops(void);

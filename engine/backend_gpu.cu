@@ -107,12 +107,15 @@ extern "C" int prstm_gpu_launch_kernel(const void *kernel, const prstm_exec_ctx 
 /* ---- a whole run's copies through pinned staging ---- */
 
 /* A copy from pageable memory is staged by the driver a small piece at a
- * time on one thread. A run's large copies go instead through two pinned
- * chunks of their own: every core fills one chunk while the GPU takes the
- * other (and empties one while the GPU fills the other on the way back).
- * The chunks cost a pinned allocation, so a run stages its copies only
- * when they add up to PRSTM_POLICY_STAGED_COPY_MIN_BYTES; a copy from or to
- * memory that is pinned already goes direct. */
+ * time on one thread. Large copies go instead through two pinned chunks:
+ * every core fills one chunk while the GPU takes the other (and empties one
+ * while the GPU fills the other on the way back). The chunks cost a pinned
+ * allocation, so an engine takes them once its whole runs have copied
+ * PRSTM_POLICY_STAGED_COPY_MIN_BYTES (the larger way of each run, summed),
+ * and keeps them for its later runs until it is destroyed: a run of a few
+ * hundred MiB on an engine that runs again and again (rounds, a job's
+ * batches) then stages too. A copy smaller than a chunk, or from or to
+ * memory that is pinned already, goes direct. */
 typedef struct gpu_staging {
   uint8_t *chunk[2];
   cudaEvent_t done[2]; /* the chunk's last copy on `stream` ended */
@@ -121,10 +124,16 @@ typedef struct gpu_staging {
   unsigned next;
 } gpu_staging;
 
-/* Opens the staging for copies that add up to `total` bytes. Where the
- * pinned chunks cannot be had, the copies go direct: slower, not wrong. */
-static int gpu_staging_open(gpu_staging *s, uint64_t total, char *err, size_t errlen) {
-  if (total < PRSTM_POLICY_STAGED_COPY_MIN_BYTES) return 0;
+/* What the GPU backend keeps on an engine between whole runs. */
+struct backend_gpu_keep {
+  gpu_staging staging;
+  int device;      /* the GPU the staging's stream and events belong to */
+  uint64_t copied; /* bytes the engine's whole runs copied, the larger way of each */
+};
+
+/* Takes the pinned chunks. Where they cannot be had, the copies go direct:
+ * slower, not wrong. */
+static int gpu_staging_open(gpu_staging *s, char *err, size_t errlen) {
   for (int k = 0; k < 2; k++)
     if (cudaMallocHost((void **)&s->chunk[k], PRSTM_POLICY_STAGED_COPY_CHUNK) != cudaSuccess) {
       cudaGetLastError();
@@ -147,6 +156,44 @@ static void gpu_staging_close(gpu_staging *s) {
   }
   if (s->stream) cudaStreamDestroy(s->stream);
   memset(s, 0, sizeof *s);
+}
+
+void backend_gpu_keep_free(struct backend_gpu_keep *keep) {
+  if (!keep) return;
+  const int current = backend_gpu_current();
+  if (keep->staging.stream) backend_gpu_make_current(keep->device);
+  gpu_staging_close(&keep->staging);
+  backend_gpu_make_current(current);
+  free(keep);
+}
+
+/* The staging for a run whose copies take `bytes` the larger way: the
+ * engine's chunks once its runs have copied enough, or `direct` (no chunks:
+ * every copy direct). Chunks kept from another GPU's runs are given back
+ * first. */
+static int gpu_staging_for_run(prstm_engine *e, uint64_t bytes, gpu_staging *direct, gpu_staging **out, char *err,
+                               size_t errlen) {
+  *out = direct;
+  if (!e->gpu_keep && (e->gpu_keep = (struct backend_gpu_keep *)calloc(1, sizeof *e->gpu_keep)) == NULL) return 0;
+  struct backend_gpu_keep *keep = e->gpu_keep;
+  int device = 0;
+  GPU_CHECK(cudaGetDevice(&device));
+  if (keep->staging.bytes && keep->device != device) {
+    backend_gpu_make_current(keep->device);
+    gpu_staging_close(&keep->staging);
+    backend_gpu_make_current(device);
+  }
+  keep->copied += bytes;
+  if (!keep->staging.bytes && keep->copied >= PRSTM_POLICY_STAGED_COPY_MIN_BYTES) {
+    keep->device = device;
+    int rc = gpu_staging_open(&keep->staging, err, errlen);
+    if (rc) {
+      gpu_staging_close(&keep->staging);
+      return rc;
+    }
+  }
+  if (keep->staging.bytes) *out = &keep->staging;
+  return 0;
 }
 
 /* memcpy on every core. */
@@ -217,7 +264,8 @@ typedef struct gpu_buffers {
   cudaEvent_t start, stop;
   cudaStream_t monitor;
   uint64_t *host_words; /* pinned: progress read and stop flag written while the kernel runs */
-  gpu_staging staging;  /* the run's large copies (gpu_copy_up, gpu_copy_down) */
+  gpu_staging *staging; /* the run's large copies (gpu_copy_up, gpu_copy_down): the engine's, or direct */
+  gpu_staging direct;   /* no chunks: every copy direct */
 } gpu_buffers;
 
 static void gpu_free(gpu_buffers *g) {
@@ -235,7 +283,8 @@ static void gpu_free(gpu_buffers *g) {
   if (g->stop) cudaEventDestroy(g->stop);
   if (g->monitor) cudaStreamDestroy(g->monitor);
   if (g->host_words) cudaFreeHost(g->host_words);
-  gpu_staging_close(&g->staging);
+  /* The staging stays the engine's; a failed run may leave copies queued on
+   * it, which end before the chunks are filled again (their events). */
 }
 
 /* Waits for the kernel while watching its published progress through a
@@ -274,8 +323,8 @@ static int gpu_wait_watched(prstm_engine *e, const prstm_batch *b, gpu_buffers *
 
 /* Allocates the run's device buffers and uploads the state and the table;
  * ctx then points into device memory. */
-static int gpu_upload(const prstm_engine *e, const prstm_batch *b, uint32_t threads, prstm_exec_ctx *ctx,
-                      gpu_buffers *g, char *err, size_t errlen) {
+static int gpu_upload(prstm_engine *e, const prstm_batch *b, uint32_t threads, prstm_exec_ctx *ctx, gpu_buffers *g,
+                      char *err, size_t errlen) {
   GPU_CHECK(cudaMalloc((void **)&g->words, 8 * e->nwords));
   const uint64_t lock_words = engine_lock_array_words(e->wl, ctx->nlocks);
   GPU_CHECK(cudaMalloc((void **)&g->locks, 8 * lock_words));
@@ -290,7 +339,7 @@ static int gpu_upload(const prstm_engine *e, const prstm_batch *b, uint32_t thre
   /* The largest of the run's two ways decides whether it stages its copies. */
   const uint64_t up = 8 * e->nwords + (8 * (uint64_t)b->ncols + 1) * b->n,
                  down = 8 * e->nwords + (1 + 8 * (!!g->result + !!g->seq + !!g->read_hash)) * b->n;
-  int rc = gpu_staging_open(&g->staging, up > down ? up : down, err, errlen);
+  int rc = gpu_staging_for_run(e, up > down ? up : down, &g->direct, &g->staging, err, errlen);
   if (rc) return rc;
   GPU_CHECK(cudaMemset(g->locks, 0, 8 * lock_words));
   if (g->result) GPU_CHECK(cudaMemset(g->result, 0, 8 * b->n));
@@ -299,12 +348,12 @@ static int gpu_upload(const prstm_engine *e, const prstm_batch *b, uint32_t thre
   GPU_CHECK(cudaMemset(g->quiesce, 0, 8 * STM_Q_WORDS));
   GPU_CHECK(cudaMemset(g->status, 0, b->n));
   GPU_CHECK(cudaMemset(g->stats, 0, sizeof(stm_thread_stats) * threads));
-  if ((rc = gpu_copy_up(&g->staging, g->words, e->words, 8 * e->nwords, err, errlen)) != 0) return rc;
+  if ((rc = gpu_copy_up(g->staging, g->words, e->words, 8 * e->nwords, err, errlen)) != 0) return rc;
   for (uint32_t c = 0; c < b->ncols; c++)
-    if ((rc = gpu_copy_up(&g->staging, g->args + (size_t)c * b->n, b->args + (size_t)c * b->cap, 8 * b->n, err,
+    if ((rc = gpu_copy_up(g->staging, g->args + (size_t)c * b->n, b->args + (size_t)c * b->cap, 8 * b->n, err,
                           errlen)) != 0)
       return rc;
-  if ((rc = gpu_copy_up(&g->staging, g->type, b->type, b->n, err, errlen)) != 0) return rc;
+  if ((rc = gpu_copy_up(g->staging, g->type, b->type, b->n, err, errlen)) != 0) return rc;
   GPU_CHECK(cudaDeviceSynchronize());
 
   ctx->words = g->words;
@@ -350,7 +399,7 @@ static int gpu_execute(prstm_engine *e, const prstm_batch *b, const prstm_worker
 /* Copies the final state, the table's outcomes and the threads' counters back. */
 static int gpu_readback(prstm_engine *e, prstm_batch *b, uint32_t threads, gpu_buffers *g, prstm_results *res,
                         char *err, size_t errlen) {
-  gpu_staging *s = &g->staging;
+  gpu_staging *s = g->staging;
   int rc = gpu_copy_down(s, e->words, g->words, 8 * e->nwords, err, errlen);
   if (!rc) rc = gpu_copy_down(s, b->status, g->status, b->n, err, errlen);
   if (!rc && g->result) rc = gpu_copy_down(s, b->result, g->result, 8 * b->n, err, errlen);

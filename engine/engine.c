@@ -56,6 +56,7 @@ int prstm_engine_create(prstm_engine **out, const prstm_workload *wl, const prst
 
 void prstm_engine_destroy(prstm_engine *e) {
   if (!e) return;
+  backend_gpu_keep_free(e->gpu_keep);
   free(e->words);
   free(e->initial);
   free(e);

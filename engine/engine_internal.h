@@ -61,6 +61,9 @@ struct prstm_engine {
   /* The GPU a unit's stream runs on (CUDA's device index); -1 elsewhere:
    * a stream runs on the calling thread's current device. */
   int unit_device;
+  /* What the GPU backend keeps between whole runs (the pinned chunks its
+   * large copies go through); NULL until a run on a GPU. */
+  struct backend_gpu_keep *gpu_keep;
   char err[512];
 };
 

@@ -563,6 +563,36 @@ Test(bank_gpu, a_run_too_large_for_direct_copies_is_staged_exactly) {
   run_close(&r);
 }
 
+/* An engine keeps its staging chunks once its runs have copied
+ * PRSTM_POLICY_STAGED_COPY_MIN_BYTES in all: five runs of about 140 MB each
+ * on one engine (none large enough to stage on its own), the fourth and the
+ * fifth through the chunks, the state two full chunks and a partial one.
+ * Every run is verified against its serial replay, so a chunk copied to
+ * the wrong place, twice or not at all in a later run fails it. */
+Test(bank_gpu, later_runs_of_an_engine_stage_their_copies_exactly) {
+  need_backend(PRSTM_BACKEND_GPU);
+  bank_run r;
+  run_open(&r, prstm_workload_find("bank"), PRSTM_BACKEND_GPU, 1, PRSTM_SEMANTIC_POSTPONE, 100);
+  const uint64_t accounts = 2 * (PRSTM_POLICY_STAGED_COPY_CHUNK / 8) + 12345;
+  run_state(&r, accounts, 1000000);
+  prstm_state_spec s = {.accounts = accounts, .initial_balance = 1000000};
+  for (uint64_t k = 0; k < 5; k++) {
+    prstm_generate_spec g;
+    memset(&g, 0, sizeof g);
+    g.transactions = 3000000;
+    g.seed = 40 + k;
+    g.accounts_per_tx = 2;
+    g.amount_min = 1;
+    g.amount_max = 10;
+    char err[256];
+    cr_assert_eq(prstm_batch_clear(r.batch), 0);
+    cr_assert_eq(r.wl->generate(&g, &s, r.batch, err, sizeof err), 0, "%s", err);
+    run_exec(&r);
+    cr_assert_eq(r.res.committed + r.res.failed, g.transactions, "run %llu", (unsigned long long)k);
+  }
+  run_close(&r);
+}
+
 /* The invariant reads the rows on every core, in parts of at least 65,536
  * rows: the deposits and withdrawals of every part are counted. */
 Test(bank_cpu, invariant_reads_every_part_of_a_large_batch) {

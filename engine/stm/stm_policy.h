@@ -89,11 +89,13 @@
 
 /* ---- A whole run's copies (host) ---- */
 
-/* A run whose copies between pageable host memory and the GPU add up to
- * STAGED_COPY_MIN_BYTES stages them through two pinned chunks of
- * STAGED_COPY_CHUNK bytes, which every core fills and empties in parts of
- * at least STAGED_COPY_BYTES_PER_PART (engine/backend_gpu.cu). Below that
- * size the chunks' pinned allocation costs more than it saves. */
+/* Once an engine's whole runs have copied STAGED_COPY_MIN_BYTES between
+ * pageable host memory and the GPU (the larger way of each run, summed), it
+ * takes two pinned chunks of STAGED_COPY_CHUNK bytes and keeps them: every
+ * copy of a chunk or more then goes through them, filled and emptied by
+ * every core in parts of at least STAGED_COPY_BYTES_PER_PART
+ * (engine/backend_gpu.cu). Below that total the chunks' pinned allocation
+ * costs more than it saves. */
 #define PRSTM_POLICY_STAGED_COPY_MIN_BYTES (512ull << 20)
 #define PRSTM_POLICY_STAGED_COPY_CHUNK (32ull << 20)
 #define PRSTM_POLICY_STAGED_COPY_BYTES_PER_PART (1ull << 20)
