@@ -158,42 +158,8 @@ static inline unsigned wl_pick(uint64_t *rng, const double *cumulative, unsigned
 
 /* ---- Semantic pairs ---- */
 
-/* What a row of wl_pair_rows' table holds when it is not part of a pair. */
+/* What wl_pair_slot gives a row that is not part of a pair. */
 #define WL_RANDOM_ROW UINT64_MAX
-
-/* Places npairs semantic pairs (npairs >= 1, 2 npairs <= n) on random rows
- * of a batch of n: selection sampling picks 2 npairs rows, a shuffle pairs
- * them at random, and row r of the table returned holds p << 1 when it is
- * the earlier row of pair p, (p << 1) | 1 when it is the later, and
- * WL_RANDOM_ROW otherwise. Pairing rows at random places the dependencies
- * unsorted, at every distance. The caller frees the table; NULL when out of
- * memory. */
-static inline uint64_t *wl_pair_rows(uint64_t *rng, uint64_t n, uint64_t npairs) {
-  uint64_t *slot = malloc((size_t)n * sizeof *slot);
-  uint64_t *chosen = malloc((size_t)(2 * npairs) * sizeof *chosen);
-  if (!slot || !chosen) {
-    free(slot);
-    free(chosen);
-    return NULL;
-  }
-  uint64_t need = 2 * npairs, m = 0;
-  for (uint64_t i = 0; i < n; i++) {
-    slot[i] = WL_RANDOM_ROW;
-    if (wl_below(rng, n - i) < need - m) chosen[m++] = i;
-  }
-  for (uint64_t i = m - 1; i > 0; i--) {
-    uint64_t j = wl_below(rng, i + 1), t = chosen[i];
-    chosen[i] = chosen[j];
-    chosen[j] = t;
-  }
-  for (uint64_t p = 0; p < npairs; p++) {
-    uint64_t x = chosen[2 * p], y = chosen[2 * p + 1];
-    slot[x < y ? x : y] = p << 1;
-    slot[x < y ? y : x] = (p << 1) | 1;
-  }
-  free(chosen);
-  return slot;
-}
 
 /* ---- Permutations computed row by row ----
  *
@@ -261,7 +227,7 @@ static inline uint64_t wl_perm_inverse(const wl_perm *p, uint64_t x) {
 /* Semantic pairs placed row by row: row r goes to place pi(r), and the rows
  * whose places fall below 2 npairs are the pairs' members, places 2p and
  * 2p + 1 making pair p, so the members are a random set of rows, paired at
- * random, at every distance. Row r's part, with wl_pair_rows' encoding:
+ * random, at every distance. Row r's part:
  * WL_RANDOM_ROW, or p << 1 for pair p's earlier member and (p << 1) | 1 for
  * its later one; a member's partner row goes to *partner. */
 static inline uint64_t wl_pair_slot_partner(const wl_perm *p, uint64_t npairs, uint64_t r, uint64_t *partner) {
@@ -323,6 +289,16 @@ static void wl_block_part(void *arg, unsigned part, uint64_t from, uint64_t to) 
   for (uint64_t k = from; k < to; k++) wl_block_worker(&jobs[k]);
 }
 
+/* The threads that make nblocks blocks when `threads` are asked (0: every
+ * core): at most one a block, and at most WL_BLOCK_MAX_THREADS. */
+static inline unsigned wl_block_threads(unsigned threads, uint64_t nblocks) {
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  uint64_t n = threads ? threads : (uint64_t)(cores > 0 ? cores : 1);
+  if (n > nblocks) n = nblocks ? nblocks : 1;
+  if (n > WL_BLOCK_MAX_THREADS) n = WL_BLOCK_MAX_THREADS;
+  return (unsigned)n;
+}
+
 /* Runs the jobs, one a thread (engine_parallel_for). Returns the first
  * job's failure. */
 static inline int wl_run_block_jobs(wl_block_job *jobs, uint64_t njobs) {
@@ -363,10 +339,7 @@ static inline int wl_generate_into_windows(prstm_batch *batch, uint64_t base, ui
 static inline int wl_generate_blocks(prstm_batch *batch, uint64_t n, uint64_t seed, unsigned threads,
                                      wl_make_block_fn make, const void *ctx) {
   const uint64_t nblocks = (n + WL_BLOCK_ROWS - 1) / WL_BLOCK_ROWS;
-  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  uint64_t nthreads = threads ? threads : (uint64_t)(cores > 0 ? cores : 1);
-  if (nthreads > nblocks) nthreads = nblocks ? nblocks : 1;
-  if (nthreads > WL_BLOCK_MAX_THREADS) nthreads = WL_BLOCK_MAX_THREADS;
+  const uint64_t nthreads = wl_block_threads(threads, nblocks);
   const uint64_t base = prstm_batch_size(batch);
   /* Block 0 on this thread, into a part that tells the columns. */
   prstm_batch *first = NULL;

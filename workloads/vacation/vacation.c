@@ -207,14 +207,13 @@ typedef struct vacation_booking {
   uint64_t customer, type;
 } vacation_booking;
 
-/* A model of some customers (local numbers 0 .. ncust - 1, customer ids[c])
+/* A model of some customers (local numbers 0, 1 ..., customer ids[c])
  * and of the open types' free rooms, in generation order. */
 typedef struct vacation_gen {
   vacation_shape s;
   uint64_t rng;
   prstm_batch *batch;
-  const uint64_t *ids; /* customer id of each local customer */
-  uint64_t ncust;
+  const uint64_t *ids;    /* customer id of each local customer */
   uint64_t *free_rooms;   /* per open type */
   uint8_t *used;          /* slots in use per customer */
   uint64_t *with_slot;    /* the customers with an empty slot, in no order */
@@ -360,7 +359,6 @@ static int vacation_gen_model(vacation_gen *g, const prstm_word *w, const uint64
                               int with_open) {
   const vacation_shape *s = &g->s;
   g->ids = ids;
-  g->ncust = ncust;
   g->free_rooms = calloc((size_t)(s->open_types ? s->open_types : 1), sizeof *g->free_rooms);
   g->used = calloc((size_t)(ncust ? ncust : 1), 1);
   g->with_slot = malloc((size_t)(ncust ? ncust : 1) * sizeof *g->with_slot);
@@ -476,10 +474,7 @@ static void vacation_fill_part(void *arg, unsigned part, uint64_t from, uint64_t
 /* Appends the batch's n rows, its blocks on `threads` threads (0: every
  * core); the rows are the same for any count. */
 static int vacation_fill(const vacation_blocks *vb, prstm_batch *batch, unsigned threads) {
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  uint64_t parts = threads ? threads : (uint64_t)(cores > 0 ? cores : 1);
-  if (parts > vb->nblocks) parts = vb->nblocks ? vb->nblocks : 1;
-  if (parts > ENGINE_MAX_PARTS) parts = ENGINE_MAX_PARTS;
+  const unsigned parts = wl_block_threads(threads, vb->nblocks);
   vacation_fill_job f;
   memset(&f, 0, sizeof f);
   f.vb = vb;
@@ -487,7 +482,7 @@ static int vacation_fill(const vacation_blocks *vb, prstm_batch *batch, unsigned
   int rc = prstm_batch_reserve(batch, vb->base + vb->n, 2);
   unsigned opened = 0;
   for (; opened < parts && !rc; opened++) rc = txtable_window_open(batch, vb->base, 0, &f.win[opened]);
-  if (!rc) engine_parallel_for(vb->nblocks, (unsigned)parts, vacation_fill_part, &f);
+  if (!rc) engine_parallel_for(vb->nblocks, parts, vacation_fill_part, &f);
   uint64_t filled = 0;
   for (unsigned k = 0; k < opened; k++) {
     if (!rc) rc = f.rc[k];
