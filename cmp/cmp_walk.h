@@ -80,13 +80,54 @@ PRSTM_INLINE void cmp_mark_footprint(const prstm_exec_ctx *ctx, const prstm_tx *
     port_mark_u8(&ctx->write_marks[stm_lock_index(STM_WRITE_ADDR(tx->writes[i].addr), ctx->lock_coverage)]);
 }
 
+/* A decided row's footprint, in a unit of a run whose units own
+ * contiguous ranges of locks: only the thread's span grows, in registers
+ * or its own frame; cmp_fold_span publishes it once. */
+PRSTM_INLINE void cmp_span_footprint(const prstm_exec_ctx *ctx, prstm_tx *tx) {
+  uint64_t lo = tx->span[STM_SPAN_LO], hi = tx->span[STM_SPAN_HI];
+  for (uint32_t i = 0; i < tx->nreads; i++) {
+    const uint64_t l = tx->reads[i].lock;
+    lo = l < lo ? l : lo;
+    hi = l + 1 > hi ? l + 1 : hi;
+  }
+  uint64_t wlo = tx->span[STM_SPAN_WRITE_LO], whi = tx->span[STM_SPAN_WRITE_HI];
+  for (uint32_t i = 0; i < tx->nwrites; i++) {
+    const uint64_t l = stm_lock_index(STM_WRITE_ADDR(tx->writes[i].addr), ctx->lock_coverage);
+    wlo = l < wlo ? l : wlo;
+    whi = l + 1 > whi ? l + 1 : whi;
+  }
+  tx->span[STM_SPAN_LO] = lo < wlo ? lo : wlo;
+  tx->span[STM_SPAN_HI] = hi > whi ? hi : whi;
+  tx->span[STM_SPAN_WRITE_LO] = wlo;
+  tx->span[STM_SPAN_WRITE_HI] = whi;
+}
+
+/* Lowers (or raises) a word of the unit's span to v where v extends it.
+ * The words only ever move outwards, so a thread whose value is inside
+ * what it reads needs no atomic at all; most threads end that way. */
+PRSTM_INLINE void cmp_span_extend(uint64_t *word, uint64_t v, int lower) {
+  uint64_t cur = port_load_relaxed(word);
+  while ((lower ? v < cur : v > cur) && !port_cas(word, cur, v)) cur = port_load_relaxed(word);
+}
+
+/* Folds the thread's span into the unit's, at the end of its walk. */
+PRSTM_INLINE void cmp_fold_span(const prstm_exec_ctx *ctx, const prstm_tx *tx) {
+  if (tx->span[STM_SPAN_LO] >= tx->span[STM_SPAN_HI]) return; /* decided nothing */
+  cmp_span_extend(&ctx->span[STM_SPAN_LO], tx->span[STM_SPAN_LO], 1);
+  cmp_span_extend(&ctx->span[STM_SPAN_HI], tx->span[STM_SPAN_HI], 0);
+  if (tx->span[STM_SPAN_WRITE_LO] >= tx->span[STM_SPAN_WRITE_HI]) return; /* wrote nothing */
+  cmp_span_extend(&ctx->span[STM_SPAN_WRITE_LO], tx->span[STM_SPAN_WRITE_LO], 1);
+  cmp_span_extend(&ctx->span[STM_SPAN_WRITE_HI], tx->span[STM_SPAN_WRITE_HI], 0);
+}
+
 /* Under verification, a decided row's place in the commit order and the
  * hash of what it read, for the serial replay to compare; in a unit of a
- * co-executed run, its footprint. */
-PRSTM_INLINE void cmp_record_order(const prstm_exec_ctx *ctx, const prstm_tx *tx, uint64_t row, const uint64_t *seq) {
+ * run spread over several units, its footprint. */
+PRSTM_INLINE void cmp_record_order(const prstm_exec_ctx *ctx, prstm_tx *tx, uint64_t row, const uint64_t *seq) {
   if (seq) ctx->table.seq[row] = *seq;
   if (ctx->table.read_hash) ctx->table.read_hash[row] = tx->read_hash;
   if (ctx->read_marks) cmp_mark_footprint(ctx, tx);
+  if (ctx->span) cmp_span_footprint(ctx, tx);
 }
 
 /* Executes row until it commits, fails, or is postponed by a semantic
@@ -510,6 +551,8 @@ PRSTM_INLINE void cmp_walk_block(prstm_tx *tx, const prstm_exec_ctx *ctx, uint32
   if (rank >= ctx->nthreads) return;
   stm_thread_stats st = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
   st.published_ns = port_clock_ns();
+  tx->span[STM_SPAN_LO] = tx->span[STM_SPAN_WRITE_LO] = STM_SPAN_EMPTY_LO;
+  tx->span[STM_SPAN_HI] = tx->span[STM_SPAN_WRITE_HI] = 0;
   if ((ctx->semantic & CMP_SEMANTIC_MODE_MASK) == 1u)
     cmp_walk_retry(tx, ctx, rank, dispatch, &st);
   else
@@ -518,6 +561,7 @@ PRSTM_INLINE void cmp_walk_block(prstm_tx *tx, const prstm_exec_ctx *ctx, uint32
    * and counts itself finished at once, as at the end of a sweep. The release
    * add orders the counts and every lane's stats (behind the sync) before
    * it, for the CPU backend's host, which waits for FINISHED with acquire. */
+  if (ctx->span) cmp_fold_span(ctx, tx);
   const unsigned lanes = port_warp_lanes(rank, ctx->nthreads);
   const uint32_t lane = port_warp_lane(rank);
   port_warp_sync(lanes);

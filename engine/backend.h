@@ -116,14 +116,14 @@ typedef struct backend_ops {
   void (*stream_free)(backend_stream *s);
   /* A unit of a co-executed run (hetero.c), with no unit in flight: its
    * replica of the shared words copied out to host memory or in from it,
-   * and the footprint marks of its units since the last take copied into
-   * the engine's (unit_read_marks, unit_write_marks) and cleared. NULL
-   * where the replica and the marks are the engine's own (the CPU). The
-   * copies take words [from, to) of the replica to or from the same words
-   * of `words`. */
+   * and the footprint of its units since the last take (the marks or the
+   * span it keeps) copied into the engine's (unit_read_marks and
+   * unit_write_marks, or unit_span) and cleared. NULL where the replica
+   * and the footprint are the engine's own (the CPU). The copies take
+   * words [from, to) of the replica to or from the same words of `words`. */
   int (*state_read)(prstm_engine *e, backend_stream *s, prstm_word *words, uint64_t from, uint64_t to);
   int (*state_write)(prstm_engine *e, backend_stream *s, const prstm_word *words, uint64_t from, uint64_t to);
-  int (*marks_take)(prstm_engine *e, backend_stream *s);
+  int (*footprint_take)(prstm_engine *e, backend_stream *s);
   /* The replica's words in the GPU's memory, for exchanges between GPUs
    * (engine/multi.c); NULL on the CPU. */
   uint64_t *(*state_device)(backend_stream *s);

@@ -492,6 +492,7 @@ static int gpu_run_checked(prstm_engine *e, prstm_batch *b, const prstm_worker_v
   engine_ctx_fill_common(e, b, threads, &ctx);
   ctx.table.stride = b->n;
   ctx.read_marks = ctx.write_marks = NULL; /* a co-executed unit runs streams only */
+  ctx.span = NULL;
 
   cudaDeviceProp prop;
   GPU_CHECK(cudaGetDeviceProperties(&prop, 0));
@@ -625,6 +626,9 @@ struct backend_stream {
    * read marks then the write marks, one byte a lock each; NULL otherwise. */
   uint8_t *marks;
   uint64_t nlocks;
+  /* A unit of a run over several units: the span of its footprint on the
+   * device (STM_SPAN_WORDS words); NULL otherwise. */
+  uint64_t *span;
   prstm_exec_ctx base;
   /* The GPU the stream runs on: every operation makes it the calling
    * thread's current device first, so that one thread may drive the units
@@ -697,6 +701,7 @@ static void gpu_stream_free(backend_stream *g) {
   cudaFree(g->words);
   cudaFree(g->locks);
   cudaFree(g->marks);
+  cudaFree(g->span);
   cudaFree(g->totals);
   if (g->copy) cudaStreamDestroy(g->copy);
   if (g->back) cudaStreamDestroy(g->back);
@@ -819,6 +824,12 @@ static int gpu_stream_open_checked(prstm_engine *e, backend_stream *g, int resul
     GPU_CHECK(cudaMemset(g->marks, 0, 2 * g->nlocks));
     g->base.read_marks = g->marks;
     g->base.write_marks = g->marks + g->nlocks;
+  }
+  g->base.span = NULL;
+  if (e->unit_span) {
+    GPU_CHECK(cudaMalloc((void **)&g->span, 8 * STM_SPAN_WORDS));
+    GPU_CHECK(cudaMemcpy(g->span, e->unit_span, 8 * STM_SPAN_WORDS, cudaMemcpyHostToDevice));
+    g->base.span = g->span;
   }
   if (g->device)
     snprintf(device, device_len, "%.72s #%d (%d SMs, %u threads)", prop.name, g->device, prop.multiProcessorCount,
@@ -1174,10 +1185,18 @@ static int gpu_state_write(prstm_engine *e, backend_stream *g, const prstm_word 
   return 0;
 }
 
-static int gpu_marks_take(prstm_engine *e, backend_stream *g) {
+/* The span's words when nothing was decided yet. */
+static const uint64_t gpu_span_empty[STM_SPAN_WORDS] = {STM_SPAN_EMPTY_LO, 0, STM_SPAN_EMPTY_LO, 0};
+
+static int gpu_footprint_take(prstm_engine *e, backend_stream *g) {
   char *err = e->err;
   size_t errlen = sizeof e->err;
   GPU_CHECK(cudaSetDevice(g->device));
+  if (g->span && e->unit_span) {
+    GPU_CHECK(cudaMemcpy(e->unit_span, g->span, 8 * STM_SPAN_WORDS, cudaMemcpyDeviceToHost));
+    GPU_CHECK(cudaMemcpy(g->span, gpu_span_empty, 8 * STM_SPAN_WORDS, cudaMemcpyHostToDevice));
+    return 0;
+  }
   if (!g->marks || !e->unit_read_marks || !e->unit_write_marks)
     return engine_fail(e, PRSTM_EINVAL, "the GPU unit keeps no footprint marks");
   GPU_CHECK(cudaMemcpy(e->unit_read_marks, g->marks, g->nlocks, cudaMemcpyDeviceToHost));
@@ -1205,7 +1224,7 @@ static const backend_ops gpu_ops = {
     gpu_stream_free,
     gpu_state_read,
     gpu_state_write,
-    gpu_marks_take,
+    gpu_footprint_take,
     gpu_state_device,
 };
 

@@ -58,6 +58,10 @@ struct prstm_engine {
    * runs mark the locks their decided rows read and wrote here (one byte a
    * lock, prstm_exec_ctx.read_marks); NULL in every other engine. */
   uint8_t *unit_read_marks, *unit_write_marks;
+  /* A unit of a run over several units with contiguous ranges of locks
+   * (multi.c) keeps only the span of its footprint instead (STM_SPAN_WORDS
+   * words, prstm_exec_ctx.span); NULL in every other engine. */
+  uint64_t *unit_span;
   /* The GPU a unit's stream runs on (CUDA's device index); -1 elsewhere:
    * a stream runs on the calling thread's current device. */
   int unit_device;

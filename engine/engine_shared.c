@@ -48,6 +48,7 @@ void engine_ctx_fill_common(const prstm_engine *e, const prstm_batch *b, uint32_
   /* Host memory: a GPU unit points its context at device marks instead. */
   ctx->read_marks = e->unit_read_marks;
   ctx->write_marks = e->unit_write_marks;
+  ctx->span = e->unit_span;
 }
 
 void engine_progress_report(prstm_engine *e, const prstm_batch *b, const uint64_t *q, engine_progress_clock *clock,

@@ -51,7 +51,7 @@ static void lock_words(const hetero_run *h, uint64_t l, uint64_t *from, uint64_t
 
 /* Clears both units' marks for the next round. */
 static void hetero_clear_marks(hetero_run *h) {
-  for (int k = 0; k < 2; k++) unit_clear_marks(&h->unit[k], h->nlocks);
+  for (int k = 0; k < 2; k++) unit_clear_footprint(&h->unit[k], h->nlocks);
 }
 
 /* Makes the replicas equal by copying one whole: B's into A's when
@@ -81,7 +81,7 @@ static int hetero_copy_replica(hetero_run *h, int from_b, double *copy_s) {
 static int hetero_reconcile(hetero_run *h, int *kept, double *copy_s) {
   unit *a = &h->unit[0], *bu = &h->unit[1];
   int rc = 0;
-  if (bu->ops->marks_take && (rc = bu->ops->marks_take(bu->e, bu->bs)) != 0)
+  if (bu->ops->footprint_take && (rc = bu->ops->footprint_take(bu->e, bu->bs)) != 0)
     return engine_fail(h->e, rc, "GPU unit: %s", bu->e->err);
   if (!a->n || !bu->n) {
     /* One unit ran alone: nothing to compare, its replica is copied whole. */
@@ -333,7 +333,7 @@ static int hetero_run_rounds(hetero_run *h, prstm_results *res) {
     cpu_threads = cpu_threads > 1 ? cpu_threads / 2 : 1;
     snprintf(res->fallback, sizeof res->fallback, "%s: the second unit runs on CPU threads too", why);
   }
-  const unit_shape shape = {b, h->v, h->results, h->nlocks, max_round, 0};
+  const unit_shape shape = {b, h->v, h->results, h->nlocks, max_round, 0, 0};
   int rc = unit_open(e, a, &shape, PRSTM_BACKEND_CPU, cpu_threads, 0);
   if (!rc) rc = unit_open(e, bu, &shape, gpu ? PRSTM_BACKEND_GPU : PRSTM_BACKEND_CPU, gpu ? 0 : cpu_threads, 0);
   if (rc) return rc;

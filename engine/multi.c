@@ -19,7 +19,8 @@
  * cross row. The units run their parts at once, each on its replica; the
  * parts share no word, so any order of them is a serial order, and the
  * round takes unit 0's rows, then unit 1's, and so on. Each unit then
- * broadcasts the words it wrote (the span of its write marks) into every
+ * broadcasts the words it wrote (the span of the locks it wrote under, which
+ * each thread tracks as it decides rows and folds in once) into every
  * other replica: through NCCL between GPUs, by copies between CPU units.
  * The cross rows of the round then run on unit 0, whose replica now holds
  * every word, and it broadcasts what they wrote. Rows still postponed at
@@ -204,31 +205,20 @@ static int multi_plan(multi_run *m, uint64_t round_rows) {
   return 0;
 }
 
-/* The first and last lock set in marks[from, to), or first > last. */
-static void marks_span(const uint8_t *marks, uint64_t from, uint64_t to, uint64_t *first, uint64_t *last) {
-  *first = 1;
-  *last = 0;
-  uint64_t l = from;
-  while (l < to && !marks[l]) l++;
-  if (l == to) return;
-  *first = l;
-  l = to;
-  while (l > *first && !marks[l - 1]) l--;
-  *last = l - 1;
+/* Whether the unit's decided rows read or wrote under a lock outside
+ * [from, to). */
+static int span_strays(const uint64_t *span, uint64_t from, uint64_t to) {
+  return span[STM_SPAN_LO] < span[STM_SPAN_HI] && (span[STM_SPAN_LO] < from || span[STM_SPAN_HI] > to);
 }
 
-/* Whether any mark is set in marks[from, to). */
-static int marks_any(const uint8_t *marks, uint64_t from, uint64_t to) {
-  uint64_t first, last;
-  marks_span(marks, from, to, &first, &last);
-  return first <= last;
-}
-
-/* The words under locks [first, last]. */
-static void lock_span_words(const multi_run *m, uint64_t first, uint64_t last, uint64_t *lo, uint64_t *hi) {
+/* The words under the locks the unit wrote under, [*lo, *hi) (empty when
+ * it wrote nothing). */
+static void span_written_words(const multi_run *m, const uint64_t *span, uint64_t *lo, uint64_t *hi) {
   const uint64_t cov = m->e->opt.lock_coverage;
-  *lo = first * cov;
-  *hi = (last + 1) * cov < m->e->nwords ? (last + 1) * cov : m->e->nwords;
+  *lo = *hi = 0;
+  if (span[STM_SPAN_WRITE_LO] >= span[STM_SPAN_WRITE_HI]) return;
+  *lo = span[STM_SPAN_WRITE_LO] * cov;
+  *hi = span[STM_SPAN_WRITE_HI] * cov < m->e->nwords ? span[STM_SPAN_WRITE_HI] * cov : m->e->nwords;
 }
 
 /* Broadcasts words [lo[r], hi[r]) of every unit r's replica into every
@@ -250,10 +240,11 @@ static int multi_exchange(multi_run *m, const uint64_t *lo, const uint64_t *hi) 
   return rc;
 }
 
-/* The unit's marks on the host (a GPU's copied out and cleared there). */
-static int multi_take_marks(multi_run *m, unit *u) {
-  if (!u->ops->marks_take) return 0;
-  int rc = u->ops->marks_take(u->e, u->bs);
+/* The unit's footprint span on the host (a GPU's copied out and emptied
+ * there). */
+static int multi_take_span(multi_run *m, unit *u) {
+  if (!u->ops->footprint_take) return 0;
+  int rc = u->ops->footprint_take(u->e, u->bs);
   return rc ? engine_fail(m->e, rc, "%s: %s", unit_name(u), u->e->err) : 0;
 }
 
@@ -329,7 +320,7 @@ static int multi_restore(multi_run *m) {
     } else {
       memcpy(u->e->words, m->mirror, (size_t)m->e->nwords * sizeof *m->mirror);
     }
-    unit_clear_marks(u, m->nlocks);
+    unit_clear_footprint(u, m->nlocks);
   }
   return 0;
 }
@@ -417,11 +408,9 @@ static int multi_run_on_first(multi_run *m, unit *part, prstm_results *res, uint
     if (rc) return engine_fail(m->e, rc, "%s 0: %s", unit_name(part), part->e->err);
     if ((rc = unit_wait(m->e, part)) != 0) return rc;
     /* What the part wrote goes to every other replica. */
-    if ((rc = multi_take_marks(m, u0)) != 0) return rc;
-    uint64_t first, last;
-    marks_span(u0->e->unit_write_marks, 0, m->nlocks, &first, &last);
-    if (first <= last) lock_span_words(m, first, last, &head.lo, &head.hi);
-    unit_clear_marks(u0, m->nlocks);
+    if ((rc = multi_take_span(m, u0)) != 0) return rc;
+    span_written_words(m, u0->e->unit_span, &head.lo, &head.hi);
+    unit_clear_footprint(u0, m->nlocks);
     multi_head_of(part, &head);
   }
   if (m->ranked && (rc = multi_share(m, m->n, part, 0, &head)) != 0) return rc;
@@ -472,15 +461,10 @@ static int multi_round(multi_run *m, prstm_results *res, uint64_t *decided) {
   for (unsigned k = 0; k < m->n; k++) {
     unit *u = &m->u[k];
     if (!u->n || !multi_local(m, k)) continue;
-    if ((rc = multi_take_marks(m, u)) != 0) return rc;
-    const uint64_t from = m->lock_lo[k], to = m->lock_lo[k + 1];
-    const uint8_t *r = u->e->unit_read_marks, *w = u->e->unit_write_marks;
-    head[k].strayed =
-        marks_any(r, 0, from) || marks_any(r, to, m->nlocks) || marks_any(w, 0, from) || marks_any(w, to, m->nlocks);
-    uint64_t first, last;
-    marks_span(w, from, to, &first, &last);
-    if (first <= last) lock_span_words(m, first, last, &head[k].lo, &head[k].hi);
-    unit_clear_marks(u, m->nlocks);
+    if ((rc = multi_take_span(m, u)) != 0) return rc;
+    head[k].strayed = span_strays(u->e->unit_span, m->lock_lo[k], m->lock_lo[k + 1]);
+    span_written_words(m, u->e->unit_span, &head[k].lo, &head[k].hi);
+    unit_clear_footprint(u, m->nlocks);
     multi_head_of(u, &head[k]);
   }
   for (unsigned k = 0; k < m->n && m->ranked; k++)
@@ -637,8 +621,10 @@ static int multi_run_rounds(multi_run *m, prstm_results *res) {
    * that after the probe one round takes the rest: each round is a kernel
    * whose fixed costs show on short parts. */
   const uint64_t share = want_rows / m->n + 1;
-  const unit_shape shape = {b,         m->v,      m->results,
-                            m->nlocks, want_rows, share > PRSTM_POLICY_STREAM_MAX_UNIT_ROWS ? share : 0};
+  /* The units' ranges of locks are contiguous, so each keeps the span of
+   * its footprint rather than a mark per lock. */
+  const unit_shape shape = {
+      b, m->v, m->results, m->nlocks, want_rows, share > PRSTM_POLICY_STREAM_MAX_UNIT_ROWS ? share : 0, 1};
   int devices[MULTI_MAX_UNITS];
   for (unsigned k = 0; k < m->n; k++) {
     devices[k] = (int)k;

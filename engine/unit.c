@@ -39,9 +39,14 @@ int unit_open(prstm_engine *e, unit *u, const unit_shape *shape, prstm_backend b
   if (rc) return engine_fail(e, rc, "cannot create a unit: %s", u->e ? u->e->err : prstm_strerror(rc));
   u->e->unit_device = device;
   u->e->words = malloc((size_t)e->nwords * sizeof *u->e->words);
-  u->e->unit_read_marks = calloc((size_t)shape->nlocks, 1);
-  u->e->unit_write_marks = calloc((size_t)shape->nlocks, 1);
-  if (!u->e->words || !u->e->unit_read_marks || !u->e->unit_write_marks)
+  if (shape->span_only) {
+    u->e->unit_span = malloc(STM_SPAN_WORDS * sizeof *u->e->unit_span);
+    if (u->e->unit_span) unit_clear_footprint(u, 0);
+  } else {
+    u->e->unit_read_marks = calloc((size_t)shape->nlocks, 1);
+    u->e->unit_write_marks = calloc((size_t)shape->nlocks, 1);
+  }
+  if (!u->e->words || !(u->e->unit_span || (u->e->unit_read_marks && u->e->unit_write_marks)))
     return engine_fail(e, PRSTM_ENOMEM, "cannot allocate a unit's replica of %llu words",
                        (unsigned long long)e->nwords);
   memcpy(u->e->words, e->words, (size_t)e->nwords * sizeof *u->e->words);
@@ -67,7 +72,9 @@ void unit_close(unit *u) {
   if (u->e) {
     free(u->e->unit_read_marks);
     free(u->e->unit_write_marks);
+    free(u->e->unit_span);
     u->e->unit_read_marks = u->e->unit_write_marks = NULL;
+    u->e->unit_span = NULL;
     prstm_engine_destroy(u->e);
   }
   u->e = NULL;
@@ -167,7 +174,12 @@ uint64_t unit_pending(const unit *u) {
   return pending;
 }
 
-void unit_clear_marks(unit *u, uint64_t nlocks) {
+void unit_clear_footprint(unit *u, uint64_t nlocks) {
+  if (u->e->unit_span) {
+    u->e->unit_span[STM_SPAN_LO] = u->e->unit_span[STM_SPAN_WRITE_LO] = STM_SPAN_EMPTY_LO;
+    u->e->unit_span[STM_SPAN_HI] = u->e->unit_span[STM_SPAN_WRITE_HI] = 0;
+    return;
+  }
   memset(u->e->unit_read_marks, 0, (size_t)nlocks);
   memset(u->e->unit_write_marks, 0, (size_t)nlocks);
 }

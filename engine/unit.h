@@ -44,10 +44,11 @@ typedef struct unit_shape {
   uint64_t nlocks;        /* the marks' size */
   uint64_t round_rows;    /* the most rows a part takes */
   uint64_t max_unit_rows; /* a GPU stream's unit size, 0: the streams' default */
+  int span_only;          /* keep the footprint's span (unit_span), not its marks */
 } unit_shape;
 
 /* Opens the unit: its engine, a copy of e's words as its replica, zeroed
- * marks and a stream of `backend` with `threads` (0: the backend's choice)
+ * marks (or an empty span) and a stream of `backend` with `threads` (0: the backend's choice)
  * on GPU `device` (ignored on the CPU). Errors carry a message in e. */
 int unit_open(prstm_engine *e, unit *u, const unit_shape *shape, prstm_backend backend, uint32_t threads, int device);
 void unit_close(unit *u);
@@ -72,8 +73,8 @@ uint64_t unit_pending(const unit *u);
  * decided. */
 int unit_keep(prstm_engine *e, prstm_batch *b, const unit *u, uint64_t seq_base, prstm_results *res, uint64_t *decided,
               unit_rowlist *carry);
-/* Clears the unit's footprint marks. */
-void unit_clear_marks(unit *u, uint64_t nlocks);
+/* Clears the unit's footprint: its marks, or empties its span. */
+void unit_clear_footprint(unit *u, uint64_t nlocks);
 /* The unit's name in messages: "GPU unit", "CPU unit". */
 const char *unit_name(const unit *u);
 
