@@ -38,6 +38,7 @@ mutants=(
   "blind-add-keeps-the-version|engine/stm/stm_core.h|s/^      port_add_relaxed(\&ctx->locks\[stm_tx_add_lock(tx, \&tx->writes\[i\])\], 1ull << STM_LOCK_VERSION_SHIFT);\$/      (void)0;/"
   "payment-skips-district-total|workloads/tpcc/tpcc_body.h|s/^  prstm_add(tx, tpcc_district(\&l, w, d) + TPCC_D_YTD, amount);\$/  (void)0;/"
   "co-execution-keeps-conflicting-parts|engine/hetero.c|s/^  \*kept = !conflict;\$/  *kept = 1;/"
+  "multi-span-drops-the-last-lock|engine/multi.c|s/? span\[STM_SPAN_WRITE_HI\] \* cov : m->e->nwords;\$/? (span[STM_SPAN_WRITE_HI] - 1) * cov : m->e->nwords;/"
   "multi-skips-the-exchange|engine/multi.c|s/^    if (m->n > 1 \&\& (rc = multi_exchange(m, lo, hi)) != 0) return rc;\$/    (void)0;/"
   "window-runs-past-its-rows|txtable/txtable.c|s/^  if (b->n == b->cap || nargs > b->ncols || (b->window \&\& b->n == b->limit)) {\$/  if (b->n == b->cap || nargs > b->ncols) {/"
 )
