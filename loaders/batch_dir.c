@@ -137,10 +137,14 @@ static int npy_open(npy_column *c, uint64_t rows, unsigned want_width, char *err
       (descr[1] == '<' || (descr[1] == '|' && descr[3] == '1')))
     width = descr[3] == '1' ? 1 : descr[3] == '2' ? 2 : descr[3] == '4' ? 4 : descr[3] == '8' ? 8 : 0;
   if (width == 0) {
-    const char *q = memchr(descr + 1, '\'', (size_t)(dict_end - descr - 1));
+    /* Quote the dtype as far as its closing quote, never past the header:
+     * 'descr': may be the header's last bytes. */
+    const size_t descr_len = (size_t)(dict_end - descr);
+    const char *q = descr_len > 1 ? memchr(descr + 1, '\'', descr_len - 1) : NULL;
+    const size_t shown = q ? (size_t)(q - descr + 1) : descr_len < 8 ? descr_len : 8;
     loaders_errf(err, errlen,
                  "%s: dtype %.*s: expected unsigned integers ('|u1', '<u2', '<u4' or '<u8'; numpy: dtype=np.uint64)",
-                 c->path, q ? (int)(q - descr + 1) : 8, descr);
+                 c->path, shown ? (int)shown : 7, shown ? descr : "(empty)");
     return PRSTM_ECONFIG;
   }
   if (want_width && width != want_width) {
@@ -162,8 +166,9 @@ static int npy_open(npy_column *c, uint64_t rows, unsigned want_width, char *err
   }
   if (!p || digits == 0 || p + 2 > dict_end || p[0] != ',' || p[1] != ')') {
     const char *close_paren = memchr(shape, ')', (size_t)(dict_end - shape));
-    loaders_errf(err, errlen, "%s: shape %.*s: expected one dimension, (rows,)", c->path,
-                 close_paren ? (int)(close_paren - shape + 1) : 1, shape);
+    const int shown = close_paren ? (int)(close_paren - shape + 1) : shape < dict_end ? 1 : 0;
+    loaders_errf(err, errlen, "%s: shape %.*s: expected one dimension, (rows,)", c->path, shown ? shown : 7,
+                 shown ? shape : "(empty)");
     return PRSTM_ECONFIG;
   }
   if (n != rows) {

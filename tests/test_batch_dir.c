@@ -253,6 +253,26 @@ static void newer_version(char *b, size_t *len) {
   (void)len;
   b[6] = 4;
 }
+/* Rewrites the header so that `last_key` is its last bytes, with nothing
+ * after the colon; the old header's bytes stay in the file after it. */
+static void header_ending_in(char *b, const char *keys_before, const char *last_key) {
+  char h[256];
+  const int n = snprintf(h, sizeof h, "{%s%s", keys_before, last_key);
+  memcpy(b + 10, h, (size_t)n);
+  b[8] = (char)n;
+  b[9] = 0;
+}
+static void header_ends_in_descr(char *b, size_t *len) {
+  (void)len;
+  /* The old header's quoted dtype now lies just past the cut one. */
+  memcpy(b + 10 + 60, "'<i2' ", 6);
+  header_ending_in(b, "'fortran_order': False, 'shape': (1000,), ", "'descr':");
+}
+static void header_ends_in_shape(char *b, size_t *len) {
+  (void)len;
+  memcpy(b + 10 + 50, "(1000,) ", 8);
+  header_ending_in(b, "'descr': '<u2', 'fortran_order': False, ", "'shape':");
+}
 static void address_out_of_range(char *b, size_t *len) {
   /* arg0 is two bytes a row; row 2 is a transfer, whose from must be below
    * 5000. */
@@ -294,6 +314,14 @@ Test(batch_dir, header_past_the_end_is_refused, .init = make_tmpdir, .fini = rem
 }
 Test(batch_dir, newer_npy_version_is_refused, .init = make_tmpdir, .fini = remove_tmpdir) {
   expect_edit_refused("arg0.npy", newer_version, "version 4");
+}
+/* A value missing at the header's end is reported as empty: nothing past
+ * the header is read or quoted. */
+Test(batch_dir, dtype_missing_at_the_header_end_is_refused, .init = make_tmpdir, .fini = remove_tmpdir) {
+  expect_edit_refused("arg0.npy", header_ends_in_descr, "dtype (empty)");
+}
+Test(batch_dir, shape_missing_at_the_header_end_is_refused, .init = make_tmpdir, .fini = remove_tmpdir) {
+  expect_edit_refused("arg0.npy", header_ends_in_shape, "shape (empty)");
 }
 Test(batch_dir, address_out_of_range_names_file_and_row, .init = make_tmpdir, .fini = remove_tmpdir) {
   expect_edit_refused("arg0.npy", address_out_of_range, "row 2: from: address 65535 out of range");
