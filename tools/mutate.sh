@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# mutate.sh: a mutation spot-check: each named mutant (a small deliberate bug) is applied to a scratch copy of the tree, the whole CPU test suite runs, and the mutants the suite did not catch are listed.
+# mutate.sh: a mutation spot-check: each named mutant (a small deliberate bug) is applied to a scratch copy of the tree, the CPU test suite runs against it (quick tests first, up to the first failure), and the mutants the suite did not catch are listed.
 # usage: tools/mutate.sh [SCRATCH_DIR] [MUTANT_NAME...]
 #        tools/mutate.sh --check   (only that every mutant still applies; no build)
 # Exit 0 when every mutant was caught, 1 when one survived, 2 when a mutant
@@ -80,6 +80,18 @@ cmake --build "$build" -j"$(nproc)" >"$log/build.log" 2>&1 || { echo "mutate: bu
 ctest --test-dir "$build" -j"$(nproc)" -E "^mutants_apply$" >"$log/baseline.log" 2>&1 ||
   { echo "mutate: the unmutated suite fails (see $log/baseline.log)"; exit 2; }
 
+# The tests that took 10 s or more unmutated (ctest starts the longest
+# first, so a quick test that catches a mutant would wait behind them).
+slow_tests=$(awk '/Test +#[0-9]+: / && $(NF - 1) + 0 >= 10 { print $4 }' "$log/baseline.log" | paste -sd'|' -)
+# The suite against one mutant: the quick tests first, then, only when they
+# all pass, the slow ones; each pass starts no test after its first failure.
+# A mutant survives only when both passes pass.
+suite_passes() {
+  ctest --test-dir "$build" -j"$(nproc)" -E "^(mutants_apply${slow_tests:+|$slow_tests})$" --stop-on-failure \
+    >"$1" 2>&1 || return 1
+  [ -z "$slow_tests" ] || ctest --test-dir "$build" -j"$(nproc)" -R "^($slow_tests)$" --stop-on-failure >>"$1" 2>&1
+}
+
 survivors=()
 stale=()
 for m in "${mutants[@]}"; do
@@ -95,11 +107,13 @@ for m in "${mutants[@]}"; do
   start=$SECONDS
   if ! cmake --build "$build" -j"$(nproc)" >"$log/$name.build.log" 2>&1; then
     verdict="caught (does not build)"
-  elif ctest --test-dir "$build" -j"$(nproc)" -E "^mutants_apply$" >"$log/$name.log" 2>&1; then
+  elif suite_passes "$log/$name.log"; then
     verdict="SURVIVED"
     survivors+=("$name")
   else
-    # The tests ctest lists as failed (not those it lists as skipped).
+    # The tests ctest lists as failed (not those it lists as skipped); it
+    # starts no test after the first failure, so these are the first
+    # catchers, not all of them.
     verdict="caught by $(sed -n '/The following tests FAILED:/,$p' "$log/$name.log" | grep -E '^[[:space:]]+[0-9]+ - ' |
       sed -E 's/^[[:space:]]*[0-9]+ - //; s/ \(.*//' | paste -sd, -)"
   fi
