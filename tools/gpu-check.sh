@@ -49,8 +49,9 @@ PRSTM_GPU_MEMORY_LIMIT=100000000 run "$root/configs/bank.json" --backend gpu --v
 rc=$?; [ $rc -eq 0 ] || status=1
 echo "chunked with --verify: exit $rc: $(grep -E 'backend|verify' chunked-verify.log)"
 # The verification campaign on the GPU: random batches of every workload,
-# run whole, chunked and streamed, each checked by its certificate.
-timeout 300 "$bundle/run" prstm-verify-sweep --backend gpu --cases "${SWEEP_CASES:-1000}" --seed "${SWEEP_SEED:-1}" \
+# run whole, chunked, streamed, and on several units (multi and hetero),
+# each checked by its certificate.
+timeout 600 "$bundle/run" prstm-verify-sweep --backend gpu --cases "${SWEEP_CASES:-1000}" --seed "${SWEEP_SEED:-1}" \
   >sweep-gpu.log 2>&1
 rc=$?; [ $rc -eq 0 ] || status=1
 echo "verification campaign on the GPU: exit $rc: $(tail -1 sweep-gpu.log)"

@@ -37,6 +37,14 @@ static const char usage_text[] =
     "                       chunked  the batch in chunks of a random size\n"
     "                       stream   the batch cut into batches of random sizes,\n"
     "                                submitted to a stream with random units\n"
+    "                       multi    the batch on 1 to 4 units, each owning a\n"
+    "                                range of the locks (backend multi: GPUs\n"
+    "                                where usable, sets of CPU threads elsewhere)\n"
+    "                       hetero   the batch co-executed by two units on\n"
+    "                                replicas (backend hetero: the CPU and the\n"
+    "                                GPU, or two sets of CPU threads)\n"
+    "                     --backend does not apply to multi and hetero, which\n"
+    "                     take their units as the library does\n"
     "  --workloads LIST   comma-separated workloads to draw from (default all\n"
     "                     built-in ones)\n"
     "  --max-rows N       the most rows of a case's batch (default 4000)\n"
@@ -69,8 +77,8 @@ static uint64_t log_between(uint64_t *s, uint64_t lo, uint64_t hi) {
 
 /* ---- a case ---- */
 
-typedef enum { RUNNER_RUN, RUNNER_CHUNKED, RUNNER_STREAM, RUNNER_COUNT } runner_kind;
-static const char *const runner_names[RUNNER_COUNT] = {"run", "chunked", "stream"};
+typedef enum { RUNNER_RUN, RUNNER_CHUNKED, RUNNER_STREAM, RUNNER_MULTI, RUNNER_HETERO, RUNNER_COUNT } runner_kind;
+static const char *const runner_names[RUNNER_COUNT] = {"run", "chunked", "stream", "multi", "hetero"};
 
 typedef struct sweep_case {
   uint64_t seed, index;
@@ -237,10 +245,23 @@ static int draw_case(const sweep_settings *set, uint64_t index, sweep_case *c) {
     c->stream_batches = (unsigned)(1 + below(&s, 8));
     c->opt.chunk_rows = below(&s, 3) == 0 ? 0 : log_between(&s, 1, rows);
   }
+  /* Several units run one whole batch: the multi backend on 1 to 4 (each
+   * owning a range of the locks, the rows that span ranges on the first),
+   * the hetero backend on two replicas reconciled after every round. */
+  if (c->runner == RUNNER_MULTI) {
+    c->opt.backend = PRSTM_BACKEND_MULTI;
+    c->opt.units = (uint32_t)(1 + below(&s, 4));
+  }
+  if (c->runner == RUNNER_HETERO) c->opt.backend = PRSTM_BACKEND_HETERO;
+  /* Their units may be CPU threads on any host (more units than GPUs, or
+   * the hetero backend's CPU unit), so they take the CPU's thread counts. */
+  if (c->runner == RUNNER_MULTI || c->runner == RUNNER_HETERO) c->opt.threads = (uint32_t)log_between(&s, 1, 96);
+  char units[32] = "";
+  if (c->runner == RUNNER_MULTI) snprintf(units, sizeof units, ", %u units", c->opt.units);
   snprintf(c->what, sizeof c->what,
-           "%s, %s, %u threads, lock_coverage %u, %s%s, deltas %s, chunk_rows %llu, %u stream batches, "
+           "%s, %s%s, %u threads, lock_coverage %u, %s%s, deltas %s, chunk_rows %llu, %u stream batches, "
            "generate seed %llu, semantic_ratio %.2f, read_only %.2f, %llu rows asked",
-           c->wl->name, runner_names[c->runner], c->opt.threads, c->opt.lock_coverage,
+           c->wl->name, runner_names[c->runner], units, c->opt.threads, c->opt.lock_coverage,
            c->opt.semantic == PRSTM_SEMANTIC_RETRY ? "retry" : "postpone", c->gen.presorted ? ", presorted" : "",
            deltas == 0   ? "auto"
            : deltas == 1 ? "on"
@@ -291,14 +312,22 @@ static void count_outcomes(case_outcome *o, const prstm_batch *b) {
  * before the next round replaces the engine's initial state. */
 typedef struct round_check {
   const sweep_settings *set;
+  const sweep_case *c;
   prstm_engine *e;
   case_outcome *o;
 } round_check;
 
 static int check_round(unsigned round, prstm_batch *b, const prstm_results *r, void *user) {
   round_check *k = user;
-  (void)r;
   count_outcomes(k->o, b);
+  /* A case of several units that ran on one backend alone has tested
+   * nothing of what it claims. */
+  const prstm_options *opt = &k->c->opt;
+  if ((opt->backend == PRSTM_BACKEND_MULTI || opt->backend == PRSTM_BACKEND_HETERO) && r->backend != opt->backend)
+    return fail(k->o, "round %u: ran on backend %d, not the one asked (%d)", round, (int)r->backend, (int)opt->backend),
+           1;
+  if (opt->backend == PRSTM_BACKEND_MULTI && r->units != opt->units)
+    return fail(k->o, "round %u: ran on %u units, not %u", round, r->units, opt->units), 1;
   if (k->set->tamper) tamper_state(k->e);
   prstm_verify_report rep;
   if (prstm_engine_verify(k->e, b, &rep))
@@ -313,7 +342,7 @@ static int check_round(unsigned round, prstm_batch *b, const prstm_results *r, v
  * workload), every round verified; the workload's invariant on the last. */
 static int run_batch(const sweep_settings *set, const sweep_case *c, prstm_engine *e, prstm_batch *first,
                      case_outcome *o) {
-  round_check k = {set, e, o};
+  round_check k = {set, c, e, o};
   prstm_batch *b = first;
   prstm_results total;
   int rc = prstm_engine_run_rounds(e, &b, check_round, &k, &total, NULL);
@@ -609,11 +638,13 @@ int main(int argc, char **argv) {
   }
   printf(
       "prstm-verify-sweep: seed %llu, cases %llu to %llu on the %s: %llu verified (%llu run, %llu chunked, %llu "
-      "stream; %llu rows), %llu passed, %llu failed, %llu skipped (knobs a generator refused), %.1f s\n",
+      "stream, %llu multi, %llu hetero; %llu rows), %llu passed, %llu failed, %llu skipped (knobs a generator "
+      "refused), %.1f s\n",
       (unsigned long long)set.seed, (unsigned long long)set.first, (unsigned long long)(set.first + set.cases - 1),
       set.backend == PRSTM_BACKEND_GPU ? "GPU" : "CPU", (unsigned long long)ran,
       (unsigned long long)by_runner[RUNNER_RUN], (unsigned long long)by_runner[RUNNER_CHUNKED],
-      (unsigned long long)by_runner[RUNNER_STREAM], (unsigned long long)rows, (unsigned long long)passed,
+      (unsigned long long)by_runner[RUNNER_STREAM], (unsigned long long)by_runner[RUNNER_MULTI],
+      (unsigned long long)by_runner[RUNNER_HETERO], (unsigned long long)rows, (unsigned long long)passed,
       (unsigned long long)failed, (unsigned long long)skipped, now_s() - start);
   if (set.tamper) {
     if (passed)
