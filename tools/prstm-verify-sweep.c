@@ -604,8 +604,11 @@ int main(int argc, char **argv) {
   const double start = now_s();
   uint64_t ran = 0, passed = 0, failed = 0, skipped = 0, rows = 0;
   uint64_t by_runner[RUNNER_COUNT] = {0};
+  /* One past the last case started: --seconds may stop before them all. */
+  uint64_t end = set.first;
   for (uint64_t k = set.first; k < set.first + set.cases; k++) {
     if (set.seconds > 0 && now_s() - start > set.seconds) break;
+    end = k + 1;
     sweep_case c;
     if (draw_case(&set, k, &c)) {
       fprintf(stderr, "prstm-verify-sweep: nothing to draw from\n");
@@ -640,9 +643,9 @@ int main(int argc, char **argv) {
       "prstm-verify-sweep: seed %llu, cases %llu to %llu on the %s: %llu verified (%llu run, %llu chunked, %llu "
       "stream, %llu multi, %llu hetero; %llu rows), %llu passed, %llu failed, %llu skipped (knobs a generator "
       "refused), %.1f s\n",
-      (unsigned long long)set.seed, (unsigned long long)set.first, (unsigned long long)(set.first + set.cases - 1),
-      set.backend == PRSTM_BACKEND_GPU ? "GPU" : "CPU", (unsigned long long)ran,
-      (unsigned long long)by_runner[RUNNER_RUN], (unsigned long long)by_runner[RUNNER_CHUNKED],
+      (unsigned long long)set.seed, (unsigned long long)set.first,
+      (unsigned long long)(end > set.first ? end - 1 : set.first), set.backend == PRSTM_BACKEND_GPU ? "GPU" : "CPU",
+      (unsigned long long)ran, (unsigned long long)by_runner[RUNNER_RUN], (unsigned long long)by_runner[RUNNER_CHUNKED],
       (unsigned long long)by_runner[RUNNER_STREAM], (unsigned long long)by_runner[RUNNER_MULTI],
       (unsigned long long)by_runner[RUNNER_HETERO], (unsigned long long)rows, (unsigned long long)passed,
       (unsigned long long)failed, (unsigned long long)skipped, now_s() - start);
