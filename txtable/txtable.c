@@ -6,7 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
+
+#define TXTABLE_HUGE_PAGE ((size_t)2 << 20)
+#define TXTABLE_HUGE_BYTES ((size_t)8 << 20)
 
 /* Host memory for a batch's columns: from the batch's pinned allocator
  * where it was asked for and gives some, else ordinary. *pinned says which
@@ -22,7 +26,16 @@ static void *alloc_columns(const txtable_allocator *pinned_alloc, size_t bytes, 
       return p;
     }
   }
-  return malloc(bytes);
+  if (bytes < TXTABLE_HUGE_BYTES) return malloc(bytes);
+  /* Large columns get huge pages where the kernel grants them (madvise):
+   * the threads that generate or parse a batch write it for the first time,
+   * and with 4 KiB pages that is a page fault every 4 KiB, which the kernel
+   * serialises between threads. */
+  void *p = NULL;
+  const size_t rounded = (bytes + TXTABLE_HUGE_PAGE - 1) / TXTABLE_HUGE_PAGE * TXTABLE_HUGE_PAGE;
+  if (posix_memalign(&p, TXTABLE_HUGE_PAGE, rounded) != 0) return NULL;
+  (void)madvise(p, rounded, MADV_HUGEPAGE); /* a hint: the batch works without it */
+  return p;
 }
 
 static void free_columns(const txtable_allocator *pinned_alloc, void *p, int pinned) {
