@@ -688,6 +688,46 @@ Test(bank_generator, pairs_placed_row_by_row_have_two_members_each) {
   }
 }
 
+/* Pairs found from their places (wl_pair_rows) give every row the part the
+ * row-by-row permutation gives it, over ranges that start and end anywhere,
+ * across blocks, on one thread or several; and where members are more than
+ * a quarter of the rows, the row-by-row path answers alike. */
+Test(bank_generator, pair_rows_give_every_row_its_row_by_row_part) {
+  const uint64_t sizes[][2] = {{1000, 10}, {300007, 15000}, {300007, 37500}, {200000, 40000}, {131072, 1}};
+  const uint64_t ranges[][2] = {{0, 300007}, {65530, 20}, {1, 65536}, {131000, 200}, {299990, 17}};
+  for (unsigned k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+    const uint64_t n = sizes[k][0], npairs = sizes[k][1];
+    wl_perm perm;
+    wl_perm_init(&perm, 77 + k, n);
+    uint64_t *slot = malloc(n * sizeof *slot), *partner = malloc(n * sizeof *partner);
+    cr_assert(slot && partner);
+    for (unsigned threads = 1; threads <= 3; threads += 2) {
+      wl_pair_rows pr;
+      wl_pair_rows_init(&pr, &perm, npairs, n, threads);
+      cr_assert_eq(pr.row_of != NULL, 2 * npairs <= n / 4, "n %llu, %llu pairs: grouped %d", (unsigned long long)n,
+                   (unsigned long long)npairs, pr.row_of != NULL);
+      for (unsigned j = 0; j < sizeof ranges / sizeof ranges[0]; j++) {
+        const uint64_t first = ranges[j][0] < n ? ranges[j][0] : 0;
+        const uint64_t rows = ranges[j][1] < n - first ? ranges[j][1] : n - first;
+        wl_pair_rows_slots(&pr, first, rows, slot, partner);
+        for (uint64_t i = 0; i < rows; i++) {
+          uint64_t want_partner = UINT64_MAX;
+          const uint64_t want = wl_pair_slot_partner(&perm, npairs, first + i, &want_partner);
+          cr_assert_eq(slot[i], want, "n %llu, %u threads: row %llu: part %llx, row by row %llx", (unsigned long long)n,
+                       threads, (unsigned long long)(first + i), (unsigned long long)slot[i], (unsigned long long)want);
+          if (want != WL_RANDOM_ROW)
+            cr_assert_eq(partner[i], want_partner, "n %llu: row %llu: partner %llu, row by row %llu",
+                         (unsigned long long)n, (unsigned long long)(first + i), (unsigned long long)partner[i],
+                         (unsigned long long)want_partner);
+        }
+      }
+      wl_pair_rows_free(&pr);
+    }
+    free(slot);
+    free(partner);
+  }
+}
+
 /* The generator makes its rows in blocks, each block from its own stream,
  * on as many threads as asked: one thread and several give the same batch,
  * row for row, with semantic pairs split across blocks, a Zipfian skew and

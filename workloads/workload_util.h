@@ -243,6 +243,165 @@ static inline uint64_t wl_pair_slot(const wl_perm *p, uint64_t npairs, uint64_t 
   return wl_pair_slot_partner(p, npairs, r, &partner);
 }
 
+/* ---- Semantic pairs found from their places ----
+ *
+ * wl_pair_slot costs a permutation for every row, though only the 2 npairs
+ * rows of pairs have a part, and at a low semantic ratio that permutation
+ * was most of a generator's time. A wl_pair_rows instead computes the row
+ * at each member's place (pi's inverse, once a member, on every core) and
+ * sorts the members by row: wl_pair_rows_slots then gives any range of rows
+ * their parts from the members in that range alone. Same parts as
+ * wl_pair_slot_partner, for any thread count. It takes 24 bytes a member,
+ * so it is used where members are at most a quarter of the rows; elsewhere
+ * (and where its memory is refused) parts are computed row by row. */
+#define WL_PAIR_BLOCK_ROWS 65536u
+
+typedef struct wl_pair_member {
+  uint64_t row, place;
+} wl_pair_member;
+
+typedef struct wl_pair_rows {
+  const wl_perm *perm;
+  uint64_t npairs, n, nblocks;
+  uint64_t *row_of;       /* row_of[q]: the row at place q < 2 npairs; NULL: row by row */
+  wl_pair_member *by_row; /* every member, in row order */
+  uint64_t *block_start;  /* block b's members: by_row[block_start[b] .. block_start[b + 1]) */
+  uint64_t *counts;       /* a part's members in each block, then where it puts them */
+  unsigned parts;
+} wl_pair_rows;
+
+static void wl_pair_rows_locate(void *arg, unsigned part, uint64_t from, uint64_t to) {
+  wl_pair_rows *pr = (wl_pair_rows *)arg;
+  uint64_t *count = pr->counts + (uint64_t)part * pr->nblocks;
+  for (uint64_t q = from; q < to; q++) {
+    const uint64_t r = wl_perm_inverse(pr->perm, q);
+    pr->row_of[q] = r;
+    count[r / WL_PAIR_BLOCK_ROWS]++;
+  }
+}
+
+static void wl_pair_rows_group(void *arg, unsigned part, uint64_t from, uint64_t to) {
+  wl_pair_rows *pr = (wl_pair_rows *)arg;
+  uint64_t *at = pr->counts + (uint64_t)part * pr->nblocks;
+  for (uint64_t q = from; q < to; q++) {
+    const uint64_t r = pr->row_of[q];
+    pr->by_row[at[r / WL_PAIR_BLOCK_ROWS]++] = (wl_pair_member){r, q};
+  }
+}
+
+/* Sorts blocks [from, to)'s members by row: a block's rows are distinct and
+ * span WL_PAIR_BLOCK_ROWS, so a bitmap of them, walked in order, sorts. */
+static void wl_pair_rows_sort(void *arg, unsigned part, uint64_t from, uint64_t to) {
+  (void)part;
+  wl_pair_rows *pr = (wl_pair_rows *)arg;
+  uint64_t bits[WL_PAIR_BLOCK_ROWS / 64];
+  uint32_t *index = (uint32_t *)malloc(WL_PAIR_BLOCK_ROWS * sizeof *index);
+  wl_pair_member *sorted = (wl_pair_member *)malloc(WL_PAIR_BLOCK_ROWS * sizeof *sorted);
+  for (uint64_t b = from; b < to; b++) {
+    wl_pair_member *m = pr->by_row + pr->block_start[b];
+    const uint64_t count = pr->block_start[b + 1] - pr->block_start[b], base = b * WL_PAIR_BLOCK_ROWS;
+    if (!index || !sorted) { /* no scratch: an insertion sort, slow but right */
+      for (uint64_t i = 1; i < count; i++)
+        for (uint64_t j = i; j > 0 && m[j - 1].row > m[j].row; j--) {
+          const wl_pair_member t = m[j];
+          m[j] = m[j - 1];
+          m[j - 1] = t;
+        }
+      continue;
+    }
+    memset(bits, 0, sizeof bits);
+    for (uint64_t k = 0; k < count; k++) {
+      const uint64_t off = m[k].row - base;
+      bits[off / 64] |= 1ull << (off % 64);
+      index[off] = (uint32_t)k;
+    }
+    uint64_t out = 0;
+    for (uint64_t w = 0; w < WL_PAIR_BLOCK_ROWS / 64; w++)
+      for (uint64_t x = bits[w]; x; x &= x - 1) sorted[out++] = m[index[w * 64 + (uint64_t)__builtin_ctzll(x)]];
+    memcpy(m, sorted, (size_t)count * sizeof *m);
+  }
+  free(index);
+  free(sorted);
+}
+
+static inline void wl_pair_rows_free(wl_pair_rows *pr) {
+  free(pr->row_of);
+  free(pr->by_row);
+  free(pr->block_start);
+  free(pr->counts);
+  pr->row_of = pr->block_start = pr->counts = NULL;
+  pr->by_row = NULL;
+}
+
+/* Pairs of the permutation p over n rows, npairs of them, found on
+ * `threads` threads (0: every core). Never fails: where this does not pay
+ * or has no memory, parts are computed row by row. */
+static inline void wl_pair_rows_init(wl_pair_rows *pr, const wl_perm *p, uint64_t npairs, uint64_t n,
+                                     unsigned threads) {
+  memset(pr, 0, sizeof *pr);
+  pr->perm = p;
+  pr->npairs = npairs;
+  pr->n = n;
+  const uint64_t members = 2 * npairs;
+  if (members == 0 || members > n / 4) return;
+  pr->nblocks = (n + WL_PAIR_BLOCK_ROWS - 1) / WL_PAIR_BLOCK_ROWS;
+  /* engine_parallel_for gives part k the same range in both passes. */
+  pr->parts = engine_parallel_parts(members, 4096);
+  if (threads && pr->parts > threads) pr->parts = threads;
+  pr->row_of = (uint64_t *)malloc((size_t)members * sizeof *pr->row_of);
+  pr->by_row = (wl_pair_member *)malloc((size_t)members * sizeof *pr->by_row);
+  pr->block_start = (uint64_t *)calloc((size_t)pr->nblocks + 1, sizeof *pr->block_start);
+  pr->counts = (uint64_t *)calloc((size_t)pr->parts * pr->nblocks, sizeof *pr->counts);
+  if (!pr->row_of || !pr->by_row || !pr->block_start || !pr->counts) {
+    wl_pair_rows_free(pr);
+    return;
+  }
+  engine_parallel_for(members, pr->parts, wl_pair_rows_locate, pr);
+  /* Block by block, each part's members after the earlier parts'. */
+  uint64_t at = 0;
+  for (uint64_t b = 0; b < pr->nblocks; b++) {
+    pr->block_start[b] = at;
+    for (unsigned k = 0; k < pr->parts; k++) {
+      const uint64_t c = pr->counts[(uint64_t)k * pr->nblocks + b];
+      pr->counts[(uint64_t)k * pr->nblocks + b] = at;
+      at += c;
+    }
+  }
+  pr->block_start[pr->nblocks] = at;
+  engine_parallel_for(members, pr->parts, wl_pair_rows_group, pr);
+  unsigned sort_parts = engine_parallel_parts(pr->nblocks, 1);
+  if (threads && sort_parts > threads) sort_parts = threads;
+  engine_parallel_for(pr->nblocks, sort_parts, wl_pair_rows_sort, pr);
+  free(pr->counts);
+  pr->counts = NULL;
+}
+
+/* The parts of rows [first, first + rows), as wl_pair_slot_partner gives
+ * them: slot[k] for row first + k, and partner[k] where it is a member. */
+static inline void wl_pair_rows_slots(const wl_pair_rows *pr, uint64_t first, uint64_t rows, uint64_t *slot,
+                                      uint64_t *partner) {
+  if (!pr->row_of) {
+    for (uint64_t k = 0; k < rows; k++)
+      slot[k] = pr->npairs ? wl_pair_slot_partner(pr->perm, pr->npairs, first + k, &partner[k]) : WL_RANDOM_ROW;
+    return;
+  }
+  for (uint64_t k = 0; k < rows; k++) slot[k] = WL_RANDOM_ROW;
+  /* The first member at or after row `first`. */
+  uint64_t lo = 0, hi = 2 * pr->npairs;
+  while (lo < hi) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    if (pr->by_row[mid].row < first)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  for (uint64_t m = lo; m < 2 * pr->npairs && pr->by_row[m].row - first < rows; m++) {
+    const uint64_t q = pr->by_row[m].place, k = pr->by_row[m].row - first;
+    partner[k] = pr->row_of[q ^ 1];
+    slot[k] = ((q >> 1) << 1) | (first + k > partner[k] ? 1u : 0u);
+  }
+}
+
 /* ---- Generators on every core ----
  *
  * A generated batch is made in blocks of WL_BLOCK_ROWS rows, block b from a

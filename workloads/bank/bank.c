@@ -210,8 +210,9 @@ typedef struct bank_blocks {
   bank_gen base;
   wl_perm pairs; /* places each row's pair and member */
   uint64_t npairs;
-  uint64_t reserved; /* accounts set apart for pairs */
-  int transfers;     /* the mix has transfers, so a pair may be one */
+  wl_pair_rows pair_rows; /* the members' rows, by block */
+  uint64_t reserved;      /* accounts set apart for pairs */
+  int transfers;          /* the mix has transfers, so a pair may be one */
 } bank_blocks;
 
 /* Rows [first, first + rows): random rows from the block's stream; pair p's
@@ -223,9 +224,12 @@ static int bank_make_block(const void *ctx, prstm_batch *part, uint64_t first, u
   bank_gen g = bb->base;
   g.batch = part;
   g.rng = *rng;
+  uint64_t *slots = malloc((size_t)(2 * rows + 1) * sizeof *slots), *partners = slots ? slots + rows : NULL;
+  if (!slots) return PRSTM_ENOMEM;
+  wl_pair_rows_slots(&bb->pair_rows, first, rows, slots, partners);
   int rc = 0;
   for (uint64_t i = first; i < first + rows && rc == 0; i++) {
-    const uint64_t slot = bb->npairs ? wl_pair_slot(&bb->pairs, bb->npairs, i) : WL_RANDOM_ROW;
+    const uint64_t slot = slots[i - first];
     if (slot == WL_RANDOM_ROW) {
       rc = bank_emit_random(&g);
       continue;
@@ -239,6 +243,7 @@ static int bank_make_block(const void *ctx, prstm_batch *part, uint64_t first, u
     uint64_t extra = !reserved || p < reserved ? g.initial : 0;
     rc = bank_emit_pair_member(&g, account, amount, extra, (int)(slot & 1), as_transfer, to);
   }
+  free(slots);
   *rng = g.rng;
   return rc;
 }
@@ -299,7 +304,9 @@ static int bank_generate(const prstm_generate_spec *spec, const prstm_state_spec
   blocks.base = g;
   blocks.reserved = reserved;
   blocks.transfers = w[BANK_TRANSFER] > 0;
+  wl_pair_rows_init(&blocks.pair_rows, &blocks.pairs, npairs, n, spec->threads);
   rc = wl_generate_blocks(batch, n, spec->seed, spec->threads, bank_make_block, &blocks);
+  wl_pair_rows_free(&blocks.pair_rows);
   if (g.zipf) wl_zipf_free(&zipf);
   return wl_generated(batch, rc, spec->presorted, err, errlen);
 }

@@ -177,6 +177,7 @@ typedef struct sl_blocks {
   wl_perm shares;       /* spreads the initial keys over the blocks */
   wl_perm pairs;        /* places the semantic pairs */
   uint64_t npairs, nblocks;
+  wl_pair_rows pair_rows; /* the pairs' rows */
 } sl_blocks;
 
 typedef struct sl_gen {
@@ -247,17 +248,20 @@ static int sl_make_block(const void *ctx, prstm_batch *part, uint64_t first, uin
   sl_gen g = {sb, *rng, malloc((size_t)(share_hi - share_lo + rows) * sizeof(uint64_t)), 0, part};
   if (!g.live) return PRSTM_ENOMEM;
   for (uint64_t s = share_lo; s < share_hi; s++) g.live[g.nlive++] = sb->keys[wl_perm_at(&sb->shares, s)];
-  int rc = 0;
+  uint64_t *slots = malloc((size_t)(2 * rows + 1) * sizeof *slots), *partners = slots ? slots + rows : NULL;
+  int rc = slots ? 0 : PRSTM_ENOMEM;
+  if (slots) wl_pair_rows_slots(&sb->pair_rows, first, rows, slots, partners);
   for (uint64_t i = first; i < first + rows && rc == 0; i++) {
-    uint64_t partner = 0;
-    const uint64_t slot = sb->npairs ? wl_pair_slot_partner(&sb->pairs, sb->npairs, i, &partner) : WL_RANDOM_ROW;
+    const uint64_t slot = slots[i - first];
     if (slot == WL_RANDOM_ROW)
       rc = sl_emit_random(&g, i);
     else if (slot & 1) /* the insert, after its delete */
-      rc = sl_emit(&g, SKIPLIST_INSERT, sl_fresh_key(sb, partner), sl_height(&g.rng, sb->k.levels, sb->k.branching));
+      rc = sl_emit(&g, SKIPLIST_INSERT, sl_fresh_key(sb, partners[i - first]),
+                   sl_height(&g.rng, sb->k.levels, sb->k.branching));
     else /* the delete: its key stays out of the live keys, so only its insert serves it */
       rc = sl_emit(&g, SKIPLIST_DELETE, sl_fresh_key(sb, i), 0);
   }
+  free(slots);
   free(g.live);
   *rng = g.rng;
   return rc;
@@ -303,7 +307,9 @@ static int skiplist_generate(const prstm_generate_spec *spec, const prstm_state_
   wl_perm_init(&sb.fresh, spec->seed ^ 0x66726573686b6579ull, sb.k.key_range - sb.k.initial_keys); /* "freshkey" */
   wl_perm_init(&sb.shares, spec->seed ^ 0x7368617265730000ull, sb.k.initial_keys);                 /* "shares" */
   wl_perm_init(&sb.pairs, spec->seed, n);
+  wl_pair_rows_init(&sb.pair_rows, &sb.pairs, sb.npairs, n, spec->threads);
   rc = wl_generate_blocks(batch, n, spec->seed, spec->threads, sl_make_block, &sb);
+  wl_pair_rows_free(&sb.pair_rows);
   free(keys);
   return wl_generated(batch, rc, spec->presorted, err, errlen);
 }

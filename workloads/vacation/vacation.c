@@ -397,6 +397,7 @@ typedef struct vacation_blocks {
   wl_perm customers;         /* deals those customers out to the blocks */
   wl_perm pairs;             /* places the semantic pairs */
   uint64_t npairs;
+  wl_pair_rows pair_rows;          /* the pairs' rows */
   const vacation_booking *holders; /* initial holders of sold-out types, shuffled */
   uint64_t nholders;
   const uint64_t *pair_booker; /* customer booked by pair p */
@@ -436,8 +437,10 @@ static int vacation_fill_block(const vacation_blocks *vb, prstm_batch *batch, pr
     uint64_t before = 0;
     rc = txtable_window_move(batch, win, vb->base + first, rows, &before);
     *filled += before;
+    uint64_t slots[VACATION_CHUNK_ROWS], partners[VACATION_CHUNK_ROWS];
+    wl_pair_rows_slots(&vb->pair_rows, first, rows, slots, partners);
     for (uint64_t i = first; i < first + rows && rc == 0; i++) {
-      const uint64_t slot = vb->npairs ? wl_pair_slot(&vb->pairs, vb->npairs, i) : WL_RANDOM_ROW;
+      const uint64_t slot = slots[i - first];
       if (slot == WL_RANDOM_ROW) {
         rc = vacation_emit_random(&g);
         continue;
@@ -538,7 +541,9 @@ static int vacation_choose_bookers(vacation_blocks *vb, const prstm_word *w, uin
   for (uint64_t c = 0; c < nres && !rc; c++) ids[c] = first_id + c;
   if (!rc) rc = vacation_gen_model(&g, w, ids, nres, 0);
   for (uint64_t p = 0; p < npairs && !rc; p++) {
-    const uint64_t a = wl_perm_inverse(&vb->pairs, 2 * p), b = wl_perm_inverse(&vb->pairs, 2 * p + 1);
+    const uint64_t *row_of = vb->pair_rows.row_of;
+    const uint64_t a = row_of ? row_of[2 * p] : wl_perm_inverse(&vb->pairs, 2 * p);
+    const uint64_t b = row_of ? row_of[2 * p + 1] : wl_perm_inverse(&vb->pairs, 2 * p + 1);
     ev[2 * p] = (vacation_pair_event){a < b ? a : b, p, 0};
     ev[2 * p + 1] = (vacation_pair_event){a < b ? b : a, p, 1};
     booker[p] = UINT64_MAX;
@@ -594,6 +599,7 @@ static int vacation_generate(const prstm_generate_spec *spec, const prstm_state_
   vb.random_customers = s->customers - reserved;
   wl_perm_init(&vb.customers, spec->seed ^ 0x637573746f6d6572ull, vb.random_customers); /* "customer" */
   wl_perm_init(&vb.pairs, spec->seed, n);
+  wl_pair_rows_init(&vb.pair_rows, &vb.pairs, vb.npairs, n, spec->threads);
   vacation_booking *holders = NULL;
   uint64_t *booker = NULL, *type = NULL;
   if (vb.npairs) {
@@ -629,6 +635,7 @@ static int vacation_generate(const prstm_generate_spec *spec, const prstm_state_
     rc = vacation_fill(&vb, batch, spec->threads);
     rc = wl_generated(batch, rc, spec->presorted, err, errlen);
   }
+  wl_pair_rows_free(&vb.pair_rows);
   free(holders);
   free(booker);
   free(type);
