@@ -176,12 +176,35 @@ Test(table, generated_blocks_are_the_same_with_windows_or_parts) {
       cr_assert_eq(prstm_batch_create(&b[k], &test_probe_workload), 0);
       prstm_word first[1] = {5};
       cr_assert_eq(prstm_batch_append(b[k], PROBE_INCREMENT, first, 1), 0);
-      cr_assert_eq(wl_generate_blocks(b[k], 300007, 11, threads[k], probe_block, &widen), 0);
+      cr_assert_eq(wl_generate_blocks(b[k], 300007, 11, threads[k], 0, probe_block, &widen), 0);
       cr_assert_eq(prstm_batch_size(b[k]), 300008);
       cr_assert_eq(prstm_batch_columns(b[k]), widen ? 4u : 1u);
     }
     for (unsigned k = 1; k < 3; k++) test_expect_same_rows(b[0], b[k], widen ? "widened" : "windows");
     cr_assert_eq(prstm_batch_arg(b[0], 0, 0), 5);
     for (unsigned k = 0; k < 3; k++) prstm_batch_destroy(b[k]);
+  }
+}
+
+/* A generator that bounds its rows' width makes every block at once; the
+ * batch is the one block 0 would have told, columns included, whether the
+ * bound is exact, too wide (narrowed after) or too narrow (made again). */
+Test(table, generated_blocks_with_a_width_bound_are_the_same_batch) {
+  for (int widen = 0; widen < 2; widen++) {
+    prstm_batch *ref = NULL;
+    cr_assert_eq(prstm_batch_create(&ref, &test_probe_workload), 0);
+    cr_assert_eq(wl_generate_blocks(ref, 300007, 11, 1, 0, probe_block, &widen), 0);
+    const unsigned bounds[3] = {widen ? 4u : 1u, 6, 1};
+    for (unsigned k = 0; k < 3; k++)
+      for (unsigned threads = 1; threads <= 4; threads += 3) {
+        prstm_batch *b = NULL;
+        cr_assert_eq(prstm_batch_create(&b, &test_probe_workload), 0);
+        cr_assert_eq(wl_generate_blocks(b, 300007, 11, threads, bounds[k], probe_block, &widen), 0);
+        cr_assert_eq(prstm_batch_columns(b), prstm_batch_columns(ref), "bound %u, widen %d: %u columns, not %u",
+                     bounds[k], widen, prstm_batch_columns(b), prstm_batch_columns(ref));
+        test_expect_same_rows(ref, b, "bounded");
+        prstm_batch_destroy(b);
+      }
+    prstm_batch_destroy(ref);
   }
 }

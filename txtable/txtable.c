@@ -188,6 +188,7 @@ uint64_t txtable_window_close(prstm_batch *dst, prstm_batch *win) {
   const uint64_t n = win->n;
   dst->tag_mask |= win->tag_mask;
   dst->type_mask |= win->type_mask;
+  if (win->widest > dst->widest) dst->widest = win->widest;
   if (win->has_read_only) dst->has_read_only = 1;
   free(win);
   return n;
@@ -205,6 +206,10 @@ int txtable_set_rows(prstm_batch *dst, uint64_t n) {
   if (!dst || dst->window || n > dst->cap) return PRSTM_EINVAL;
   dst->n = n;
   return 0;
+}
+
+void txtable_narrow_columns(prstm_batch *b, unsigned ncols) {
+  if (b && !b->window && ncols < b->ncols) b->ncols = ncols;
 }
 
 int prstm_batch_clear(prstm_batch *b) {
@@ -251,6 +256,7 @@ int prstm_batch_append(prstm_batch *b, unsigned type, const prstm_word *args, un
   uint64_t row = b->n++;
   b->type[row] = (uint8_t)type;
   b->status[row] = 0;
+  if (nargs > b->widest) b->widest = nargs;
   for (uint32_t c = 0; c < b->ncols; c++) b->args[(uint64_t)c * b->cap + row] = c < nargs ? args[c] : 0;
   b->tag_mask |= 1u << t->tag;
   if (type < 64) b->type_mask |= 1ull << type;

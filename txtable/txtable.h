@@ -35,6 +35,10 @@ struct prstm_batch {
    * most `limit` of them, and never takes memory of its own. */
   int window;
   uint64_t limit;
+  /* The most argument words a row appended through a window had; a closed
+   * window folds its own into the batch's (wl_generate_blocks narrows the
+   * batch's columns to it). */
+  uint32_t widest;
   char err[256]; /* why the last append was refused (prstm_batch_error) */
 };
 
@@ -79,6 +83,9 @@ uint64_t txtable_window_close(prstm_batch *dst, prstm_batch *win);
  * gets the rows it filled where it pointed before. Changes nothing of dst. */
 int txtable_window_move(const prstm_batch *dst, prstm_batch *win, uint64_t first, uint64_t rows, uint64_t *filled);
 int txtable_set_rows(prstm_batch *dst, uint64_t n);
+/* Leaves the batch ncols argument columns where it has more: the columns
+ * past ncols are dropped, their memory kept until the batch next grows. */
+void txtable_narrow_columns(prstm_batch *b, unsigned ncols);
 /* Moves rows [from, from + n) of b's reserved rows to [to, to + n), every
  * column (to below from: closes the gap a window left short). */
 void txtable_move_rows(prstm_batch *b, uint64_t from, uint64_t to, uint64_t n);

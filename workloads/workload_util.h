@@ -467,18 +467,18 @@ static inline int wl_run_block_jobs(wl_block_job *jobs, uint64_t njobs) {
   return 0;
 }
 
-/* Blocks [1, nblocks) straight into the batch's rows after block 0, on
- * nthreads threads; PRSTM_ENOMEM when a window was too narrow or short
- * (the caller then makes the rows again another way), or a generator's
- * failure. The batch's rows end after block 0 until every window is full. */
+/* Blocks [from, nblocks) straight into the batch's rows, on nthreads
+ * threads; PRSTM_ENOMEM when a window was too narrow or short (the caller
+ * then makes the rows again another way), or a generator's failure. The
+ * batch's rows end before block `from` until every window is full. */
 static inline int wl_generate_into_windows(prstm_batch *batch, uint64_t base, uint64_t n, uint64_t seed,
-                                           uint64_t nthreads, wl_make_block_fn make, const void *ctx) {
-  const uint64_t nblocks = (n + WL_BLOCK_ROWS - 1) / WL_BLOCK_ROWS;
+                                           uint64_t nthreads, uint64_t from, wl_make_block_fn make, const void *ctx) {
+  const uint64_t nblocks = (n + WL_BLOCK_ROWS - 1) / WL_BLOCK_ROWS, span = nblocks - from;
   wl_block_job jobs[WL_BLOCK_MAX_THREADS];
   uint64_t njobs = 0;
   int rc = 0;
   for (uint64_t t = 0; t < nthreads && !rc; t++) {
-    const uint64_t lo = 1 + (nblocks - 1) * t / nthreads, hi = 1 + (nblocks - 1) * (t + 1) / nthreads;
+    const uint64_t lo = from + span * t / nthreads, hi = from + span * (t + 1) / nthreads;
     if (lo == hi) continue;
     const uint64_t first = lo * WL_BLOCK_ROWS, last = hi * WL_BLOCK_ROWS < n ? hi * WL_BLOCK_ROWS : n;
     jobs[njobs] = (wl_block_job){make, ctx, seed, n, lo, hi, NULL, 0};
@@ -488,32 +488,48 @@ static inline int wl_generate_into_windows(prstm_batch *batch, uint64_t base, ui
   if (!rc && njobs) rc = wl_run_block_jobs(jobs, njobs);
   uint64_t filled = 0;
   for (uint64_t t = 0; t < njobs; t++) filled += txtable_window_close(batch, jobs[t].part);
-  if (!rc && filled != n - WL_BLOCK_ROWS) rc = PRSTM_ENOMEM;
+  if (!rc && filled != n - from * WL_BLOCK_ROWS) rc = PRSTM_ENOMEM;
   return rc ? rc : txtable_set_rows(batch, base + n);
 }
 
 /* Appends n generated rows to batch, made by `make` block by block on
- * `threads` threads (0: every core). Returns the first failure (a
- * generator's appends fail only for memory). */
-static inline int wl_generate_blocks(prstm_batch *batch, uint64_t n, uint64_t seed, unsigned threads,
+ * `threads` threads (0: every core). `widest`, where the generator knows
+ * it, bounds the argument words of its rows: every block, block 0 too, is
+ * then made at once, and the batch's columns narrowed afterwards to its
+ * widest row. With 0, block 0 is made first, alone, to tell the columns,
+ * which for a batch of a few blocks was as long as all the others. A bound
+ * that a row exceeds only costs time: the rows are then made again with a
+ * part per thread. Returns the first failure (a generator's appends fail
+ * only for memory). */
+static inline int wl_generate_blocks(prstm_batch *batch, uint64_t n, uint64_t seed, unsigned threads, unsigned widest,
                                      wl_make_block_fn make, const void *ctx) {
   const uint64_t nblocks = (n + WL_BLOCK_ROWS - 1) / WL_BLOCK_ROWS;
   const uint64_t nthreads = wl_block_threads(threads, nblocks);
   const uint64_t base = prstm_batch_size(batch);
-  /* Block 0 on this thread, into a part that tells the columns. */
-  prstm_batch *first = NULL;
-  int rc = prstm_batch_create(&first, prstm_batch_workload(batch));
-  wl_block_job job0 = {make, ctx, seed, n, 0, nblocks ? 1 : 0, first, 0};
-  if (!rc) rc = prstm_batch_reserve(first, n < WL_BLOCK_ROWS ? n : WL_BLOCK_ROWS, 0);
-  if (!rc) rc = wl_run_block_jobs(&job0, 1);
-  if (!rc) rc = prstm_batch_reserve(batch, base + n, prstm_batch_columns(first));
-  if (!rc) rc = prstm_batch_append_rows(batch, first);
-  prstm_batch_destroy(first);
-  if (rc || nblocks < 2) return rc;
-  rc = wl_generate_into_windows(batch, base, n, seed, nthreads, make, ctx);
-  if (rc != PRSTM_ENOMEM) return rc;
+  const unsigned columns_before = prstm_batch_columns(batch);
+  int rc = 0;
+  if (widest && nblocks) {
+    batch->widest = 0;
+    rc = prstm_batch_reserve(batch, base + n, widest);
+    if (!rc) rc = wl_generate_into_windows(batch, base, n, seed, nthreads, 0, make, ctx);
+    if (!rc) txtable_narrow_columns(batch, batch->widest > columns_before ? batch->widest : columns_before);
+    if (rc != PRSTM_ENOMEM) return rc;
+  } else {
+    /* Block 0 on this thread, into a part that tells the columns. */
+    prstm_batch *first = NULL;
+    rc = prstm_batch_create(&first, prstm_batch_workload(batch));
+    wl_block_job job0 = {make, ctx, seed, n, 0, nblocks ? 1 : 0, first, 0};
+    if (!rc) rc = prstm_batch_reserve(first, n < WL_BLOCK_ROWS ? n : WL_BLOCK_ROWS, 0);
+    if (!rc) rc = wl_run_block_jobs(&job0, 1);
+    if (!rc) rc = prstm_batch_reserve(batch, base + n, prstm_batch_columns(first));
+    if (!rc) rc = prstm_batch_append_rows(batch, first);
+    prstm_batch_destroy(first);
+    if (rc || nblocks < 2) return rc;
+    rc = wl_generate_into_windows(batch, base, n, seed, nthreads, 1, make, ctx);
+    if (rc != PRSTM_ENOMEM) return rc;
+  }
 
-  /* A block wider than block 0: every block again, into a batch per
+  /* A row wider than the columns: every block again, into a batch per
    * thread, joined in order. */
   txtable_set_rows(batch, base);
   wl_block_job jobs[WL_BLOCK_MAX_THREADS];
@@ -525,11 +541,12 @@ static inline int wl_generate_blocks(prstm_batch *batch, uint64_t n, uint64_t se
   }
   if (!rc) rc = wl_run_block_jobs(jobs, nthreads);
   if (!rc) {
-    /* Room for every row at once, then the parts in order. */
-    uint64_t cols = 0;
+    /* Room for every row at once, then the parts in order. A bound that
+     * sent the rows here was exceeded, so the widest part is wider still. */
+    unsigned cols = 0;
     for (uint64_t t = 0; t < nthreads; t++)
       if (prstm_batch_columns(jobs[t].part) > cols) cols = prstm_batch_columns(jobs[t].part);
-    rc = prstm_batch_reserve(batch, base + n, (unsigned)cols);
+    rc = prstm_batch_reserve(batch, base + n, cols);
     for (uint64_t t = 0; t < nthreads && !rc; t++) rc = prstm_batch_append_rows(batch, jobs[t].part);
   }
   for (uint64_t t = 0; t < nthreads; t++) prstm_batch_destroy(jobs[t].part);

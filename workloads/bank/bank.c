@@ -248,6 +248,12 @@ static int bank_make_block(const void *ctx, prstm_batch *part, uint64_t first, u
   return rc;
 }
 
+/* The most argument words a generated row has: a transfer's three, or a
+ * transfer_multi's accounts beyond them. */
+static unsigned bank_widest_row(const prstm_generate_spec *spec) {
+  return spec->accounts_per_tx <= 2 ? 3u : (unsigned)spec->accounts_per_tx + 2u;
+}
+
 static int bank_generate(const prstm_generate_spec *spec, const prstm_state_spec *state, prstm_batch *batch, char *err,
                          size_t errlen) {
   if (spec->transactions == 0 || state->accounts == 0) {
@@ -305,7 +311,7 @@ static int bank_generate(const prstm_generate_spec *spec, const prstm_state_spec
   blocks.reserved = reserved;
   blocks.transfers = w[BANK_TRANSFER] > 0;
   wl_pair_rows_init(&blocks.pair_rows, &blocks.pairs, npairs, n, spec->threads);
-  rc = wl_generate_blocks(batch, n, spec->seed, spec->threads, bank_make_block, &blocks);
+  rc = wl_generate_blocks(batch, n, spec->seed, spec->threads, bank_widest_row(spec), bank_make_block, &blocks);
   wl_pair_rows_free(&blocks.pair_rows);
   if (g.zipf) wl_zipf_free(&zipf);
   return wl_generated(batch, rc, spec->presorted, err, errlen);

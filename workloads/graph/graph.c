@@ -218,7 +218,7 @@ static int graph_generate(const prstm_generate_spec *spec, const prstm_state_spe
     z.first_vertex[b] = before;
     before += pushes;
   }
-  rc = wl_generate_blocks(batch, z.total, spec->seed, spec->threads, graph_make_block, &z);
+  rc = wl_generate_blocks(batch, z.total, spec->seed, spec->threads, 2, graph_make_block, &z);
   free(z.first_vertex);
   return wl_generated(batch, rc, spec->presorted, err, errlen);
 }

@@ -178,7 +178,7 @@ static int kmeans_generate(const prstm_generate_spec *spec, const prstm_state_sp
   }
   kmeans_rows rows = {&k, spec->presorted, {0}};
   if (!spec->presorted) wl_perm_init(&rows.order, spec->seed, n);
-  rc = wl_generate_blocks(batch, n, spec->seed, spec->threads, kmeans_make_block, &rows);
+  rc = wl_generate_blocks(batch, n, spec->seed, spec->threads, 2, kmeans_make_block, &rows);
   /* Presorted is already the emitted order, iteration after iteration. */
   return wl_generated(batch, rc, 0, err, errlen);
 }

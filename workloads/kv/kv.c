@@ -155,7 +155,7 @@ static int kv_generate(const prstm_generate_spec *spec, const prstm_state_spec *
     }
     blocks.zipf = &zipf;
   }
-  rc = wl_generate_blocks(batch, spec->transactions, spec->seed, spec->threads, kv_make_block, &blocks);
+  rc = wl_generate_blocks(batch, spec->transactions, spec->seed, spec->threads, 2, kv_make_block, &blocks);
   if (blocks.zipf) wl_zipf_free(&zipf);
   return wl_generated(batch, rc, spec->presorted, err, errlen);
 }

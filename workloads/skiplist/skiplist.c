@@ -308,7 +308,7 @@ static int skiplist_generate(const prstm_generate_spec *spec, const prstm_state_
   wl_perm_init(&sb.shares, spec->seed ^ 0x7368617265730000ull, sb.k.initial_keys);                 /* "shares" */
   wl_perm_init(&sb.pairs, spec->seed, n);
   wl_pair_rows_init(&sb.pair_rows, &sb.pairs, sb.npairs, n, spec->threads);
-  rc = wl_generate_blocks(batch, n, spec->seed, spec->threads, sl_make_block, &sb);
+  rc = wl_generate_blocks(batch, n, spec->seed, spec->threads, 2, sl_make_block, &sb);
   wl_pair_rows_free(&sb.pair_rows);
   free(keys);
   return wl_generated(batch, rc, spec->presorted, err, errlen);

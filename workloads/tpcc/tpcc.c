@@ -270,7 +270,8 @@ static int tpcc_generate(const prstm_generate_spec *spec, const prstm_state_spec
   tb.remote_line = spec->params[TP_REMOTE_LINE];
   tb.remote_payment = spec->params[TP_REMOTE_PAYMENT];
   tb.by_name = spec->params[TP_BY_NAME];
-  rc = wl_generate_blocks(batch, spec->transactions, spec->seed, spec->threads, tpcc_make_block, &tb);
+  rc = wl_generate_blocks(batch, spec->transactions, spec->seed, spec->threads, 5 + TPCC_MAX_LINES, tpcc_make_block,
+                          &tb);
   return wl_generated(batch, rc, spec->presorted, err, errlen);
 }
 

@@ -140,7 +140,8 @@ static int ycsb_generate(const prstm_generate_spec *spec, const prstm_state_spec
   }
   ycsb_blocks blocks = {s, ops, 0, {cumulative[0], cumulative[1]}, skewed ? &zipf : NULL};
   for (unsigned i = ops - writes; i < ops; i++) blocks.kinds |= (uint64_t)write_kind << (2 * i);
-  rc = wl_generate_blocks(batch, spec->transactions, spec->seed, spec->threads, ycsb_make_block, &blocks);
+  rc = wl_generate_blocks(batch, spec->transactions, spec->seed, spec->threads, blocks.ops + 2, ycsb_make_block,
+                          &blocks);
   if (skewed) wl_zipf_free(&zipf);
   return wl_generated(batch, rc, spec->presorted, err, errlen);
 }
