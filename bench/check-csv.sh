@@ -67,7 +67,8 @@ if [ ! -s "$i" ]; then
 else
   [ "$(head -1 "$i")" = "experiment,input,rows,bytes,seconds,rows_per_s,mb_per_s,vs_read,status,note" ] ||
     fail "$i: header is not prstm-bench's ingest header"
-  for input in generate save_binary read_jsonl load_jsonl load_jsonl_strict read_binary load_binary; do
+  for input in generate save_binary read_jsonl load_jsonl load_jsonl_strict read_binary load_binary \
+    $(for w in bank vacation skiplist kmeans graph tpcc ycsb kv; do echo generate_${w}_one_thread generate_$w; done); do
     awk -F, -v in_="$input" 'NR > 1 && $2 == in_ && $9 == "ok" && $6 > 0 {found = 1} END {exit !found}' "$i" ||
       fail "$i: no checked row of $input with a positive rate"
   done

@@ -1,4 +1,4 @@
-/* ingest.c: the ingest experiment: one batch of bank transfers generated, written as JSON Lines and as a binary batch, then loaded back by each path, checked row for row and timed against a plain read of the same files. */
+/* ingest.c: the ingest experiment: one batch of bank transfers generated, written as JSON Lines and as a binary batch, then loaded back by each path, checked row for row and timed against a plain read of the same files; and every built-in generator timed on one thread and on every core, the two batches compared row for row. */
 #define _GNU_SOURCE /* nftw */
 #include <errno.h>
 #include <fcntl.h>
@@ -112,6 +112,92 @@ static int ingest_load(FILE *f, ingest_loader loader, const char *input, const c
   return bad;
 }
 
+/* 0 when a and b hold the same rows, every argument column included. */
+static int ingest_same_batch(const prstm_batch *a, const prstm_batch *b) {
+  const uint64_t n = prstm_batch_size(a);
+  const unsigned cols = prstm_batch_columns(a);
+  if (prstm_batch_size(b) != n || prstm_batch_columns(b) != cols) return -1;
+  for (uint64_t i = 0; i < n; i++) {
+    if (prstm_batch_type(b, i) != prstm_batch_type(a, i)) return -1;
+    for (unsigned col = 0; col < cols; col++)
+      if (prstm_batch_arg(b, i, col) != prstm_batch_arg(a, i, col)) return -1;
+  }
+  return 0;
+}
+
+/* Generates workload `name`'s batch of about n rows (kmeans and graph: the
+ * rows their state makes) on `threads` threads into a new *out, timed. */
+static int ingest_generate(const char *name, uint64_t n, unsigned threads, prstm_batch **out, double *seconds,
+                           char *err, size_t errlen) {
+  const prstm_workload *wl = prstm_workload_find(name);
+  *out = NULL;
+  if (!wl || !wl->generate) {
+    snprintf(err, errlen, "this build has no %s generator", name);
+    return PRSTM_EUNKNOWN;
+  }
+  prstm_generate_spec g;
+  prstm_state_spec s;
+  prstm_generate_spec_init(wl, &g);
+  prstm_state_spec_init(wl, &s);
+  g.threads = threads;
+  g.seed = 2026;
+  if (strcmp(name, "kmeans") == 0) {
+    /* points x iterations rows */
+    s.params[prstm_param_find(wl, "points")] = (double)(n / 5 ? n / 5 : 1);
+    s.params[prstm_param_find(wl, "iterations")] = 5;
+  } else if (strcmp(name, "graph") == 0) {
+    /* a push per vertex, and the queries' share */
+    s.params[prstm_param_find(wl, "vertices")] = (double)n;
+    s.params[prstm_param_find(wl, "edges")] = (double)(4 * n);
+  } else {
+    g.transactions = n;
+  }
+  if (strcmp(name, "bank") == 0) {
+    s.accounts = 2500000;
+    g.semantic_ratio = 0.1; /* as configs/bank.json */
+  }
+  if (strcmp(name, "skiplist") == 0) s.params[prstm_param_find(wl, "capacity")] = (double)(n + 10000);
+  if (strcmp(name, "tpcc") == 0) s.params[prstm_param_find(wl, "slots")] = (double)n;
+  int rc = prstm_batch_create(out, wl);
+  const double t = bench_now();
+  if (!rc) rc = wl->generate(&g, &s, *out, err, errlen);
+  *seconds = bench_now() - t;
+  return rc;
+}
+
+/* Every built-in generator on one thread and on every core: the two
+ * batches must be the same, row for row, before either time counts. */
+static int ingest_generators(FILE *f, uint64_t n) {
+  static const char *const names[] = {"bank", "vacation", "skiplist", "kmeans", "graph", "tpcc", "ycsb", "kv"};
+  int bad = 0;
+  for (unsigned k = 0; k < sizeof names / sizeof names[0]; k++) {
+    char one_name[64], all_name[64], err[512] = "";
+    snprintf(one_name, sizeof one_name, "generate_%s_one_thread", names[k]);
+    snprintf(all_name, sizeof all_name, "generate_%s", names[k]);
+    prstm_batch *one = NULL, *all = NULL;
+    ingest_row r1 = {one_name, 0, 0, 0, 0, 1, ""}, ra = {all_name, 0, 0, 0, 0, 1, ""};
+    int rc = ingest_generate(names[k], n, 1, &one, &r1.seconds, err, sizeof err);
+    if (!rc) rc = ingest_generate(names[k], n, 0, &all, &ra.seconds, err, sizeof err);
+    if (!rc && ingest_same_batch(one, all) != 0) {
+      snprintf(err, sizeof err, "the batch made on every core differs from the one made on one thread");
+      rc = PRSTM_EUNKNOWN;
+    }
+    r1.rows = ra.rows = prstm_batch_size(one);
+    if (rc) {
+      r1.ok = ra.ok = 0;
+      snprintf(ra.note, sizeof ra.note, "%.190s", err);
+      bad = 1;
+    } else {
+      snprintf(ra.note, sizeof ra.note, "%.3g times one thread", r1.seconds / ra.seconds);
+    }
+    ingest_write(f, &r1);
+    ingest_write(f, &ra);
+    prstm_batch_destroy(one);
+    prstm_batch_destroy(all);
+  }
+  return bad;
+}
+
 int exp_ingest(bench_ctx *c) {
   char path[1300];
   snprintf(path, sizeof path, "%s/ingest.csv", c->o.out_dir);
@@ -206,6 +292,7 @@ int exp_ingest(bench_ctx *c) {
   read_binary.bytes = ingest_folder_bytes;
   ingest_write(f, &read_binary);
   bad |= ingest_load(f, INGEST_BINARY, "load_binary", folder, wl, accounts, ref, &read_binary);
+  bad |= ingest_generators(f, c->o.quick ? 100000 : 4000000);
   if (bad) status = PRSTM_EUNKNOWN;
   prstm_batch_destroy(ref);
   /* The files are as large as the batch: they go. */
