@@ -124,14 +124,15 @@ plot_ingest() {
     return 0
   fi
   cat >"$tmp/ingest.gp" <<GP
-set terminal pngcairo size 800,480 font 'sans,10'
+set terminal pngcairo size 1000,560 font 'sans,10'
 set output '$dir/ingest.png'
-set title 'ingest: MB/s of file read or written (generate: M rows/s), each load checked row for row'
+set title 'ingest: MB/s of file read or written (generate*: M rows/s), each load checked row for row'
 set style fill solid 0.6
 set boxwidth 0.6
 set logscale y 10
 set grid y
-set xtics noenhanced
+set bmargin 11
+set xtics noenhanced rotate by 50 right
 plot '$tmp/ingest.dat' using 0:2:xtic(1) with boxes notitle, '' using 0:2:(sprintf('%.0f', \$2)) with labels offset 0,1 notitle
 GP
   gnuplot "$tmp/ingest.gp"
