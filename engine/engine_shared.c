@@ -180,6 +180,17 @@ static void engine_zero_pages(void *arg, unsigned part, uint64_t from, uint64_t 
   memset((unsigned char *)arg + from * ENGINE_LOCKS_HUGE_PAGE, 0, (size_t)(to - from) * ENGINE_LOCKS_HUGE_PAGE);
 }
 
+#define ENGINE_FIRST_TOUCH_HUGE_BYTES ((size_t)8 << 20)
+
+void *engine_alloc_first_touch(size_t bytes) {
+  if (bytes < ENGINE_FIRST_TOUCH_HUGE_BYTES) return malloc(bytes ? bytes : 1);
+  const size_t rounded = (bytes + ENGINE_LOCKS_HUGE_PAGE - 1) / ENGINE_LOCKS_HUGE_PAGE * ENGINE_LOCKS_HUGE_PAGE;
+  void *p = NULL;
+  if (rounded < bytes || posix_memalign(&p, ENGINE_LOCKS_HUGE_PAGE, rounded) != 0) return NULL;
+  (void)madvise(p, rounded, MADV_HUGEPAGE); /* a hint: the memory works without it */
+  return p;
+}
+
 uint64_t *engine_lock_array(uint64_t words) {
   const size_t bytes = (size_t)words * sizeof(uint64_t);
   if (bytes < ENGINE_LOCKS_PARALLEL_BYTES) return calloc((size_t)words, sizeof(uint64_t));

@@ -20,6 +20,13 @@ typedef void (*engine_part_fn)(void *arg, unsigned part, uint64_t from, uint64_t
 unsigned engine_parallel_parts(uint64_t n, uint64_t min_per_part);
 void engine_parallel_for(uint64_t n, unsigned parts, engine_part_fn fn, void *arg);
 
+/* Memory that threads are about to write for the first time: huge pages
+ * where the kernel grants them (madvise) for 8 MiB and more, since with 4
+ * KiB pages every 4 KiB of a first write is a page fault, which the kernel
+ * serialises between threads. Ordinary malloc below that. Freed by free();
+ * NULL when out of memory. */
+void *engine_alloc_first_touch(size_t bytes);
+
 /* A list of copies made as one run of bytes cut into `parts` ranges by
  * engine_parallel_for, so that a few long copies and many short ones are
  * shared out alike. A piece whose src is NULL is zero-filled. */

@@ -1,16 +1,14 @@
 /* txtable.c: building the global transaction table in host memory: append, grow, presort, outcomes. */
 #include "txtable.h"
 
+#include "parallel.h"
+
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
-
-#define TXTABLE_HUGE_PAGE ((size_t)2 << 20)
-#define TXTABLE_HUGE_BYTES ((size_t)8 << 20)
 
 /* Host memory for a batch's columns: from the batch's pinned allocator
  * where it was asked for and gives some, else ordinary. *pinned says which
@@ -26,16 +24,8 @@ static void *alloc_columns(const txtable_allocator *pinned_alloc, size_t bytes, 
       return p;
     }
   }
-  if (bytes < TXTABLE_HUGE_BYTES) return malloc(bytes);
-  /* Large columns get huge pages where the kernel grants them (madvise):
-   * the threads that generate or parse a batch write it for the first time,
-   * and with 4 KiB pages that is a page fault every 4 KiB, which the kernel
-   * serialises between threads. */
-  void *p = NULL;
-  const size_t rounded = (bytes + TXTABLE_HUGE_PAGE - 1) / TXTABLE_HUGE_PAGE * TXTABLE_HUGE_PAGE;
-  if (posix_memalign(&p, TXTABLE_HUGE_PAGE, rounded) != 0) return NULL;
-  (void)madvise(p, rounded, MADV_HUGEPAGE); /* a hint: the batch works without it */
-  return p;
+  /* Generators and parsers write a batch's columns first, on every core. */
+  return engine_alloc_first_touch(bytes);
 }
 
 static void free_columns(const txtable_allocator *pinned_alloc, void *p, int pinned) {

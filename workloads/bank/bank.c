@@ -64,7 +64,7 @@ static int bank_init_state(const prstm_state_spec *spec, prstm_word **words, uin
     snprintf(err, errlen, "state.accounts must be at least 1");
     return PRSTM_ECONFIG;
   }
-  prstm_word *w = malloc((size_t)spec->accounts * sizeof *w);
+  prstm_word *w = engine_alloc_first_touch((size_t)spec->accounts * sizeof *w);
   if (!w) {
     snprintf(err, errlen, "cannot allocate %llu accounts", (unsigned long long)spec->accounts);
     return PRSTM_ENOMEM;
