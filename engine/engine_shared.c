@@ -172,21 +172,21 @@ void engine_parallel_copy(const engine_copy *pieces, size_t npieces, unsigned pa
  * array gets huge pages where the kernel grants them (madvise) and is
  * zeroed by every core at once. */
 #define ENGINE_LOCKS_PARALLEL_BYTES ((size_t)64 << 20)
-#define ENGINE_LOCKS_HUGE_PAGE ((size_t)2 << 20)
+#define ENGINE_HUGE_PAGE ((size_t)2 << 20)
 
 /* Zeroes huge pages [from, to) of the array. */
 static void engine_zero_pages(void *arg, unsigned part, uint64_t from, uint64_t to) {
   (void)part;
-  memset((unsigned char *)arg + from * ENGINE_LOCKS_HUGE_PAGE, 0, (size_t)(to - from) * ENGINE_LOCKS_HUGE_PAGE);
+  memset((unsigned char *)arg + from * ENGINE_HUGE_PAGE, 0, (size_t)(to - from) * ENGINE_HUGE_PAGE);
 }
 
 #define ENGINE_FIRST_TOUCH_HUGE_BYTES ((size_t)8 << 20)
 
 void *engine_alloc_first_touch(size_t bytes) {
   if (bytes < ENGINE_FIRST_TOUCH_HUGE_BYTES) return malloc(bytes ? bytes : 1);
-  const size_t rounded = (bytes + ENGINE_LOCKS_HUGE_PAGE - 1) / ENGINE_LOCKS_HUGE_PAGE * ENGINE_LOCKS_HUGE_PAGE;
+  const size_t rounded = (bytes + ENGINE_HUGE_PAGE - 1) / ENGINE_HUGE_PAGE * ENGINE_HUGE_PAGE;
   void *p = NULL;
-  if (rounded < bytes || posix_memalign(&p, ENGINE_LOCKS_HUGE_PAGE, rounded) != 0) return NULL;
+  if (rounded < bytes || posix_memalign(&p, ENGINE_HUGE_PAGE, rounded) != 0) return NULL;
   (void)madvise(p, rounded, MADV_HUGEPAGE); /* a hint: the memory works without it */
   return p;
 }
@@ -194,10 +194,9 @@ void *engine_alloc_first_touch(size_t bytes) {
 uint64_t *engine_lock_array(uint64_t words) {
   const size_t bytes = (size_t)words * sizeof(uint64_t);
   if (bytes < ENGINE_LOCKS_PARALLEL_BYTES) return calloc((size_t)words, sizeof(uint64_t));
-  const size_t pages = (bytes + ENGINE_LOCKS_HUGE_PAGE - 1) / ENGINE_LOCKS_HUGE_PAGE;
-  void *mem = NULL;
-  if (posix_memalign(&mem, ENGINE_LOCKS_HUGE_PAGE, pages * ENGINE_LOCKS_HUGE_PAGE) != 0) return NULL;
-  (void)madvise(mem, pages * ENGINE_LOCKS_HUGE_PAGE, MADV_HUGEPAGE); /* a hint: the zeroing below runs without it */
+  const size_t pages = (bytes + ENGINE_HUGE_PAGE - 1) / ENGINE_HUGE_PAGE;
+  void *mem = engine_alloc_first_touch(pages * ENGINE_HUGE_PAGE);
+  if (!mem) return NULL;
   engine_parallel_for(pages, engine_parallel_parts(pages, 1), engine_zero_pages, mem);
   return mem;
 }
