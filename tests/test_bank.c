@@ -657,7 +657,8 @@ Test(bank_generator, pairs_placed_row_by_row_have_two_members_each) {
     for (uint64_t p = 0; p < npairs; p++) first[p] = second[p] = UINT64_MAX;
     uint64_t random_rows = 0;
     for (uint64_t r = 0; r < n; r++) {
-      const uint64_t slot = wl_pair_slot(&perm, npairs, r);
+      uint64_t partner = 0;
+      const uint64_t slot = wl_pair_slot_partner(&perm, npairs, r, &partner);
       if (slot == WL_RANDOM_ROW) {
         random_rows++;
         continue;
@@ -679,7 +680,8 @@ Test(bank_generator, pairs_placed_row_by_row_have_two_members_each) {
       cr_assert_lt(first[p], second[p], "n %llu: pair %llu: earlier row %llu after later row %llu",
                    (unsigned long long)n, (unsigned long long)p, (unsigned long long)first[p],
                    (unsigned long long)second[p]);
-      moved += wl_pair_slot(&other, npairs, first[p]) != (p << 1);
+      uint64_t partner = 0;
+      moved += wl_pair_slot_partner(&other, npairs, first[p], &partner) != (p << 1);
     }
     if (npairs >= 1000)
       cr_assert_gt(moved, npairs / 2, "another seed moved only %llu pairs", (unsigned long long)moved);

@@ -35,9 +35,9 @@ struct prstm_batch {
    * most `limit` of them, and never takes memory of its own. */
   int window;
   uint64_t limit;
-  /* The most argument words a row appended through a window had; a closed
-   * window folds its own into the batch's (wl_generate_blocks narrows the
-   * batch's columns to it). */
+  /* The most argument words of a row appended since it was last reset,
+   * windows folding theirs in when closed: wl_generate_blocks resets it,
+   * then narrows the batch's columns to it. */
   uint32_t widest;
   char err[256]; /* why the last append was refused (prstm_batch_error) */
 };

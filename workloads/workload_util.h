@@ -158,7 +158,7 @@ static inline unsigned wl_pick(uint64_t *rng, const double *cumulative, unsigned
 
 /* ---- Semantic pairs ---- */
 
-/* What wl_pair_slot gives a row that is not part of a pair. */
+/* What wl_pair_slot_partner gives a row that is not part of a pair. */
 #define WL_RANDOM_ROW UINT64_MAX
 
 /* ---- Permutations computed row by row ----
@@ -237,15 +237,9 @@ static inline uint64_t wl_pair_slot_partner(const wl_perm *p, uint64_t npairs, u
   return ((place >> 1) << 1) | (r > *partner ? 1u : 0u);
 }
 
-/* wl_pair_slot_partner without the partner's row. */
-static inline uint64_t wl_pair_slot(const wl_perm *p, uint64_t npairs, uint64_t r) {
-  uint64_t partner;
-  return wl_pair_slot_partner(p, npairs, r, &partner);
-}
-
 /* ---- Semantic pairs found from their places ----
  *
- * wl_pair_slot costs a permutation for every row, though only the 2 npairs
+ * wl_pair_slot_partner costs a permutation for every row, though only the 2 npairs
  * rows of pairs have a part, and at a low semantic ratio that permutation
  * was most of a generator's time. A wl_pair_rows instead computes the row
  * at each member's place (pi's inverse, once a member, on every core) and
@@ -262,7 +256,7 @@ typedef struct wl_pair_member {
 
 typedef struct wl_pair_rows {
   const wl_perm *perm;
-  uint64_t npairs, n, nblocks;
+  uint64_t npairs, nblocks;
   uint64_t *row_of;       /* row_of[q]: the row at place q < 2 npairs; NULL: row by row */
   wl_pair_member *by_row; /* every member, in row order */
   uint64_t *block_start;  /* block b's members: by_row[block_start[b] .. block_start[b + 1]) */
@@ -341,7 +335,6 @@ static inline void wl_pair_rows_init(wl_pair_rows *pr, const wl_perm *p, uint64_
   memset(pr, 0, sizeof *pr);
   pr->perm = p;
   pr->npairs = npairs;
-  pr->n = n;
   const uint64_t members = 2 * npairs;
   if (members == 0 || members > n / 4) return;
   pr->nblocks = (n + WL_PAIR_BLOCK_ROWS - 1) / WL_PAIR_BLOCK_ROWS;
