@@ -166,6 +166,9 @@ extern const char ingest_csv_header[];
 extern const unsigned bench_experiment_count;
 /* The shapes of points the experiments and the targets share. */
 FILE *bench_open_csv(const bench_ctx *c, const char *name);
+/* Sets the workload's knob `name` in params; a name it lacks is an error
+ * (printed), not a silent default. */
+int bench_set_param(const prstm_workload *wl, double *params, const char *name, double v);
 bench_point bank_point(const bench_ctx *c, const char *experiment, const char *series, uint64_t transactions,
                        double read_only);
 uint32_t gpu_full_threads(const bench_ctx *c, const prstm_workload *wl);

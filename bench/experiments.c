@@ -27,7 +27,7 @@ sizes sizes_of(const bench_opts *o) {
   return s;
 }
 
-static int set_param(const prstm_workload *wl, double *params, const char *name, double v) {
+int bench_set_param(const prstm_workload *wl, double *params, const char *name, double v) {
   int i = prstm_param_find(wl, name);
   if (i < 0) {
     fprintf(stderr, "prstm-bench: workload %s has no knob '%s'\n", wl->name, name);
@@ -230,9 +230,9 @@ static bench_point vacation_point(const bench_ctx *c, const char *experiment, co
   bench_point p;
   point_init(c, &p, prstm_workload_find("vacation"), experiment, series);
   if (c->o.quick) {
-    set_param(p.wl, p.state.params, "customers", 2000);
-    set_param(p.wl, p.state.params, "room_types", 50);
-    set_param(p.wl, p.state.params, "rooms", 20);
+    bench_set_param(p.wl, p.state.params, "customers", 2000);
+    bench_set_param(p.wl, p.state.params, "room_types", 50);
+    bench_set_param(p.wl, p.state.params, "rooms", 20);
   }
   p.gen.transactions = s.vacation_transactions;
   p.gen.semantic_ratio = ratio;
@@ -290,18 +290,18 @@ static int workload_point(const bench_ctx *c, const char *wl_name, bench_point *
   double *sp = p->state.params;
   if (strcmp(wl_name, "skiplist") == 0) {
     double initial = c->o.quick ? 500 : 5000, n = (double)s.skiplist_transactions;
-    rc |= set_param(p->wl, sp, "initial_keys", initial);
-    rc |= set_param(p->wl, sp, "capacity", initial + n + 1);
+    rc |= bench_set_param(p->wl, sp, "initial_keys", initial);
+    rc |= bench_set_param(p->wl, sp, "capacity", initial + n + 1);
     p->gen.transactions = s.skiplist_transactions;
     p->gen.read_only = 0.2;
     p->gen.semantic_ratio = 0.1;
   } else if (strcmp(wl_name, "kmeans") == 0) {
-    rc |= set_param(p->wl, sp, "points", s.kmeans_points);
-    rc |= set_param(p->wl, sp, "iterations", c->o.quick ? 3 : 5);
+    rc |= bench_set_param(p->wl, sp, "points", s.kmeans_points);
+    rc |= bench_set_param(p->wl, sp, "iterations", c->o.quick ? 3 : 5);
   } else if (strcmp(wl_name, "graph") == 0) {
-    rc |= set_param(p->wl, sp, "vertices", s.graph_vertices);
-    rc |= set_param(p->wl, sp, "edges", s.graph_edges);
-    rc |= set_param(p->wl, sp, "seed", (double)c->o.seed);
+    rc |= bench_set_param(p->wl, sp, "vertices", s.graph_vertices);
+    rc |= bench_set_param(p->wl, sp, "edges", s.graph_edges);
+    rc |= bench_set_param(p->wl, sp, "seed", (double)c->o.seed);
   }
   return rc ? PRSTM_EUNKNOWN : 0;
 }
@@ -394,7 +394,7 @@ static int exp_contention(bench_ctx *c) {
     bench_point p = contention_bank(c, "skew", theta > 0.9 ? hot_n : full_n, skew_accounts);
     p.x_name = "skew";
     p.x = theta;
-    if (set_param(p.wl, p.gen.params, "skew", theta)) status = PRSTM_EUNKNOWN;
+    if (bench_set_param(p.wl, p.gen.params, "skew", theta)) status = PRSTM_EUNKNOWN;
     run_point(c, &p, f, rows);
   }
   static const char *const wls[] = {"kmeans", "skiplist", "graph"};
@@ -470,9 +470,9 @@ static int exp_oltp(bench_ctx *c) {
       bench_point p = oltp_point(c, tpcc, mix == 0 ? "tpcc" : "tpcc-payment", rows_n);
       p.x_name = "warehouses";
       p.x = w;
-      if (set_param(tpcc, p.state.params, "warehouses", w) ||
-          set_param(tpcc, p.state.params, "slots", (double)rows_n) ||
-          (c->o.quick && set_param(tpcc, p.state.params, "items", 10000)))
+      if (bench_set_param(tpcc, p.state.params, "warehouses", w) ||
+          bench_set_param(tpcc, p.state.params, "slots", (double)rows_n) ||
+          (c->o.quick && bench_set_param(tpcc, p.state.params, "items", 10000)))
         status = PRSTM_EUNKNOWN;
       p.gen.nmix = 2;
       p.gen.mix_names[0] = "new_order";
@@ -489,8 +489,8 @@ static int exp_oltp(bench_ctx *c) {
     bench_point p = oltp_point(c, ycsb, "ycsb", n);
     p.x_name = "skew";
     p.x = theta;
-    if (set_param(ycsb, p.state.params, "records", c->o.quick ? 100000 : 1000000) ||
-        set_param(ycsb, p.gen.params, "skew", theta))
+    if (bench_set_param(ycsb, p.state.params, "records", c->o.quick ? 100000 : 1000000) ||
+        bench_set_param(ycsb, p.gen.params, "skew", theta))
       status = PRSTM_EUNKNOWN;
     run_point(c, &p, f, rows);
   }
@@ -502,7 +502,7 @@ static int exp_oltp(bench_ctx *c) {
     p.chunk_rows = chunks[i];
     /* The chunks are the GPU's question; the CPU runs the batch whole. */
     p.runners = RUNNER_BIT(R_GPU_POSTPONE);
-    if (set_param(ycsb, p.state.params, "records", c->o.quick ? 100000 : 1000000)) status = PRSTM_EUNKNOWN;
+    if (bench_set_param(ycsb, p.state.params, "records", c->o.quick ? 100000 : 1000000)) status = PRSTM_EUNKNOWN;
     run_point(c, &p, f, rows);
   }
   fclose(f);
@@ -560,7 +560,8 @@ static int exp_hetero(bench_ctx *c) {
     p.gen.mix_weights[1] = sets_share[i];
     p.x_name = "set_share";
     p.x = sets_share[i];
-    if (c->o.quick && (set_param(kv, p.state.params, "sets", 4096) || set_param(kv, p.state.params, "preload", 8000)))
+    if (c->o.quick &&
+        (bench_set_param(kv, p.state.params, "sets", 4096) || bench_set_param(kv, p.state.params, "preload", 8000)))
       status = PRSTM_EUNKNOWN;
     run_point(c, &p, f, rows);
   }
@@ -617,7 +618,7 @@ static int exp_multigpu(bench_ctx *c) {
   for (unsigned i = 0; i < count; i++) {
     bench_point p = bank_point(c, "multigpu", "multigpu-bank", n, 0.0);
     p.state.accounts = c->o.quick ? 10000 : 1000000;
-    if (set_param(&prstm_workload_bank, p.gen.params, "partitions", 8)) status = PRSTM_EUNKNOWN;
+    if (bench_set_param(&prstm_workload_bank, p.gen.params, "partitions", 8)) status = PRSTM_EUNKNOWN;
     p.units = units[i];
     p.x_name = "units";
     p.x = units[i];
@@ -633,7 +634,8 @@ static int exp_multigpu(bench_ctx *c) {
     p.gen.mix_weights[0] = 0.5;
     p.gen.mix_names[1] = "set";
     p.gen.mix_weights[1] = 0.5;
-    if (c->o.quick && (set_param(kv, p.state.params, "sets", 4096) || set_param(kv, p.state.params, "preload", 8000)))
+    if (c->o.quick &&
+        (bench_set_param(kv, p.state.params, "sets", 4096) || bench_set_param(kv, p.state.params, "preload", 8000)))
       status = PRSTM_EUNKNOWN;
     p.units = units[i];
     p.x_name = "units";

@@ -51,14 +51,15 @@ static int ingest_remove_entry(const char *path, const struct stat *st, int flag
   return remove(path);
 }
 
-/* 0 when b holds exactly the rows of ref. */
-static int ingest_same_rows(const prstm_batch *ref, const prstm_batch *b) {
-  const uint64_t n = prstm_batch_size(ref);
-  if (prstm_batch_size(b) != n) return -1;
+/* 0 when a and b hold the same rows, every argument column included. */
+static int ingest_same_batch(const prstm_batch *a, const prstm_batch *b) {
+  const uint64_t n = prstm_batch_size(a);
+  const unsigned cols = prstm_batch_columns(a);
+  if (prstm_batch_size(b) != n || prstm_batch_columns(b) != cols) return -1;
   for (uint64_t i = 0; i < n; i++) {
-    if (prstm_batch_type(b, i) != prstm_batch_type(ref, i)) return -1;
-    for (unsigned col = 0; col < 3; col++)
-      if (prstm_batch_arg(b, i, col) != prstm_batch_arg(ref, i, col)) return -1;
+    if (prstm_batch_type(b, i) != prstm_batch_type(a, i)) return -1;
+    for (unsigned col = 0; col < cols; col++)
+      if (prstm_batch_arg(b, i, col) != prstm_batch_arg(a, i, col)) return -1;
   }
   return 0;
 }
@@ -100,7 +101,7 @@ static int ingest_load(FILE *f, ingest_loader loader, const char *input, const c
     rc = loaders_load_jsonl_threads(path, wl, accounts, b, 0, 0, err, sizeof err);
   if (!rc && loader == INGEST_BINARY) rc = prstm_load_batch_dir(path, wl, accounts, b, err, sizeof err);
   row.seconds = bench_now() - t;
-  const int bad = rc || ingest_same_rows(ref, b) != 0;
+  const int bad = rc || ingest_same_batch(ref, b) != 0;
   if (bad) {
     row.ok = 0;
     snprintf(row.note, sizeof row.note, "%.190s", rc ? err : "rows differ from the generated ones");
@@ -110,19 +111,6 @@ static int ingest_load(FILE *f, ingest_loader loader, const char *input, const c
   ingest_write(f, &row);
   prstm_batch_destroy(b);
   return bad;
-}
-
-/* 0 when a and b hold the same rows, every argument column included. */
-static int ingest_same_batch(const prstm_batch *a, const prstm_batch *b) {
-  const uint64_t n = prstm_batch_size(a);
-  const unsigned cols = prstm_batch_columns(a);
-  if (prstm_batch_size(b) != n || prstm_batch_columns(b) != cols) return -1;
-  for (uint64_t i = 0; i < n; i++) {
-    if (prstm_batch_type(b, i) != prstm_batch_type(a, i)) return -1;
-    for (unsigned col = 0; col < cols; col++)
-      if (prstm_batch_arg(b, i, col) != prstm_batch_arg(a, i, col)) return -1;
-  }
-  return 0;
 }
 
 /* Generates workload `name`'s batch of about n rows (kmeans and graph: the
@@ -141,14 +129,15 @@ static int ingest_generate(const char *name, uint64_t n, unsigned threads, prstm
   prstm_state_spec_init(wl, &s);
   g.threads = threads;
   g.seed = 2026;
+  int rc = 0;
   if (strcmp(name, "kmeans") == 0) {
     /* points x iterations rows */
-    s.params[prstm_param_find(wl, "points")] = (double)(n / 5 ? n / 5 : 1);
-    s.params[prstm_param_find(wl, "iterations")] = 5;
+    rc |= bench_set_param(wl, s.params, "points", (double)(n / 5 ? n / 5 : 1));
+    rc |= bench_set_param(wl, s.params, "iterations", 5);
   } else if (strcmp(name, "graph") == 0) {
     /* a push per vertex, and the queries' share */
-    s.params[prstm_param_find(wl, "vertices")] = (double)n;
-    s.params[prstm_param_find(wl, "edges")] = (double)(4 * n);
+    rc |= bench_set_param(wl, s.params, "vertices", (double)n);
+    rc |= bench_set_param(wl, s.params, "edges", (double)(4 * n));
   } else {
     g.transactions = n;
   }
@@ -156,9 +145,13 @@ static int ingest_generate(const char *name, uint64_t n, unsigned threads, prstm
     s.accounts = 2500000;
     g.semantic_ratio = 0.1; /* as configs/bank.json */
   }
-  if (strcmp(name, "skiplist") == 0) s.params[prstm_param_find(wl, "capacity")] = (double)(n + 10000);
-  if (strcmp(name, "tpcc") == 0) s.params[prstm_param_find(wl, "slots")] = (double)n;
-  int rc = prstm_batch_create(out, wl);
+  if (strcmp(name, "skiplist") == 0) rc |= bench_set_param(wl, s.params, "capacity", (double)(n + 10000));
+  if (strcmp(name, "tpcc") == 0) rc |= bench_set_param(wl, s.params, "slots", (double)n);
+  if (rc) {
+    snprintf(err, errlen, "%s has no knob this experiment sets", name);
+    return PRSTM_EUNKNOWN;
+  }
+  rc = prstm_batch_create(out, wl);
   const double t = bench_now();
   if (!rc) rc = wl->generate(&g, &s, *out, err, errlen);
   *seconds = bench_now() - t;
@@ -185,6 +178,7 @@ static int ingest_generators(FILE *f, uint64_t n) {
     r1.rows = ra.rows = prstm_batch_size(one);
     if (rc) {
       r1.ok = ra.ok = 0;
+      snprintf(r1.note, sizeof r1.note, "%.190s", err);
       snprintf(ra.note, sizeof ra.note, "%.190s", err);
       bad = 1;
     } else {
