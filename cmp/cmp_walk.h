@@ -155,8 +155,7 @@ PRSTM_INLINE unsigned cmp_attempt(prstm_tx *tx, const prstm_exec_ctx *ctx, uint6
        * that computed a wild address is retried instead. */
       unsigned why = tx->state == STM_TX_CAPACITY ? TXTABLE_REASON_CAPACITY : TXTABLE_REASON_BAD_ADDRESS;
       tx->state = STM_TX_OK;
-      tx->nwrites = 0;
-      tx->nlocks = 0;
+      stm_tx_drop_writes(tx);
       if (stm_tx_commit(tx, seqp)) {
         cmp_record_order(ctx, tx, row, seqp);
         *reason = why;
@@ -167,8 +166,7 @@ PRSTM_INLINE unsigned cmp_attempt(prstm_tx *tx, const prstm_exec_ctx *ctx, uint6
         /* Declare a semantic conflict only on a consistent snapshot. */
         if (stm_tx_snapshot_valid(tx)) return CMP_POSTPONED;
       } else if (outcome == PRSTM_FAIL) {
-        tx->nwrites = 0;
-        tx->nlocks = 0;
+        stm_tx_drop_writes(tx);
         if (stm_tx_commit(tx, seqp)) {
           cmp_record_order(ctx, tx, row, seqp);
           *reason = tx->reason;

@@ -1,10 +1,11 @@
 /* test_workload.c: the probe workload's type table and CPU worker, built through the same mechanism as user workloads. */
 /* The probe's add types commit side by side where the workload says
- * uses_add (test_probe_adds_workload). */
+ * uses_add (test_probe_adds_workload); its tickets are taken at commit. */
 #define PRSTM_USES_ADD 1
+#define PRSTM_USES_TICKETS 1
 #include "test_workload.h"
-#if !PRSTM_ADDS_COMPILED
-#error "test_workload.h must be the first include of prstm_tx.h here (PRSTM_USES_ADD)"
+#if !PRSTM_ADDS_COMPILED || !PRSTM_TICKETS_COMPILED
+#error "test_workload.h must be the first include of prstm_tx.h here (PRSTM_USES_ADD, PRSTM_USES_TICKETS)"
 #endif
 
 PRSTM_CPU_WORKER(probe, probe_dispatch, PROBE_CAPACITY)
@@ -34,6 +35,13 @@ static const prstm_type_desc probe_types[] = {
      {NULL}},
     {"copy", 0, 0, 2, {{"from", PRSTM_ARG_ADDRESS}, {"to", PRSTM_ARG_ADDRESS}}, {NULL}},
     {"set", 0, 0, 2, {{"word", PRSTM_ARG_ADDRESS}, {"value", PRSTM_ARG_UINT}}, {NULL}},
+    {"ticket", 0, 0, 2, {{"counter", PRSTM_ARG_ADDRESS}, {"dest", PRSTM_ARG_ADDRESS}}, {NULL}},
+    {"ticket_then_read",
+     0,
+     0,
+     3,
+     {{"counter", PRSTM_ARG_ADDRESS}, {"dest", PRSTM_ARG_ADDRESS}, {"to", PRSTM_ARG_ADDRESS}},
+     {NULL}},
 };
 
 const prstm_workload test_probe_workload = {

@@ -1,4 +1,4 @@
-/* test_workload.h: a test-only workload ("probe") whose types provoke write skew, lost updates, capacity overflow, wild addresses and commutative adds beside readers and writers. */
+/* test_workload.h: a test-only workload ("probe") whose types provoke write skew, lost updates, capacity overflow, wild addresses, and commutative adds and tickets beside readers and writers. */
 #ifndef TEST_WORKLOAD_H
 #define TEST_WORKLOAD_H
 
@@ -15,7 +15,9 @@ enum {
   PROBE_ADD = 7,
   PROBE_ADD_THEN_READ = 8,
   PROBE_COPY = 9,
-  PROBE_SET = 10
+  PROBE_SET = 10,
+  PROBE_TICKET = 11,
+  PROBE_TICKET_THEN_READ = 12
 };
 #define PROBE_CAPACITY 16
 
@@ -99,8 +101,28 @@ PRSTM_INLINE int probe_set(prstm_tx *tx) {
   return PRSTM_COMMIT;
 }
 
+/* Numbers itself from a counter: `dest` gets the counter's value, and the
+ * counter goes up by one, at commit. */
+PRSTM_INLINE int probe_ticket(prstm_tx *tx) {
+  prstm_ticket(tx, prstm_arg(tx, 0), prstm_arg(tx, 1));
+  return PRSTM_COMMIT;
+}
+
+/* Takes a ticket, then reads its counter and writes what it read to `to`:
+ * the read takes the ticket at that point of the body. */
+PRSTM_INLINE int probe_ticket_then_read(prstm_tx *tx) {
+  const uint64_t counter = prstm_arg(tx, 0);
+  prstm_ticket(tx, counter, prstm_arg(tx, 1));
+  prstm_write(tx, prstm_arg(tx, 2), prstm_read(tx, counter));
+  return PRSTM_COMMIT;
+}
+
 PRSTM_INLINE int probe_dispatch(prstm_tx *tx, unsigned type) {
   switch (type) {
+    case PROBE_TICKET:
+      return probe_ticket(tx);
+    case PROBE_TICKET_THEN_READ:
+      return probe_ticket_then_read(tx);
     case PROBE_ADD:
       return probe_add(tx);
     case PROBE_ADD_THEN_READ:

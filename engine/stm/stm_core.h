@@ -21,6 +21,16 @@
 #define STM_ADDS 0
 #endif
 
+/* Tickets (prstm_ticket) are taken at commit only in code compiled with
+ * PRSTM_USES_TICKETS defined before the first include of prstm_tx.h, for
+ * the same reason: the other kernels carry none of their code. Without it
+ * a ticket is a read of its counter and two writes, with the same outcome. */
+#ifdef PRSTM_USES_TICKETS
+#define STM_TICKETS 1
+#else
+#define STM_TICKETS 0
+#endif
+
 /* Membership filters of the read, write and lock sets, in code compiled
  * with PRSTM_WIDE_SETS defined before the first include of prstm_tx.h (a
  * body header whose transactions touch tens of words). Every read, write
@@ -123,14 +133,17 @@ typedef struct stm_read_entry {
 /* A write-set entry: a value to store, or, with STM_WRITE_ADD in addr, a
  * delta to add (prstm_add). STM_WRITE_BLIND marks, at commit, an add under a
  * lock the transaction neither reads nor writes under, which takes no lock
- * and runs beside other such adds (stm_tx_settle_adds). Word addresses stay
- * far below both bits. */
+ * and runs beside other such adds (stm_tx_settle_adds). STM_WRITE_TICKET
+ * marks a ticket's counter (prstm_ticket), whose value holds the write-set
+ * index of the ticket's destination until the commit fills both. Word
+ * addresses stay far below the three bits. */
 typedef struct stm_write_entry {
   uint64_t addr, value;
 } stm_write_entry;
 #define STM_WRITE_ADD (1ull << 63)
 #define STM_WRITE_BLIND (1ull << 62)
-#define STM_WRITE_ADDR(a) ((a) & ~(STM_WRITE_ADD | STM_WRITE_BLIND))
+#define STM_WRITE_TICKET (1ull << 61)
+#define STM_WRITE_ADDR(a) ((a) & ~(STM_WRITE_ADD | STM_WRITE_BLIND | STM_WRITE_TICKET))
 typedef struct stm_lock_entry {
   uint64_t lock, version;
   uint32_t held; /* 0 not held, 1 pre-locked, 2 locked */
@@ -201,6 +214,13 @@ typedef struct prstm_tx {
 #if STM_FILTERS
   /* Filters of the sets, keyed by read lock, written word and lock. */
   stm_filter reads_filter, writes_filter, locks_filter;
+#endif
+#if STM_TICKETS
+  /* Whether a ticket is still to be taken at commit (prstm_ticket), and
+   * the write-set index of its counter's entry; whether the commit holds
+   * the final lock of that counter, and the lock's version. */
+  uint32_t ticket, ticket_entry, ticket_held;
+  uint64_t ticket_version;
 #endif
 } prstm_tx;
 
@@ -298,19 +318,16 @@ PRSTM_INLINE uint64_t stm_tx_read_word(prstm_tx *tx, uint64_t addr, uint64_t del
   return hash ? stm_tx_saw(tx, value) : value;
 }
 
-PRSTM_INLINE uint64_t prstm_read(prstm_tx *tx, uint64_t addr) {
-  if (tx->state != STM_TX_OK) return 0;
-  if (addr >= tx->ctx->nwords) {
-    stm_tx_doom(tx, STM_TX_BAD_ADDRESS);
-    return 0;
-  }
+/* A read of an address in range, folded into the read hash when `hash`
+ * (a read the body sees). */
+PRSTM_INLINE uint64_t stm_tx_read(prstm_tx *tx, uint64_t addr, int hash) {
   /* A word this attempt added to is read as the shared value plus the
    * delta: the read joins the read set, and the add, now under a lock the
    * attempt reads under, is applied under its own lock at commit
    * (stm_tx_settle_adds), so the value read stays the value written on. */
   uint64_t delta = 0;
   for (uint32_t i = 0; i < (STM_FILTER_MAY_HOLD(tx, writes, addr) ? tx->nwrites : 0u); i++) {
-    if (tx->writes[i].addr == addr) return stm_tx_saw(tx, tx->writes[i].value);
+    if (tx->writes[i].addr == addr) return hash ? stm_tx_saw(tx, tx->writes[i].value) : tx->writes[i].value;
     if (STM_ADDS && tx->writes[i].addr == (addr | STM_WRITE_ADD)) {
       delta = tx->writes[i].value;
       break;
@@ -318,9 +335,37 @@ PRSTM_INLINE uint64_t prstm_read(prstm_tx *tx, uint64_t addr) {
   }
 #if !defined(__CUDA_ARCH__)
   /* One thread alone on a state nobody changes: nothing to validate. */
-  if (tx->unchecked) return stm_tx_saw(tx, port_load_relaxed(&tx->ctx->words[addr]) + delta);
+  if (tx->unchecked) {
+    const uint64_t value = port_load_relaxed(&tx->ctx->words[addr]) + delta;
+    return hash ? stm_tx_saw(tx, value) : value;
+  }
 #endif
-  return stm_tx_read_word(tx, addr, delta, 1);
+  return stm_tx_read_word(tx, addr, delta, hash);
+}
+
+#if STM_TICKETS
+PRSTM_INLINE void stm_tx_resolve_ticket(prstm_tx *tx);
+/* Whether `addr` is the counter or the destination of the attempt's ticket. */
+PRSTM_INLINE int stm_tx_ticket_touches(const prstm_tx *tx, uint64_t addr) {
+  const stm_write_entry *t = &tx->writes[tx->ticket_entry];
+  return addr == STM_WRITE_ADDR(t->addr) || addr == tx->writes[t->value].addr;
+}
+/* A body that reads or writes the counter or the destination of its ticket
+ * takes the ticket first, at that point of the body. */
+#define STM_TICKET_TOUCHED(tx, addr) \
+  if ((tx)->ticket && stm_tx_ticket_touches((tx), (addr))) stm_tx_resolve_ticket(tx)
+#else
+#define STM_TICKET_TOUCHED(tx, addr) ((void)0)
+#endif
+
+PRSTM_INLINE uint64_t prstm_read(prstm_tx *tx, uint64_t addr) {
+  if (tx->state != STM_TX_OK) return 0;
+  if (addr >= tx->ctx->nwords) {
+    stm_tx_doom(tx, STM_TX_BAD_ADDRESS);
+    return 0;
+  }
+  STM_TICKET_TOUCHED(tx, addr);
+  return stm_tx_read(tx, addr, 1);
 }
 
 /* Read of a word that no transaction of the batch ever writes (a graph's
@@ -366,6 +411,7 @@ PRSTM_INLINE void prstm_write(prstm_tx *tx, uint64_t addr, uint64_t value) {
     stm_tx_doom(tx, STM_TX_BAD_ADDRESS);
     return;
   }
+  STM_TICKET_TOUCHED(tx, addr);
   for (uint32_t i = 0; i < (STM_FILTER_MAY_HOLD(tx, writes, addr) ? tx->nwrites : 0u); i++) {
     if ((STM_ADDS ? STM_WRITE_ADDR(tx->writes[i].addr) : tx->writes[i].addr) == addr) {
       /* A value written over an add replaces it: the add's word is now written. */
@@ -403,6 +449,7 @@ PRSTM_INLINE void prstm_add(prstm_tx *tx, uint64_t addr, uint64_t delta) {
     stm_tx_doom(tx, STM_TX_BAD_ADDRESS);
     return;
   }
+  STM_TICKET_TOUCHED(tx, addr);
   for (uint32_t i = 0; i < (STM_FILTER_MAY_HOLD(tx, writes, addr) ? tx->nwrites : 0u); i++) {
     if (STM_WRITE_ADDR(tx->writes[i].addr) == addr) {
       tx->writes[i].value += delta;
@@ -426,7 +473,83 @@ PRSTM_INLINE void prstm_add(prstm_tx *tx, uint64_t addr, uint64_t delta) {
   tx->nwrites++;
 }
 
+#if STM_TICKETS
+/* Takes the attempt's ticket now: a read of its counter (which the body
+ * never sees, so not in the read hash) and two writes, the counter's lock
+ * joining the lock set. */
+PRSTM_INLINE void stm_tx_resolve_ticket(prstm_tx *tx) {
+  stm_write_entry *t = &tx->writes[tx->ticket_entry];
+  const uint64_t counter = STM_WRITE_ADDR(t->addr), dest = t->value;
+  tx->ticket = 0;
+  const uint64_t v = stm_tx_read(tx, counter, 0);
+  t->addr = counter;
+  t->value = v + 1;
+  tx->writes[dest].value = v;
+  stm_tx_lock_for_write(tx, counter);
+}
+#endif
+
+/* Ticket: `dest` is written with the value of the word `counter`, and the
+ * counter goes up by one, as a read of the counter and two writes would
+ * do; but the counter is read and raised only at commit, under its lock,
+ * for the few instructions between the commit's other locks and its
+ * writes. So transactions that number themselves from one counter (the
+ * orders of a district) conflict over it only while they commit, not from
+ * the read to the commit, and none of them aborts another for it. The body
+ * never sees the value. A body that reads or writes the counter or `dest`
+ * after taking the ticket takes it at that point instead, as a read and two
+ * writes; so does a second ticket in one attempt, and a ticket whose
+ * counter shares its lock with another word of the attempt. Without
+ * PRSTM_USES_TICKETS every ticket is a read and two writes, with the same
+ * outcome. */
+PRSTM_INLINE void prstm_ticket(prstm_tx *tx, uint64_t counter, uint64_t dest) {
+  if (tx->state != STM_TX_OK) return;
+  if (counter >= tx->ctx->nwords || dest >= tx->ctx->nwords) {
+    stm_tx_doom(tx, STM_TX_BAD_ADDRESS);
+    return;
+  }
+#if STM_TICKETS
+  if (tx->ticket) stm_tx_resolve_ticket(tx);
+  int deferred = counter != dest && tx->state == STM_TX_OK;
+#if !defined(__CUDA_ARCH__)
+  if (tx->unchecked) deferred = 0; /* nothing to wait for: the read is as cheap */
+#endif
+  for (uint32_t i = 0; deferred && i < tx->nwrites; i++)
+    if (STM_WRITE_ADDR(tx->writes[i].addr) == counter) deferred = 0;
+  if (deferred) {
+    prstm_write(tx, dest, 0); /* the value comes at commit */
+    if (tx->state != STM_TX_OK) return;
+    if (tx->nwrites == tx->cap) {
+      stm_tx_doom(tx, STM_TX_CAPACITY);
+      return;
+    }
+    uint32_t d = 0;
+    while (tx->writes[d].addr != dest) d++;
+    STM_FILTER_ADD(tx, writes, counter);
+    tx->writes[tx->nwrites].addr = counter | STM_WRITE_TICKET;
+    tx->writes[tx->nwrites].value = d;
+    tx->ticket_entry = tx->nwrites++;
+    tx->ticket = 1;
+    return;
+  }
+#endif
+  if (tx->state != STM_TX_OK) return;
+  const uint64_t v = stm_tx_read(tx, counter, 0);
+  prstm_write(tx, counter, v + 1);
+  prstm_write(tx, dest, v);
+}
+
 /* ---- Engine side: begin, validate, commit, abort. ---- */
+
+/* Forgets the attempt's writes, adds and ticket, so that it commits as a
+ * decision that writes nothing (a failure). */
+PRSTM_INLINE void stm_tx_drop_writes(prstm_tx *tx) {
+  tx->nwrites = 0;
+  tx->nlocks = 0;
+#if STM_TICKETS
+  tx->ticket = 0;
+#endif
+}
 
 PRSTM_INLINE void stm_tx_begin(prstm_tx *tx, uint64_t row, uint64_t prio) {
   tx->row = row;
@@ -441,6 +564,9 @@ PRSTM_INLINE void stm_tx_begin(prstm_tx *tx, uint64_t row, uint64_t prio) {
   tx->adds_counted = 0;
   tx->unchecked = 0;
   tx->conflict_lock = tx->conflict_word = 0;
+#if STM_TICKETS
+  tx->ticket = tx->ticket_held = 0;
+#endif
 #if STM_FILTERS
   tx->reads_filter.bits[0] = tx->reads_filter.bits[1] = 0;
   tx->writes_filter.bits[0] = tx->writes_filter.bits[1] = 0;
@@ -492,6 +618,14 @@ PRSTM_INLINE void stm_tx_release_all(prstm_tx *tx) {
     }
     e->held = 0;
   }
+#if STM_TICKETS
+  if (tx->ticket_held) {
+    const stm_write_entry *t = &tx->writes[tx->ticket_entry];
+    port_store_release(&locks[stm_lock_index(STM_WRITE_ADDR(t->addr), tx->ctx->lock_coverage)],
+                       stm_lock_make(tx->ticket_version, 0, 0));
+    tx->ticket_held = 0;
+  }
+#endif
   if (STM_ADDS && tx->adds_counted) stm_tx_uncount_adds(tx);
 }
 
@@ -650,6 +784,92 @@ PRSTM_INLINE void stm_tx_end_blind_adds(prstm_tx *tx) {
   tx->adds_counted = 0;
 }
 
+#if STM_TICKETS
+/* The lock of the attempt's ticket's counter. */
+PRSTM_INLINE uint64_t stm_tx_ticket_lock(const prstm_tx *tx) {
+  return stm_lock_index(STM_WRITE_ADDR(tx->writes[tx->ticket_entry].addr), tx->ctx->lock_coverage);
+}
+
+/* At the start of a commit, where a lock covers several words: a ticket
+ * whose counter's lock the attempt also reads or writes under (another
+ * word of the lock, or the ticket's destination) is taken now, as a read
+ * and two writes, so that the commit never waits for a lock it holds.
+ * Returns 0 when that read conflicts. */
+PRSTM_INLINE int stm_tx_settle_ticket(prstm_tx *tx) {
+  if (!tx->ticket || tx->ctx->lock_coverage == 1) return 1;
+  const uint64_t l = stm_tx_ticket_lock(tx);
+  int shared = stm_tx_find_read(tx, l) >= 0;
+  for (uint32_t i = 0; !shared && i < tx->nwrites; i++)
+    if (i != tx->ticket_entry && stm_lock_index(STM_WRITE_ADDR(tx->writes[i].addr), tx->ctx->lock_coverage) == l)
+      shared = 1;
+  if (shared) stm_tx_resolve_ticket(tx);
+  return tx->state == STM_TX_OK;
+}
+
+/* Takes the final lock of the ticket's counter, with every other lock of
+ * the attempt already final. A final lock there is waited out: its holder
+ * is a committer past its own locks. The wait is bounded
+ * (PRSTM_POLICY_TICKET_WAIT_ROUNDS), since that holder may itself wait for
+ * its ticket's counter under a lock this attempt holds. A lower pre-lock
+ * is taken away, as the pre-lock path does; a higher one makes the attempt
+ * abort. Returns 0 on a conflict, holding what it held before. */
+PRSTM_INLINE int stm_tx_take_ticket_lock(prstm_tx *tx) {
+  const prstm_exec_ctx *ctx = tx->ctx;
+  const uint64_t l = stm_tx_ticket_lock(tx);
+  uint64_t *lw = &ctx->locks[l];
+  for (unsigned round = 0; round < PRSTM_POLICY_TICKET_WAIT_ROUNDS; round++) {
+    const uint64_t w = port_load_acquire(lw);
+    if (stm_lock_is_locked(w)) {
+      if (STM_STOPPED(ctx)) return 0;
+      port_pause(round);
+      continue;
+    }
+    if (stm_lock_is_prelocked(w)) {
+      if (!stm_may_steal(tx->prio, stm_lock_owner(w))) {
+        stm_tx_note_holder(tx, l, w);
+        return 0;
+      }
+      port_cas(lw, w, stm_lock_make(stm_lock_version(w), 0, 0));
+      continue;
+    }
+    if (port_cas_acquire(lw, w, stm_lock_make(stm_lock_version(w), tx->prio, STM_LOCK_LOCKED))) {
+      tx->ticket_version = stm_lock_version(w);
+      tx->ticket_held = 1;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* At write-back, with the counter's final lock held: the destination gets
+ * the counter's value and the counter one more. */
+PRSTM_INLINE void stm_tx_fill_ticket(prstm_tx *tx) {
+  stm_write_entry *t = &tx->writes[tx->ticket_entry];
+  const uint64_t v = port_load_relaxed(&tx->ctx->words[STM_WRITE_ADDR(t->addr)]);
+  tx->writes[t->value].value = v;
+  t->value = v + 1;
+}
+
+/* After write-back: the counter's lock given back with version + 1. */
+PRSTM_INLINE void stm_tx_release_ticket(prstm_tx *tx) {
+  port_store_relaxed(&tx->ctx->locks[stm_tx_ticket_lock(tx)], stm_lock_make(tx->ticket_version + 1, 0, 0));
+  tx->ticket_held = 0;
+}
+#define STM_TICKET_FILL(tx) \
+  if ((tx)->ticket_held) stm_tx_fill_ticket(tx)
+#define STM_TICKET_RELEASE(tx) \
+  if ((tx)->ticket_held) stm_tx_release_ticket(tx)
+#define STM_TICKET_SETTLE(tx) stm_tx_settle_ticket(tx)
+#define STM_TICKET_PENDING(tx) ((tx)->ticket != 0)
+#define STM_TICKET_TAIL(tx, sequence) stm_tx_ticket_tail((tx), (sequence))
+#else
+#define STM_TICKET_FILL(tx) ((void)0)
+#define STM_TICKET_RELEASE(tx) ((void)0)
+#define STM_TICKET_SETTLE(tx) 1
+#define STM_TICKET_PENDING(tx) 0
+#define STM_TICKET_TAIL(tx, sequence) 1
+#endif
+
 /* The end of every commit, with all final locks held: the new values, then
  * the locks given back with version + 1. */
 PRSTM_INLINE void stm_tx_write_back(prstm_tx *tx) {
@@ -658,7 +878,10 @@ PRSTM_INLINE void stm_tx_write_back(prstm_tx *tx) {
    * write; the fence puts the final locks before every new value, so a reader
    * that sees a new value then sees the lock or the new version. */
   if (tx->nwrites) port_fence_acq_rel();
-  for (uint32_t i = 0; i < tx->nwrites; i++) port_store_relaxed(&ctx->words[tx->writes[i].addr], tx->writes[i].value);
+  STM_TICKET_FILL(tx);
+  for (uint32_t i = 0; i < tx->nwrites; i++)
+    port_store_relaxed(&ctx->words[STM_TICKETS ? STM_WRITE_ADDR(tx->writes[i].addr) : tx->writes[i].addr],
+                       tx->writes[i].value);
   /* One release fence orders all data writes before all new versions. */
   if (tx->nlocks) port_fence_acq_rel();
   for (uint32_t i = 0; i < tx->nlocks; i++) {
@@ -666,6 +889,7 @@ PRSTM_INLINE void stm_tx_write_back(prstm_tx *tx) {
     port_store_relaxed(&ctx->locks[e->lock], stm_lock_make(e->version + 1, 0, 0));
     e->held = 0;
   }
+  STM_TICKET_RELEASE(tx);
 }
 
 /* stm_tx_write_back for a commit with counters of adds: adds are applied
@@ -675,12 +899,13 @@ PRSTM_INLINE void stm_tx_write_back(prstm_tx *tx) {
 PRSTM_INLINE void stm_tx_write_back_adds(prstm_tx *tx) {
   const prstm_exec_ctx *ctx = tx->ctx;
   if (tx->nwrites) port_fence_acq_rel();
+  STM_TICKET_FILL(tx);
   for (uint32_t i = 0; i < tx->nwrites; i++) {
     const stm_write_entry *w = &tx->writes[i];
     if (w->addr & STM_WRITE_ADD)
       port_add_relaxed(&ctx->words[STM_WRITE_ADDR(w->addr)], w->value);
     else
-      port_store_relaxed(&ctx->words[w->addr], w->value);
+      port_store_relaxed(&ctx->words[STM_TICKETS ? STM_WRITE_ADDR(w->addr) : w->addr], w->value);
   }
   if (tx->nlocks || tx->adds_counted) port_fence_acq_rel();
   for (uint32_t i = 0; i < tx->nlocks; i++) {
@@ -688,6 +913,7 @@ PRSTM_INLINE void stm_tx_write_back_adds(prstm_tx *tx) {
     port_store_relaxed(&ctx->locks[e->lock], stm_lock_make(e->version + 1, 0, 0));
     e->held = 0;
   }
+  STM_TICKET_RELEASE(tx);
   if (tx->adds_counted) stm_tx_end_blind_adds(tx);
 }
 
@@ -764,6 +990,59 @@ PRSTM_INLINE uint64_t stm_tx_take_sequence(const prstm_exec_ctx *ctx) {
   return port_fetch_add_acq_rel(&ctx->quiesce[STM_Q_SEQUENCE], 1);
 }
 
+#if STM_TICKETS
+/* The end of a commit that takes a ticket, after its other locks are
+ * final: the counter's lock, then the commit's place in the order, then
+ * the read set once more. The place is taken under the counter's lock, so
+ * the tickets of one counter follow the commit order; the reads are checked
+ * again after it, without waiting for anyone (every lock of the attempt is
+ * final), so that no writer of a word read can take a place before this
+ * one's and still commit a value it did not see. Returns 0 on a conflict,
+ * with every lock given back. */
+PRSTM_INLINE int stm_tx_ticket_tail(prstm_tx *tx, uint64_t *sequence) {
+  const prstm_exec_ctx *ctx = tx->ctx;
+  const uint64_t *adds = STM_ADDS ? ctx->add_counts : 0;
+  if (!stm_tx_take_ticket_lock(tx)) {
+    stm_tx_release_all(tx);
+    return 0;
+  }
+  if (adds) {
+    /* A blind add under way on the counter's lock: as stm_tx_adds_clear. */
+    port_fence_sc();
+    if (port_load_acquire(&adds[stm_tx_ticket_lock(tx)]) != 0) {
+      stm_tx_release_all(tx);
+      return 0;
+    }
+  }
+  if (sequence) *sequence = stm_tx_take_sequence(ctx);
+  for (uint32_t i = 0; i < tx->nreads; i++) {
+    const stm_read_entry *r = &tx->reads[i];
+    if (stm_tx_find_lock(tx, r->lock) >= 0) continue; /* final and at the version read */
+    uint64_t *lw = &ctx->locks[r->lock];
+    int ok = !(adds && port_load_acquire(&adds[r->lock]) != 0);
+    while (ok) {
+      const uint64_t w = port_load_acquire(lw);
+      if (stm_lock_is_locked(w) || stm_lock_version(w) != r->version) {
+        ok = 0;
+      } else if (!stm_lock_is_prelocked(w)) {
+        break;
+      } else if (!stm_may_steal(tx->prio, stm_lock_owner(w))) {
+        stm_tx_note_holder(tx, r->lock, w);
+        ok = 0;
+      } else if (port_cas(lw, w, stm_lock_make(r->version, 0, 0))) {
+        break;
+      }
+    }
+    if (!ok) {
+      stm_tx_release_all(tx);
+      return 0;
+    }
+  }
+  return 1;
+}
+
+#endif
+
 /* The steps of a commit's pre-lock path, shared by both commits below. */
 
 /* Pre-locks the lock set. Counts the read locks that are also pre-locked
@@ -826,6 +1105,7 @@ PRSTM_INLINE int stm_tx_finalize_locks(prstm_tx *tx) {
  * after its pre-locks. Compiled only where PRSTM_USES_ADD is defined. */
 PRSTM_INLINE int stm_tx_commit_counted(prstm_tx *tx, uint64_t *sequence) {
   uint32_t own_reads = 0, own_at_read_version = 0;
+  if (!STM_TICKET_SETTLE(tx)) return 0;
   const uint32_t blind = stm_tx_settle_adds(tx);
   if (!stm_tx_prelock_all(tx, &own_reads, &own_at_read_version)) return 0;
   if (blind) stm_tx_count_adds(tx);
@@ -834,8 +1114,10 @@ PRSTM_INLINE int stm_tx_commit_counted(prstm_tx *tx, uint64_t *sequence) {
     stm_tx_release_all(tx);
     return 0;
   }
-  if (sequence) *sequence = stm_tx_take_sequence(tx->ctx);
+  const int ticket = STM_TICKET_PENDING(tx);
+  if (sequence && !ticket) *sequence = stm_tx_take_sequence(tx->ctx);
   if (!stm_tx_validate_all(tx, own_reads) || !stm_tx_finalize_locks(tx)) return 0;
+  if (ticket && !STM_TICKET_TAIL(tx, sequence)) return 0;
   stm_tx_write_back_adds(tx);
   return 1;
 }
@@ -851,7 +1133,9 @@ PRSTM_INLINE int stm_tx_commit_counted(prstm_tx *tx, uint64_t *sequence) {
 PRSTM_INLINE int stm_tx_commit(prstm_tx *tx, uint64_t *sequence) {
   const prstm_exec_ctx *ctx = tx->ctx;
   if (STM_ADDS && ctx->add_counts) return stm_tx_commit_counted(tx, sequence);
-  if (tx->direct && stm_tx_lock_direct(tx)) {
+  if (!STM_TICKET_SETTLE(tx)) return 0;
+  const int ticket = STM_TICKET_PENDING(tx);
+  if (tx->direct && !ticket && stm_tx_lock_direct(tx)) {
     /* Its place in the commit order is taken with every final lock held, as
      * on the pre-lock path's all-owned case below. */
     if (sequence) *sequence = stm_tx_take_sequence(ctx);
@@ -881,10 +1165,16 @@ PRSTM_INLINE int stm_tx_commit(prstm_tx *tx, uint64_t *sequence) {
      * acquire loads and acq_rel fences; only SC fences in the readers
      * forbid it. */
     port_fence_sc();
-    if (sequence) *sequence = stm_tx_take_sequence(ctx);
+    if (sequence && !ticket) *sequence = stm_tx_take_sequence(ctx);
     if (!stm_tx_validate_all(tx, own_reads)) return 0;
   }
   if (!stm_tx_finalize_locks(tx)) return 0;
+  if (ticket) {
+    /* Its place is taken under the counter's lock (stm_tx_ticket_tail). */
+    if (!STM_TICKET_TAIL(tx, sequence)) return 0;
+    stm_tx_write_back(tx);
+    return 1;
+  }
   /* With every final lock held, no conflicting transaction can take a place
    * between this one's and its writes: a writer of these words waits for the
    * release, and a reader that validated them did so before the lock, with

@@ -28,6 +28,12 @@
 /* Rounds an attempt that lost to a lock holder waits for the holder's lock
  * word to change before it retries (cmp_wait_conflict). */
 #define PRSTM_POLICY_CONFLICT_WAIT_ROUNDS 128u
+/* Rounds a committer holding its final locks waits for the lock of its
+ * ticket's counter (prstm_ticket) before it gives everything back and
+ * retries: long enough to outlast a queue of tickets on one counter, and
+ * bounded, so that two committers that each hold what the other's counter
+ * needs cannot wait for ever. */
+#define PRSTM_POLICY_TICKET_WAIT_ROUNDS 8192u
 /* A GPU pause of round r sleeps PAUSE_NS * r, at most PAUSE_MAX_NS. */
 #define PRSTM_POLICY_PAUSE_NS 32u
 #define PRSTM_POLICY_PAUSE_MAX_NS 2048u

@@ -15,6 +15,8 @@
  *   prstm_write(tx, addr, v)      a buffered write, applied at commit
  *   prstm_add(tx, addr, d)        add d to a word at commit, without reading it:
  *                                 adds commute (PRSTM_USES_ADD, uses_add)
+ *   prstm_ticket(tx, c, dest)     dest = the counter word c, and c + 1, both
+ *                                 taken at commit (PRSTM_USES_TICKETS)
  *   prstm_read_immutable(tx, a)   a word no transaction of the batch writes
  *   prstm_set_result(tx, v)       a read-only type's result
  *   prstm_fail(tx, reason)        fail for good (PRSTM_REASON_USER + k)
@@ -39,6 +41,13 @@
  *   #error "include this body header before anything that includes prstm_tx.h"
  *   #endif */
 #define PRSTM_ADDS_COMPILED STM_ADDS
+
+/* Tickets (prstm_ticket) are taken at commit only in code compiled with
+ * PRSTM_USES_TICKETS defined before the first include of this header (no
+ * flag on the descriptor: they need no memory of their own); elsewhere a
+ * ticket is a read of its counter and two writes, with the same outcome.
+ * PRSTM_TICKETS_COMPILED checks it, as PRSTM_ADDS_COMPILED does for adds. */
+#define PRSTM_TICKETS_COMPILED STM_TICKETS
 
 /* A body whose transactions read or write tens of words (TPC-C's NewOrder)
  * defines PRSTM_WIDE_SETS before the first include of this header too:
