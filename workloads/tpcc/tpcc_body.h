@@ -9,9 +9,13 @@
 /* A NewOrder reads about 20 words and writes about 40: its sets keep
  * membership filters, so that each new word skips the search of its set. */
 #define PRSTM_WIDE_SETS 1
+/* A NewOrder numbers itself from its district's D_NEXT_O_ID with a ticket
+ * (prstm_ticket), taken at commit: the NewOrders of a district then meet
+ * over the counter only while they commit. */
+#define PRSTM_USES_TICKETS 1
 #include "prstm_tx.h"
-#if !PRSTM_ADDS_COMPILED
-#error "tpcc_body.h must come before any other include of prstm_tx.h (PRSTM_USES_ADD)"
+#if !PRSTM_ADDS_COMPILED || !PRSTM_TICKETS_COMPILED
+#error "tpcc_body.h must come before any other include of prstm_tx.h (PRSTM_USES_ADD, PRSTM_USES_TICKETS)"
 #endif
 
 /* State layout, all 64-bit words, identifiers from 0 (TPC-C's id minus one):
@@ -175,14 +179,12 @@ PRSTM_INLINE int tpcc_new_order(prstm_tx *tx) {
     const uint64_t amount = qty * prstm_read_immutable(tx, l.item + item);
     prstm_write(tx, slot + 3 + k, TPCC_LINE_WORD(item, sw, qty, amount));
   }
-  /* The district's next order id last: every NewOrder of the district
-   * meets it, so the shorter the time from its read to the commit, the
-   * fewer of them abort one another. */
-  const uint64_t next = tpcc_district(&l, w, d) + TPCC_D_NEXT_O_ID;
-  const uint64_t o_id = prstm_read(tx, next);
-  prstm_write(tx, next, o_id + 1);
+  /* The order id is the district's D_NEXT_O_ID, which goes up by one: a
+   * ticket, taken at commit under the counter's lock, so that the
+   * NewOrders of a district, which all meet that word, do not abort one
+   * another over it from a read to their commit. */
+  prstm_ticket(tx, tpcc_district(&l, w, d) + TPCC_D_NEXT_O_ID, slot + 1);
   prstm_write(tx, slot, TPCC_SLOT_HEAD(TPCC_SLOT_ORDER, w, d));
-  prstm_write(tx, slot + 1, o_id);
   prstm_write(tx, slot + 2, c | n << 32 | all_local << 40);
   return PRSTM_COMMIT;
 }
