@@ -150,6 +150,13 @@ PRSTM_INLINE unsigned cmp_attempt(prstm_tx *tx, const prstm_exec_ctx *ctx, uint6
     tx->unchecked = (unsigned)(ctx->unchecked_types >> type) & 1u;
 #endif
     int outcome = dispatch(tx, type);
+#if STM_TICKETS
+    /* A ticket the commit would take as a read (stm_tx_settle_ticket) is
+     * taken here, as the body's last read: a read set it overflows then
+     * fails the transaction as the body's own reads would, instead of
+     * failing every commit. */
+    if (tx->state == STM_TX_OK && outcome == PRSTM_COMMIT) stm_tx_settle_ticket(tx);
+#endif
     if (tx->state == STM_TX_CAPACITY || tx->state == STM_TX_BAD_ADDRESS) {
       /* Only a consistent snapshot may fail a transaction: a doomed attempt
        * that computed a wild address is retried instead. */

@@ -228,9 +228,37 @@ static void tickets_beside_readers_and_writers_stay_serializable(prstm_backend b
   }
 }
 
+/* A row that reads as many locks as its sets hold, then takes a ticket
+ * whose counter shares its lock with the destination (coverage 2): the
+ * ticket must be taken as a read, which the read set has no room for. The
+ * row fails for capacity, as one whose body overflowed its sets does, and
+ * the run ends; the next row's ticket still numbers its destination. */
+static void a_ticket_that_overflows_the_read_set_fails_its_row(prstm_backend backend) {
+  prstm_engine *e = NULL;
+  prstm_batch *b = NULL;
+  open_run(&test_probe_workload, backend, 64, 2, 64, &e, &b);
+  const prstm_word full[4] = {0, PROBE_CAPACITY * 2, 40, 41}, room[4] = {0, 4, 40, 41};
+  cr_assert_eq(prstm_batch_append(b, PROBE_SUM_THEN_TICKET, full, 4), 0);
+  cr_assert_eq(prstm_batch_append(b, PROBE_SUM_THEN_TICKET, room, 4), 0);
+  prstm_results res;
+  test_run_verified(e, b, &res, "a ticket beyond the sets");
+  cr_assert_eq(res.failed, 1);
+  cr_assert_eq(res.committed, 1);
+  prstm_status status;
+  unsigned reason = 0;
+  cr_assert_eq(prstm_batch_outcome(b, 0, &status, &reason, NULL), 0);
+  cr_assert_eq(status, PRSTM_FAILED);
+  cr_assert_eq(reason, PRSTM_REASON_CAPACITY);
+  const prstm_word *w = prstm_engine_state(e, NULL);
+  cr_assert_eq(w[40], 1);
+  cr_assert_eq(w[41], 0);
+  test_close(e, b);
+}
+
 #define BOTH_BACKENDS(fn)                         \
   Test(ticket_cpu, fn) { fn(PRSTM_BACKEND_CPU); } \
   Test(ticket_gpu, fn, .timeout = 120) { fn(PRSTM_BACKEND_GPU); }
 
 BOTH_BACKENDS(tickets_of_one_counter_give_every_number_once)
 BOTH_BACKENDS(tickets_beside_readers_and_writers_stay_serializable)
+BOTH_BACKENDS(a_ticket_that_overflows_the_read_set_fails_its_row)

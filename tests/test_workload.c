@@ -42,6 +42,15 @@ static const prstm_type_desc probe_types[] = {
      3,
      {{"counter", PRSTM_ARG_ADDRESS}, {"dest", PRSTM_ARG_ADDRESS}, {"to", PRSTM_ARG_ADDRESS}},
      {NULL}},
+    {"sum_then_ticket",
+     0,
+     0,
+     4,
+     {{"first", PRSTM_ARG_ADDRESS},
+      {"count", PRSTM_ARG_UINT},
+      {"counter", PRSTM_ARG_ADDRESS},
+      {"dest", PRSTM_ARG_ADDRESS}},
+     {NULL}},
 };
 
 const prstm_workload test_probe_workload = {

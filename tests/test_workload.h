@@ -17,7 +17,8 @@ enum {
   PROBE_COPY = 9,
   PROBE_SET = 10,
   PROBE_TICKET = 11,
-  PROBE_TICKET_THEN_READ = 12
+  PROBE_TICKET_THEN_READ = 12,
+  PROBE_SUM_THEN_TICKET = 13
 };
 #define PROBE_CAPACITY 16
 
@@ -117,8 +118,20 @@ PRSTM_INLINE int probe_ticket_then_read(prstm_tx *tx) {
   return PRSTM_COMMIT;
 }
 
+/* Reads `count` words from `first`, then takes a ticket: with locks that
+ * cover several words, a long read list leaves no room for the counter's
+ * read when the ticket must be taken as one. */
+PRSTM_INLINE int probe_sum_then_ticket(prstm_tx *tx) {
+  const uint64_t first = prstm_arg(tx, 0), count = prstm_arg(tx, 1);
+  for (uint64_t i = 0; i < count && prstm_ok(tx); i++) prstm_read(tx, first + i);
+  prstm_ticket(tx, prstm_arg(tx, 2), prstm_arg(tx, 3));
+  return PRSTM_COMMIT;
+}
+
 PRSTM_INLINE int probe_dispatch(prstm_tx *tx, unsigned type) {
   switch (type) {
+    case PROBE_SUM_THEN_TICKET:
+      return probe_sum_then_ticket(tx);
     case PROBE_TICKET:
       return probe_ticket(tx);
     case PROBE_TICKET_THEN_READ:

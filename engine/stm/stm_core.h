@@ -790,11 +790,12 @@ PRSTM_INLINE uint64_t stm_tx_ticket_lock(const prstm_tx *tx) {
   return stm_lock_index(STM_WRITE_ADDR(tx->writes[tx->ticket_entry].addr), tx->ctx->lock_coverage);
 }
 
-/* At the start of a commit, where a lock covers several words: a ticket
- * whose counter's lock the attempt also reads or writes under (another
- * word of the lock, or the ticket's destination) is taken now, as a read
- * and two writes, so that the commit never waits for a lock it holds.
- * Returns 0 when that read conflicts. */
+/* After the body (cmp_attempt) and at the start of a commit, where a lock
+ * covers several words: a ticket whose counter's lock the attempt also
+ * reads or writes under (another word of the lock, or the ticket's
+ * destination) is taken now, as a read and two writes, so that the commit
+ * never waits for a lock it holds. Returns 0 when that read conflicts or
+ * finds the read set full. */
 PRSTM_INLINE int stm_tx_settle_ticket(prstm_tx *tx) {
   if (!tx->ticket || tx->ctx->lock_coverage == 1) return 1;
   const uint64_t l = stm_tx_ticket_lock(tx);
