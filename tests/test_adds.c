@@ -184,17 +184,6 @@ Test(add, without_counters_an_add_is_a_read_and_a_write) {
 
 /* ---- Runs ---- */
 
-static void open_run(const prstm_workload *wl, prstm_backend backend, uint32_t gpu_threads, uint32_t coverage,
-                     uint64_t nwords, prstm_engine **e, prstm_batch **b) {
-  test_need_backend(wl, backend);
-  prstm_options opt;
-  test_options(&opt, backend, test_threads(backend, gpu_threads), coverage);
-  test_open(wl, &opt, e, b);
-  prstm_word *zeros = calloc(nwords, sizeof *zeros);
-  cr_assert_eq(prstm_engine_set_state(*e, zeros, nwords), 0);
-  free(zeros);
-}
-
 static void append(prstm_batch *b, unsigned type, prstm_word a0, prstm_word a1, prstm_word a2) {
   const prstm_word args[3] = {a0, a1, a2};
   cr_assert_eq(prstm_batch_append(b, type, args, test_probe_workload.types[type].nargs), 0);
@@ -205,7 +194,7 @@ static void append(prstm_batch *b, unsigned type, prstm_word a0, prstm_word a1, 
 static void adds_to_one_word_never_abort_each_other(prstm_backend backend) {
   prstm_engine *e = NULL;
   prstm_batch *b = NULL;
-  open_run(&test_probe_adds_workload, backend, 4096, 1, 2, &e, &b);
+  test_open_zeroed(&test_probe_adds_workload, backend, 4096, 1, 2, &e, &b);
   enum { ROWS = 20000 };
   uint64_t sum = 0;
   for (uint64_t i = 0; i < ROWS; i++) {
@@ -232,7 +221,7 @@ static void adds_beside_readers_and_writers_stay_serializable(prstm_backend back
     for (uint64_t seed = 1; seed <= 3; seed++) {
       prstm_engine *e = NULL;
       prstm_batch *b = NULL;
-      open_run(&test_probe_adds_workload, backend, 2048, coverage, 16, &e, &b);
+      test_open_zeroed(&test_probe_adds_workload, backend, 2048, coverage, 16, &e, &b);
       uint64_t rng = seed * 0x9e3779b97f4a7c15ull, added_only = 0;
       enum { ROWS = 6000 };
       for (uint64_t i = 0; i < ROWS; i++) {

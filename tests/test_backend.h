@@ -66,6 +66,19 @@ static inline void test_close(prstm_engine *engine, prstm_batch *batch) {
   prstm_engine_destroy(engine);
 }
 
+/* An engine for wl on backend with its threads (gpu_threads on a GPU) and
+ * lock coverage, over nwords zero words, and an empty batch. */
+static inline void test_open_zeroed(const prstm_workload *wl, prstm_backend backend, uint32_t gpu_threads,
+                                    uint32_t coverage, uint64_t nwords, prstm_engine **engine, prstm_batch **batch) {
+  test_need_backend(wl, backend);
+  prstm_options opt;
+  test_options(&opt, backend, test_threads(backend, gpu_threads), coverage);
+  test_open(wl, &opt, engine, batch);
+  prstm_word *zeros = calloc(nwords, sizeof *zeros);
+  cr_assert_eq(prstm_engine_set_state(*engine, zeros, nwords), 0);
+  free(zeros);
+}
+
 /* Runs the batch and checks what every integration run must show: the run
  * succeeded, every transaction ended final, and the serial replay of the
  * committed and failed transactions equals the run. `what` names the run in

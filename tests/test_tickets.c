@@ -140,17 +140,6 @@ Test(ticket, a_failed_decision_drops_the_ticket) {
 
 /* ---- Runs ---- */
 
-static void open_run(const prstm_workload *wl, prstm_backend backend, uint32_t gpu_threads, uint32_t coverage,
-                     uint64_t nwords, prstm_engine **e, prstm_batch **b) {
-  test_need_backend(wl, backend);
-  prstm_options opt;
-  test_options(&opt, backend, test_threads(backend, gpu_threads), coverage);
-  test_open(wl, &opt, e, b);
-  prstm_word *zeros = calloc(nwords, sizeof *zeros);
-  cr_assert_eq(prstm_engine_set_state(*e, zeros, nwords), 0);
-  free(zeros);
-}
-
 static void append(prstm_batch *b, unsigned type, prstm_word a0, prstm_word a1, prstm_word a2) {
   const prstm_word args[3] = {a0, a1, a2};
   cr_assert_eq(prstm_batch_append(b, type, args, test_probe_workload.types[type].nargs), 0);
@@ -165,7 +154,7 @@ static void tickets_of_one_counter_give_every_number_once(prstm_backend backend)
   for (int k = 0; k < 2; k++) {
     prstm_engine *e = NULL;
     prstm_batch *b = NULL;
-    open_run(wls[k], backend, 4096, 1, 1 + ROWS, &e, &b);
+    test_open_zeroed(wls[k], backend, 4096, 1, 1 + ROWS, &e, &b);
     for (uint64_t i = 0; i < ROWS; i++) append(b, PROBE_TICKET, 0, 1 + i, 0);
     prstm_results res;
     test_run_verified(e, b, &res, "tickets");
@@ -196,7 +185,7 @@ static void tickets_beside_readers_and_writers_stay_serializable(prstm_backend b
         enum { ROWS = 6000, WORDS = 4 + ROWS };
         prstm_engine *e = NULL;
         prstm_batch *b = NULL;
-        open_run(wls[k], backend, 2048, coverage, WORDS, &e, &b);
+        test_open_zeroed(wls[k], backend, 2048, coverage, WORDS, &e, &b);
         uint64_t rng = seed * 0x9e3779b97f4a7c15ull;
         for (uint64_t i = 0; i < ROWS; i++) {
           rng = rng * 6364136223846793005ull + 1442695040888963407ull;
@@ -236,7 +225,7 @@ static void tickets_beside_readers_and_writers_stay_serializable(prstm_backend b
 static void a_ticket_that_overflows_the_read_set_fails_its_row(prstm_backend backend) {
   prstm_engine *e = NULL;
   prstm_batch *b = NULL;
-  open_run(&test_probe_workload, backend, 64, 2, 64, &e, &b);
+  test_open_zeroed(&test_probe_workload, backend, 64, 2, 64, &e, &b);
   const prstm_word full[4] = {0, PROBE_CAPACITY * 2, 40, 41}, room[4] = {0, 4, 40, 41};
   cr_assert_eq(prstm_batch_append(b, PROBE_SUM_THEN_TICKET, full, 4), 0);
   cr_assert_eq(prstm_batch_append(b, PROBE_SUM_THEN_TICKET, room, 4), 0);
