@@ -601,6 +601,13 @@ PRSTM_INLINE void stm_tx_unprelock_moved(prstm_tx *tx, uint64_t *lw) {
   }
 }
 
+#if STM_TICKETS
+/* The lock of the attempt's ticket's counter. */
+PRSTM_INLINE uint64_t stm_tx_ticket_lock(const prstm_tx *tx) {
+  return stm_lock_index(STM_WRITE_ADDR(tx->writes[tx->ticket_entry].addr), tx->ctx->lock_coverage);
+}
+#endif
+
 /* Gives back every lock this attempt holds, without changing versions: no
  * data was written, so readers of the old values stay valid. */
 PRSTM_INLINE void stm_tx_release_all(prstm_tx *tx) {
@@ -620,9 +627,7 @@ PRSTM_INLINE void stm_tx_release_all(prstm_tx *tx) {
   }
 #if STM_TICKETS
   if (tx->ticket_held) {
-    const stm_write_entry *t = &tx->writes[tx->ticket_entry];
-    port_store_release(&locks[stm_lock_index(STM_WRITE_ADDR(t->addr), tx->ctx->lock_coverage)],
-                       stm_lock_make(tx->ticket_version, 0, 0));
+    port_store_release(&locks[stm_tx_ticket_lock(tx)], stm_lock_make(tx->ticket_version, 0, 0));
     tx->ticket_held = 0;
   }
 #endif
@@ -712,13 +717,15 @@ PRSTM_INLINE int stm_tx_prelock(prstm_tx *tx, stm_lock_entry *e, int read_index)
   }
 }
 
-/* Validate one read lock this attempt does not write. It waits out a final
- * lock (see stm_wait_unlocked), then fails when the version moved or when a
- * higher priority holds the pre-lock; a lower-priority pre-lock is revoked, so
- * that of two crossed transactions (read x write y / read y write x) at most
- * one can reach its final locks: write skew cannot commit. Read-only sharing
- * takes no lock at all. */
-PRSTM_INLINE int stm_tx_validate_read(prstm_tx *tx, const stm_read_entry *r) {
+/* Validate one read lock this attempt does not write. With wait, it waits
+ * out a final lock (see stm_wait_unlocked); without (an attempt that holds
+ * final locks itself, stm_tx_ticket_tail), a final lock fails it at once.
+ * It then fails when the version moved or when a higher priority holds the
+ * pre-lock; a lower-priority pre-lock is revoked, so that of two crossed
+ * transactions (read x write y / read y write x) at most one can reach its
+ * final locks: write skew cannot commit. Read-only sharing takes no lock at
+ * all. */
+PRSTM_INLINE int stm_tx_validate_read(prstm_tx *tx, const stm_read_entry *r, int wait) {
   uint64_t *lw = &tx->ctx->locks[r->lock];
   /* A blind add under way on this lock (stm_tx_count_adds) may have changed
    * the value already and moves the version only when it ends: the read
@@ -726,7 +733,8 @@ PRSTM_INLINE int stm_tx_validate_read(prstm_tx *tx, const stm_read_entry *r) {
    * back at zero comes with the version it moved. */
   if (STM_ADDS && tx->ctx->add_counts && port_load_acquire(&tx->ctx->add_counts[r->lock]) != 0) return 0;
   for (;;) {
-    uint64_t w = stm_wait_unlocked(tx->ctx, lw, port_load_acquire(lw));
+    uint64_t w = port_load_acquire(lw);
+    if (wait) w = stm_wait_unlocked(tx->ctx, lw, w);
     if (stm_lock_is_locked(w) || stm_lock_version(w) != r->version) return 0;
     if (!stm_lock_is_prelocked(w)) return 1;
     if (!stm_may_steal(tx->prio, stm_lock_owner(w))) {
@@ -785,11 +793,6 @@ PRSTM_INLINE void stm_tx_end_blind_adds(prstm_tx *tx) {
 }
 
 #if STM_TICKETS
-/* The lock of the attempt's ticket's counter. */
-PRSTM_INLINE uint64_t stm_tx_ticket_lock(const prstm_tx *tx) {
-  return stm_lock_index(STM_WRITE_ADDR(tx->writes[tx->ticket_entry].addr), tx->ctx->lock_coverage);
-}
-
 /* After the body (cmp_attempt) and at the start of a commit, where a lock
  * covers several words: a ticket whose counter's lock the attempt also
  * reads or writes under (another word of the lock, or the ticket's
@@ -1019,22 +1022,7 @@ PRSTM_INLINE int stm_tx_ticket_tail(prstm_tx *tx, uint64_t *sequence) {
   for (uint32_t i = 0; i < tx->nreads; i++) {
     const stm_read_entry *r = &tx->reads[i];
     if (stm_tx_find_lock(tx, r->lock) >= 0) continue; /* final and at the version read */
-    uint64_t *lw = &ctx->locks[r->lock];
-    int ok = !(adds && port_load_acquire(&adds[r->lock]) != 0);
-    while (ok) {
-      const uint64_t w = port_load_acquire(lw);
-      if (stm_lock_is_locked(w) || stm_lock_version(w) != r->version) {
-        ok = 0;
-      } else if (!stm_lock_is_prelocked(w)) {
-        break;
-      } else if (!stm_may_steal(tx->prio, stm_lock_owner(w))) {
-        stm_tx_note_holder(tx, r->lock, w);
-        ok = 0;
-      } else if (port_cas(lw, w, stm_lock_make(r->version, 0, 0))) {
-        break;
-      }
-    }
-    if (!ok) {
+    if (!stm_tx_validate_read(tx, r, 0)) {
       stm_tx_release_all(tx);
       return 0;
     }
@@ -1073,7 +1061,7 @@ PRSTM_INLINE int stm_tx_validate_all(prstm_tx *tx, uint32_t own_reads) {
   for (uint32_t i = 0; i < tx->nreads; i++) {
     const stm_read_entry *r = &tx->reads[i];
     int own = own_reads ? stm_tx_find_lock(tx, r->lock) : -1;
-    int ok = own >= 0 ? tx->locks[own].version == r->version : stm_tx_validate_read(tx, r);
+    int ok = own >= 0 ? tx->locks[own].version == r->version : stm_tx_validate_read(tx, r, 1);
     if (!ok) {
       stm_tx_release_all(tx);
       return 0;
@@ -1173,15 +1161,14 @@ PRSTM_INLINE int stm_tx_commit(prstm_tx *tx, uint64_t *sequence) {
   if (ticket) {
     /* Its place is taken under the counter's lock (stm_tx_ticket_tail). */
     if (!STM_TICKET_TAIL(tx, sequence)) return 0;
-    stm_tx_write_back(tx);
-    return 1;
+  } else if (all_reads_owned && sequence) {
+    /* With every final lock held, no conflicting transaction can take a
+     * place between this one's and its writes: a writer of these words
+     * waits for the release, and a reader that validated them did so before
+     * the lock, with its place taken before its validation. So a verified
+     * run checks this path against the serial replay too. */
+    *sequence = stm_tx_take_sequence(ctx);
   }
-  /* With every final lock held, no conflicting transaction can take a place
-   * between this one's and its writes: a writer of these words waits for the
-   * release, and a reader that validated them did so before the lock, with
-   * its place taken before its validation. So a verified run checks this
-   * path against the serial replay too. */
-  if (all_reads_owned && sequence) *sequence = stm_tx_take_sequence(ctx);
   stm_tx_write_back(tx);
   return 1;
 }
