@@ -1,4 +1,4 @@
-/* test_stm.c: unit tests of the STM core: the lock word, the read/write/lock sets, an attempt's commit on each of its paths, and the snapshot a postponement rests on. */
+/* test_stm.c: unit tests of the STM core: the lock word, the read/write/lock sets, private writes, an attempt's commit on each of its paths, and the snapshot a postponement rests on. */
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <time.h>
@@ -121,6 +121,54 @@ Test(commit, fails_when_a_read_version_moved_and_leaves_locks_free) {
   cr_assert_not(stm_tx_commit(&f.tx, NULL));
   cr_assert_eq(f.words[1], 0);
   cr_assert_eq(f.locks[1], stm_lock_make(0, 0, 0), "the pre-lock must be given back unchanged");
+}
+
+/* A private write (the row's own output) is buffered like any write but
+ * takes no lock: the body reads it back, a later prstm_write of the word
+ * keeps it private, and the commit stores both values with every lock word
+ * as it was. */
+Test(private_write, commits_its_value_and_takes_no_lock) {
+  fixture f;
+  fixture_init(&f, 8, 1);
+  f.locks[3] = stm_lock_make(4, 0, 0);
+  stm_tx_begin(&f.tx, 0, cmp_priority(0, 0));
+  prstm_write_private(&f.tx, 2, 11);
+  prstm_write_private(&f.tx, 3, 12);
+  prstm_write(&f.tx, 3, 13);
+  cr_assert_eq(f.tx.nlocks, 0, "a private word joins no lock set");
+  cr_assert_eq(f.words[2], 0, "the value waits for the commit");
+  cr_assert_eq(prstm_read(&f.tx, 2), 11, "the attempt reads its own private write");
+  cr_assert_eq(f.tx.nreads, 0);
+  cr_assert(stm_tx_commit(&f.tx, NULL));
+  cr_assert_eq(f.words[2], 11);
+  cr_assert_eq(f.words[3], 13);
+  cr_assert_eq(f.locks[2], stm_lock_make(0, 0, 0), "no version moves");
+  cr_assert_eq(f.locks[3], stm_lock_make(4, 0, 0));
+}
+
+/* Beside shared words, a private write leaves the commit's locks to them,
+ * and an attempt that aborts drops it with the rest: nothing reaches
+ * memory. */
+Test(private_write, is_dropped_with_an_aborted_attempt) {
+  fixture f;
+  fixture_init(&f, 8, 1);
+  stm_tx_begin(&f.tx, 0, cmp_priority(0, 0));
+  const uint64_t x = prstm_read(&f.tx, 0);
+  prstm_write(&f.tx, 1, x + 1);
+  prstm_write_private(&f.tx, 5, 7);
+  cr_assert_eq(f.tx.nlocks, 1, "only the shared word's lock");
+  f.locks[0] = stm_lock_make(1, 0, 0); /* someone committed word 0 meanwhile */
+  cr_assert_not(stm_tx_commit(&f.tx, NULL));
+  cr_assert_eq(f.words[5], 0, "an aborted attempt's private write never lands");
+  cr_assert_eq(f.words[1], 0);
+  stm_tx_begin(&f.tx, 0, cmp_priority(0, 0));
+  prstm_write(&f.tx, 1, prstm_read(&f.tx, 0) + 1);
+  prstm_write_private(&f.tx, 5, 7);
+  cr_assert(stm_tx_commit(&f.tx, NULL), "the retry commits");
+  cr_assert_eq(f.words[5], 7);
+  cr_assert_eq(f.words[1], 1);
+  cr_assert_eq(f.locks[1], stm_lock_make(1, 0, 0));
+  cr_assert_eq(f.locks[5], stm_lock_make(0, 0, 0));
 }
 
 /* The fast path (every lock read is also written): a commit on a word it

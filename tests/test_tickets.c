@@ -35,6 +35,24 @@ static void ticket_is_taken_at_commit(int adds) {
 Test(ticket, is_taken_at_commit) { ticket_is_taken_at_commit(0); }
 Test(ticket, is_taken_at_commit_with_counters_of_adds) { ticket_is_taken_at_commit(1); }
 
+/* A ticket whose destination the body wrote privately first (the row's
+ * own slot, as TPC-C's NewOrder does) takes no lock in the body at all:
+ * the commit takes only the counter's, and fills the destination. */
+Test(ticket, into_a_private_destination_locks_only_the_counter) {
+  fixture f;
+  fixture_init(&f, 8, 1);
+  f.words[2] = 30;
+  stm_tx_begin(&f.tx, 0, cmp_priority(0, 0));
+  prstm_write_private(&f.tx, 5, 0);
+  prstm_ticket(&f.tx, 2, 5);
+  cr_assert_eq(f.tx.nlocks, 0, "the destination stays private");
+  cr_assert(stm_tx_commit(&f.tx, NULL));
+  cr_assert_eq(f.words[5], 30);
+  cr_assert_eq(f.words[2], 31);
+  cr_assert_eq(f.locks[2], stm_lock_make(1, 0, 0));
+  cr_assert_eq(f.locks[5], stm_lock_make(0, 0, 0));
+}
+
 /* A body that reads its ticket's counter takes the ticket at that point: it
  * sees the counter already raised, and the read joins the read set. */
 Test(ticket, reading_the_counter_takes_the_ticket_there) {

@@ -36,6 +36,7 @@ mutants=(
   "list-total-not-multiplied|cmp/cmp_delta.h|s/^    a \*= count;\$/    a *= 1;/"
   "list-total-unbounded|cmp/cmp_delta.h|s/^    in_bound = count == 0 || a <= p->amount_max \/ count;\$/    in_bound = 1;/"
   "ticket-taken-without-the-counter-lock|engine/stm/stm_core.h|s/^    if (port_cas_acquire(lw, w, stm_lock_make(stm_lock_version(w), tx->prio, STM_LOCK_LOCKED))) {\$/    if (1) {/"
+  "private-write-lands-before-the-commit|engine/stm/stm_core.h|s/^  if (lock) stm_tx_lock_for_write(tx, addr);\$/  if (lock) stm_tx_lock_for_write(tx, addr); else port_store_relaxed(\&tx->ctx->words[addr], value);/"
   "blind-add-keeps-the-version|engine/stm/stm_core.h|s/^      port_add_relaxed(\&ctx->locks\[stm_tx_add_lock(tx, \&tx->writes\[i\])\], 1ull << STM_LOCK_VERSION_SHIFT);\$/      (void)0;/"
   "payment-skips-district-total|workloads/tpcc/tpcc_body.h|s/^  prstm_add(tx, tpcc_district(\&l, w, d) + TPCC_D_YTD, amount);\$/  (void)0;/"
   "co-execution-keeps-conflicting-parts|engine/hetero.c|s/^  \*kept = !conflict;\$/  *kept = 1;/"

@@ -404,8 +404,10 @@ PRSTM_INLINE void stm_tx_lock_for_write(prstm_tx *tx, uint64_t addr) {
   tx->nlocks++;
 }
 
-/* Buffered write: the value reaches shared memory only at commit. */
-PRSTM_INLINE void prstm_write(prstm_tx *tx, uint64_t addr, uint64_t value) {
+/* A buffered write, with the word's lock joining the lock set where lock
+ * is set (prstm_write) and not where the word is private to the row
+ * (prstm_write_private). */
+PRSTM_INLINE void stm_tx_write(prstm_tx *tx, uint64_t addr, uint64_t value, int lock) {
   if (tx->state != STM_TX_OK) return;
   if (addr >= tx->ctx->nwords) {
     stm_tx_doom(tx, STM_TX_BAD_ADDRESS);
@@ -415,7 +417,7 @@ PRSTM_INLINE void prstm_write(prstm_tx *tx, uint64_t addr, uint64_t value) {
   for (uint32_t i = 0; i < (STM_FILTER_MAY_HOLD(tx, writes, addr) ? tx->nwrites : 0u); i++) {
     if ((STM_ADDS ? STM_WRITE_ADDR(tx->writes[i].addr) : tx->writes[i].addr) == addr) {
       /* A value written over an add replaces it: the add's word is now written. */
-      if (STM_ADDS && tx->writes[i].addr != addr) stm_tx_lock_for_write(tx, addr);
+      if (STM_ADDS && lock && tx->writes[i].addr != addr) stm_tx_lock_for_write(tx, addr);
       tx->writes[i].addr = addr;
       tx->writes[i].value = value;
       return;
@@ -429,8 +431,24 @@ PRSTM_INLINE void prstm_write(prstm_tx *tx, uint64_t addr, uint64_t value) {
   tx->writes[tx->nwrites].addr = addr;
   tx->writes[tx->nwrites].value = value;
   tx->nwrites++;
-  stm_tx_lock_for_write(tx, addr);
+  if (lock) stm_tx_lock_for_write(tx, addr);
 }
+
+/* Buffered write: the value reaches shared memory only at commit. */
+PRSTM_INLINE void prstm_write(prstm_tx *tx, uint64_t addr, uint64_t value) { stm_tx_write(tx, addr, value, 1); }
+
+/* Buffered write of a word that no other transaction of the run reads or
+ * writes while it runs: the row's own output, such as the order rows a
+ * TPC-C NewOrder inserts into its row's slot. The value reaches shared
+ * memory at commit, and only then, like any write; but the word takes no
+ * lock, since no other attempt can meet it there, so the commit pre-locks,
+ * finalises and gives back one lock fewer. The caller promises the
+ * privacy: another transaction that reads or writes the word while the run
+ * is under way is not serialised against this one, and --verify's replay
+ * reports it wherever a transaction saw a value out of the commit order.
+ * The attempt itself may read the word back, and a prstm_write of the word
+ * in the same attempt keeps it private. */
+PRSTM_INLINE void prstm_write_private(prstm_tx *tx, uint64_t addr, uint64_t value) { stm_tx_write(tx, addr, value, 0); }
 
 /* Commutative add: `delta` (modulo 2^64; a negative delta as its two's
  * complement) is added to the word at commit, without the body ever seeing

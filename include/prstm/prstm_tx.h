@@ -13,6 +13,9 @@
  *   prstm_arg(tx, i)              argument i of the transaction
  *   prstm_read(tx, addr)          a shared word, validated at commit
  *   prstm_write(tx, addr, v)      a buffered write, applied at commit
+ *   prstm_write_private(tx, a, v) the same for a word no other transaction
+ *                                 of the run touches (the row's own output):
+ *                                 no lock
  *   prstm_add(tx, addr, d)        add d to a word at commit, without reading it:
  *                                 adds commute (PRSTM_USES_ADD, uses_add)
  *   prstm_ticket(tx, c, dest)     dest = the counter word c, and c + 1, both
