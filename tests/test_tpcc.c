@@ -1,4 +1,4 @@
-/* test_tpcc.c: behaviour of the tpcc workload: NewOrder and Payment by TPC-C's rules row by row (stock replenishment, remote lines, the unused item's rollback, payment by last name), generated mixes verified and keeping the consistency conditions on the CPU backend and, where a GPU is, the GPU backend, the generator's shares and its independence of the core count, and the invariant catching broken tables. */
+/* test_tpcc.c: behaviour of the tpcc workload: NewOrder and Payment by TPC-C's rules row by row (stock replenishment, remote lines, the unused item's rollback, payment by last name), generated mixes verified and keeping the consistency conditions on the CPU backend and, where a GPU is, the GPU backend, the generator's shares and its independence of the core count, and the invariant catching broken tables, and backend auto's choice by warehouse count. */
 /* The body header first: it compiles the adds (PRSTM_USES_ADD). */
 #include "tpcc_body.h"
 
@@ -275,4 +275,30 @@ Test(tpcc_cpu, invariant_catches_broken_tables) {
   }
   cr_assert(test_invariant(tpcc(), r.engine, r.batch, msg, sizeof msg), "invariant after the repairs: %s", msg);
   test_close(r.engine, r.batch);
+}
+
+/* Backend auto, asked without a GPU: TPC-C half and half goes to the CPU
+ * backend while a GPU's threads would queue on the district counters of
+ * few warehouses (16 and 64), with the reason, and stays on the GPU from
+ * 256 warehouses on, where the GPU runs it faster (docs/OLTP.md). */
+Test(tpcc_cpu, auto_sends_few_warehouses_to_the_cpu_and_many_to_the_gpu) {
+  static const struct {
+    uint64_t warehouses;
+    int to_cpu;
+  } cases[] = {{16, 1}, {64, 1}, {256, 0}, {512, 0}};
+  for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    tpcc_run r;
+    run_open(&r, PRSTM_BACKEND_CPU, 2, cases[i].warehouses, 30, 1000, 100000);
+    /* Auto's choice is made for a full GPU's threads, whatever this
+     * engine was opened with. */
+    r.engine->opt.backend = PRSTM_BACKEND_AUTO;
+    r.engine->opt.threads = 0;
+    generate(&r, 100000, 5, 0, 0.5);
+    char why[512] = "";
+    const int to_cpu = engine_auto_prefers_cpu(r.engine, r.batch, why, sizeof why);
+    cr_assert_eq(to_cpu, cases[i].to_cpu, "%llu warehouses: auto %s the CPU (%s)",
+                 (unsigned long long)cases[i].warehouses, to_cpu ? "chose" : "did not choose", why);
+    if (to_cpu) cr_assert(strstr(why, "hot") != NULL, "reason: %s", why);
+    test_close(r.engine, r.batch);
+  }
 }
