@@ -30,10 +30,17 @@ static unsigned row_addresses(const prstm_type_desc *d, const prstm_batch *b, ui
   return m;
 }
 
-unsigned engine_row_words(const prstm_engine *e, const prstm_batch *b, uint64_t r, uint64_t *out, unsigned cap) {
+/* engine_row_words with the hook's marks kept, for the sample. */
+static unsigned row_words_marked(const prstm_engine *e, const prstm_batch *b, uint64_t r, uint64_t *out, unsigned cap) {
   unsigned k = e->wl->row_words ? e->wl->row_words(e, b, r, out, cap) : 0;
   if (k > cap) k = cap;
   return k ? k : row_addresses(&e->wl->types[b->type[r]], b, r, out, cap);
+}
+
+unsigned engine_row_words(const prstm_engine *e, const prstm_batch *b, uint64_t r, uint64_t *out, unsigned cap) {
+  const unsigned k = row_words_marked(e, b, r, out, cap);
+  for (unsigned i = 0; i < k; i++) out[i] &= ~PRSTM_ROW_WORD_AT_COMMIT;
+  return k;
 }
 
 void engine_contention_sample(const prstm_engine *e, const prstm_batch *b, engine_contention *c) {
@@ -48,22 +55,31 @@ void engine_contention_sample(const prstm_engine *e, const prstm_batch *b, engin
     /* Spread over the whole batch: generated batches are random throughout,
      * but a loaded one may have its hot rows together. */
     const uint64_t r = rows == b->n ? i : (uint64_t)((double)i * (double)b->n / (double)rows);
-    m += engine_row_words(e, b, r, words + m, (unsigned)per_row);
+    m += row_words_marked(e, b, r, words + m, (unsigned)per_row);
   }
   c->batch_rows = b->n;
   c->rows = rows;
   c->words = m;
   if (m >= 2) {
+    /* A marked word sorts after every address, and apart from the same
+     * address unmarked: a row that reads a counter and another that takes
+     * a ticket on it do not count as a pair. */
     qsort(words, (size_t)m, sizeof *words, contention_cmp_u64);
-    double equal_pairs = 0;
+    double equal_pairs = 0, abort_pairs = 0;
     for (uint64_t i = 0; i < m;) {
       uint64_t j = i;
       while (j < m && words[j] == words[i]) j++;
-      equal_pairs += (double)(j - i) * (double)(j - i - 1);
+      const double pairs = (double)(j - i) * (double)(j - i - 1);
+      equal_pairs += pairs;
+      if (!(words[i] & PRSTM_ROW_WORD_AT_COMMIT)) {
+        abort_pairs += pairs;
+        c->abort_words += j - i;
+      }
       if (j - i > c->hottest_count) c->hottest_count = j - i;
       i = j;
     }
     c->q = equal_pairs / ((double)m * (double)(m - 1));
+    if (c->abort_words >= 2) c->abort_q = abort_pairs / ((double)c->abort_words * (double)(c->abort_words - 1));
     c->known = 1;
   }
   free(words);
@@ -86,9 +102,10 @@ double engine_contention_hottest_inflight(const engine_contention *c, uint32_t i
 }
 
 uint32_t engine_contention_inflight(const engine_contention *c, uint32_t most) {
-  if (!c->known || c->q <= 0) return most;
-  const double s = (double)c->words / (double)c->rows;
-  const double t = PRSTM_POLICY_INFLIGHT_CONFLICTS / (s * s * c->q) + 1.0;
+  /* Only words met before commit abort anyone in flight. */
+  if (!c->known || c->abort_q <= 0) return most;
+  const double s = (double)c->abort_words / (double)c->rows;
+  const double t = PRSTM_POLICY_INFLIGHT_CONFLICTS / (s * s * c->abort_q) + 1.0;
   if (t >= (double)most) return most;
   uint32_t warps = (uint32_t)(t / 32.0) + 1;
   uint32_t threads = warps * 32;

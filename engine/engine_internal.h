@@ -171,10 +171,15 @@ typedef struct engine_contention {
   uint64_t rows, words;   /* rows sampled and the address words they named */
   double q;               /* the chance two of those words are the same */
   uint64_t hottest_count; /* how often the sample's most frequent word came */
+  /* The same over the words met before commit, those not marked
+   * PRSTM_ROW_WORD_AT_COMMIT: what aborts transactions in flight. */
+  uint64_t abort_words;
+  double abort_q;
 } engine_contention;
 void engine_contention_sample(const prstm_engine *e, const prstm_batch *b, engine_contention *c);
 /* The words row r names as far as the host can tell: the workload's
- * row_words hook, else its address arguments; at most cap, 0 when none. */
+ * row_words hook, else its address arguments; at most cap, 0 when none.
+ * Addresses come without the hook's PRSTM_ROW_WORD_AT_COMMIT mark. */
 unsigned engine_row_words(const prstm_engine *e, const prstm_batch *b, uint64_t r, uint64_t *out, unsigned cap);
 /* Conflicts a transaction meets on its words, on average, with `inflight`
  * transactions running at once: s * s * (inflight - 1) * q for s words a row. */

@@ -350,6 +350,63 @@ Test(contention, address_lists_count_every_address) {
   prstm_batch_destroy(b);
 }
 
+/* A row_words address marked PRSTM_ROW_WORD_AT_COMMIT counts for the
+ * sample's pairs and hottest word (backend auto), but not for the threads
+ * in flight; the same address unmarked lowers them. */
+static unsigned all_on_word_five(const prstm_engine *engine, const prstm_batch *batch, uint64_t row, uint64_t *out,
+                                 unsigned cap) {
+  (void)engine;
+  (void)batch;
+  (void)cap;
+  out[0] = row % 2 ? 5 | PRSTM_ROW_WORD_AT_COMMIT : 5;
+  return 1;
+}
+static unsigned all_on_word_five_at_commit(const prstm_engine *engine, const prstm_batch *batch, uint64_t row,
+                                           uint64_t *out, unsigned cap) {
+  (void)engine;
+  (void)batch;
+  (void)row;
+  (void)cap;
+  out[0] = 5 | PRSTM_ROW_WORD_AT_COMMIT;
+  return 1;
+}
+Test(contention, words_met_at_commit_keep_no_thread_from_running) {
+  const prstm_workload *bank = prstm_workload_find("bank");
+  prstm_workload wl = *bank;
+  wl.row_words = all_on_word_five;
+  prstm_engine *e = open_bank(bank, PRSTM_BACKEND_CPU, 2, PRSTM_DELTAS_OFF, 1000, 1000000);
+  const prstm_workload *saved = e->wl;
+  e->wl = &wl;
+  prstm_batch *b = NULL;
+  cr_assert_eq(prstm_batch_create(&b, bank), 0);
+  for (int i = 0; i < 100; i++) {
+    prstm_word args[3] = {1, 2, 10};
+    cr_assert_eq(prstm_batch_append_named(b, "transfer", args, 3), 0);
+  }
+  engine_contention c;
+  engine_contention_sample(e, b, &c);
+  cr_assert(c.known);
+  cr_assert_eq(c.words, 100);
+  cr_assert_eq(c.hottest_count, 50, "the marked and the unmarked word are two words");
+  cr_assert_eq(c.abort_words, 50);
+  cr_assert_float_eq(c.abort_q, 1.0, 1e-12);
+  /* Half the rows on one word before commit: 4 / (0.5 * 0.5 * 1) + 1
+   * transactions, rounded up to a warp. */
+  cr_assert_eq(engine_contention_inflight(&c, 65536), 32, "in flight: %u", engine_contention_inflight(&c, 65536));
+  uint64_t w[1];
+  cr_assert_eq(engine_row_words(e, b, 1, w, 1), 1);
+  cr_assert_eq(w[0], 5, "the routers get the address without its mark");
+  /* Every row marked: nothing aborts, every thread runs. */
+  wl.row_words = all_on_word_five_at_commit;
+  engine_contention_sample(e, b, &c);
+  cr_assert_eq(c.hottest_count, 100);
+  cr_assert_eq(c.abort_words, 0);
+  cr_assert_eq(engine_contention_inflight(&c, 65536), 65536);
+  e->wl = saved;
+  prstm_engine_destroy(e);
+  prstm_batch_destroy(b);
+}
+
 /* Backend auto with a GPU: a hot batch the delta path takes stays on the
  * GPU (16-account transfers on 10,000 accounts among them), as does a batch
  * spread thin; a hot batch of opaque rows (transfers among 16 accounts with

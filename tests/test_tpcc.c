@@ -280,7 +280,10 @@ Test(tpcc_cpu, invariant_catches_broken_tables) {
 /* Backend auto, asked without a GPU: TPC-C half and half goes to the CPU
  * backend while a GPU's threads would queue on the district counters of
  * few warehouses (16 and 64), with the reason, and stays on the GPU from
- * 256 warehouses on, where the GPU runs it faster (docs/OLTP.md). */
+ * 256 warehouses on, where the GPU runs it faster (docs/OLTP.md). The
+ * counters are tickets, met only at commit: the GPU's threads in flight
+ * follow the stock rows alone (one word a line), and a NewOrder's words,
+ * its counter first, reach the routers of several units unmarked. */
 Test(tpcc_cpu, auto_sends_few_warehouses_to_the_cpu_and_many_to_the_gpu) {
   static const struct {
     uint64_t warehouses;
@@ -299,6 +302,27 @@ Test(tpcc_cpu, auto_sends_few_warehouses_to_the_cpu_and_many_to_the_gpu) {
     cr_assert_eq(to_cpu, cases[i].to_cpu, "%llu warehouses: auto %s the CPU (%s)",
                  (unsigned long long)cases[i].warehouses, to_cpu ? "chose" : "did not choose", why);
     if (to_cpu) cr_assert(strstr(why, "hot") != NULL, "reason: %s", why);
+    engine_contention hot;
+    engine_contention_sample(r.engine, r.batch, &hot);
+    uint64_t new_orders = 0, lines_sampled = 0;
+    cr_assert_eq(hot.rows, 16384);
+    for (uint64_t k = 0; k < hot.rows; k++) {
+      /* The sample's rows, spread over the batch as the sample spreads them. */
+      const uint64_t at = (uint64_t)((double)k * 100000.0 / (double)hot.rows);
+      if (prstm_batch_type(r.batch, at) == TPCC_NEW_ORDER) {
+        new_orders++;
+        lines_sampled += prstm_batch_arg(r.batch, at, 4);
+      }
+    }
+    cr_assert_eq(hot.words, new_orders + lines_sampled);
+    cr_assert_eq(hot.abort_words, lines_sampled, "only the stock rows abort anyone in flight");
+    uint64_t row = 0, words[64];
+    while (prstm_batch_type(r.batch, row) != TPCC_NEW_ORDER) row++;
+    const uint64_t lines = prstm_batch_arg(r.batch, row, 4);
+    cr_assert_eq(engine_row_words(r.engine, r.batch, row, words, 64), 1 + lines);
+    cr_assert_eq(words[0], tpcc_district(&r.l, prstm_batch_arg(r.batch, row, 0), prstm_batch_arg(r.batch, row, 1)) +
+                               TPCC_D_NEXT_O_ID);
+    cr_assert_eq(words[lines], prstm_batch_arg(r.batch, row, 5 + (unsigned)lines - 1), "the last line's stock row");
     test_close(r.engine, r.batch);
   }
 }

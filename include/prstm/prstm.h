@@ -264,10 +264,16 @@ typedef struct prstm_workload {
    * sample of a batch's hot words (--backend auto, the GPU's threads in
    * flight) reads these for a type whose words its body computes (a hash
    * table's set from a key); NULL, or 0 returned for a row, leaves the
-   * sample the row's address arguments. */
+   * sample the row's address arguments. An address or'ed with
+   * PRSTM_ROW_WORD_AT_COMMIT is a word the row meets others on only at
+   * commit (a ticket's counter, prstm_ticket): --backend auto counts it,
+   * the GPU's threads in flight do not, since it aborts nobody. */
   unsigned (*row_words)(const struct prstm_engine *engine, const struct prstm_batch *batch, uint64_t row, uint64_t *out,
                         unsigned cap);
 } prstm_workload;
+
+/* The mark of a row_words address met only at commit (above). */
+#define PRSTM_ROW_WORD_AT_COMMIT (1ull << 63)
 
 /* config_keys bits. PRSTM_KEYS_BANK: state.accounts (required),
  * state.initial_balance, batch.generate.accounts_per_tx and

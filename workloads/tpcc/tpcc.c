@@ -586,9 +586,13 @@ static int tpcc_check_invariant(const prstm_engine *engine, const prstm_batch *b
   return rc;
 }
 
-/* The sample's view of a row: a NewOrder writes its district's next order
- * id, the word every NewOrder of the district meets; a Payment only adds,
- * and adds do not conflict with one another, so it names no word. */
+/* The sample's view of a row: a NewOrder takes its district's next order
+ * id, the word every NewOrder of the district meets; as a ticket it meets
+ * them only at commit (PRSTM_ROW_WORD_AT_COMMIT), so --backend auto counts
+ * it and the GPU's threads in flight do not. Then come its lines' stock
+ * rows, which it reads and writes through the STM (their first words). A
+ * Payment only adds, and adds do not conflict with one another, and its
+ * slot is its own, so it names no word. */
 static unsigned tpcc_row_words(const prstm_engine *engine, const prstm_batch *batch, uint64_t row, uint64_t *out,
                                unsigned cap) {
   uint64_t nwords = 0;
@@ -600,8 +604,12 @@ static unsigned tpcc_row_words(const prstm_engine *engine, const prstm_batch *ba
   tpcc_layout_of(&l, w[0], w[1], w[2], w[3]);
   const uint64_t wh = prstm_batch_arg(batch, row, 0), d = prstm_batch_arg(batch, row, 1);
   if (wh >= l.warehouses || d >= TPCC_DISTRICTS) return 0;
-  out[0] = tpcc_district(&l, wh, d) + TPCC_D_NEXT_O_ID;
-  return 1;
+  out[0] = (tpcc_district(&l, wh, d) + TPCC_D_NEXT_O_ID) | PRSTM_ROW_WORD_AT_COMMIT;
+  unsigned k = 1;
+  const uint64_t n = prstm_batch_arg(batch, row, 4);
+  for (uint64_t i = 0; i < n && i < TPCC_MAX_LINES && k < cap; i++)
+    out[k++] = prstm_batch_arg(batch, row, 5 + (unsigned)i);
+  return k;
 }
 
 const prstm_workload prstm_workload_tpcc = {
