@@ -260,3 +260,22 @@ static void adds_beside_readers_and_writers_stay_serializable(prstm_backend back
 
 BOTH_BACKENDS(adds_to_one_word_never_abort_each_other)
 BOTH_BACKENDS(adds_beside_readers_and_writers_stay_serializable)
+
+/* A read whose lock has a blind add under way fails, wherever it sits
+ * among many reads. */
+Test(add, a_read_under_an_add_under_way_fails_among_many_reads) {
+  for (uint64_t busy = 1; busy < 11; busy++) {
+    fixture f;
+    fixture_init(&f, 16, 1);
+    fixture_use_adds(&f);
+    fixture_widen(&f);
+    stm_tx_begin(&f.tx, 0, cmp_priority(0, 5));
+    uint64_t sum = 0;
+    for (uint64_t a = 1; a < 11; a++) sum += prstm_read(&f.tx, a);
+    prstm_write(&f.tx, 0, sum);
+    f.add_counts[busy] = 1;
+    cr_assert_not(stm_tx_commit(&f.tx, NULL), "read %llu", (unsigned long long)busy);
+    cr_assert_eq(f.locks[0], stm_lock_make(0, 0, 0));
+    cr_assert_eq(f.words[0], 0);
+  }
+}

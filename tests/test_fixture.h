@@ -6,16 +6,20 @@
 
 #include "prstm_tx.h"
 
-/* A host context of `nwords` words, all zero, for driving one attempt by hand. */
+/* Entries of each set after fixture_widen: a commit of many locks. */
+#define FIXTURE_WIDE_SETS 16
+
+/* A host context of `nwords` words, all zero, for driving one attempt by
+ * hand; its sets hold 4 entries each until fixture_widen. */
 typedef struct fixture {
   uint64_t words[64];
   uint64_t locks[64];
   uint64_t add_counts[64];
   uint64_t quiesce[STM_Q_WORDS];
   prstm_exec_ctx ctx;
-  stm_read_entry reads[4];
-  stm_write_entry writes[4];
-  stm_lock_entry lockset[4];
+  stm_read_entry reads[FIXTURE_WIDE_SETS];
+  stm_write_entry writes[FIXTURE_WIDE_SETS];
+  stm_lock_entry lockset[FIXTURE_WIDE_SETS];
   prstm_tx tx;
 } fixture;
 
@@ -33,6 +37,9 @@ static inline void fixture_init(fixture *f, uint64_t nwords, uint64_t coverage) 
   f->tx.writes = f->writes;
   f->tx.locks = f->lockset;
 }
+
+/* Lets the attempt's sets hold FIXTURE_WIDE_SETS entries each. */
+static inline void fixture_widen(fixture *f) { f->tx.cap = FIXTURE_WIDE_SETS; }
 
 /* Gives the context counters of adds in flight, as a workload with uses_add has. */
 static inline void fixture_use_adds(fixture *f) { f->ctx.add_counts = f->add_counts; }

@@ -1,4 +1,4 @@
-/* test_stm.c: unit tests of the STM core: the lock word, the read/write/lock sets, private writes, an attempt's commit on each of its paths, and the snapshot a postponement rests on. */
+/* test_stm.c: unit tests of the STM core: the lock word, the read/write/lock sets, private writes, an attempt's commit on each of its paths, commits of many locks, and the snapshot a postponement rests on. */
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <time.h>
@@ -484,4 +484,110 @@ Test(snapshot, postpone_decision_needs_unchanged_versions) {
   cr_assert_not(stm_tx_snapshot_valid(&f.tx));
 }
 
-/* ---- The termination protocol's epoch word (cmp_walk.h), driven by hand. ---- */
+/* ---- Commits of many locks and reads ----
+ *
+ * The sets above hold a few entries; TPC-C's NewOrder takes 20 locks and
+ * reads a dozen words besides. Whatever place the conflict takes among
+ * them, the commit must give back every lock it took and check every read. */
+
+/* An attempt that reads and writes words [0, n) and reads word `extra`
+ * without writing it, so that its commit takes the pre-lock path. */
+static void wide_attempt(fixture *f, uint64_t prio, uint64_t n, uint64_t extra) {
+  fixture_widen(f);
+  stm_tx_begin(&f->tx, 0, prio);
+  for (uint64_t a = 0; a < n; a++) prstm_write(&f->tx, a, prstm_read(&f->tx, a) + 1);
+  (void)prstm_read(&f->tx, extra);
+}
+
+/* Word `busy` is pre-locked by a higher priority: every other lock the
+ * attempt took is given back free at its old version. */
+static void check_conflict_gives_every_lock_back(uint64_t busy) {
+  fixture f;
+  fixture_init(&f, 16, 1);
+  const uint64_t n = 10;
+  wide_attempt(&f, cmp_priority(0, 5), n, 12);
+  const uint64_t high = stm_lock_make(0, cmp_priority(0, 1), STM_LOCK_PRELOCKED);
+  f.locks[busy] = high;
+  cr_assert_not(stm_tx_commit(&f.tx, NULL));
+  for (uint64_t a = 0; a < n; a++) {
+    if (a == busy) continue;
+    cr_assert_eq(f.locks[a], stm_lock_make(0, 0, 0), "lock %llu (busy: %llu) must be free at its old version",
+                 (unsigned long long)a, (unsigned long long)busy);
+    cr_assert_eq(f.words[a], 0);
+  }
+  cr_assert_eq(f.locks[busy], high, "a higher pre-lock is never taken");
+}
+
+Test(many_locks, a_conflict_at_any_place_gives_every_lock_taken_back) {
+  for (uint64_t busy = 0; busy < 10; busy++) check_conflict_gives_every_lock_back(busy);
+}
+
+/* The same from the direct path (locks exactly the reads): a busy lock
+ * anywhere, and the commit then loses on the pre-lock path too. */
+Test(many_locks, a_direct_commit_gives_them_all_back) {
+  for (uint64_t busy = 0; busy < 10; busy++) {
+    fixture f;
+    fixture_init(&f, 16, 1);
+    fixture_widen(&f);
+    stm_tx_begin(&f.tx, 0, cmp_priority(0, 5));
+    f.tx.direct = 1;
+    for (uint64_t a = 0; a < 10; a++) prstm_write(&f.tx, a, prstm_read(&f.tx, a) + 1);
+    const uint64_t high = stm_lock_make(0, cmp_priority(0, 1), STM_LOCK_PRELOCKED);
+    f.locks[busy] = high;
+    cr_assert_not(stm_tx_commit(&f.tx, NULL));
+    for (uint64_t a = 0; a < 10; a++)
+      if (a != busy)
+        cr_assert_eq(f.locks[a], stm_lock_make(0, 0, 0), "lock %llu (busy: %llu) must be free", (unsigned long long)a,
+                     (unsigned long long)busy);
+    cr_assert_eq(f.locks[busy], high);
+  }
+}
+
+/* Every lock taken: the values land and each lock moves to the next
+ * version, on both paths. */
+Test(many_locks, a_commit_writes_them_all) {
+  for (int direct = 0; direct < 2; direct++) {
+    fixture f;
+    fixture_init(&f, 16, 1);
+    for (uint64_t a = 0; a < 16; a++) f.locks[a] = stm_lock_make(3, 0, 0);
+    if (direct) {
+      fixture_widen(&f);
+      stm_tx_begin(&f.tx, 0, cmp_priority(0, 5));
+      f.tx.direct = 1;
+      for (uint64_t a = 0; a < 10; a++) prstm_write(&f.tx, a, prstm_read(&f.tx, a) + 1);
+    } else {
+      wide_attempt(&f, cmp_priority(0, 5), 10, 12);
+    }
+    cr_assert(stm_tx_commit(&f.tx, NULL));
+    for (uint64_t a = 0; a < 10; a++) {
+      cr_assert_eq(f.words[a], 1);
+      cr_assert_eq(f.locks[a], stm_lock_make(4, 0, 0));
+    }
+    cr_assert_eq(f.locks[12], stm_lock_make(3, 0, 0), "a lock only read keeps its version");
+  }
+}
+
+/* Many reads not written: a moved version anywhere among them fails the
+ * commit, and a lower pre-lock anywhere among them is revoked. */
+Test(many_locks, every_read_is_validated) {
+  for (uint64_t moved = 1; moved < 11; moved++) {
+    for (int revoke = 0; revoke < 2; revoke++) {
+      fixture f;
+      fixture_init(&f, 16, 1);
+      fixture_widen(&f);
+      stm_tx_begin(&f.tx, 0, cmp_priority(0, 5));
+      uint64_t sum = 0;
+      for (uint64_t a = 1; a < 11; a++) sum += prstm_read(&f.tx, a);
+      prstm_write(&f.tx, 0, sum);
+      if (revoke)
+        f.locks[moved] = stm_lock_make(0, cmp_priority(0, 9), STM_LOCK_PRELOCKED);
+      else
+        f.locks[moved] = stm_lock_make(1, 0, 0); /* somebody committed it */
+      const int ok = stm_tx_commit(&f.tx, NULL);
+      cr_assert_eq(ok, revoke, "read %llu %s", (unsigned long long)moved,
+                   revoke ? "under a lower pre-lock must be revoked" : "that moved must fail the commit");
+      cr_assert_eq(f.locks[0], stm_lock_make(ok ? 1 : 0, 0, 0));
+      if (revoke) cr_assert_eq(f.locks[moved], stm_lock_make(0, 0, 0), "the lower pre-lock is revoked");
+    }
+  }
+}
