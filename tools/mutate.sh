@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# mutate.sh: a mutation spot-check: each named mutant (a small deliberate bug) is applied to a scratch copy of the tree, the CPU test suite runs against it (quick tests first, up to the first failure), and the mutants the suite did not catch are listed.
+# mutate.sh: a mutation spot-check: each named mutant (a small deliberate bug) is applied to a scratch copy of the tree, and the test named to catch it must fail against it.
 # usage: tools/mutate.sh [SCRATCH_DIR] [MUTANT_NAME...]
 #        tools/mutate.sh --check   (only that every mutant still applies; no build)
 # Exit 0 when every mutant was caught, 1 when one survived, 2 when a mutant
 # no longer applies (its line changed: update the list below).
 # The scratch copy builds the CPU backend alone (-DPRSTM_WITH_CUDA=OFF): the
 # mutants are in code both backends share or in the host's own code, and CI
-# has no GPU to run a GPU build's kernels on.
+# has no GPU to run a GPU build's kernels on. Each mutant rebuilds only the
+# programs its catcher needs (the catcher and prstm-run) and runs only the
+# catcher: a mutant in a header every workload includes would otherwise
+# rebuild and rerun the whole tree, more than two minutes a mutant on two
+# cores.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 check_only=0
@@ -18,31 +22,33 @@ scratch=${1:-$root/build-mutate}
 shift || true
 wanted=("$@")
 
-# Each mutant: name | file | sed expression that changes exactly one line.
-# The promise each one breaks is in its name.
+# Each mutant: name | the ctest test that must catch it (several: comma
+# separated; one failing is enough) | file | sed expression that changes
+# exactly one line. The promise each one breaks is in its name. A test
+# named here is also a build target of the same name (tests/CMakeLists.txt).
 mutants=(
-  "verify-mismatch-exits-0|tools/prstm-run/main.c|s/^    status = EXIT_VERIFY;\$/    status = EXIT_OK;/"
-  "violated-invariant-exits-0|tools/prstm-run/main.c|s/^  status = rep.invariant_ok ? EXIT_OK : EXIT_RUNTIME;\$/  status = EXIT_OK;/"
-  "close-abandons-without-the-final-run|engine/stream.c|s/^      rc = stream_launch(s, 0, 0, s->queue_len, 1);\$/      stream_abandon_queue(s); break;/"
-  "lower-tags-first-in-a-sweep|cmp/cmp_walk.h|s/^    for (int tag = 15; tag >= 0; tag--) {\$/    for (int tag = 0; tag <= 15; tag++) {/"
-  "results-written-in-place|loaders/write_atomic.c|s/^  return write_atomic_regular(path, text, len, err, errlen);\$/  return write_in_place(path, text, len, err, errlen);/"
-  "read-validation-removed|engine/stm/stm_core.h|s/^    if (stm_lock_is_locked(w) || stm_lock_version(w) != r->version) return 0;\$/    if (0) return 0;/"
-  "rows-renumbered-per-unit|txtable/txtable_view.h|s/^  return t->row_id \&\& r >= t->ids_from ? t->row_id\[r - t->ids_from\] : t->row_base + r;\$/  return r;/"
-  "pending-row-passes-the-certificate|engine/verify.c|s/^    if ((b->status\[i\] \& TXTABLE_STATUS_MASK) == PRSTM_PENDING)\$/    if (0)/"
-  "read-hash-not-compared|engine/verify.c|s/^    if (b->read_hash \&\& b->read_hash\[row\] != t.read_hash\[j\]) {\$/    if (0) {/"
-  "decision-counts-not-compared|engine/verify.c|s/^  if (committed != c->committed || failed != c->failed || abandoned != c->abandoned) {\$/  if (0) {/"
-  "unit-sequences-not-shifted|engine/stream.c|s/^  s->seq_base += sequences;\$/  (void)sequences;/"
-  "reader-ignores-adds-under-way|engine/stm/stm_core.h|s/^  if (STM_ADDS \&\& tx->ctx->add_counts \&\& port_load_acquire(\&tx->ctx->add_counts\[r->lock\]) != 0) return 0;\$/  if (0) return 0;/"
-  "list-total-not-multiplied|cmp/cmp_delta.h|s/^    a \*= count;\$/    a *= 1;/"
-  "list-total-unbounded|cmp/cmp_delta.h|s/^    in_bound = count == 0 || a <= p->amount_max \/ count;\$/    in_bound = 1;/"
-  "ticket-taken-without-the-counter-lock|engine/stm/stm_core.h|s/^    if (port_cas_acquire(lw, w, stm_lock_make(stm_lock_version(w), tx->prio, STM_LOCK_LOCKED))) {\$/    if (1) {/"
-  "private-write-lands-before-the-commit|engine/stm/stm_core.h|s/^  if (lock) stm_tx_lock_for_write(tx, addr);\$/  if (lock) stm_tx_lock_for_write(tx, addr); else port_store_relaxed(\&tx->ctx->words[addr], value);/"
-  "blind-add-keeps-the-version|engine/stm/stm_core.h|s/^      port_add_relaxed(\&ctx->locks\[stm_tx_add_lock(tx, \&tx->writes\[i\])\], 1ull << STM_LOCK_VERSION_SHIFT);\$/      (void)0;/"
-  "payment-skips-district-total|workloads/tpcc/tpcc_body.h|s/^  prstm_add(tx, tpcc_district(\&l, w, d) + TPCC_D_YTD, amount);\$/  (void)0;/"
-  "co-execution-keeps-conflicting-parts|engine/hetero.c|s/^  \*kept = !conflict;\$/  *kept = 1;/"
-  "multi-span-drops-the-last-lock|engine/multi.c|s/? span\[STM_SPAN_WRITE_HI\] \* cov : m->e->nwords;\$/? (span[STM_SPAN_WRITE_HI] - 1) * cov : m->e->nwords;/"
-  "multi-skips-the-exchange|engine/multi.c|s/^    if (m->n > 1 \&\& (rc = multi_exchange(m, lo, hi)) != 0) return rc;\$/    (void)0;/"
-  "window-runs-past-its-rows|txtable/txtable.c|s/^  if (b->n == b->cap || nargs > b->ncols || (b->window \&\& b->n == b->limit)) {\$/  if (b->n == b->cap || nargs > b->ncols) {/"
+  "verify-mismatch-exits-0|test_cli|tools/prstm-run/main.c|s/^    status = EXIT_VERIFY;\$/    status = EXIT_OK;/"
+  "violated-invariant-exits-0|test_cli|tools/prstm-run/main.c|s/^  status = rep.invariant_ok ? EXIT_OK : EXIT_RUNTIME;\$/  status = EXIT_OK;/"
+  "close-abandons-without-the-final-run|test_stream|engine/stream.c|s/^      rc = stream_launch(s, 0, 0, s->queue_len, 1);\$/      stream_abandon_queue(s); break;/"
+  "lower-tags-first-in-a-sweep|test_cmp|cmp/cmp_walk.h|s/^    for (int tag = 15; tag >= 0; tag--) {\$/    for (int tag = 0; tag <= 15; tag++) {/"
+  "results-written-in-place|test_loaders|loaders/write_atomic.c|s/^  return write_atomic_regular(path, text, len, err, errlen);\$/  return write_in_place(path, text, len, err, errlen);/"
+  "read-validation-removed|test_bank|engine/stm/stm_core.h|s/^    if (stm_lock_is_locked(w) || stm_lock_version(w) != r->version) return 0;\$/    if (0) return 0;/"
+  "rows-renumbered-per-unit|test_stream|txtable/txtable_view.h|s/^  return t->row_id \&\& r >= t->ids_from ? t->row_id\[r - t->ids_from\] : t->row_base + r;\$/  return r;/"
+  "pending-row-passes-the-certificate|test_verify|engine/verify.c|s/^    if ((b->status\[i\] \& TXTABLE_STATUS_MASK) == PRSTM_PENDING)\$/    if (0)/"
+  "read-hash-not-compared|test_verify|engine/verify.c|s/^    if (b->read_hash \&\& b->read_hash\[row\] != t.read_hash\[j\]) {\$/    if (0) {/"
+  "decision-counts-not-compared|test_verify|engine/verify.c|s/^  if (committed != c->committed || failed != c->failed || abandoned != c->abandoned) {\$/  if (0) {/"
+  "unit-sequences-not-shifted|test_verify|engine/stream.c|s/^  s->seq_base += sequences;\$/  (void)sequences;/"
+  "reader-ignores-adds-under-way|test_adds|engine/stm/stm_core.h|s/^  if (STM_ADDS \&\& tx->ctx->add_counts \&\& port_load_acquire(\&tx->ctx->add_counts\[r->lock\]) != 0) return 0;\$/  if (0) return 0;/"
+  "list-total-not-multiplied|test_deltas|cmp/cmp_delta.h|s/^    a \*= count;\$/    a *= 1;/"
+  "list-total-unbounded|test_deltas|cmp/cmp_delta.h|s/^    in_bound = count == 0 || a <= p->amount_max \/ count;\$/    in_bound = 1;/"
+  "ticket-taken-without-the-counter-lock|test_tickets|engine/stm/stm_core.h|s/^    if (port_cas_acquire(lw, w, stm_lock_make(stm_lock_version(w), tx->prio, STM_LOCK_LOCKED))) {\$/    if (1) {/"
+  "private-write-lands-before-the-commit|test_stm|engine/stm/stm_core.h|s/^  if (lock) stm_tx_lock_for_write(tx, addr);\$/  if (lock) stm_tx_lock_for_write(tx, addr); else port_store_relaxed(\&tx->ctx->words[addr], value);/"
+  "blind-add-keeps-the-version|test_adds|engine/stm/stm_core.h|s/^      port_add_relaxed(\&ctx->locks\[stm_tx_add_lock(tx, \&tx->writes\[i\])\], 1ull << STM_LOCK_VERSION_SHIFT);\$/      (void)0;/"
+  "payment-skips-district-total|test_tpcc|workloads/tpcc/tpcc_body.h|s/^  prstm_add(tx, tpcc_district(\&l, w, d) + TPCC_D_YTD, amount);\$/  (void)0;/"
+  "co-execution-keeps-conflicting-parts|test_hetero|engine/hetero.c|s/^  \*kept = !conflict;\$/  *kept = 1;/"
+  "multi-span-drops-the-last-lock|test_multi|engine/multi.c|s/? span\[STM_SPAN_WRITE_HI\] \* cov : m->e->nwords;\$/? (span[STM_SPAN_WRITE_HI] - 1) * cov : m->e->nwords;/"
+  "multi-skips-the-exchange|test_multi|engine/multi.c|s/^    if (m->n > 1 \&\& (rc = multi_exchange(m, lo, hi)) != 0) return rc;\$/    (void)0;/"
+  "window-runs-past-its-rows|test_txtable|txtable/txtable.c|s/^  if (b->n == b->cap || nargs > b->ncols || (b->window \&\& b->n == b->limit)) {\$/  if (b->n == b->cap || nargs > b->ncols) {/"
 )
 
 # Each mutant must still change its line: a mutant that no longer applies
@@ -52,7 +58,7 @@ if [ "$check_only" = 1 ]; then
   stale=0
   tmp=$(mktemp)
   for m in "${mutants[@]}"; do
-    IFS='|' read -r name file expr <<<"$m"
+    IFS='|' read -r name _ file expr <<<"$m"
     sed "$expr" "$root/$file" >"$tmp"
     if cmp -s "$root/$file" "$tmp"; then
       echo "mutate: $name: no longer applies to $file"
@@ -73,31 +79,41 @@ mkdir -p "$log"
 rm -rf "$src"
 mkdir -p "$src"
 (cd "$root" && git ls-files -z | xargs -0 cp --parents -t "$src")
-echo "mutate: building the unmutated copy in $build"
-cmake -S "$src" -B "$build" -DPRSTM_WITH_CUDA=OFF -DPRSTM_BUILD_FUZZERS=OFF -DCMAKE_BUILD_TYPE=Release >"$log/configure.log" 2>&1 ||
+# The catchers of the mutants asked for, and the programs they run.
+catchers=()
+for m in "${mutants[@]}"; do
+  IFS='|' read -r name tests _ <<<"$m"
+  if ((${#wanted[@]})) && [[ ! " ${wanted[*]} " == *" $name "* ]]; then continue; fi
+  IFS=',' read -r -a list <<<"$tests"
+  catchers+=("${list[@]}")
+done
+if ((${#catchers[@]} == 0)); then
+  echo "mutate: no mutant named ${wanted[*]}"
+  exit 2
+fi
+mapfile -t catchers < <(printf '%s\n' "${catchers[@]}" | sort -u)
+build_for() { cmake --build "$build" -j"$(nproc)" --target prstm-run "$@"; }
+# With ccache (Debian's ccache), the build after a mutant is taken back
+# finds the unmutated objects in the cache instead of compiling them again.
+launcher=()
+if command -v ccache >/dev/null 2>&1; then
+  export CCACHE_DIR="$scratch/ccache" CCACHE_SLOPPINESS=include_file_mtime,include_file_ctime
+  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
+echo "mutate: building the unmutated copy in $build${launcher[*]:+ (through ccache)}"
+cmake -S "$src" -B "$build" -DPRSTM_WITH_CUDA=OFF -DPRSTM_BUILD_FUZZERS=OFF -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" \
+  >"$log/configure.log" 2>&1 ||
   { echo "mutate: configure failed (see $log/configure.log)"; exit 2; }
-cmake --build "$build" -j"$(nproc)" >"$log/build.log" 2>&1 || { echo "mutate: build failed (see $log/build.log)"; exit 2; }
-# The suite must pass unmutated, or no mutant's verdict means anything.
-# mutants_apply is left out: a mutated copy fails it by construction.
-ctest --test-dir "$build" -j"$(nproc)" -E "^mutants_apply$" >"$log/baseline.log" 2>&1 ||
-  { echo "mutate: the unmutated suite fails (see $log/baseline.log)"; exit 2; }
-
-# The tests that took 10 s or more unmutated (ctest starts the longest
-# first, so a quick test that catches a mutant would wait behind them).
-slow_tests=$(awk '/Test +#[0-9]+: / && $(NF - 1) + 0 >= 10 { print $4 }' "$log/baseline.log" | paste -sd'|' -)
-# The suite against one mutant: the quick tests first, then, only when they
-# all pass, the slow ones; each pass starts no test after its first failure.
-# A mutant survives only when both passes pass.
-suite_passes() {
-  ctest --test-dir "$build" -j"$(nproc)" -E "^(mutants_apply${slow_tests:+|$slow_tests})$" --stop-on-failure \
-    >"$1" 2>&1 || return 1
-  [ -z "$slow_tests" ] || ctest --test-dir "$build" -j"$(nproc)" -R "^($slow_tests)$" --stop-on-failure >>"$1" 2>&1
-}
+build_for "${catchers[@]}" >"$log/build.log" 2>&1 || { echo "mutate: build failed (see $log/build.log)"; exit 2; }
+# Every catcher must pass unmutated, or no mutant's verdict means anything.
+all_catchers=$(IFS='|'; echo "${catchers[*]}")
+ctest --test-dir "$build" -j"$(nproc)" -R "^($all_catchers)$" >"$log/baseline.log" 2>&1 ||
+  { echo "mutate: a catcher fails unmutated (see $log/baseline.log)"; exit 2; }
 
 survivors=()
 stale=()
 for m in "${mutants[@]}"; do
-  IFS='|' read -r name file expr <<<"$m"
+  IFS='|' read -r name tests file expr <<<"$m"
   if ((${#wanted[@]})) && [[ ! " ${wanted[*]} " == *" $name "* ]]; then continue; fi
   cp "$src/$file" "$scratch/original"
   sed -i "$expr" "$src/$file"
@@ -107,15 +123,13 @@ for m in "${mutants[@]}"; do
     continue
   fi
   start=$SECONDS
-  if ! cmake --build "$build" -j"$(nproc)" >"$log/$name.build.log" 2>&1; then
+  IFS=',' read -r -a list <<<"$tests"
+  if ! build_for "${list[@]}" >"$log/$name.build.log" 2>&1; then
     verdict="caught (does not build)"
-  elif suite_passes "$log/$name.log"; then
-    verdict="SURVIVED"
+  elif ctest --test-dir "$build" -j"$(nproc)" -R "^(${tests//,/|})$" >"$log/$name.log" 2>&1; then
+    verdict="SURVIVED $tests"
     survivors+=("$name")
   else
-    # The tests ctest lists as failed (not those it lists as skipped); it
-    # starts no test after the first failure, so these are the first
-    # catchers, not all of them.
     verdict="caught by $(sed -n '/The following tests FAILED:/,$p' "$log/$name.log" | grep -E '^[[:space:]]+[0-9]+ - ' |
       sed -E 's/^[[:space:]]*[0-9]+ - //; s/ \(.*//' | paste -sd, -)"
   fi
@@ -123,13 +137,13 @@ for m in "${mutants[@]}"; do
   cp "$scratch/original" "$src/$file"
 done
 # Leave the scratch build as the unmutated copy.
-cmake --build "$build" -j"$(nproc)" >/dev/null 2>&1
+build_for "${catchers[@]}" >/dev/null 2>&1
 if ((${#stale[@]})); then
   echo "mutate: ${#stale[@]} mutants no longer apply: ${stale[*]}"
   exit 2
 fi
 if ((${#survivors[@]})); then
-  echo "mutate: ${#survivors[@]} mutants survived the suite: ${survivors[*]}"
+  echo "mutate: ${#survivors[@]} mutants survived their catchers: ${survivors[*]}"
   exit 1
 fi
 echo "mutate: every mutant was caught"
