@@ -20,6 +20,9 @@ typedef struct fixture {
   stm_read_entry reads[FIXTURE_WIDE_SETS];
   stm_write_entry writes[FIXTURE_WIDE_SETS];
   stm_lock_entry lockset[FIXTURE_WIDE_SETS];
+#if STM_INDEXED
+  stm_index index[3];
+#endif
   prstm_tx tx;
 } fixture;
 
@@ -36,6 +39,9 @@ static inline void fixture_init(fixture *f, uint64_t nwords, uint64_t coverage) 
   f->tx.reads = f->reads;
   f->tx.writes = f->writes;
   f->tx.locks = f->lockset;
+#if STM_INDEXED
+  f->tx.index = f->index;
+#endif
 }
 
 /* Lets the attempt's sets hold FIXTURE_WIDE_SETS entries each. */

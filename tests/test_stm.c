@@ -1,4 +1,4 @@
-/* test_stm.c: unit tests of the STM core: the lock word, the read/write/lock sets, private writes, an attempt's commit on each of its paths, commits of many locks, and the snapshot a postponement rests on. */
+/* test_stm.c: unit tests of the STM core: the lock word, the read/write/lock sets, private writes, an attempt's commit on each of its paths, commits of many locks, the snapshot a postponement rests on, and (built with PRSTM_WIDE_SETS) the sets' hash indexes. */
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <time.h>
@@ -591,3 +591,106 @@ Test(many_locks, every_read_is_validated) {
     }
   }
 }
+
+#if STM_INDEXED
+/* The sets' hash indexes, in the build of this file with PRSTM_WIDE_SETS
+ * (test_stm_wide), where every test above also runs on them. Sets here
+ * outgrow the indexed entries (STM_INDEX_ENTRIES), so the entries past
+ * them are searched as well. */
+#define BIG_WORDS 512
+#define BIG_SETS 200
+typedef struct big_fixture {
+  uint64_t words[BIG_WORDS];
+  uint64_t locks[BIG_WORDS];
+  uint64_t quiesce[STM_Q_WORDS];
+  prstm_exec_ctx ctx;
+  stm_read_entry reads[BIG_SETS];
+  stm_write_entry writes[BIG_SETS];
+  stm_lock_entry lockset[BIG_SETS];
+  stm_index index[3];
+  prstm_tx tx;
+} big_fixture;
+
+static big_fixture *big_fixture_new(void) {
+  big_fixture *f = calloc(1, sizeof *f);
+  cr_assert_not_null(f);
+  f->ctx.words = f->words;
+  f->ctx.nwords = BIG_WORDS;
+  f->ctx.locks = f->locks;
+  f->ctx.lock_coverage = 1;
+  f->ctx.nlocks = BIG_WORDS;
+  f->ctx.quiesce = f->quiesce;
+  f->tx.ctx = &f->ctx;
+  f->tx.cap = BIG_SETS;
+  f->tx.reads = f->reads;
+  f->tx.writes = f->writes;
+  f->tx.locks = f->lockset;
+  f->tx.index = f->index;
+  stm_tx_begin(&f->tx, 0, cmp_priority(0, 0));
+  return f;
+}
+
+/* Word i of the tests below: spread over the state so that keys collide in
+ * the slots as well as land apart. */
+static uint64_t big_word(uint64_t i) { return (i * 37u) % BIG_WORDS; }
+
+Test(index, every_entry_is_found_again_past_the_indexed_ones) {
+  big_fixture *f = big_fixture_new();
+  for (uint64_t i = 0; i < BIG_SETS; i++) f->words[big_word(i)] = 1000 + i;
+  for (uint64_t i = 0; i < BIG_SETS; i++) cr_assert_eq(prstm_read(&f->tx, big_word(i)), 1000 + i);
+  for (uint64_t i = 0; i < BIG_SETS; i++) cr_assert_eq(prstm_read(&f->tx, big_word(i)), 1000 + i);
+  cr_assert_eq(f->tx.nreads, BIG_SETS, "a read of a word read before takes no new entry");
+  for (uint64_t i = 0; i < BIG_SETS; i++) prstm_write(&f->tx, big_word(i), 2000 + i);
+  for (uint64_t i = 0; i < BIG_SETS; i++) prstm_write(&f->tx, big_word(i), 3000 + i);
+  cr_assert_eq(f->tx.nwrites, BIG_SETS, "a write of a word written before takes no new entry");
+  cr_assert_eq(f->tx.nlocks, BIG_SETS);
+  for (uint64_t i = 0; i < BIG_SETS; i++) cr_assert_eq(prstm_read(&f->tx, big_word(i)), 3000 + i);
+  cr_assert(prstm_ok(&f->tx));
+  for (uint64_t i = 0; i < BIG_SETS; i++) {
+    cr_assert_eq(stm_tx_find_read(&f->tx, big_word(i)), (int)i);
+    cr_assert_eq(stm_tx_find_write(&f->tx, big_word(i)), (int)i);
+    cr_assert_eq(stm_tx_find_lock(&f->tx, big_word(i)), (int)i);
+  }
+  cr_assert_eq(stm_tx_find_read(&f->tx, big_word(BIG_SETS)), -1, "a word never read is in no set");
+  cr_assert(stm_tx_commit(&f->tx, NULL));
+  for (uint64_t i = 0; i < BIG_SETS; i++) {
+    cr_assert_eq(f->words[big_word(i)], 3000 + i);
+    cr_assert_eq(f->locks[big_word(i)], stm_lock_make(1, 0, 0), "every lock given back one version on");
+  }
+  free(f);
+}
+
+/* Dropped writes (a failure's decision) leave no entry behind in the index:
+ * the words are read from memory again, and written anew. */
+Test(index, dropped_writes_leave_no_entry_behind) {
+  big_fixture *f = big_fixture_new();
+  for (uint64_t i = 0; i < 150; i++) prstm_write(&f->tx, big_word(i), 7);
+  stm_tx_drop_writes(&f->tx);
+  for (uint64_t i = 0; i < 150; i++) {
+    cr_assert_eq(stm_tx_find_write(&f->tx, big_word(i)), -1);
+    cr_assert_eq(stm_tx_find_lock(&f->tx, big_word(i)), -1);
+  }
+  f->words[big_word(3)] = 33;
+  cr_assert_eq(prstm_read(&f->tx, big_word(3)), 33, "a dropped write is no longer read back");
+  for (uint64_t i = 0; i < 150; i++) prstm_write(&f->tx, big_word(i), 8);
+  cr_assert_eq(f->tx.nwrites, 150);
+  cr_assert_eq(f->tx.nlocks, 150);
+  cr_assert_eq(prstm_read(&f->tx, big_word(140)), 8);
+  free(f);
+}
+
+/* A new attempt begins with empty indexes: nothing of the last one is
+ * found, whatever it held. */
+Test(index, a_new_attempt_finds_nothing_of_the_last) {
+  big_fixture *f = big_fixture_new();
+  for (uint64_t i = 0; i < 100; i++) prstm_write(&f->tx, big_word(i), prstm_read(&f->tx, big_word(i)) + 1);
+  stm_tx_begin(&f->tx, 0, cmp_priority(0, 0));
+  for (uint64_t i = 0; i < 100; i++) {
+    cr_assert_eq(stm_tx_find_read(&f->tx, big_word(i)), -1);
+    cr_assert_eq(stm_tx_find_write(&f->tx, big_word(i)), -1);
+    cr_assert_eq(stm_tx_find_lock(&f->tx, big_word(i)), -1);
+  }
+  cr_assert_eq(prstm_read(&f->tx, big_word(5)), 0, "the last attempt's write was never committed");
+  free(f);
+}
+#endif

@@ -31,21 +31,20 @@
 #define STM_TICKETS 0
 #endif
 
-/* Membership filters of the read, write and lock sets, in code compiled
- * with PRSTM_WIDE_SETS defined before the first include of prstm_tx.h (a
- * body header whose transactions touch tens of words). Every read, write
- * and lock of an attempt searches its set for the key first, and a set of
- * n entries then costs n^2 / 2 comparisons; on a GPU the sets of such a
- * body sit in thread-local memory, where each comparison is a trip to the
- * cache. A filter is 128 bits of hashed membership: a key whose bit is
- * clear is not in the set, and the search is skipped. The bits only ever
- * cover more keys than the set holds, so a skipped search is never wrong.
- * Small sets keep none: the bits would cost registers that their kernels
- * use. */
+/* Hash indexes of the read, write and lock sets, in code compiled with
+ * PRSTM_WIDE_SETS defined before the first include of prstm_tx.h (a body
+ * header whose transactions touch tens of words). Every read, write and
+ * lock of an attempt looks its key up in its set first, and so does every
+ * commit for each lock and each read; a search of a set of n entries costs
+ * up to n comparisons, so an attempt that touches n words pays n^2 / 2 of
+ * them, and on a GPU the sets of such a body sit in thread-local memory,
+ * where each comparison is a trip to the cache. An index finds the entry in
+ * a slot or two instead (stm_index). Small sets keep none: the lookups are
+ * as short without it, and its clearing would cost every attempt. */
 #ifdef PRSTM_WIDE_SETS
-#define STM_FILTERS 1
+#define STM_INDEXED 1
 #else
-#define STM_FILTERS 0
+#define STM_INDEXED 0
 #endif
 
 /* Counters each executing thread keeps privately and publishes once at the end. */
@@ -149,33 +148,44 @@ typedef struct stm_lock_entry {
   uint32_t held; /* 0 not held, 1 pre-locked, 2 locked */
 } stm_lock_entry;
 
-/* A set's membership filter (STM_FILTERS). */
-typedef struct stm_filter {
-  uint64_t bits[2];
-} stm_filter;
+/* A set's hash index (STM_INDEXED): open addressing over byte slots, each
+ * 0 (empty) or 1 + the position of the entry whose key hashed there or, when
+ * that slot was taken, to a slot before it. The first STM_INDEX_ENTRIES
+ * entries of a set are indexed, in at least twice as many slots, so a
+ * lookup rarely reads more than two; the entries past them (a capacity
+ * above it) are searched one by one. A set whose entries are dropped has
+ * its index cleared with them. */
+#define STM_INDEX_SLOTS 256u
+#define STM_INDEX_ENTRIES 128u
+typedef struct stm_index {
+  uint64_t words[STM_INDEX_SLOTS / 8u];
+} stm_index;
+enum { STM_INDEX_READS = 0, STM_INDEX_WRITES = 1, STM_INDEX_LOCKS = 2 };
 
-PRSTM_INLINE uint64_t stm_filter_slot(uint64_t key) { return (key * 0x9e3779b97f4a7c15ull) >> 57; }
-PRSTM_INLINE void stm_filter_add(stm_filter *f, uint64_t key) {
-  const uint64_t h = stm_filter_slot(key);
-  f->bits[h >> 6] |= 1ull << (h & 63u);
+/* The slots a set of capacity `cap` uses, less one: a power of two at least
+ * twice its indexed entries, at least 16. */
+PRSTM_INLINE uint32_t stm_index_mask(uint32_t cap) {
+  const uint32_t entries = cap < STM_INDEX_ENTRIES ? cap : STM_INDEX_ENTRIES;
+  uint32_t slots = 16u;
+  while (slots < 2u * entries) slots <<= 1;
+  return slots - 1u;
 }
-/* 0 when key is surely not in the filter's set; 1 when it may be. */
-PRSTM_INLINE int stm_filter_may_hold(const stm_filter *f, uint64_t key) {
-  const uint64_t h = stm_filter_slot(key);
-  return (int)((f->bits[h >> 6] >> (h & 63u)) & 1u);
+PRSTM_INLINE uint32_t stm_index_home(uint64_t key, uint32_t mask) {
+  return (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> 56) & mask;
 }
-
-/* The filters live in prstm_tx only where they are compiled, so that the
- * attempt of a small-set kernel keeps its registers (prstm_tx never leaves
- * the file that compiled it: every function on it is static). SET is
- * reads, writes or locks. */
-#if STM_FILTERS
-#define STM_FILTER_ADD(tx, set, key) stm_filter_add(&(tx)->set##_filter, (key))
-#define STM_FILTER_MAY_HOLD(tx, set, key) stm_filter_may_hold(&(tx)->set##_filter, (key))
-#else
-#define STM_FILTER_ADD(tx, set, key) ((void)0)
-#define STM_FILTER_MAY_HOLD(tx, set, key) 1
-#endif
+PRSTM_INLINE uint32_t stm_index_get(const stm_index *x, uint32_t slot) {
+  return (uint32_t)(x->words[slot >> 3] >> ((slot & 7u) * 8u)) & 0xffu;
+}
+PRSTM_INLINE void stm_index_clear(stm_index *x, uint32_t mask) {
+  for (uint32_t i = 0; i <= mask >> 3; i++) x->words[i] = 0;
+}
+/* Records that entry `pos` holds `key` (a key not in the set yet). */
+PRSTM_INLINE void stm_index_add(stm_index *x, uint32_t mask, uint64_t key, uint32_t pos) {
+  if (pos >= STM_INDEX_ENTRIES) return;
+  uint32_t slot = stm_index_home(key, mask);
+  while (stm_index_get(x, slot) != 0) slot = (slot + 1u) & mask;
+  x->words[slot >> 3] |= (uint64_t)(pos + 1u) << ((slot & 7u) * 8u);
+}
 
 /* One transaction attempt: thread-private sets of fixed capacity. */
 typedef struct prstm_tx {
@@ -211,9 +221,11 @@ typedef struct prstm_tx {
   /* This thread's footprint span so far (prstm_exec_ctx.span), kept where
    * the walk runs with one. */
   uint64_t span[STM_SPAN_WORDS];
-#if STM_FILTERS
-  /* Filters of the sets, keyed by read lock, written word and lock. */
-  stm_filter reads_filter, writes_filter, locks_filter;
+#if STM_INDEXED
+  /* The indexes of the read, write and lock sets (STM_INDEX_READS, ...),
+   * keyed by read lock, written word and lock, and their slots less one. */
+  stm_index *index;
+  uint32_t index_mask;
 #endif
 #if STM_TICKETS
   /* Whether a ticket is still to be taken at commit (prstm_ticket), and
@@ -223,6 +235,42 @@ typedef struct prstm_tx {
   uint64_t ticket_version;
 #endif
 } prstm_tx;
+
+/* The position of the entry of `key` in one of the attempt's sets, or -1
+ * when the set holds none: stm_tx_find_read (keyed by the lock read under),
+ * stm_tx_find_write (by the word, whatever its marks) and stm_tx_find_lock.
+ * With an index, its slots and then the entries past the indexed ones;
+ * without, every entry. Each key is in its set at most once. */
+#if STM_INDEXED
+#define STM_DEFINE_FIND(NAME, SET, COUNT, WHICH, KEY_OF)                                              \
+  PRSTM_INLINE int NAME(const prstm_tx *tx, uint64_t key) {                                           \
+    const stm_index *x = &tx->index[WHICH];                                                           \
+    for (uint32_t slot = stm_index_home(key, tx->index_mask);; slot = (slot + 1u) & tx->index_mask) { \
+      const uint32_t v = stm_index_get(x, slot);                                                      \
+      if (v == 0) break;                                                                              \
+      if (KEY_OF(tx->SET[v - 1u]) == key) return (int)(v - 1u);                                       \
+    }                                                                                                 \
+    if (tx->cap > STM_INDEX_ENTRIES)                                                                  \
+      for (uint32_t i = STM_INDEX_ENTRIES; i < tx->COUNT; i++)                                        \
+        if (KEY_OF(tx->SET[i]) == key) return (int)i;                                                 \
+    return -1;                                                                                        \
+  }
+#define STM_INDEX_ADD(tx, which, key, pos) stm_index_add(&(tx)->index[which], (tx)->index_mask, (key), (pos))
+#else
+#define STM_DEFINE_FIND(NAME, SET, COUNT, WHICH, KEY_OF)    \
+  PRSTM_INLINE int NAME(const prstm_tx *tx, uint64_t key) { \
+    for (uint32_t i = 0; i < tx->COUNT; i++)                \
+      if (KEY_OF(tx->SET[i]) == key) return (int)i;         \
+    return -1;                                              \
+  }
+#define STM_INDEX_ADD(tx, which, key, pos) ((void)0)
+#endif
+#define STM_KEY_OF_LOCK(e) ((e).lock)
+/* A write entry's word carries marks only where adds or tickets are compiled. */
+#define STM_KEY_OF_WRITE(e) ((STM_ADDS || STM_TICKETS) ? STM_WRITE_ADDR((e).addr) : (e).addr)
+STM_DEFINE_FIND(stm_tx_find_read, reads, nreads, STM_INDEX_READS, STM_KEY_OF_LOCK)
+STM_DEFINE_FIND(stm_tx_find_write, writes, nwrites, STM_INDEX_WRITES, STM_KEY_OF_WRITE)
+STM_DEFINE_FIND(stm_tx_find_lock, locks, nlocks, STM_INDEX_LOCKS, STM_KEY_OF_LOCK)
 
 /* ---- The body API: what a transaction type's code calls. ---- */
 
@@ -300,18 +348,16 @@ PRSTM_INLINE uint64_t stm_tx_read_word(prstm_tx *tx, uint64_t addr, uint64_t del
   uint64_t version = stm_lock_version(before);
   /* With lock_coverage > 1 several addresses share a lock: one entry per lock,
    * and every read under it must have seen the same version. */
-  if (STM_FILTER_MAY_HOLD(tx, reads, l))
-    for (uint32_t i = 0; i < tx->nreads; i++) {
-      if (tx->reads[i].lock == l) {
-        if (tx->reads[i].version != version) stm_tx_doom(tx, STM_TX_CONFLICT);
-        return hash ? stm_tx_saw(tx, value) : value;
-      }
-    }
+  const int r = stm_tx_find_read(tx, l);
+  if (r >= 0) {
+    if (tx->reads[r].version != version) stm_tx_doom(tx, STM_TX_CONFLICT);
+    return hash ? stm_tx_saw(tx, value) : value;
+  }
   if (tx->nreads == tx->cap) {
     stm_tx_doom(tx, STM_TX_CAPACITY);
     return 0;
   }
-  STM_FILTER_ADD(tx, reads, l);
+  STM_INDEX_ADD(tx, STM_INDEX_READS, l, tx->nreads);
   tx->reads[tx->nreads].lock = l;
   tx->reads[tx->nreads].version = version;
   tx->nreads++;
@@ -326,12 +372,10 @@ PRSTM_INLINE uint64_t stm_tx_read(prstm_tx *tx, uint64_t addr, int hash) {
    * attempt reads under, is applied under its own lock at commit
    * (stm_tx_settle_adds), so the value read stays the value written on. */
   uint64_t delta = 0;
-  for (uint32_t i = 0; i < (STM_FILTER_MAY_HOLD(tx, writes, addr) ? tx->nwrites : 0u); i++) {
-    if (tx->writes[i].addr == addr) return hash ? stm_tx_saw(tx, tx->writes[i].value) : tx->writes[i].value;
-    if (STM_ADDS && tx->writes[i].addr == (addr | STM_WRITE_ADD)) {
-      delta = tx->writes[i].value;
-      break;
-    }
+  const int w = stm_tx_find_write(tx, addr);
+  if (w >= 0) {
+    if (tx->writes[w].addr == addr) return hash ? stm_tx_saw(tx, tx->writes[w].value) : tx->writes[w].value;
+    if (STM_ADDS && tx->writes[w].addr == (addr | STM_WRITE_ADD)) delta = tx->writes[w].value;
   }
 #if !defined(__CUDA_ARCH__)
   /* One thread alone on a state nobody changes: nothing to validate. */
@@ -394,10 +438,8 @@ PRSTM_INLINE uint64_t prstm_read_immutable(prstm_tx *tx, uint64_t addr) {
  * at least one entry of the write set. */
 PRSTM_INLINE void stm_tx_lock_for_write(prstm_tx *tx, uint64_t addr) {
   uint64_t l = stm_lock_index(addr, tx->ctx->lock_coverage);
-  if (STM_FILTER_MAY_HOLD(tx, locks, l))
-    for (uint32_t i = 0; i < tx->nlocks; i++)
-      if (tx->locks[i].lock == l) return;
-  STM_FILTER_ADD(tx, locks, l);
+  if (stm_tx_find_lock(tx, l) >= 0) return;
+  STM_INDEX_ADD(tx, STM_INDEX_LOCKS, l, tx->nlocks);
   tx->locks[tx->nlocks].lock = l;
   tx->locks[tx->nlocks].version = 0;
   tx->locks[tx->nlocks].held = 0;
@@ -414,20 +456,19 @@ PRSTM_INLINE void stm_tx_write(prstm_tx *tx, uint64_t addr, uint64_t value, int 
     return;
   }
   STM_TICKET_TOUCHED(tx, addr);
-  for (uint32_t i = 0; i < (STM_FILTER_MAY_HOLD(tx, writes, addr) ? tx->nwrites : 0u); i++) {
-    if ((STM_ADDS ? STM_WRITE_ADDR(tx->writes[i].addr) : tx->writes[i].addr) == addr) {
-      /* A value written over an add replaces it: the add's word is now written. */
-      if (STM_ADDS && lock && tx->writes[i].addr != addr) stm_tx_lock_for_write(tx, addr);
-      tx->writes[i].addr = addr;
-      tx->writes[i].value = value;
-      return;
-    }
+  const int i = stm_tx_find_write(tx, addr);
+  if (i >= 0) {
+    /* A value written over an add replaces it: the add's word is now written. */
+    if (STM_ADDS && lock && tx->writes[i].addr != addr) stm_tx_lock_for_write(tx, addr);
+    tx->writes[i].addr = addr;
+    tx->writes[i].value = value;
+    return;
   }
   if (tx->nwrites == tx->cap) {
     stm_tx_doom(tx, STM_TX_CAPACITY);
     return;
   }
-  STM_FILTER_ADD(tx, writes, addr);
+  STM_INDEX_ADD(tx, STM_INDEX_WRITES, addr, tx->nwrites);
   tx->writes[tx->nwrites].addr = addr;
   tx->writes[tx->nwrites].value = value;
   tx->nwrites++;
@@ -468,11 +509,10 @@ PRSTM_INLINE void prstm_add(prstm_tx *tx, uint64_t addr, uint64_t delta) {
     return;
   }
   STM_TICKET_TOUCHED(tx, addr);
-  for (uint32_t i = 0; i < (STM_FILTER_MAY_HOLD(tx, writes, addr) ? tx->nwrites : 0u); i++) {
-    if (STM_WRITE_ADDR(tx->writes[i].addr) == addr) {
-      tx->writes[i].value += delta;
-      return;
-    }
+  const int i = stm_tx_find_write(tx, addr);
+  if (i >= 0) {
+    tx->writes[i].value += delta;
+    return;
   }
   if (!STM_ADDS || !tx->ctx->add_counts) {
     /* No counters: a read the body never sees (so not in the read hash),
@@ -485,7 +525,7 @@ PRSTM_INLINE void prstm_add(prstm_tx *tx, uint64_t addr, uint64_t delta) {
     stm_tx_doom(tx, STM_TX_CAPACITY);
     return;
   }
-  STM_FILTER_ADD(tx, writes, addr);
+  STM_INDEX_ADD(tx, STM_INDEX_WRITES, addr, tx->nwrites);
   tx->writes[tx->nwrites].addr = addr | STM_WRITE_ADD;
   tx->writes[tx->nwrites].value = delta;
   tx->nwrites++;
@@ -532,8 +572,7 @@ PRSTM_INLINE void prstm_ticket(prstm_tx *tx, uint64_t counter, uint64_t dest) {
 #if !defined(__CUDA_ARCH__)
   if (tx->unchecked) deferred = 0; /* nothing to wait for: the read is as cheap */
 #endif
-  for (uint32_t i = 0; deferred && i < tx->nwrites; i++)
-    if (STM_WRITE_ADDR(tx->writes[i].addr) == counter) deferred = 0;
+  if (deferred && stm_tx_find_write(tx, counter) >= 0) deferred = 0;
   if (deferred) {
     prstm_write(tx, dest, 0); /* the value comes at commit */
     if (tx->state != STM_TX_OK) return;
@@ -541,9 +580,8 @@ PRSTM_INLINE void prstm_ticket(prstm_tx *tx, uint64_t counter, uint64_t dest) {
       stm_tx_doom(tx, STM_TX_CAPACITY);
       return;
     }
-    uint32_t d = 0;
-    while (tx->writes[d].addr != dest) d++;
-    STM_FILTER_ADD(tx, writes, counter);
+    const uint32_t d = (uint32_t)stm_tx_find_write(tx, dest);
+    STM_INDEX_ADD(tx, STM_INDEX_WRITES, counter, tx->nwrites);
     tx->writes[tx->nwrites].addr = counter | STM_WRITE_TICKET;
     tx->writes[tx->nwrites].value = d;
     tx->ticket_entry = tx->nwrites++;
@@ -564,6 +602,10 @@ PRSTM_INLINE void prstm_ticket(prstm_tx *tx, uint64_t counter, uint64_t dest) {
 PRSTM_INLINE void stm_tx_drop_writes(prstm_tx *tx) {
   tx->nwrites = 0;
   tx->nlocks = 0;
+#if STM_INDEXED
+  stm_index_clear(&tx->index[STM_INDEX_WRITES], tx->index_mask);
+  stm_index_clear(&tx->index[STM_INDEX_LOCKS], tx->index_mask);
+#endif
 #if STM_TICKETS
   tx->ticket = 0;
 #endif
@@ -583,12 +625,13 @@ PRSTM_INLINE void stm_tx_begin(prstm_tx *tx, uint64_t row, uint64_t prio) {
   tx->unchecked = 0;
   tx->conflict_lock = tx->conflict_word = 0;
 #if STM_TICKETS
-  tx->ticket = tx->ticket_held = 0;
+  tx->ticket = tx->ticket_held = tx->ticket_entry = 0;
 #endif
-#if STM_FILTERS
-  tx->reads_filter.bits[0] = tx->reads_filter.bits[1] = 0;
-  tx->writes_filter.bits[0] = tx->writes_filter.bits[1] = 0;
-  tx->locks_filter.bits[0] = tx->locks_filter.bits[1] = 0;
+#if STM_INDEXED
+  tx->index_mask = stm_index_mask(tx->cap);
+  stm_index_clear(&tx->index[STM_INDEX_READS], tx->index_mask);
+  stm_index_clear(&tx->index[STM_INDEX_WRITES], tx->index_mask);
+  stm_index_clear(&tx->index[STM_INDEX_LOCKS], tx->index_mask);
 #endif
 }
 
@@ -652,13 +695,6 @@ PRSTM_INLINE void stm_tx_release_all(prstm_tx *tx) {
   if (STM_ADDS && tx->adds_counted) stm_tx_uncount_adds(tx);
 }
 
-PRSTM_INLINE int stm_tx_find_lock(const prstm_tx *tx, uint64_t l) {
-  if (!STM_FILTER_MAY_HOLD(tx, locks, l)) return -1;
-  for (uint32_t i = 0; i < tx->nlocks; i++)
-    if (tx->locks[i].lock == l) return (int)i;
-  return -1;
-}
-
 /* Light validation for a decision that writes nothing and needs no place in
  * the commit order (a postponement): every read lock still has the version
  * read and is not finally locked, so the snapshot the body saw was consistent. */
@@ -692,14 +728,6 @@ PRSTM_INLINE uint64_t stm_wait_unlocked(const prstm_exec_ctx *ctx, const uint64_
     w = port_load_acquire(lw);
   }
   return w;
-}
-
-/* The read-set entry of lock l, or -1 when the attempt did not read under it. */
-PRSTM_INLINE int stm_tx_find_read(const prstm_tx *tx, uint64_t l) {
-  if (!STM_FILTER_MAY_HOLD(tx, reads, l)) return -1;
-  for (uint32_t i = 0; i < tx->nreads; i++)
-    if (tx->reads[i].lock == l) return (int)i;
-  return -1;
 }
 
 /* Pre-lock one lock of the write set, stealing a lower-priority pre-lock.

@@ -54,9 +54,19 @@
 
 /* A body whose transactions read or write tens of words (TPC-C's NewOrder)
  * defines PRSTM_WIDE_SETS before the first include of this header too:
- * its read, write and lock sets then keep membership filters, and a word
- * new to a set skips the search of that set. Small sets keep none (the
- * filters cost registers); the outcome is the same either way. */
+ * its read, write and lock sets then keep hash indexes, and a word is found
+ * in a set in a slot or two instead of a search of the set. Small sets keep
+ * none (clearing the indexes would cost every attempt more than the
+ * searches); the outcome is the same either way. */
+
+/* The sets' indexes of a worker (STM_INDEXED), beside its sets. */
+#if STM_INDEXED
+#define PRSTM_WORKER_INDEXES(tx) \
+  stm_index indexes[3];          \
+  (tx).index = indexes
+#else
+#define PRSTM_WORKER_INDEXES(tx) ((void)0)
+#endif
 
 /* Instantiates a workload's worker with set capacity CAP: the one body of
  * code, compiled into the CPU backend by PRSTM_CPU_WORKER (a .c file) and into
@@ -72,6 +82,7 @@
     tx.reads = reads;                                                         \
     tx.writes = writes;                                                       \
     tx.locks = locks;                                                         \
+    PRSTM_WORKER_INDEXES(tx);                                                 \
     cmp_walk_block(&tx, ctx, rank, DISPATCH);                                 \
   }
 
@@ -136,6 +147,7 @@ int prstm_gpu_kernel_max_threads(const void *kernel, uint32_t *max_threads, char
     tx.reads = in_shared ? &shared_reads[threadIdx.x * SHARED_CAP] : local_reads;                           \
     tx.writes = in_shared ? &shared_writes[threadIdx.x * SHARED_CAP] : local_writes;                        \
     tx.locks = in_shared ? &shared_locks[threadIdx.x * SHARED_CAP] : local_locks;                           \
+    PRSTM_WORKER_INDEXES(tx);                                                                               \
     cmp_walk_block(&tx, &ctx, rank, DISPATCH);                                                              \
   }                                                                                                         \
   extern "C" int NAME##_gpu_launch(const prstm_exec_ctx *ctx, uint32_t threads, char *err, size_t errlen) { \
