@@ -2,6 +2,8 @@
 #ifndef SKIPLIST_BODY_H
 #define SKIPLIST_BODY_H
 
+/* A walk reads tens of links: the sets keep hash indexes. */
+#define PRSTM_WIDE_SETS 1
 #include "prstm_tx.h"
 
 /* Type indices, in the order of skiplist_types[] in skiplist.c. */
