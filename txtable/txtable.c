@@ -307,19 +307,30 @@ static void *column_copy_rows(void *arg) {
       memset(to, 0, (size_t)m * sizeof *to);
       continue;
     }
-    const void *from = j->cols[c].data;
+    /* A column need not be aligned to its width (a .npy file's data starts
+     * wherever its header ends), so narrow values are read byte-wise;
+     * memcpy of a fixed width compiles to one unaligned load. */
+    const unsigned char *from = j->cols[c].data;
     switch (j->cols[c].width) {
       case 8:
-        memcpy(to, (const uint64_t *)from + lo, (size_t)m * sizeof *to);
+        memcpy(to, from + lo * 8u, (size_t)m * sizeof *to);
         break;
       case 4:
-        for (uint64_t i = 0; i < m; i++) to[i] = ((const uint32_t *)from)[lo + i];
+        for (uint64_t i = 0; i < m; i++) {
+          uint32_t v;
+          memcpy(&v, from + (lo + i) * 4u, sizeof v);
+          to[i] = v;
+        }
         break;
       case 2:
-        for (uint64_t i = 0; i < m; i++) to[i] = ((const uint16_t *)from)[lo + i];
+        for (uint64_t i = 0; i < m; i++) {
+          uint16_t v;
+          memcpy(&v, from + (lo + i) * 2u, sizeof v);
+          to[i] = v;
+        }
         break;
       default:
-        for (uint64_t i = 0; i < m; i++) to[i] = ((const uint8_t *)from)[lo + i];
+        for (uint64_t i = 0; i < m; i++) to[i] = from[lo + i];
         break;
     }
   }
