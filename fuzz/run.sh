@@ -3,7 +3,7 @@
 #
 #   fuzz/run.sh BUILD_DIR SECONDS
 #
-# Each fuzzer runs SECONDS seconds on a temporary copy of fuzz/corpus/NAME
+# The fuzzers run at the same time, each SECONDS seconds on a temporary copy of fuzz/corpus/NAME
 # (the corpus in the repository is never modified), with -max_len=4096,
 # -timeout=10 and the dictionary fuzz/NAME.dict. Prints per fuzzer the
 # executions and whether it crashed. Any crash, leak, UBSan report, failed
@@ -76,28 +76,33 @@ trap 'rm -rf "$WORK"' EXIT
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 
-failed=0
-for f in "${FUZZERS[@]}"; do
-  corpus="$WORK/corpus-$f" artifacts="$BUILD_DIR/fuzz-artifacts/$f" log="$WORK/$f.log"
+# One fuzzer's run and its verdict, written to WORK/NAME.result; exit 1 when
+# it found something.
+fuzz_one() {
+  local f=$1
+  local corpus="$WORK/corpus-$f" artifacts="$BUILD_DIR/fuzz-artifacts/$f" log="$WORK/$f.log"
+  local out="$WORK/$f.result"
   mkdir -p "$corpus" "$artifacts"
   cp -R "fuzz/corpus/${CORPUS[$f]}/." "$corpus/"
   # Artifacts of an earlier run would be taken for this run's findings.
   rm -f "$artifacts"/crash-* "$artifacts"/leak-* "$artifacts"/timeout-* "$artifacts"/oom-* \
     "$artifacts"/slow-unit-* "$artifacts"/*.log
-  dict=()
+  local dict=()
   [ -f "fuzz/${CORPUS[$f]}.dict" ] && dict=(-dict="fuzz/${CORPUS[$f]}.dict")
   "$BIN_DIR/$f" -max_len=4096 -timeout=10 -max_total_time="$SECONDS_EACH" -print_final_stats=1 \
     "${dict[@]}" -artifact_prefix="$artifacts/" "$corpus" >"$log" 2>&1
-  rc=$?
+  local rc=$?
+  local execs found kind a
   execs=$(sed -n 's/^stat::number_of_executed_units: *\([0-9]*\).*/\1/p' "$log" | tail -n 1)
   [ -n "$execs" ] || execs=$(sed -n 's/^Done \([0-9]*\) runs.*/\1/p' "$log" | tail -n 1)
   [ -n "$execs" ] || execs=0
   found=$(find "$artifacts" -maxdepth 1 -type f \( -name 'crash-*' -o -name 'leak-*' \
     -o -name 'timeout-*' -o -name 'oom-*' \) -printf '%f\n' | sort)
   if [ $rc -eq 0 ] && [ -z "$found" ] && [ "$execs" -gt 0 ]; then
-    printf '%s: %s executions, no crash\n' "$f" "$execs"
-  else
-    failed=1
+    printf '%s: %s executions, no crash\n' "$f" "$execs" >"$out"
+    return 0
+  fi
+  {
     kind=$(grep -m1 -oE 'ERROR: [A-Za-z]+: .*|runtime error:.*|fuzz check failed.*' "$log")
     # A failed harness check explains itself on the next line.
     case "$kind" in "fuzz check failed"*) kind="$kind;$(grep -m1 -A1 'fuzz check failed' "$log" | tail -n 1)" ;; esac
@@ -106,6 +111,20 @@ for f in "${FUZZERS[@]}"; do
     cp "$log" "$artifacts/$f.log"
     printf '  log: %s/%s.log\n' "$artifacts" "$f"
     grep -m1 -B1 -A14 -E 'ERROR: |runtime error:|fuzz check failed' "$log" | sed 's/^/  | /'
-  fi
+  } >"$out"
+  return 1
+}
+
+# The fuzzers run side by side: each is one process, and SECONDS is wall
+# time, so a run takes SECONDS whatever the number of fuzzers.
+pids=()
+for f in "${FUZZERS[@]}"; do
+  fuzz_one "$f" &
+  pids+=($!)
+done
+failed=0
+for i in "${!FUZZERS[@]}"; do
+  wait "${pids[$i]}" || failed=1
+  cat "$WORK/${FUZZERS[$i]}.result"
 done
 exit $failed

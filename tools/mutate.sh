@@ -7,8 +7,8 @@
 # The scratch copy builds the CPU backend alone (-DPRSTM_WITH_CUDA=OFF): the
 # mutants are in code both backends share or in the host's own code, and CI
 # has no GPU to run a GPU build's kernels on. Each mutant rebuilds only the
-# programs its catcher needs (the catcher and prstm-run) and runs only the
-# catcher: a mutant in a header every workload includes would otherwise
+# programs its catcher needs (the catcher, and prstm-run where the catcher
+# runs it) and runs only the catcher: a mutant in a header every workload includes would otherwise
 # rebuild and rerun the whole tree, more than two minutes a mutant on two
 # cores.
 set -uo pipefail
@@ -80,7 +80,7 @@ mkdir -p "$log"
 rm -rf "$src"
 mkdir -p "$src"
 (cd "$root" && git ls-files -z | xargs -0 cp --parents -t "$src")
-# The catchers of the mutants asked for, and the programs they run.
+# The catchers of the mutants asked for.
 catchers=()
 for m in "${mutants[@]}"; do
   IFS='|' read -r name tests _ <<<"$m"
@@ -93,7 +93,9 @@ if ((${#catchers[@]} == 0)); then
   exit 2
 fi
 mapfile -t catchers < <(printf '%s\n' "${catchers[@]}" | sort -u)
-build_for() { cmake --build "$build" -j"$(nproc)" --target prstm-run "$@"; }
+# A test target depends on the programs it runs (prstm-run among them where
+# it runs it), so building the catchers builds what they need and no more.
+build_for() { cmake --build "$build" -j"$(nproc)" --target "$@"; }
 # With ccache (Debian's ccache), the build after a mutant is taken back
 # finds the unmutated objects in the cache instead of compiling them again.
 launcher=()
