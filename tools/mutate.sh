@@ -8,9 +8,9 @@
 # mutants are in code both backends share or in the host's own code, and CI
 # has no GPU to run a GPU build's kernels on. Each mutant rebuilds only the
 # programs its catcher needs (the catcher, and prstm-run where the catcher
-# runs it) and runs only the catcher: a mutant in a header every workload includes would otherwise
-# rebuild and rerun the whole tree, more than two minutes a mutant on two
-# cores.
+# runs it) and runs only the catcher: a mutant in a header every workload
+# includes would otherwise rebuild and rerun the whole tree, more than two
+# minutes a mutant on two cores.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 check_only=0
