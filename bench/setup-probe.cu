@@ -28,8 +28,11 @@ static double now_s(void) {
 
 /* Ordinary memory made pinned by cudaHostRegister, after its first touch:
  * with `huge`, aligned to and advised for transparent huge pages, which
- * give the driver 512 times fewer pages to pin. */
-static void probe_register(size_t bytes, int huge) {
+ * give the driver 512 times fewer pages to pin. Registered, it is copied to
+ * the device buffer d (of at least `bytes`) at the link's rate, and the
+ * whole round (register, copy, unregister) is what an engine would pay to
+ * copy a caller's ordinary batch straight from its own memory. */
+static void probe_register(size_t bytes, int huge, void *d) {
   double mib = (double)bytes / 1048576.0;
   void *p = NULL;
   if (posix_memalign(&p, huge ? (2u << 20) : 4096u, bytes) != 0) {
@@ -43,18 +46,23 @@ static void probe_register(size_t bytes, int huge) {
   t = now_s();
   PROBE_CHECK(cudaHostRegister(p, bytes, cudaHostRegisterDefault));
   double reg = now_s() - t;
+  t = now_s();
+  PROBE_CHECK(cudaMemcpy(d, p, bytes, cudaMemcpyHostToDevice));
+  double up = now_s() - t;
+  t = now_s();
   PROBE_CHECK(cudaHostUnregister(p));
+  double unreg = now_s() - t;
   free(p);
-  printf("%8.0f MiB  %s + touch %.4f s, cudaHostRegister %.4f s\n", mib,
+  printf("%8.0f MiB  %s + touch %.4f s, cudaHostRegister %.4f s, upload %.4f s, cudaHostUnregister %.4f s\n", mib,
          !huge     ? "malloc"
          : advised ? "huge-page malloc"
                    : "huge-page malloc (madvise refused)",
-         touch, reg);
+         touch, reg, up, unreg);
 }
 
 /* Three ways to get `bytes` of pinned host memory, each timed with its first
  * touch (pages are only really there once written). */
-static void probe_pinned(size_t bytes) {
+static void probe_pinned(size_t bytes, void *d) {
   double mib = (double)bytes / 1048576.0;
   void *p = NULL;
   double t = now_s();
@@ -66,16 +74,17 @@ static void probe_pinned(size_t bytes) {
   t = now_s();
   PROBE_CHECK(cudaFreeHost(p));
   printf("%8.0f MiB  cudaHostAlloc %.4f s, first touch %.4f s, cudaFreeHost %.4f s\n", mib, alloc, touch, now_s() - t);
-  probe_register(bytes, 0);
-  probe_register(bytes, 1);
+  probe_register(bytes, 0, d);
+  probe_register(bytes, 1, d);
 }
 
 int main(int argc, char **argv) {
   if (argc > 1) {
     printf(
         "usage: setup-probe\n\nTimes, on this machine's GPU: the CUDA context, pinned host memory of 16, 64\n"
-        "and 160 MiB got three ways, a 160 MiB device allocation and upload, stream and\n"
-        "event creation. No options.\n");
+        "and 160 MiB got three ways (registered memory also uploaded and unregistered),\n"
+        "a 160 MiB device allocation and pageable upload, stream and event creation.\n"
+        "No options.\n");
     return strcmp(argv[1], "--help") == 0 ? 0 : 2;
   }
   double t = now_s();
@@ -85,14 +94,14 @@ int main(int argc, char **argv) {
   t = now_s();
   PROBE_CHECK(cudaGetDeviceProperties(&prop, 0));
   printf("cudaGetDeviceProperties   %.4f s (%s)\n", now_s() - t, prop.name);
-  size_t sizes[] = {16u << 20, 64u << 20, 160u << 20};
-  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) probe_pinned(sizes[i]);
-
   size_t bytes = 160u << 20;
   void *d = NULL;
   t = now_s();
   PROBE_CHECK(cudaMalloc(&d, bytes));
   printf("cudaMalloc 160 MiB        %.4f s\n", now_s() - t);
+  size_t sizes[] = {16u << 20, 64u << 20, 160u << 20};
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) probe_pinned(sizes[i], d);
+
   void *src = malloc(bytes);
   if (!src) return 1;
   memset(src, 2, bytes);
