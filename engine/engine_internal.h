@@ -177,6 +177,9 @@ typedef struct engine_contention {
   double abort_q;
 } engine_contention;
 void engine_contention_sample(const prstm_engine *e, const prstm_batch *b, engine_contention *c);
+/* The batch row that sample row i of `rows` is, in a batch of n rows: every
+ * row when rows is n, else runs of consecutive rows spread over the batch. */
+uint64_t engine_contention_sample_row(uint64_t n, uint64_t rows, uint64_t i);
 /* The words row r names as far as the host can tell: the workload's
  * row_words hook, else its address arguments; at most cap, 0 when none.
  * Addresses come without the hook's PRSTM_ROW_WORD_AT_COMMIT mark. */

@@ -350,6 +350,51 @@ Test(contention, address_lists_count_every_address) {
   prstm_batch_destroy(b);
 }
 
+/* The sample groups equal words whatever bytes tell them apart: ten hot
+ * accounts that differ only in their third byte, each the source of a
+ * tenth of the rows, and destinations that are all distinct. */
+Test(contention, equal_words_are_counted_together_whatever_bytes_differ) {
+  const prstm_workload *wl = prstm_workload_find("bank");
+  prstm_engine *e = open_bank(wl, PRSTM_BACKEND_CPU, 2, PRSTM_DELTAS_OFF, 1u << 20, 1000000);
+  prstm_batch *b = NULL;
+  cr_assert_eq(prstm_batch_create(&b, wl), 0);
+  for (uint64_t i = 0; i < 1000; i++) {
+    prstm_word args[3] = {7 + (i % 10) * 65536, 300000 + 3 * i, 1};
+    cr_assert_eq(prstm_batch_append_named(b, "transfer", args, 3), 0);
+  }
+  engine_contention c;
+  engine_contention_sample(e, b, &c);
+  cr_assert(c.known);
+  cr_assert_eq(c.words, 2000);
+  cr_assert_eq(c.hottest_count, 100);
+  cr_assert_float_eq(c.q, 10.0 * 100 * 99 / (2000.0 * 1999), 1e-12);
+  prstm_engine_destroy(e);
+  prstm_batch_destroy(b);
+}
+
+/* The sample's rows of a large batch are distinct, in order, and spread to
+ * its last stretch; a batch no larger than the sample is taken whole. */
+Test(contention, sample_rows_are_distinct_and_span_the_batch) {
+  const uint64_t sizes[] = {100, 16384, 16385, 100000, 10000019};
+  for (unsigned s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+    const uint64_t n = sizes[s],
+                   rows = n < PRSTM_POLICY_CONTENTION_SAMPLE_ROWS ? n : PRSTM_POLICY_CONTENTION_SAMPLE_ROWS;
+    uint64_t last = 0;
+    for (uint64_t i = 0; i < rows; i++) {
+      const uint64_t r = engine_contention_sample_row(n, rows, i);
+      cr_assert_lt(r, n, "n %llu: sample row %llu is row %llu", (unsigned long long)n, (unsigned long long)i,
+                   (unsigned long long)r);
+      if (i)
+        cr_assert_gt(r, last, "n %llu: sample rows %llu and %llu out of order", (unsigned long long)n,
+                     (unsigned long long)i - 1, (unsigned long long)i);
+      last = r;
+    }
+    cr_assert_eq(engine_contention_sample_row(n, rows, 0), 0);
+    cr_assert_geq(last + n / 64 + PRSTM_POLICY_CONTENTION_SAMPLE_RUN, n, "n %llu: the sample ends at row %llu",
+                  (unsigned long long)n, (unsigned long long)last);
+  }
+}
+
 /* A row_words address marked PRSTM_ROW_WORD_AT_COMMIT counts for the
  * sample's pairs and hottest word (backend auto), but not for the threads
  * in flight; the same address unmarked lowers them. */

@@ -308,7 +308,7 @@ Test(tpcc_cpu, auto_sends_few_warehouses_to_the_cpu_and_many_to_the_gpu) {
     cr_assert_eq(hot.rows, 16384);
     for (uint64_t k = 0; k < hot.rows; k++) {
       /* The sample's rows, spread over the batch as the sample spreads them. */
-      const uint64_t at = (uint64_t)((double)k * 100000.0 / (double)hot.rows);
+      const uint64_t at = engine_contention_sample_row(100000, hot.rows, k);
       if (prstm_batch_type(r.batch, at) == TPCC_NEW_ORDER) {
         new_orders++;
         lines_sampled += prstm_batch_arg(r.batch, at, 4);

@@ -50,6 +50,8 @@
 /* Rows of the sample from which a run measures how hot its words are
  * (engine_contention_sample). */
 #define PRSTM_POLICY_CONTENTION_SAMPLE_ROWS 16384u
+/* The sample takes its rows in runs of this many consecutive rows. */
+#define PRSTM_POLICY_CONTENTION_SAMPLE_RUN 256u
 /* With options.deltas AUTO, a batch of declared steps takes the delta path
  * when a transaction would meet at least this many others on its words in
  * the STM, on average, */
