@@ -127,6 +127,13 @@ typedef struct backend_ops {
   /* The replica's words in the GPU's memory, for exchanges between GPUs
    * (engine/multi.c); NULL on the CPU. */
   uint64_t *(*state_device)(backend_stream *s);
+  /* Page-locks a large ordinary batch's columns where they lie for a
+   * chunked run, so that its units copy their rows straight from them
+   * (b->registered), and gives them back. Returns what batch_unlock_pages
+   * takes, NULL when nothing is locked. NULL where units copy nothing (the
+   * CPU). */
+  void *(*batch_lock_pages)(prstm_batch *b);
+  void (*batch_unlock_pages)(prstm_batch *b, void *locked);
 } backend_ops;
 
 /* What the GPU backend keeps on an engine from one whole run to the next

@@ -256,6 +256,57 @@ static int gpu_copy_down(gpu_staging *s, void *dst, const void *src, size_t n, c
   }
 }
 
+/* ---- ordinary host memory page-locked in place for one run ---- */
+
+/* The ranges a run page-locked itself, to be unlocked when it ends: never
+ * one that was pinned or registered before (a pinned batch, a caller's own
+ * registration), which stays as it was. */
+#define GPU_LOCKED_MAX 8
+typedef struct gpu_locked {
+  void *p[GPU_LOCKED_MAX];
+  unsigned n;
+} gpu_locked;
+
+/* Whether [p, p + bytes) is page-locked now: already, or by this call when
+ * it has at least min_bytes. A range that cannot be locked (overlapping
+ * another registration, or refused by the driver) is copied as pageable
+ * memory, as before: not an error. */
+static int gpu_lock_pages(gpu_locked *l, const void *p, size_t bytes, size_t min_bytes) {
+  if (!p || bytes == 0) return 0;
+  cudaPointerAttributes a;
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  if (a.type != cudaMemoryTypeUnregistered) return 1;
+  if (bytes < min_bytes || l->n == GPU_LOCKED_MAX) return 0;
+  /* Portable: a multi-unit run's other GPUs copy from it too. */
+  if (cudaHostRegister((void *)p, bytes, cudaHostRegisterPortable) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  l->p[l->n++] = (void *)p;
+  return 1;
+}
+
+/* Unlocks what gpu_lock_pages locked, last first. The memory is the
+ * caller's either way, so a failure is cleared, not reported. */
+static void gpu_unlock_pages(gpu_locked *l) {
+  while (l->n)
+    if (cudaHostUnregister(l->p[--l->n]) != cudaSuccess) cudaGetLastError();
+}
+
+/* The batch's columns a copy to the device reads in place: type, status
+ * and the span of its argument columns (stride cap), each locked when it
+ * has at least min_bytes. Returns whether all three are page-locked now. */
+static int gpu_lock_batch_columns(gpu_locked *l, const prstm_batch *b, size_t min_bytes) {
+  const size_t span = b->ncols ? 8 * ((size_t)(b->ncols - 1) * b->cap + b->n) : 0;
+  int all = gpu_lock_pages(l, b->type, b->n, min_bytes);
+  all &= gpu_lock_pages(l, b->status, b->n, min_bytes);
+  if (span) all &= gpu_lock_pages(l, b->args, span, min_bytes);
+  return all;
+}
+
 /* Device buffers of one run, freed together on every path. */
 typedef struct gpu_buffers {
   uint64_t *words, *locks, *args, *result, *seq, *read_hash, *quiesce;
@@ -266,6 +317,7 @@ typedef struct gpu_buffers {
   uint64_t *host_words; /* pinned: progress read and stop flag written while the kernel runs */
   gpu_staging *staging; /* the run's large copies (gpu_copy_up, gpu_copy_down): the engine's, or direct */
   gpu_staging direct;   /* no chunks: every copy direct */
+  gpu_locked locked;    /* host memory this run page-locked for its direct copies */
 } gpu_buffers;
 
 static void gpu_free(gpu_buffers *g) {
@@ -283,6 +335,7 @@ static void gpu_free(gpu_buffers *g) {
   if (g->stop) cudaEventDestroy(g->stop);
   if (g->monitor) cudaStreamDestroy(g->monitor);
   if (g->host_words) cudaFreeHost(g->host_words);
+  gpu_unlock_pages(&g->locked);
   /* The staging stays the engine's; a failed run may leave copies queued on
    * it, which end before the chunks are filled again (their events). */
 }
@@ -341,6 +394,17 @@ static int gpu_upload(prstm_engine *e, const prstm_batch *b, uint32_t threads, p
                  down = 8 * e->nwords + (1 + 8 * (!!g->result + !!g->seq + !!g->read_hash)) * b->n;
   int rc = gpu_staging_for_run(e, up > down ? up : down, &g->direct, &g->staging, err, errlen);
   if (rc) return rc;
+  /* Without the engine's staging chunks, the large ranges the run copies
+   * up or back are page-locked where they lie, so that the copies go at
+   * the link's rate instead of through the driver's small staging. */
+  if (g->staging == &g->direct) {
+    const size_t least = PRSTM_POLICY_LOCK_PAGES_MIN_BYTES;
+    gpu_lock_pages(&g->locked, e->words, 8 * e->nwords, least);
+    gpu_lock_batch_columns(&g->locked, b, least);
+    gpu_lock_pages(&g->locked, b->result, b->result ? 8 * b->n : 0, least);
+    gpu_lock_pages(&g->locked, b->seq, b->seq ? 8 * b->n : 0, least);
+    gpu_lock_pages(&g->locked, b->read_hash, b->read_hash ? 8 * b->n : 0, least);
+  }
   GPU_CHECK(cudaMemset(g->locks, 0, 8 * lock_words));
   if (g->result) GPU_CHECK(cudaMemset(g->result, 0, 8 * b->n));
   if (g->seq) GPU_CHECK(cudaMemset(g->seq, 0xff, 8 * b->n));
@@ -961,6 +1025,10 @@ static int gpu_unit_reserve(prstm_engine *e, backend_stream *g, unsigned slot, c
   return 0;
 }
 
+/* The widest pitch a two-dimensional copy takes on every GPU of the
+ * architectures built (cudaDeviceProp.memPitch is 2^31 - 1 on them). */
+#define GPU_MAX_COPY_PITCH ((uint64_t)INT32_MAX)
+
 static int gpu_stream_launch_checked(backend_stream *g, unsigned slot, const backend_unit *u, char *err,
                                      size_t errlen) {
   gpu_slot *sl = &g->slot[slot];
@@ -989,9 +1057,17 @@ static int gpu_stream_launch_checked(backend_stream *g, unsigned slot, const bac
     const uint64_t carried = n - d;
     GPU_CHECK(cudaMemcpyAsync(sl->type, direct->type, d, cudaMemcpyHostToDevice, g->copy));
     if (carried) GPU_CHECK(cudaMemcpyAsync(sl->type + d, sl->h_type, carried, cudaMemcpyHostToDevice, g->copy));
+    /* Every column's direct rows in one two-dimensional copy where the
+     * pitches allow it: each CUDA call costs the host microseconds, and a
+     * small unit of a wide batch made one per column. */
+    const int one_copy = g->ncols > 1 && 8 * direct->stride <= GPU_MAX_COPY_PITCH && 8 * n <= GPU_MAX_COPY_PITCH;
+    if (one_copy)
+      GPU_CHECK(cudaMemcpy2DAsync(sl->args, 8 * n, direct->args, 8 * direct->stride, 8 * d, g->ncols,
+                                  cudaMemcpyHostToDevice, g->copy));
     for (uint32_t c = 0; c < g->ncols; c++) {
-      GPU_CHECK(cudaMemcpyAsync(sl->args + (size_t)c * n, direct->args + (size_t)c * direct->stride, 8 * d,
-                                cudaMemcpyHostToDevice, g->copy));
+      if (!one_copy)
+        GPU_CHECK(cudaMemcpyAsync(sl->args + (size_t)c * n, direct->args + (size_t)c * direct->stride, 8 * d,
+                                  cudaMemcpyHostToDevice, g->copy));
       if (carried)
         GPU_CHECK(cudaMemcpyAsync(sl->args + (size_t)c * n + d, sl->h_args + (size_t)c * carried, 8 * carried,
                                   cudaMemcpyHostToDevice, g->copy));
@@ -1207,6 +1283,30 @@ static int gpu_footprint_take(prstm_engine *e, backend_stream *g) {
 
 static uint64_t *gpu_state_device(backend_stream *g) { return g->words; }
 
+/* A chunked run's batch: locked whole or not at all, since a unit copies
+ * its rows direct only from a batch whose type, status and argument
+ * columns are all page-locked. The narrow type and status columns are
+ * locked whatever their size; the batch as a whole must earn it. */
+static void *gpu_batch_lock_pages(prstm_batch *b) {
+  if (b->pinned || (8 * (uint64_t)b->ncols + 2) * b->n < PRSTM_POLICY_LOCK_PAGES_MIN_BYTES) return NULL;
+  gpu_locked *l = (gpu_locked *)calloc(1, sizeof *l);
+  if (!l) return NULL;
+  b->registered = gpu_lock_batch_columns(l, b, 0);
+  if (!b->registered) {
+    gpu_unlock_pages(l);
+    free(l);
+    return NULL;
+  }
+  return l;
+}
+
+static void gpu_batch_unlock_pages(prstm_batch *b, void *locked) {
+  b->registered = 0;
+  if (!locked) return;
+  gpu_unlock_pages((gpu_locked *)locked);
+  free(locked);
+}
+
 /* ---- the backend ---- */
 
 static const backend_ops gpu_ops = {
@@ -1226,6 +1326,8 @@ static const backend_ops gpu_ops = {
     gpu_state_write,
     gpu_footprint_take,
     gpu_state_device,
+    gpu_batch_lock_pages,
+    gpu_batch_unlock_pages,
 };
 
 extern "C" const backend_ops *backend_gpu_ops(void) { return &gpu_ops; }

@@ -374,7 +374,7 @@ static int stream_launch(prstm_stream *s, uint64_t item, uint64_t n_new, uint64_
   backend_direct_rows direct = {NULL, NULL, 0, 0, NULL};
   if (u->n_new && s->ops->takes_direct_rows) {
     prstm_batch *b = s->items[item].b;
-    if (prstm_batch_pinned(b) && b->ncols == s->ncols)
+    if ((prstm_batch_pinned(b) || b->registered) && b->ncols == s->ncols)
       direct = (backend_direct_rows){b->type + u->off, b->args ? b->args + u->off : NULL, b->cap, u->n_new,
                                      b->status + u->off};
   }
@@ -719,6 +719,11 @@ int engine_run_chunked(prstm_engine *e, prstm_batch *b, prstm_backend backend, c
   prstm_stream *s = NULL;
   int rc = stream_open_on(e, backend, fallback, unit_rows, &s);
   if (rc) return rc;
+  /* The batch outlives the run, so its columns can be page-locked where
+   * they lie for the run's length: each unit then copies its rows straight
+   * from them instead of first into the slot's staging on one core. */
+  const backend_ops *ops = s->ops;
+  void *locked = ops->batch_lock_pages ? ops->batch_lock_pages(b) : NULL;
   s->progress_batch = b;
   double t0 = engine_now();
   s->progress_clock = (engine_progress_clock){t0, t0};
@@ -731,6 +736,7 @@ int engine_run_chunked(prstm_engine *e, prstm_batch *b, prstm_backend backend, c
   e->last_run_sequences = s->seq_base;
   e->last_run_variant = s->v;
   prstm_stream_destroy(s);
+  if (ops->batch_unlock_pages) ops->batch_unlock_pages(b, locked);
   if (rc) return rc;
   res->transactions = b->n;
   res->committed = sr.committed;

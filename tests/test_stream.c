@@ -10,6 +10,7 @@
 #include "test_backend.h"
 #include "test_paths.h"
 #include "test_workload.h"
+#include "txtable.h"
 
 #define CPU_THREADS 16
 #define GPU_THREADS 4096
@@ -589,6 +590,121 @@ Test(stream_gpu, chunked_run_matches_the_whole_run) {
 }
 Test(stream_gpu, chunked_run_with_tiny_chunks_matches_the_whole_run) {
   chunked_run_matches_whole_run(PRSTM_BACKEND_GPU, "37", CHUNKS_BY_ENVIRONMENT);
+}
+
+/* What a GPU run page-locks of an ordinary batch: its progress reports
+ * count the ones that saw the batch's argument columns (and, with
+ * `columns`, its type and status columns too) page-locked. */
+typedef struct pages_log {
+  const prstm_batch *b;
+  int columns;
+  uint64_t reports, locked;
+} pages_log;
+
+static void on_progress_pages(const prstm_progress *p, void *user) {
+  (void)p;
+  pages_log *l = user;
+  l->reports++;
+  int locked = test_host_pages_locked(l->b->args) == 1;
+  if (l->columns) locked &= test_host_pages_locked(l->b->type) == 1 && test_host_pages_locked(l->b->status) == 1;
+  l->locked += (uint64_t)locked;
+}
+
+/* 800,000 transfers among 2^20 accounts: 19.2 MB of arguments, more than
+ * the PRSTM_POLICY_LOCK_PAGES_MIN_BYTES a range must have to be locked, and
+ * few conflicts at a GPU's threads. */
+#define PAGES_ROWS 800000u
+#define PAGES_ACCOUNTS (1u << 20)
+
+static prstm_batch *pages_batch(void) {
+  prstm_batch *b = new_batch();
+  uint64_t seed = 7;
+  for (uint64_t i = 0; i < PAGES_ROWS; i++) {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    add(b, BANK_TRANSFER, (seed >> 33) % PAGES_ACCOUNTS, (seed >> 13) % PAGES_ACCOUNTS, 1 + (seed >> 58));
+  }
+  return b;
+}
+
+/* Runs `b` (pages_batch's rows) on a GPU engine, chunked in chunks of
+ * chunk_rows or whole with 0, and checks its outcomes and final state
+ * against the same rows run on the CPU backend. */
+static void run_pages(prstm_batch *b, uint64_t chunk_rows, pages_log *log) {
+  prstm_word *words = malloc(PAGES_ACCOUNTS * sizeof *words);
+  cr_assert_not_null(words);
+  for (uint64_t i = 0; i < PAGES_ACCOUNTS; i++) words[i] = 1000;
+  prstm_batch *ref = pages_batch();
+  prstm_engine *cpu = open_engine(PRSTM_BACKEND_CPU, words, PAGES_ACCOUNTS);
+  prstm_results r1, r2;
+  cr_assert_eq(prstm_engine_run(cpu, ref, &r1), 0, "%s", prstm_engine_error(cpu));
+  prstm_engine *gpu = open_engine_chunked(PRSTM_BACKEND_GPU, words, PAGES_ACCOUNTS, chunk_rows);
+  cr_assert_eq(prstm_engine_set_progress(gpu, on_progress_pages, log), 0);
+  cr_assert_eq(prstm_engine_run(gpu, b, &r2), 0, "%s", prstm_engine_error(gpu));
+  cr_assert_eq(r2.backend, PRSTM_BACKEND_GPU);
+  cr_assert_eq(strstr(r2.device, "chunked") != NULL, chunk_rows != 0, "chunked as asked: %s", r2.device);
+  cr_assert_eq(r1.committed, PAGES_ROWS);
+  cr_assert_eq(r2.committed, PAGES_ROWS);
+  uint64_t n1 = 0, n2 = 0;
+  const prstm_word *w1 = prstm_engine_state(cpu, &n1), *w2 = prstm_engine_state(gpu, &n2);
+  cr_assert_eq(n1, n2);
+  for (uint64_t i = 0; i < n1; i++)
+    if (w1[i] != w2[i]) cr_assert_fail("word %llu differs", (unsigned long long)i);
+  for (uint64_t i = 0; i < PAGES_ROWS; i++)
+    if (status_of(b, i, NULL) != PRSTM_COMMITTED) cr_assert_fail("row %llu not committed", (unsigned long long)i);
+  prstm_batch_destroy(ref);
+  prstm_engine_destroy(cpu);
+  prstm_engine_destroy(gpu);
+  free(words);
+}
+
+/* A whole GPU run of an ordinary batch copies its large argument columns
+ * from where they lie, page-locked while it runs (every progress report
+ * sees them locked) and given back when it ends. */
+Test(pages_gpu, whole_run_locks_large_ranges_only_while_it_runs) {
+  need_backend(PRSTM_BACKEND_GPU);
+  prstm_batch *b = pages_batch();
+  cr_assert(!prstm_batch_pinned(b));
+  cr_assert_eq(test_host_pages_locked(b->args), 0, "ordinary before the run");
+  pages_log log = {b, 0, 0, 0};
+  run_pages(b, 0, &log);
+  cr_assert_gt(log.reports, 0);
+  cr_assert_eq(log.locked, log.reports, "%llu of %llu reports saw the arguments locked", (unsigned long long)log.locked,
+               (unsigned long long)log.reports);
+  cr_assert_eq(test_host_pages_locked(b->args), 0, "given back after the run");
+  prstm_batch_destroy(b);
+}
+
+/* A chunked GPU run locks the whole batch, type and status columns too, so
+ * that each unit copies its rows straight from it, and gives it back. */
+Test(pages_gpu, chunked_run_locks_the_batch_only_while_it_runs) {
+  need_backend(PRSTM_BACKEND_GPU);
+  prstm_batch *b = pages_batch();
+  pages_log log = {b, 1, 0, 0};
+  run_pages(b, 100000, &log);
+  cr_assert_gt(log.reports, 0);
+  cr_assert_eq(log.locked, log.reports, "%llu of %llu reports saw the batch locked", (unsigned long long)log.locked,
+               (unsigned long long)log.reports);
+  cr_assert_eq(b->registered, 0);
+  cr_assert_eq(test_host_pages_locked(b->args), 0, "arguments given back");
+  cr_assert_eq(test_host_pages_locked(b->type), 0, "types given back");
+  cr_assert_eq(test_host_pages_locked(b->status), 0, "statuses given back");
+  prstm_batch_destroy(b);
+}
+
+/* Memory the caller page-locked itself is used as it is and stays locked
+ * after the run, whole or chunked. */
+Test(pages_gpu, callers_own_locked_memory_stays_locked) {
+  need_backend(PRSTM_BACKEND_GPU);
+  for (int chunked = 0; chunked < 2; chunked++) {
+    prstm_batch *b = pages_batch();
+    const size_t span = 8 * ((size_t)(b->ncols - 1) * b->cap + b->n);
+    cr_assert_eq(test_host_pages_lock(b->args, span), 0);
+    pages_log log = {b, 0, 0, 0};
+    run_pages(b, chunked ? 100000 : 0, &log);
+    cr_assert_eq(test_host_pages_locked(b->args), 1, "still locked after a %s run", chunked ? "chunked" : "whole");
+    cr_assert_eq(test_host_pages_unlock(b->args), 0);
+    prstm_batch_destroy(b);
+  }
 }
 
 /* A stream's carried rows exceed what one run takes: the close runs them in

@@ -10,6 +10,23 @@
 
 PRSTM_CPU_WORKER(probe, probe_dispatch, PROBE_CAPACITY)
 
+#ifndef PRSTM_HAVE_CUDA
+/* Without CUDA no memory is page-locked for a GPU (test_workload.h). */
+int test_host_pages_locked(const void *p) {
+  (void)p;
+  return -1;
+}
+int test_host_pages_lock(void *p, size_t bytes) {
+  (void)p;
+  (void)bytes;
+  return -1;
+}
+int test_host_pages_unlock(void *p) {
+  (void)p;
+  return -1;
+}
+#endif
+
 #ifdef PRSTM_HAVE_CUDA
 int probe_gpu_launch(const prstm_exec_ctx *ctx, uint32_t threads, char *err, size_t errlen);
 int probe_gpu_max_threads(uint32_t *max_threads, char *err, size_t errlen);

@@ -2,6 +2,8 @@
 #ifndef TEST_WORKLOAD_H
 #define TEST_WORKLOAD_H
 
+#include <stddef.h>
+
 #include "prstm_tx.h"
 
 enum {
@@ -164,5 +166,18 @@ PRSTM_INLINE int probe_dispatch(prstm_tx *tx, unsigned type) {
 extern const prstm_workload test_probe_workload;
 /* The same types, with uses_add: adds run side by side. */
 extern const prstm_workload test_probe_adds_workload;
+
+/* Host memory as the GPU's runtime sees it (test_workload_gpu.cu; -1
+ * without CUDA): whether p is page-locked (1) or ordinary (0), and page-
+ * locking a range as a caller of the library might (0 on success). */
+#ifdef __cplusplus
+extern "C" {
+#endif
+int test_host_pages_locked(const void *p);
+int test_host_pages_lock(void *p, size_t bytes);
+int test_host_pages_unlock(void *p);
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* TEST_WORKLOAD_H */

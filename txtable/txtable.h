@@ -31,6 +31,10 @@ struct prstm_batch {
   const uint64_t *row_id;
   const struct txtable_allocator *pinned_alloc; /* prstm_batch_create_pinned's; NULL for an ordinary batch */
   int pinned;                                   /* type, status and args are page-locked now */
+  /* Ordinary columns page-locked in place for the length of one chunked run
+   * on the GPU (backend_ops.batch_lock_pages): its units copy rows straight
+   * from them, as from a pinned batch's. Still freed as ordinary memory. */
+  int registered;
   /* A window (txtable_window_open) appends into rows of another batch, at
    * most `limit` of them, and never takes memory of its own. */
   int window;
