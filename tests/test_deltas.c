@@ -325,6 +325,14 @@ Test(deltas_gpu, hot_stm_run_on_the_gpu_keeps_fewer_transactions_in_flight) {
   prstm_batch_destroy(spread);
 }
 
+/* The sample of b's words, which must tell how hot they are. */
+static engine_contention known_sample(const prstm_engine *e, const prstm_batch *b) {
+  engine_contention c;
+  engine_contention_sample(e, b, &c);
+  cr_assert(c.known);
+  return c;
+}
+
 /* The sample reads an address list's every address: transfers from the
  * same three accounts to a fourth name four words a row, all hot. */
 Test(contention, address_lists_count_every_address) {
@@ -336,9 +344,7 @@ Test(contention, address_lists_count_every_address) {
     prstm_word args[6] = {7, 1, 3, 100, 200, 300};
     cr_assert_eq(prstm_batch_append_named(b, "transfer_multi", args, 6), 0);
   }
-  engine_contention c;
-  engine_contention_sample(e, b, &c);
-  cr_assert(c.known);
+  const engine_contention c = known_sample(e, b);
   cr_assert_eq(c.rows, 100);
   cr_assert_eq(c.words, 400);
   cr_assert_eq(c.hottest_count, 100);
@@ -362,9 +368,7 @@ Test(contention, equal_words_are_counted_together_whatever_bytes_differ) {
     prstm_word args[3] = {7 + (i % 10) * 65536, 300000 + 3 * i, 1};
     cr_assert_eq(prstm_batch_append_named(b, "transfer", args, 3), 0);
   }
-  engine_contention c;
-  engine_contention_sample(e, b, &c);
-  cr_assert(c.known);
+  const engine_contention c = known_sample(e, b);
   cr_assert_eq(c.words, 2000);
   cr_assert_eq(c.hottest_count, 100);
   cr_assert_float_eq(c.q, 10.0 * 100 * 99 / (2000.0 * 1999), 1e-12);
