@@ -278,7 +278,17 @@ static int gpu_lock_pages(gpu_locked *l, const void *p, size_t bytes, size_t min
     cudaGetLastError();
     return 0;
   }
-  if (a.type != cudaMemoryTypeUnregistered) return 1;
+  if (a.type != cudaMemoryTypeUnregistered) {
+    /* Locked already, by the caller, wholly or in part. The driver
+     * refuses a copy that starts in a registered range and runs past its
+     * end ("invalid argument"), so the range counts as locked only when its
+     * last byte is registered too. */
+    if (cudaPointerGetAttributes(&a, (const char *)p + bytes - 1) != cudaSuccess) {
+      cudaGetLastError();
+      return 0;
+    }
+    return a.type != cudaMemoryTypeUnregistered;
+  }
   if (bytes < min_bytes || l->n == GPU_LOCKED_MAX) return 0;
   /* Portable: a multi-unit run's other GPUs copy from it too. */
   if (cudaHostRegister((void *)p, bytes, cudaHostRegisterPortable) != cudaSuccess) {

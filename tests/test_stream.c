@@ -707,6 +707,22 @@ Test(pages_gpu, callers_own_locked_memory_stays_locked) {
   }
 }
 
+/* A column of which the caller locked only the first bytes is not taken
+ * for locked: the chunked run falls back to the staging and ends as any
+ * other. */
+Test(pages_gpu, column_locked_only_in_its_first_bytes_is_staged) {
+  need_backend(PRSTM_BACKEND_GPU);
+  prstm_batch *b = pages_batch();
+  cr_assert_eq(test_host_pages_lock(b->status, 1), 0);
+  pages_log log = {b, 0, 0, 0};
+  run_pages(b, 100000, &log);
+  cr_assert_eq(b->registered, 0);
+  cr_assert_eq(test_host_pages_locked(b->args), 0, "arguments not left locked");
+  cr_assert_eq(test_host_pages_locked(b->status), 1, "the caller's page stays locked");
+  cr_assert_eq(test_host_pages_unlock(b->status), 0);
+  prstm_batch_destroy(b);
+}
+
 /* A stream's carried rows exceed what one run takes: the close runs them in
  * rounds, commits what later deposits fund, and abandons the rest. */
 Test(stream_cpu, close_in_rounds_commits_what_is_funded_and_abandons_the_rest) {
