@@ -1117,10 +1117,11 @@ PRSTM_INLINE int stm_tx_prelock_all(prstm_tx *tx, uint32_t *own_reads, uint32_t 
  * loop, compiled as it was: the group's code alone, unused, cost tpcc's
  * commit 3 to 5% on the GPU. */
 #define STM_VALIDATE_GROUP 8u
-/* A kernel file whose transactions commit on the direct path, and so never
- * validate, may define STM_VALIDATE_GROUPED 0 before its first include to
- * keep the one-by-one loop: the bank's transfers ran 2.5% slower on the GPU
- * with the group's code in their kernels, unused. */
+/* A kernel file whose transactions mostly commit on the direct path, which
+ * does not validate, or validate only a read or two, may define
+ * STM_VALIDATE_GROUPED 0 before its first include to keep the one-by-one
+ * loop: the bank's transfers ran 2.5% slower on the GPU with the group's
+ * code in their kernels. */
 #ifndef STM_VALIDATE_GROUPED
 #define STM_VALIDATE_GROUPED (!STM_ADDS)
 #endif

@@ -105,17 +105,17 @@
  * (engine/backend_gpu.cu). Below that total the chunks' pinned allocation
  * costs more than it saves. */
 #define PRSTM_POLICY_STAGED_COPY_MIN_BYTES (512ull << 20)
-/* Below that, a run page-locks in place (cudaHostRegister) each range of
- * ordinary host memory of at least LOCK_PAGES_MIN_BYTES that it copies, for
- * the length of the run: registering, copying and unregistering 160 MiB of
+#define PRSTM_POLICY_STAGED_COPY_CHUNK (32ull << 20)
+#define PRSTM_POLICY_STAGED_COPY_BYTES_PER_PART (1ull << 20)
+/* Below STAGED_COPY_MIN_BYTES, a run page-locks in place (cudaHostRegister)
+ * each range of ordinary host memory of at least LOCK_PAGES_MIN_BYTES that
+ * it copies, for the length of the run: registering, copying and unregistering 160 MiB of
  * huge pages took 10 to 11 ms on an H200's host, against 24 to 27 ms for the
  * driver's own staging of a pageable copy, and 16 MiB 1.5 ms against about
  * 2.5 (bench/setup-probe). A chunked run locks its batch's columns whole
  * for its length when their rows have that many bytes: each unit then
  * copies straight from them instead of through its staging. */
 #define PRSTM_POLICY_LOCK_PAGES_MIN_BYTES (16ull << 20)
-#define PRSTM_POLICY_STAGED_COPY_CHUNK (32ull << 20)
-#define PRSTM_POLICY_STAGED_COPY_BYTES_PER_PART (1ull << 20)
 
 /* ---- Streams and chunked runs (host) ---- */
 

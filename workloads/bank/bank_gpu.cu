@@ -1,6 +1,8 @@
 /* bank_gpu.cu: the bank's persistent GPU kernels, instantiated from the shared bodies. */
-/* Transfers commit on the direct path and never validate a read set; the
- * grouped validation's code, unused, only slowed these kernels. */
+/* A transfer's first attempt commits on the direct path, without
+ * validating, and a retry validates two reads: the grouped validation
+ * gains these kernels nothing, and its code in them cost bank-transfers
+ * 2.5% on an H200. */
 #define STM_VALIDATE_GROUPED 0
 #include "bank_body.h"
 
