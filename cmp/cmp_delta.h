@@ -32,6 +32,12 @@ typedef struct cmp_delta_plan {
    * follow it), or CMP_DELTA_NO_LIST. */
   uint8_t list_step[STM_MAX_TYPES];
   uint8_t list_col[STM_MAX_TYPES];
+  /* For a list step whose entries take their amounts from fields of the
+   * amount argument (PRSTM_DELTA_FIELDS): the fields' width and the low bits
+   * of a field that hold its amount; 0 when each entry takes the whole
+   * argument. */
+  uint8_t field_bits[STM_MAX_TYPES];
+  uint8_t field_amount_bits[STM_MAX_TYPES];
   /* Step slots of a row: the most steps of any row in the batch. */
   uint32_t slots;
   /* The largest amount a step moves: the slots of the whole batch times it
@@ -49,7 +55,7 @@ PRSTM_INLINE uint64_t cmp_delta_arg(const txtable_view *t, uint64_t r, unsigned 
  * with the list step repeated (none for an empty list). Returns 0 when the
  * row has no step k, 1 for a step, -1 for a step the proof cannot take (a
  * word out of range, an amount above the plan's bound, a list longer than
- * the table's columns). */
+ * the table's columns, an entry whose field is no amount). */
 PRSTM_INLINE int cmp_delta_step(const cmp_delta_plan *p, const txtable_view *t, uint64_t nwords, uint64_t r,
                                 unsigned type, unsigned k, uint64_t *word, int64_t *delta) {
   unsigned j = k;
@@ -67,6 +73,15 @@ PRSTM_INLINE int cmp_delta_step(const cmp_delta_plan *p, const txtable_view *t, 
   else
     w = cmp_delta_arg(t, r, p->word_col[type][j]);
   uint64_t a = cmp_delta_arg(t, r, p->amount_col[type][j]);
+  if (in_list && p->field_bits[type]) {
+    /* Entry i's own field: one past the argument's bits, or one with a bit
+     * above its amount set, is no step of this path. */
+    const unsigned bits = p->field_bits[type], i = k - list_step;
+    if ((uint64_t)(i + 1) * bits > 64) return -1;
+    const uint64_t field = (a >> (i * bits)) & ((1ull << bits) - 1);
+    if (field >> p->field_amount_bits[type]) return -1;
+    a = field;
+  }
   int in_bound = a <= p->amount_max;
   if (p->times_list[type][j]) {
     in_bound = count == 0 || a <= p->amount_max / count;

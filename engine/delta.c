@@ -5,6 +5,43 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The flags a step may carry: PRSTM_DELTA_TIMES_LIST, and
+ * PRSTM_DELTA_FIELDS with its two widths. */
+#define DELTA_KNOWN_FLAGS (PRSTM_DELTA_TIMES_LIST | PRSTM_DELTA_FIELDS(0xffu, 0xffu))
+
+/* Takes step k's PRSTM_DELTA_FIELDS into the plan: only a list step of its
+ * own amount may carry it, with 1 <= amount_bits <= bits <= 32. Returns 0 for
+ * a declaration the path cannot take. */
+static int delta_plan_fields(cmp_delta_plan *plan, unsigned t, unsigned k, const prstm_delta_desc *s,
+                             const prstm_type_desc *d) {
+  const unsigned bits = (s->flags >> 8) & 0xffu, amount_bits = (s->flags >> 16) & 0xffu;
+  if (!(s->flags & PRSTM_DELTA_FIELDS(0, 0))) return bits == 0 && amount_bits == 0;
+  if (d->args[s->word_arg].kind != PRSTM_ARG_ADDRESS_LIST || (s->flags & PRSTM_DELTA_TIMES_LIST)) return 0;
+  if (amount_bits < 1 || amount_bits > bits || bits > 32 || plan->list_step[t] != k) return 0;
+  plan->field_bits[t] = (uint8_t)bits;
+  plan->field_amount_bits[t] = (uint8_t)amount_bits;
+  return 1;
+}
+
+/* The bits above each field's amount, over all of a type's fields that fit
+ * the argument's 64 bits. */
+static uint64_t delta_fields_high(const cmp_delta_plan *plan, unsigned t) {
+  const unsigned bits = plan->field_bits[t];
+  const uint64_t one = ((1ull << bits) - 1) & ~((1ull << plan->field_amount_bits[t]) - 1);
+  uint64_t high = 0;
+  for (unsigned i = 0; (i + 1) * bits <= 64; i++) high |= one << (i * bits);
+  return high;
+}
+
+/* Whether every one of a row's `count` list entries has a field that is an
+ * amount: all within the argument's 64 bits, none with a bit above its
+ * amount set (`high`, delta_fields_high). */
+static int delta_row_fields_ok(unsigned bits, uint64_t high, uint64_t count, uint64_t arg) {
+  if (count * bits > 64) return 0;
+  const uint64_t used = count * bits == 64 ? ~0ull : (1ull << (count * bits)) - 1;
+  return (arg & high & used) == 0;
+}
+
 int engine_delta_plan(const prstm_engine *e, const prstm_batch *b, cmp_delta_plan *plan) {
   const prstm_workload *wl = e->wl;
   memset(plan, 0, sizeof *plan);
@@ -34,7 +71,7 @@ int engine_delta_plan(const prstm_engine *e, const prstm_batch *b, cmp_delta_pla
     for (unsigned k = 0; k < steps->n; k++) {
       const prstm_delta_desc *s = &steps->step[k];
       if (s->word_arg >= d->nargs || s->amount_arg >= d->nargs || (s->sign != 1 && s->sign != -1)) return 0;
-      if (d->args[s->amount_arg].kind != PRSTM_ARG_UINT || (s->flags & ~PRSTM_DELTA_TIMES_LIST) != 0) return 0;
+      if (d->args[s->amount_arg].kind != PRSTM_ARG_UINT || (s->flags & ~DELTA_KNOWN_FLAGS) != 0) return 0;
       if (d->args[s->word_arg].kind == PRSTM_ARG_ADDRESS_LIST) {
         if (plan->list_step[t] != CMP_DELTA_NO_LIST) return 0; /* one list step a type */
         plan->list_step[t] = (uint8_t)k;
@@ -42,6 +79,7 @@ int engine_delta_plan(const prstm_engine *e, const prstm_batch *b, cmp_delta_pla
         return 0;
       }
       if ((s->flags & PRSTM_DELTA_TIMES_LIST) && !has_list) return 0;
+      if (!delta_plan_fields(plan, t, k, s, d)) return 0;
       plan->word_col[t][k] = (uint8_t)s->word_arg;
       plan->amount_col[t][k] = (uint8_t)s->amount_arg;
       plan->sign[t][k] = (int8_t)s->sign;
@@ -60,11 +98,20 @@ int engine_delta_plan(const prstm_engine *e, const prstm_batch *b, cmp_delta_pla
   if (lists) {
     txtable_view v;
     txtable_view_of((prstm_batch *)b, &v);
+    uint64_t high[PRSTM_MAX_TYPES] = {0};
+    for (unsigned t = 0; t < wl->ntypes; t++)
+      if (plan->field_bits[t]) high[t] = delta_fields_high(plan, t);
     for (uint64_t r = 0; r < b->n; r++) {
       const unsigned t = b->type[r];
       if (plan->list_col[t] == CMP_DELTA_NO_LIST) continue;
       const uint64_t count = cmp_delta_arg(&v, r, plan->list_col[t]);
       if (count >= v.ncols || count > v.ncols - 1 - plan->list_col[t]) return 0;
+      /* A row whose fields name anything but amounts (a blind write among
+       * read-modify-writes) leaves the batch to the STM before it runs, so
+       * that --backend auto knows it too. */
+      if (plan->field_bits[t] && !delta_row_fields_ok(plan->field_bits[t], high[t], count,
+                                                      cmp_delta_arg(&v, r, plan->amount_col[t][plan->list_step[t]])))
+        return 0;
       const uint64_t steps = plan->list_step[t] == CMP_DELTA_NO_LIST ? plan->nsteps[t] : plan->nsteps[t] - 1 + count;
       if (steps > plan->slots) plan->slots = (uint32_t)steps;
     }

@@ -99,18 +99,27 @@ typedef struct prstm_arg_desc {
  * the number of entries of the type's address list (a transfer from many
  * sources adds them all to its target in one write). */
 #define PRSTM_DELTA_TIMES_LIST 1u
+/* prstm_delta_desc.flags of a step over an address list: entry i's amount is
+ * not the whole amount argument but its field i, `bits` bits wide (bits
+ * i * bits up), whose low `amount_bits` bits are the amount. A field with a
+ * higher bit set names something other than a step (a blind write, say), and
+ * an entry whose field lies past the argument's 64 bits has none: a batch
+ * with such a row runs through the STM. An amount of 0 is a read: the body
+ * reads the word and leaves it as it is. 1 <= amount_bits <= bits <= 32. */
+#define PRSTM_DELTA_FIELDS(bits, amount_bits) (2u | ((unsigned)(bits) << 8) | ((unsigned)(amount_bits) << 16))
 
 /* One step of a type whose body only moves amounts between words: it reads
  * the word named by argument word_arg and writes it back with the amount of
  * argument amount_arg added (sign +1) or taken away (sign -1), postponing or
  * failing where the result would leave [0, 2^64). Where word_arg is an
  * address list, the step stands for one such step per entry of the list, in
- * list order. */
+ * list order, each with the whole amount or, with PRSTM_DELTA_FIELDS, its
+ * own field of it. */
 typedef struct prstm_delta_desc {
   unsigned word_arg;   /* the argument holding the word's address (or the list of them) */
   unsigned amount_arg; /* the argument holding the amount */
   int sign;            /* +1 adds the amount, -1 takes it away */
-  unsigned flags;      /* 0, or PRSTM_DELTA_TIMES_LIST */
+  unsigned flags;      /* 0, PRSTM_DELTA_TIMES_LIST or PRSTM_DELTA_FIELDS(bits, amount_bits) */
 } prstm_delta_desc;
 
 /* The steps of one type (prstm_workload.steps). A type that declares steps

@@ -27,6 +27,19 @@ static const prstm_type_desc ycsb_types[] = {
                    .reasons = {NULL}},
 };
 
+/* An update of reads and read-modify-writes only moves amounts: operation i
+ * reads its word and adds its kind to it, 0 for a read and 1 for a
+ * read-modify-write (the kind's two bits are the step's field), so hot
+ * batches of such updates may run as sums (docs/DESIGN-NOTES.md, "Hot
+ * spots"). A blind write (kind 2) or a kind of 3 is no step: a batch with
+ * one runs through the STM, as do batches with reads, whose results the
+ * path does not compute. */
+_Static_assert(YCSB_OP_READ == 0 && YCSB_OP_RMW == 1, "a kind is its step's amount");
+static const prstm_type_steps ycsb_steps[] = {
+    [YCSB_UPDATE] = {1, {{1, 0, +1, PRSTM_DELTA_FIELDS(2, 1)}}},
+    [YCSB_READ] = {0, {{0, 0, 0}}},
+};
+
 enum { YP_RECORDS = 0, YP_FIELDS, YP_OPS, YP_WRITES, YP_BLIND, YP_SKEW, YP_COUNT };
 static const prstm_param_desc ycsb_params[YP_COUNT] = {
     {"records", PRSTM_PARAM_STATE, 1000000, 1, 1e9, 1, "records in the table"},
@@ -236,4 +249,5 @@ const prstm_workload prstm_workload_ycsb = {
     .config_keys = 0,
     .nparams = YP_COUNT,
     .params = ycsb_params,
+    .steps = ycsb_steps,
 };
