@@ -117,6 +117,12 @@ int engine_delta_plan(const prstm_engine *e, const prstm_batch *b, cmp_delta_pla
     }
     if (plan->slots == 0) return 0;
   }
+  /* A row of more steps than the run's sets hold may overflow them, and
+   * then its body fails for capacity, which the path cannot decide: such a
+   * batch goes to the STM. A row of at most that many steps touches at most
+   * that many words, so it never overflows. */
+  const prstm_worker_variant *v = engine_pick_variant(wl, b->ncols);
+  if (!v || plan->slots > v->set_capacity) return 0;
   /* Keys and step ids of the GPU's sort are 32 bits. */
   if ((uint64_t)b->n * plan->slots >= UINT32_MAX) return 0;
   plan->amount_max = (1ull << 62) / ((uint64_t)b->n * plan->slots);

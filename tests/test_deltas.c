@@ -178,6 +178,45 @@ Test(deltas, list_total_over_the_bound_runs_through_the_stm) {
   prstm_batch_destroy(b);
 }
 
+/* A transfer from more sources than the run's sets hold fails for capacity
+ * through the STM and in the serial replay; the path cannot decide that, so
+ * a batch with such a row runs through the STM (and is verified), where one
+ * row of exactly as many steps as the sets hold takes the path. */
+static void list_longer_than_the_sets_runs_through_the_stm(prstm_backend backend) {
+  const prstm_workload *wl = prstm_workload_find("bank");
+  test_need_backend(wl, backend);
+  const unsigned cap = wl->variants[wl->nvariants - 1].set_capacity;
+  for (int over = 0; over < 2; over++) {
+    prstm_engine *e = open_bank(wl, backend, 1, PRSTM_DELTAS_ON, 1000, 1000);
+    prstm_batch *b = NULL;
+    cr_assert_eq(prstm_batch_create(&b, wl), 0);
+    /* cap - 1 sources and the target are cap steps; one source more overflows. */
+    const unsigned sources = cap - 1 + (unsigned)over;
+    prstm_word args[3 + 200] = {999, 1, sources};
+    cr_assert_leq(sources, 200);
+    for (unsigned k = 0; k < sources; k++) args[3 + k] = k;
+    cr_assert_eq(prstm_batch_append_named(b, "transfer_multi", args, 3 + sources), 0);
+    prstm_word transfer[3] = {0, 1, 5};
+    cr_assert_eq(prstm_batch_append_named(b, "transfer", transfer, 3), 0);
+    prstm_results r = run_verified(e, b);
+    cr_assert_eq(r.path, over ? PRSTM_PATH_STM : PRSTM_PATH_DELTAS, "%u sources: path %d", sources, (int)r.path);
+    prstm_status st;
+    unsigned reason = 0;
+    cr_assert_eq(prstm_batch_outcome(b, 0, &st, &reason, NULL), 0);
+    cr_assert_eq(st, over ? PRSTM_FAILED : PRSTM_COMMITTED, "%u sources", sources);
+    if (over) cr_assert_eq(reason, PRSTM_REASON_CAPACITY);
+    cr_assert_eq(r.committed, over ? 1 : 2);
+    prstm_engine_destroy(e);
+    prstm_batch_destroy(b);
+  }
+}
+Test(deltas, list_longer_than_the_sets_runs_through_the_stm_on_the_cpu) {
+  list_longer_than_the_sets_runs_through_the_stm(PRSTM_BACKEND_CPU);
+}
+Test(deltas_gpu, list_longer_than_the_sets_runs_through_the_stm_on_the_gpu) {
+  list_longer_than_the_sets_runs_through_the_stm(PRSTM_BACKEND_GPU);
+}
+
 /* Balances of 20 cannot fund the batch in batch order (and its last row can
  * never be funded): the proof refuses,
  * and the STM runs the batch on the untouched state, exactly as with the
