@@ -38,6 +38,11 @@ typedef struct cmp_delta_plan {
    * argument. */
   uint8_t field_bits[STM_MAX_TYPES];
   uint8_t field_amount_bits[STM_MAX_TYPES];
+  /* Bit j: declared step j only reads (PRSTM_DELTA_READ). */
+  uint8_t read_steps[STM_MAX_TYPES];
+  /* Whether a row's result is the sum of the values its steps read
+   * (PRSTM_DELTA_RESULT_SUM). */
+  uint8_t result_sum[STM_MAX_TYPES];
   /* Step slots of a row: the most steps of any row in the batch. */
   uint32_t slots;
   /* The largest amount a step moves: the slots of the whole batch times it
@@ -72,7 +77,8 @@ PRSTM_INLINE int cmp_delta_step(const cmp_delta_plan *p, const txtable_view *t, 
     w = cmp_delta_arg(t, r, list_col + 1 + (k - list_step));
   else
     w = cmp_delta_arg(t, r, p->word_col[type][j]);
-  uint64_t a = cmp_delta_arg(t, r, p->amount_col[type][j]);
+  const int reads_only = (p->read_steps[type] >> j) & 1u;
+  uint64_t a = reads_only ? 0 : cmp_delta_arg(t, r, p->amount_col[type][j]);
   if (in_list && p->field_bits[type]) {
     /* Entry i's own field: one past the argument's bits, or one with a bit
      * above its amount set, is no step of this path. */

@@ -599,7 +599,8 @@ static int gpu_run_checked(prstm_engine *e, prstm_batch *b, const prstm_worker_v
   double deltas_s = 0;
   ENGINE_RANGE_PUSH("execute");
   if (try_deltas) {
-    delta_gpu_table dt = {g->words, e->nwords, g->type, g->args, b->ncols, b->n, g->status, g->seq, g->read_hash};
+    delta_gpu_table dt = {g->words, e->nwords, g->type, g->args,      b->ncols,
+                          b->n,     g->status, g->seq,  g->read_hash, g->result};
     float ms = 0;
     rc = delta_gpu_run(&dt, &plan, &on_deltas, &ms, err, errlen);
     deltas_s = ms / 1000.0;

@@ -7,7 +7,8 @@
 
 /* The flags a step may carry: PRSTM_DELTA_TIMES_LIST, and
  * PRSTM_DELTA_FIELDS with its two widths. */
-#define DELTA_KNOWN_FLAGS (PRSTM_DELTA_TIMES_LIST | PRSTM_DELTA_FIELDS(0xffu, 0xffu))
+#define DELTA_KNOWN_FLAGS \
+  (PRSTM_DELTA_TIMES_LIST | PRSTM_DELTA_FIELDS(0xffu, 0xffu) | PRSTM_DELTA_READ | PRSTM_DELTA_RESULT_SUM)
 
 /* Takes step k's PRSTM_DELTA_FIELDS into the plan: only a list step of its
  * own amount may carry it, with 1 <= amount_bits <= bits <= 32. Returns 0 for
@@ -31,6 +32,27 @@ static uint64_t delta_fields_high(const cmp_delta_plan *plan, unsigned t) {
   uint64_t high = 0;
   for (unsigned i = 0; (i + 1) * bits <= 64; i++) high |= one << (i * bits);
   return high;
+}
+
+/* Takes step k's kind into the plan: a read (PRSTM_DELTA_READ, an amount of
+ * 0, no amount argument, the only kind a read-only type may declare, and the
+ * only one that may give the row's result, PRSTM_DELTA_RESULT_SUM) or a move
+ * of its amount argument. Returns 0 for a declaration the path cannot take. */
+static int delta_plan_read(cmp_delta_plan *plan, unsigned t, unsigned k, const prstm_delta_desc *s,
+                           const prstm_type_desc *d) {
+  if (s->word_arg >= d->nargs || (s->sign != 1 && s->sign != -1) || (s->flags & ~DELTA_KNOWN_FLAGS) != 0) return 0;
+  if (s->flags & PRSTM_DELTA_READ) {
+    if (s->flags & (PRSTM_DELTA_TIMES_LIST | PRSTM_DELTA_FIELDS(0, 0))) return 0;
+    plan->read_steps[t] |= (uint8_t)(1u << k);
+  } else if (d->read_only || s->amount_arg >= d->nargs || d->args[s->amount_arg].kind != PRSTM_ARG_UINT) {
+    return 0;
+  }
+  if (s->flags & PRSTM_DELTA_RESULT_SUM) {
+    /* Results have a column only where the batch has read-only rows. */
+    if (!d->read_only) return 0;
+    plan->result_sum[t] = 1;
+  }
+  return 1;
 }
 
 /* Whether every one of a row's `count` list entries has a field that is an
@@ -64,14 +86,14 @@ int engine_delta_plan(const prstm_engine *e, const prstm_batch *b, cmp_delta_pla
     if (!present[t]) continue;
     const prstm_type_desc *d = &wl->types[t];
     const prstm_type_steps *steps = &wl->steps[t];
-    if (d->read_only || steps->n == 0 || steps->n > CMP_DELTA_MAX_STEPS) return 0;
+    /* A snapshot type's rows run on the host before the rest (snapshot.c). */
+    if (steps->n == 0 || steps->n > CMP_DELTA_MAX_STEPS || ((wl->snapshot_types >> t) & 1u)) return 0;
     /* An address list is only ever the last argument, so its length sits in
      * the column of its own index and its entries in the columns after. */
     const int has_list = d->nargs > 0 && d->args[d->nargs - 1].kind == PRSTM_ARG_ADDRESS_LIST;
     for (unsigned k = 0; k < steps->n; k++) {
       const prstm_delta_desc *s = &steps->step[k];
-      if (s->word_arg >= d->nargs || s->amount_arg >= d->nargs || (s->sign != 1 && s->sign != -1)) return 0;
-      if (d->args[s->amount_arg].kind != PRSTM_ARG_UINT || (s->flags & ~DELTA_KNOWN_FLAGS) != 0) return 0;
+      if (!delta_plan_read(plan, t, k, s, d)) return 0;
       if (d->args[s->word_arg].kind == PRSTM_ARG_ADDRESS_LIST) {
         if (plan->list_step[t] != CMP_DELTA_NO_LIST) return 0; /* one list step a type */
         plan->list_step[t] = (uint8_t)k;
@@ -181,7 +203,7 @@ int engine_delta_run_cpu(prstm_engine *e, prstm_batch *b, const cmp_delta_plan *
   uint64_t logged = 0;
   for (uint64_t r = 0; r < n; r++) {
     const unsigned type = b->type[r];
-    uint64_t hash = 0;
+    uint64_t hash = 0, sum = 0;
     for (unsigned k = 0;; k++) {
       uint64_t word, after;
       int64_t delta;
@@ -198,12 +220,15 @@ int engine_delta_run_cpu(prstm_engine *e, prstm_batch *b, const cmp_delta_plan *
         free(log);
         if (b->seq) memset(b->seq, 0xff, (size_t)r * sizeof *b->seq);
         if (b->read_hash) memset(b->read_hash, 0, (size_t)r * sizeof *b->read_hash);
+        if (b->result) memset(b->result, 0, (size_t)r * sizeof *b->result);
         return 0;
       }
       if (log) log[logged++] = (undo){word, w[word]};
       hash = stm_read_hash_step(hash, w[word]);
+      sum += w[word];
       w[word] = after;
     }
+    if (plan->result_sum[type] && b->result) b->result[r] = sum;
     if (b->seq) b->seq[r] = r;
     if (b->read_hash) b->read_hash[r] = hash;
   }

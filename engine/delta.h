@@ -28,7 +28,8 @@ void engine_delta_results(prstm_engine *e, const prstm_batch *b, prstm_results *
 
 #ifdef PRSTM_HAVE_CUDA
 /* The device's side of one run, in device memory: the state, the table's
- * columns (args with stride n) and, with verification, seq and read_hash. */
+ * columns (args with stride n), the results where the batch has read-only
+ * rows and, with verification, seq and read_hash. */
 typedef struct delta_gpu_table {
   uint64_t *words;
   uint64_t nwords;
@@ -38,6 +39,7 @@ typedef struct delta_gpu_table {
   uint64_t n;
   uint8_t *status;
   uint64_t *seq, *read_hash;
+  uint64_t *result;
 } delta_gpu_table;
 /* The GPU's proof (a stable sort of the steps by word and a scan of each
  * word's steps) and apply. *applied is 1 when the batch committed on the

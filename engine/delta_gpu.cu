@@ -93,14 +93,18 @@ __global__ void delta_apply_rows_kernel(delta_gpu_table t, cmp_delta_plan plan, 
   for (uint64_t r = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; r < t.n; r += (uint64_t)gridDim.x * blockDim.x) {
     t.status[r] = txtable_pack_status(TXTABLE_COMMITTED, TXTABLE_REASON_NONE);
     if (t.seq) t.seq[r] = r;
-    if (t.read_hash) {
+    const int result = t.result && plan.result_sum[t.type[r]];
+    if (t.read_hash || result) {
       /* A row's steps are its first slots (a list's entries vary by row). */
-      uint64_t h = 0, word;
+      uint64_t h = 0, sum = 0, word;
       int64_t delta;
       for (unsigned k = 0; k < plan.slots && cmp_delta_step(&plan, &v, t.nwords, r, t.type[r], k, &word, &delta) > 0;
-           k++)
+           k++) {
         h = stm_read_hash_step(h, read[r * plan.slots + k]);
-      t.read_hash[r] = h;
+        sum += read[r * plan.slots + k];
+      }
+      if (t.read_hash) t.read_hash[r] = h;
+      if (result) t.result[r] = sum;
     }
   }
 }

@@ -275,19 +275,59 @@ Test(deltas, withdrawal_before_its_deposit_is_left_to_the_stm) {
   prstm_batch_destroy(b);
 }
 
-/* A balance read is opaque (it has a result): a batch holding one runs
- * through the STM even with the path on. */
+/* The bank's total (a snapshot query) declares no steps: a batch holding
+ * one runs through the STM even with the path on. */
 Test(deltas, batch_with_an_opaque_type_runs_through_the_stm) {
   const prstm_workload *wl = prstm_workload_find("bank");
   prstm_engine *e = open_bank(wl, PRSTM_BACKEND_CPU, 2, PRSTM_DELTAS_ON, 16, 1000);
   prstm_batch *b = hot_batch(wl, 1000, 16, 13);
-  prstm_word a[1] = {3};
-  cr_assert_eq(prstm_batch_append_named(b, "balance", a, 1), 0);
+  cr_assert_eq(prstm_batch_append_named(b, "total", NULL, 0), 0);
   prstm_results r = run_verified(e, b);
   cr_assert_eq(r.path, PRSTM_PATH_STM);
   cr_assert_eq(r.committed, 1001);
   prstm_engine_destroy(e);
   prstm_batch_destroy(b);
+}
+
+/* A balance read declares one read and its result (PRSTM_DELTA_READ,
+ * PRSTM_DELTA_RESULT_SUM): among hot transfers it takes the path and
+ * returns the balance as the batch order left it: the first read the
+ * initial balance, the last the final one, every one as the replay. */
+static void balance_reads_return_the_balance_in_batch_order(prstm_backend backend) {
+  const prstm_workload *wl = prstm_workload_find("bank");
+  test_need_backend(wl, backend);
+  prstm_engine *e = open_bank(wl, backend, 0, PRSTM_DELTAS_ON, 16, 1000000);
+  prstm_batch *b = NULL;
+  cr_assert_eq(prstm_batch_create(&b, wl), 0);
+  prstm_word three = 3;
+  cr_assert_eq(prstm_batch_append_named(b, "balance", &three, 1), 0);
+  uint64_t x = 31;
+  for (int i = 0; i < 20000; i++) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    prstm_word args[3] = {(x >> 33) % 16, (x >> 13) % 16, 1 + (x >> 50) % 10}, a = (x >> 40) % 16;
+    if (i % 4 == 0)
+      cr_assert_eq(prstm_batch_append_named(b, "balance", &a, 1), 0);
+    else
+      cr_assert_eq(prstm_batch_append_named(b, "transfer", args, 3), 0);
+  }
+  cr_assert_eq(prstm_batch_append_named(b, "balance", &three, 1), 0);
+  prstm_results r = run_verified(e, b);
+  cr_assert_eq(r.path, PRSTM_PATH_DELTAS);
+  cr_assert_eq(r.committed, 20002);
+  prstm_word first = 0, last = 0;
+  cr_assert_eq(prstm_batch_outcome(b, 0, NULL, NULL, &first), 0);
+  cr_assert_eq(prstm_batch_outcome(b, 20001, NULL, NULL, &last), 0);
+  cr_assert_eq(first, 1000000);
+  cr_assert_eq(last, prstm_engine_state(e, NULL)[3]);
+  cr_assert_neq(last, 1000000, "account 3 moved");
+  prstm_engine_destroy(e);
+  prstm_batch_destroy(b);
+}
+Test(deltas, balance_reads_return_the_balance_in_batch_order_on_the_cpu) {
+  balance_reads_return_the_balance_in_batch_order(PRSTM_BACKEND_CPU);
+}
+Test(deltas_gpu, balance_reads_return_the_balance_in_batch_order_on_the_gpu) {
+  balance_reads_return_the_balance_in_batch_order(PRSTM_BACKEND_GPU);
 }
 
 /* AUTO on the CPU takes the path for hot words, and for any state small
@@ -498,7 +538,7 @@ Test(contention, words_met_at_commit_keep_no_thread_from_running) {
 /* Backend auto with a GPU: a hot batch the delta path takes stays on the
  * GPU (16-account transfers on 10,000 accounts among them), as does a batch
  * spread thin; a hot batch of opaque rows (transfers among 16 accounts with
- * balance reads), or of declared rows with the path off, goes to the CPU,
+ * totals), or of declared rows with the path off, goes to the CPU,
  * with the reason. No GPU is needed to ask. */
 Test(contention, auto_sends_hot_batches_the_path_cannot_take_to_the_cpu) {
   const prstm_workload *wl = prstm_workload_find("bank");
@@ -529,7 +569,7 @@ Test(contention, auto_sends_hot_batches_the_path_cannot_take_to_the_cpu) {
   prstm_engine *wide_off = open_bank(wl, PRSTM_BACKEND_AUTO, 0, PRSTM_DELTAS_OFF, 10000, 1000000);
   cr_assert(engine_auto_prefers_cpu(wide_off, wide, why, sizeof why), "wide transfers off the path stayed on the GPU");
   prstm_batch *opaque = hot_batch(wl, 20000, 16, 23);
-  for (prstm_word a = 0; a < 2000; a++) cr_assert_eq(prstm_batch_append_named(opaque, "balance", &a, 1), 0);
+  for (int k = 0; k < 2000; k++) cr_assert_eq(prstm_batch_append_named(opaque, "total", NULL, 0), 0);
   cr_assert(engine_auto_prefers_cpu(hot, opaque, why, sizeof why), "hot opaque rows stayed on the GPU");
   prstm_engine_destroy(wide_off);
   prstm_batch_destroy(opaque);

@@ -107,6 +107,14 @@ typedef struct prstm_arg_desc {
  * with such a row runs through the STM. An amount of 0 is a read: the body
  * reads the word and leaves it as it is. 1 <= amount_bits <= bits <= 32. */
 #define PRSTM_DELTA_FIELDS(bits, amount_bits) (2u | ((unsigned)(bits) << 8) | ((unsigned)(amount_bits) << 16))
+/* prstm_delta_desc.flags: the step only reads its word (an amount of 0;
+ * amount_arg is not read). A read-only type may declare steps, all of them
+ * reads. */
+#define PRSTM_DELTA_READ 4u
+/* prstm_delta_desc.flags, on a step of a read-only type: the row's result
+ * (prstm_set_result) is the sum, modulo 2^64, of the values every one of its
+ * steps read. */
+#define PRSTM_DELTA_RESULT_SUM 8u
 
 /* One step of a type whose body only moves amounts between words: it reads
  * the word named by argument word_arg and writes it back with the amount of
@@ -119,7 +127,8 @@ typedef struct prstm_delta_desc {
   unsigned word_arg;   /* the argument holding the word's address (or the list of them) */
   unsigned amount_arg; /* the argument holding the amount */
   int sign;            /* +1 adds the amount, -1 takes it away */
-  unsigned flags;      /* 0, PRSTM_DELTA_TIMES_LIST or PRSTM_DELTA_FIELDS(bits, amount_bits) */
+  unsigned flags;      /* 0, or PRSTM_DELTA_TIMES_LIST, PRSTM_DELTA_FIELDS(bits, amount_bits), PRSTM_DELTA_READ,
+                          PRSTM_DELTA_RESULT_SUM */
 } prstm_delta_desc;
 
 /* The steps of one type (prstm_workload.steps). A type that declares steps

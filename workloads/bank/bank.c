@@ -37,12 +37,13 @@ static const prstm_type_desc bank_types[] = {
  * by the amount, so hot batches of them may run as sums (docs/DESIGN-NOTES.md,
  * "Hot spots"). transfer_multi takes the amount from each source of its list
  * in turn, then reads its target once and adds the amount once a source.
- * Balance reads and totals stay opaque. */
+ * A balance read reads its account and returns it; the total, a snapshot
+ * query, stays opaque. */
 static const prstm_type_steps bank_steps[] = {
     [BANK_DEPOSIT] = {1, {{0, 1, +1}}},
     [BANK_WITHDRAW] = {1, {{0, 1, -1}}},
     [BANK_TRANSFER] = {2, {{0, 2, -1}, {1, 2, +1}}},
-    [BANK_BALANCE] = {0, {{0, 0, 0}}},
+    [BANK_BALANCE] = {1, {{0, 0, +1, PRSTM_DELTA_READ | PRSTM_DELTA_RESULT_SUM}}},
     [BANK_TRANSFER_MULTI] = {2, {{2, 1, -1}, {0, 1, +1, PRSTM_DELTA_TIMES_LIST}}},
     [BANK_TOTAL] = {0, {{0, 0, 0}}},
 };

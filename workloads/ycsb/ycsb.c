@@ -32,12 +32,11 @@ static const prstm_type_desc ycsb_types[] = {
  * read-modify-write (the kind's two bits are the step's field), so hot
  * batches of such updates may run as sums (docs/DESIGN-NOTES.md, "Hot
  * spots"). A blind write (kind 2) or a kind of 3 is no step: a batch with
- * one runs through the STM, as do batches with reads, whose results the
- * path does not compute. */
+ * one runs through the STM. A read reads every key and returns their sum. */
 _Static_assert(YCSB_OP_READ == 0 && YCSB_OP_RMW == 1, "a kind is its step's amount");
 static const prstm_type_steps ycsb_steps[] = {
     [YCSB_UPDATE] = {1, {{1, 0, +1, PRSTM_DELTA_FIELDS(2, 1)}}},
-    [YCSB_READ] = {0, {{0, 0, 0}}},
+    [YCSB_READ] = {1, {{0, 0, +1, PRSTM_DELTA_READ | PRSTM_DELTA_RESULT_SUM}}},
 };
 
 enum { YP_RECORDS = 0, YP_FIELDS, YP_OPS, YP_WRITES, YP_BLIND, YP_SKEW, YP_COUNT };
