@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The flags a step may carry: PRSTM_DELTA_TIMES_LIST, and
- * PRSTM_DELTA_FIELDS with its two widths. */
+/* The flags a step may carry: PRSTM_DELTA_TIMES_LIST, PRSTM_DELTA_FIELDS
+ * with its two widths, PRSTM_DELTA_READ and PRSTM_DELTA_RESULT_SUM. */
 #define DELTA_KNOWN_FLAGS \
   (PRSTM_DELTA_TIMES_LIST | PRSTM_DELTA_FIELDS(0xffu, 0xffu) | PRSTM_DELTA_READ | PRSTM_DELTA_RESULT_SUM)
 
