@@ -109,8 +109,11 @@ __global__ void delta_apply_rows_kernel(delta_gpu_table t, cmp_delta_plan plan, 
   }
 }
 
-/* Device buffers of one proof, freed together. */
+/* Device buffers of one proof, carved from one allocation: one cudaMalloc
+ * and one cudaFree instead of nine of each, around kernels that take a few
+ * milliseconds. */
 typedef struct delta_buffers {
+  void *block;
   uint32_t *keys_in, *keys_out, *ids_in, *ids_out, *refused;
   int64_t *amounts, *sums;
   uint64_t *read;
@@ -119,17 +122,16 @@ typedef struct delta_buffers {
 } delta_buffers;
 
 static void delta_free(delta_buffers *d) {
-  cudaFree(d->keys_in);
-  cudaFree(d->keys_out);
-  cudaFree(d->ids_in);
-  cudaFree(d->ids_out);
-  cudaFree(d->refused);
-  cudaFree(d->amounts);
-  cudaFree(d->sums);
-  cudaFree(d->read);
-  cudaFree(d->temp);
+  cudaFree(d->block);
   if (d->start) cudaEventDestroy(d->start);
   if (d->stop) cudaEventDestroy(d->stop);
+}
+
+/* The next `bytes` of the block at *at, kept 256-byte aligned. */
+static void *delta_carve(char *block, size_t *at, size_t bytes) {
+  void *p = block + *at;
+  *at += (bytes + 255) & ~(size_t)255;
+  return p;
 }
 
 static int delta_gpu_run_checked(const delta_gpu_table *t, const cmp_delta_plan *plan, delta_buffers *d, int *applied,
@@ -144,21 +146,25 @@ static int delta_gpu_run_checked(const delta_gpu_table *t, const cmp_delta_plan 
                                             (int64_t)total, 0, end_bit));
   GPU_CHECK(cub::DeviceScan::InclusiveSumByKey(NULL, scan_bytes, d->keys_out, d->amounts, d->sums, (int64_t)total));
   const size_t temp_bytes = sort_bytes > scan_bytes ? sort_bytes : scan_bytes;
-  /* Four 32-bit and three 64-bit arrays of a step each, and the temporary
-   * storage: where they do not fit, the STM runs the batch. */
-  const uint64_t need = total * (4 * 4 + 3 * 8) + temp_bytes + 4;
+  /* Four 32-bit and three 64-bit arrays of a step each, the temporary
+   * storage and each piece's alignment: where they do not fit, the STM runs
+   * the batch. */
+  const uint64_t need = total * (4 * 4 + 3 * 8) + temp_bytes + 4 + 10 * 256;
   size_t free_b = 0, total_b = 0;
   GPU_CHECK(cudaMemGetInfo(&free_b, &total_b));
   if (need + (64ull << 20) > free_b) return 0;
-  GPU_CHECK(cudaMalloc((void **)&d->keys_in, 4 * total));
-  GPU_CHECK(cudaMalloc((void **)&d->keys_out, 4 * total));
-  GPU_CHECK(cudaMalloc((void **)&d->ids_in, 4 * total));
-  GPU_CHECK(cudaMalloc((void **)&d->ids_out, 4 * total));
-  GPU_CHECK(cudaMalloc((void **)&d->amounts, 8 * total));
-  GPU_CHECK(cudaMalloc((void **)&d->sums, 8 * total));
-  GPU_CHECK(cudaMalloc((void **)&d->read, 8 * total));
-  GPU_CHECK(cudaMalloc((void **)&d->refused, 4));
-  GPU_CHECK(cudaMalloc(&d->temp, temp_bytes ? temp_bytes : 1));
+  GPU_CHECK(cudaMalloc(&d->block, need));
+  size_t at = 0;
+  char *base = (char *)d->block;
+  d->keys_in = (uint32_t *)delta_carve(base, &at, 4 * total);
+  d->keys_out = (uint32_t *)delta_carve(base, &at, 4 * total);
+  d->ids_in = (uint32_t *)delta_carve(base, &at, 4 * total);
+  d->ids_out = (uint32_t *)delta_carve(base, &at, 4 * total);
+  d->amounts = (int64_t *)delta_carve(base, &at, 8 * total);
+  d->sums = (int64_t *)delta_carve(base, &at, 8 * total);
+  d->read = (uint64_t *)delta_carve(base, &at, 8 * total);
+  d->refused = (uint32_t *)delta_carve(base, &at, 4);
+  d->temp = delta_carve(base, &at, temp_bytes ? temp_bytes : 1);
   GPU_CHECK(cudaMemset(d->refused, 0, 4));
   GPU_CHECK(cudaEventCreate(&d->start));
   GPU_CHECK(cudaEventCreate(&d->stop));
