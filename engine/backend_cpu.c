@@ -162,13 +162,17 @@ static int cpu_run(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *
   }
   if (engine_delta_want(e, b, PRSTM_BACKEND_CPU, cpu_threads(e), &hot, &plan)) {
     double t0 = engine_now();
-    int applied = engine_delta_run_cpu(e, b, &plan);
+    unsigned walkers = cpu_threads(e);
+    int applied = engine_delta_run_cpu(e, b, &plan, &walkers);
     double walk_s = engine_now() - t0;
     if (applied) {
       res->execute_s = walk_s;
-      res->threads = 1;
+      res->threads = walkers;
       res->backend = PRSTM_BACKEND_CPU;
-      snprintf(res->device, sizeof res->device, "CPU, delta path on one thread");
+      if (walkers == 1)
+        snprintf(res->device, sizeof res->device, "CPU, delta path on one thread");
+      else
+        snprintf(res->device, sizeof res->device, "CPU, delta path on %u threads", walkers);
       engine_delta_results(e, b, res);
       return 0;
     }

@@ -212,16 +212,193 @@ void engine_delta_results(prstm_engine *e, const prstm_batch *b, prstm_results *
   engine_progress_report(e, b, q, &clock, 1);
 }
 
+/* The parallel walk (engine_delta_run_cpu): the batch's steps bucketed by
+ * word, each bucket's steps in batch order, so that every thread walks the
+ * words of its own buckets. */
+#define DELTA_BUCKET_BITS 10u
+#define DELTA_BUCKETS (1u << DELTA_BUCKET_BITS)
+
+/* One step as a bucket holds it. The plan keeps words and step ids below
+ * 2^32 (the GPU's sort keys). */
+typedef struct delta_step_rec {
+  uint32_t word, id;
+  int64_t delta;
+} delta_step_rec;
+
+typedef struct delta_walk {
+  prstm_engine *e;
+  prstm_batch *b;
+  const cmp_delta_plan *plan;
+  txtable_view v;
+  uint64_t (*at)[DELTA_BUCKETS]; /* per part: counts, then where it writes */
+  uint64_t bucket_start[DELTA_BUCKETS + 1];
+  uint64_t applied[DELTA_BUCKETS]; /* steps of each bucket applied so far */
+  delta_step_rec *rec;
+  uint64_t *read; /* the value each step read, by step id */
+  uint8_t refused[ENGINE_MAX_PARTS];
+} delta_walk;
+
+static unsigned delta_bucket(uint64_t word) {
+  return (uint32_t)((uint32_t)word * 2654435761u) >> (32 - DELTA_BUCKET_BITS);
+}
+
+/* Counts (fill 0) or writes (fill 1) the steps of the part's rows into
+ * their buckets, in batch order. */
+static void delta_walk_bucket_rows(delta_walk *w, unsigned part, uint64_t from, uint64_t to, int fill) {
+  uint64_t *at = w->at[part];
+  for (uint64_t r = from; r < to; r++) {
+    const unsigned type = w->b->type[r];
+    for (unsigned k = 0;; k++) {
+      uint64_t word;
+      int64_t delta;
+      const int s = cmp_delta_step(w->plan, &w->v, w->e->nwords, r, type, k, &word, &delta);
+      if (s == 0) break;
+      if (s < 0) {
+        w->refused[part] = 1;
+        return;
+      }
+      const unsigned bucket = delta_bucket(word);
+      if (fill) w->rec[at[bucket]] = (delta_step_rec){(uint32_t)word, (uint32_t)(r * w->plan->slots + k), delta};
+      at[bucket]++;
+    }
+  }
+}
+static void delta_walk_count(void *arg, unsigned part, uint64_t from, uint64_t to) {
+  delta_walk_bucket_rows(arg, part, from, to, 0);
+}
+static void delta_walk_fill(void *arg, unsigned part, uint64_t from, uint64_t to) {
+  delta_walk_bucket_rows(arg, part, from, to, 1);
+}
+
+/* Walks buckets [from, to): each step's value checked and applied, the value
+ * before it kept; a step out of range stops the bucket (the caller undoes
+ * every bucket). */
+static void delta_walk_apply(void *arg, unsigned part, uint64_t from, uint64_t to) {
+  delta_walk *w = arg;
+  prstm_word *words = w->e->words;
+  for (uint64_t bucket = from; bucket < to; bucket++) {
+    for (uint64_t i = w->bucket_start[bucket]; i < w->bucket_start[bucket + 1]; i++) {
+      const delta_step_rec *s = &w->rec[i];
+      uint64_t after;
+      if (!cmp_delta_value(words[s->word], s->delta, &after)) {
+        w->refused[part] = 1;
+        break;
+      }
+      w->read[s->id] = words[s->word];
+      words[s->word] = after;
+      w->applied[bucket]++;
+    }
+  }
+}
+
+/* Gives each bucket's applied steps back, last first. */
+static void delta_walk_undo(void *arg, unsigned part, uint64_t from, uint64_t to) {
+  (void)part;
+  delta_walk *w = arg;
+  for (uint64_t bucket = from; bucket < to; bucket++)
+    for (uint64_t i = w->bucket_start[bucket] + w->applied[bucket]; i-- > w->bucket_start[bucket];)
+      w->e->words[w->rec[i].word] = w->read[w->rec[i].id];
+}
+
+/* Each row's outcome, commit order, read hash and result from the values
+ * its steps read. */
+static void delta_walk_rows(void *arg, unsigned part, uint64_t from, uint64_t to) {
+  (void)part;
+  delta_walk *w = arg;
+  prstm_batch *b = w->b;
+  for (uint64_t r = from; r < to; r++) {
+    const unsigned type = b->type[r];
+    uint64_t hash = 0, sum = 0, word;
+    int64_t delta;
+    for (unsigned k = 0; cmp_delta_step(w->plan, &w->v, w->e->nwords, r, type, k, &word, &delta) > 0; k++) {
+      const uint64_t value = w->read[r * w->plan->slots + k];
+      hash = stm_read_hash_step(hash, value);
+      sum += value;
+    }
+    if (w->plan->result_sum[type] && b->result) b->result[r] = sum;
+    if (b->seq) b->seq[r] = r;
+    if (b->read_hash) b->read_hash[r] = hash;
+    b->status[r] = TXTABLE_COMMITTED;
+  }
+}
+
+static int delta_walk_refused(const delta_walk *w, unsigned parts) {
+  for (unsigned p = 0; p < parts; p++)
+    if (w->refused[p]) return 1;
+  return 0;
+}
+
+/* The walk on `parts` threads: the same outcome as the one-thread walk
+ * (each word's steps in batch order), or a refusal with nothing changed.
+ * Returns -1 where its buffers do not fit (the caller walks on one thread). */
+static int delta_run_cpu_parallel(prstm_engine *e, prstm_batch *b, const cmp_delta_plan *plan, unsigned parts) {
+  const uint64_t n = b->n, total = n * plan->slots;
+  delta_walk *w = calloc(1, sizeof *w);
+  if (!w) return -1;
+  w->e = e;
+  w->b = b;
+  w->plan = plan;
+  txtable_view_of(b, &w->v);
+  w->at = calloc(parts, sizeof *w->at);
+  w->read = engine_alloc_first_touch((size_t)total * sizeof *w->read);
+  int rc = -1;
+  if (!w->at || !w->read) goto out;
+  engine_parallel_for(n, parts, delta_walk_count, w);
+  rc = 0;
+  if (delta_walk_refused(w, parts)) goto out;
+  /* Each bucket's steps part after part: batch order within a word. */
+  uint64_t next = 0;
+  for (unsigned bucket = 0; bucket < DELTA_BUCKETS; bucket++) {
+    w->bucket_start[bucket] = next;
+    for (unsigned p = 0; p < parts; p++) {
+      const uint64_t count = w->at[p][bucket];
+      w->at[p][bucket] = next;
+      next += count;
+    }
+  }
+  w->bucket_start[DELTA_BUCKETS] = next;
+  w->rec = engine_alloc_first_touch((size_t)(next ? next : 1) * sizeof *w->rec);
+  rc = -1;
+  if (!w->rec) goto out;
+  engine_parallel_for(n, parts, delta_walk_fill, w);
+  engine_parallel_for(DELTA_BUCKETS, parts, delta_walk_apply, w);
+  rc = 0;
+  if (delta_walk_refused(w, parts)) {
+    engine_parallel_for(DELTA_BUCKETS, parts, delta_walk_undo, w);
+    goto out;
+  }
+  engine_parallel_for(n, parts, delta_walk_rows, w);
+  rc = 1;
+out:
+  free(w->rec);
+  free(w->read);
+  free(w->at);
+  free(w);
+  return rc;
+}
+
 /* The proof and the apply in one walk in batch order. A refusal must leave
  * the state as it was: a state smaller than the batch's steps is walked on
  * a copy that replaces it on success; a larger one in place, each step's
  * word and old value kept in an undo log that a refusal plays back (a log
  * the size of the steps, written once, instead of a copy of every word). */
-int engine_delta_run_cpu(prstm_engine *e, prstm_batch *b, const cmp_delta_plan *plan) {
+int engine_delta_run_cpu(prstm_engine *e, prstm_batch *b, const cmp_delta_plan *plan, unsigned *threads) {
   typedef struct undo {
     uint64_t word, value;
   } undo;
   const uint64_t n = b->n, steps = n * plan->slots;
+  /* Many steps over a state larger than the cache: the threads walk the
+   * words of their own buckets (delta_run_cpu_parallel). */
+  if (*threads > 1 && steps >= PRSTM_POLICY_DELTA_CPU_PARALLEL_STEPS &&
+      e->nwords > PRSTM_POLICY_DELTA_CPU_CACHED_WORDS) {
+    const unsigned parts = *threads < ENGINE_MAX_PARTS ? *threads : ENGINE_MAX_PARTS;
+    const int rc = delta_run_cpu_parallel(e, b, plan, parts);
+    if (rc >= 0) {
+      *threads = parts;
+      return rc;
+    }
+  }
+  *threads = 1;
   const int on_copy = e->nwords <= steps;
   undo *log = NULL;
   prstm_word *w = e->words;

@@ -17,11 +17,13 @@ int engine_delta_plan(const prstm_engine *e, const prstm_batch *b, cmp_delta_pla
  * and, on the CPU, the state's size; fills plan when it should. */
 int engine_delta_want(const prstm_engine *e, const prstm_batch *b, prstm_backend backend, uint32_t inflight,
                       const engine_contention *hot, cmp_delta_plan *plan);
-/* The CPU's proof and apply in one walk in batch order. Returns 1 when the
- * batch committed on the delta path (state, statuses, and with verification
- * the commit order and read hashes written), 0 when the proof was refused
- * and nothing changed. */
-int engine_delta_run_cpu(prstm_engine *e, prstm_batch *b, const cmp_delta_plan *plan);
+/* The CPU's proof and apply: one walk in batch order, or, for many steps
+ * over a state larger than the cache, a walk of each word's steps in batch
+ * order on up to *threads threads (*threads: how many it used). Returns 1
+ * when the batch committed on the delta path (state, statuses, results,
+ * and with verification the commit order and read hashes written), 0 when
+ * the proof was refused and nothing changed. */
+int engine_delta_run_cpu(prstm_engine *e, prstm_batch *b, const cmp_delta_plan *plan, unsigned *threads);
 /* Counts and the final progress report of a batch that committed on the
  * delta path. */
 void engine_delta_results(prstm_engine *e, const prstm_batch *b, prstm_results *res);

@@ -45,6 +45,7 @@ mutants=(
   "path-ignores-the-set-capacity|test_deltas|engine/delta.c|s/^  if (!v || plan->slots > v->set_capacity) return 0;\$/  if (!v) return 0;/"
   "read-step-moves-its-word|test_deltas|cmp/cmp_delta.h|s/^  uint64_t a = reads_only ? 0 : cmp_delta_arg(t, r, p->amount_col\[type\]\[j\]);\$/  uint64_t a = cmp_delta_arg(t, r, p->amount_col[type][j]);/"
   "read-result-not-written|test_deltas|engine/delta.c|s/^    if (plan->result_sum\[type\] \&\& b->result) b->result\[r\] = sum;\$/    (void)sum;/"
+  "parallel-walk-keeps-refused-steps|test_deltas|engine/delta.c|s/^      w->e->words\[w->rec\[i\].word\] = w->read\[w->rec\[i\].id\];\$/      (void)0;/"
   "plan-takes-rows-of-blind-writes|test_ycsb|engine/delta.c|s/^  return (arg \& high \& used) == 0;\$/  return (void)arg, (void)high, (void)used, 1;/"
   "ticket-taken-without-the-counter-lock|test_tickets|engine/stm/stm_core.h|s/^    if (port_cas_acquire(lw, w, stm_lock_make(stm_lock_version(w), tx->prio, STM_LOCK_LOCKED))) {\$/    if (1) {/"
   "private-write-lands-before-the-commit|test_stm|engine/stm/stm_core.h|s/^  if (lock) stm_tx_lock_for_write(tx, addr);\$/  if (lock) stm_tx_lock_for_write(tx, addr); else port_store_relaxed(\&tx->ctx->words[addr], value);/"

@@ -65,6 +65,11 @@
  * the first-level cache and kept up with 16 STM threads at 1,000 accounts;
  * at 10^4 to 10^6 accounts the threads were ahead. */
 #define PRSTM_POLICY_DELTA_CPU_CACHED_WORDS 4096u
+/* The CPU's delta path walks a batch of at least this many steps over a
+ * larger state on every thread, each thread the words of its own buckets:
+ * below it, starting the threads and bucketing the steps cost more than the
+ * one-thread walk. */
+#define PRSTM_POLICY_DELTA_CPU_PARALLEL_STEPS (1u << 20)
 /* A GPU run through the STM with the default thread count keeps only as
  * many transactions in flight as meet this many others each, on average:
  * beyond that, more threads add aborts, not commits. */
