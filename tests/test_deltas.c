@@ -20,6 +20,17 @@ static prstm_engine *open_bank(const prstm_workload *wl, prstm_backend backend, 
   return e;
 }
 
+/* open_bank with the path on, where backend is usable, and an empty batch. */
+static prstm_engine *open_bank_on(prstm_backend backend, uint32_t threads, uint64_t accounts, uint64_t balance,
+                                  prstm_batch **b) {
+  const prstm_workload *wl = prstm_workload_find("bank");
+  test_need_backend(wl, backend);
+  prstm_engine *e = open_bank(wl, backend, threads, PRSTM_DELTAS_ON, accounts, balance);
+  *b = NULL;
+  cr_assert_eq(prstm_batch_create(b, wl), 0);
+  return e;
+}
+
 /* n transfers (and every tenth a deposit or withdrawal) among `accounts`. */
 static prstm_batch *hot_batch(const prstm_workload *wl, uint64_t n, uint64_t accounts, uint64_t seed) {
   prstm_batch *b = NULL;
@@ -132,11 +143,8 @@ Test(deltas_gpu, transfers_from_lists_commit_as_sums_on_the_gpu) {
  * the second step of the list runs the account dry, so the proof refuses
  * and the STM postpones the row, then abandons it (nothing can fund it). */
 static void list_source_named_twice_pays_twice(prstm_backend backend) {
-  const prstm_workload *wl = prstm_workload_find("bank");
-  test_need_backend(wl, backend);
-  prstm_engine *e = open_bank(wl, backend, 1, PRSTM_DELTAS_ON, 4, 20);
-  prstm_batch *b = NULL;
-  cr_assert_eq(prstm_batch_create(&b, wl), 0);
+  prstm_batch *b;
+  prstm_engine *e = open_bank_on(backend, 1, 4, 20, &b);
   prstm_word ok[5] = {3, 15, 2, 0, 1}, dry[5] = {3, 15, 2, 2, 2};
   cr_assert_eq(prstm_batch_append_named(b, "transfer_multi", ok, 5), 0);
   cr_assert_eq(prstm_batch_append_named(b, "transfer_multi", dry, 5), 0);
@@ -184,12 +192,10 @@ Test(deltas, list_total_over_the_bound_runs_through_the_stm) {
  * row of exactly as many steps as the sets hold takes the path. */
 static void list_longer_than_the_sets_runs_through_the_stm(prstm_backend backend) {
   const prstm_workload *wl = prstm_workload_find("bank");
-  test_need_backend(wl, backend);
   const unsigned cap = wl->variants[wl->nvariants - 1].set_capacity;
   for (int over = 0; over < 2; over++) {
-    prstm_engine *e = open_bank(wl, backend, 1, PRSTM_DELTAS_ON, 1000, 1000);
-    prstm_batch *b = NULL;
-    cr_assert_eq(prstm_batch_create(&b, wl), 0);
+    prstm_batch *b;
+    prstm_engine *e = open_bank_on(backend, 1, 1000, 1000, &b);
     /* cap - 1 sources and the target are cap steps; one source more overflows. */
     const unsigned sources = cap - 1 + (unsigned)over;
     prstm_word args[3 + 200] = {999, 1, sources};
@@ -356,11 +362,8 @@ Test(deltas, batch_with_an_opaque_type_runs_through_the_stm) {
  * returns the balance as the batch order left it: the first read the
  * initial balance, the last the final one, every one as the replay. */
 static void balance_reads_return_the_balance_in_batch_order(prstm_backend backend) {
-  const prstm_workload *wl = prstm_workload_find("bank");
-  test_need_backend(wl, backend);
-  prstm_engine *e = open_bank(wl, backend, 0, PRSTM_DELTAS_ON, 16, 1000000);
-  prstm_batch *b = NULL;
-  cr_assert_eq(prstm_batch_create(&b, wl), 0);
+  prstm_batch *b;
+  prstm_engine *e = open_bank_on(backend, 0, 16, 1000000, &b);
   prstm_word three = 3;
   cr_assert_eq(prstm_batch_append_named(b, "balance", &three, 1), 0);
   uint64_t x = 31;
