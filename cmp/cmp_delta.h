@@ -98,6 +98,23 @@ PRSTM_INLINE int cmp_delta_step(const cmp_delta_plan *p, const txtable_view *t, 
   return w < nwords && in_bound ? 1 : -1;
 }
 
+/* What row r read, from the value before each of its steps (`read`, by
+ * step slot r * slots + k; a row's steps are its first slots): its read
+ * hash, and the sum of the values, which is the result of a row of a
+ * PRSTM_DELTA_RESULT_SUM type. */
+PRSTM_INLINE void cmp_delta_row_reads(const cmp_delta_plan *p, const txtable_view *t, uint64_t nwords, uint64_t r,
+                                      unsigned type, const uint64_t *read, uint64_t *hash, uint64_t *sum) {
+  uint64_t h = 0, s = 0, word;
+  int64_t delta;
+  for (unsigned k = 0; k < p->slots && cmp_delta_step(p, t, nwords, r, type, k, &word, &delta) > 0; k++) {
+    const uint64_t value = read[r * p->slots + k];
+    h = stm_read_hash_step(h, value);
+    s += value;
+  }
+  *hash = h;
+  *sum = s;
+}
+
 /* The value of a word that started at `initial` after steps summing to
  * `sum`; 0 when it would leave [0, 2^64), where the body would postpone or
  * fail instead. Checking every step's value this way checks each guard. */

@@ -188,18 +188,19 @@ int engine_delta_plan(const prstm_engine *e, const prstm_batch *b, cmp_delta_pla
 int engine_delta_want(const prstm_engine *e, const prstm_batch *b, prstm_backend backend, uint32_t inflight,
                       const engine_contention *hot, cmp_delta_plan *plan) {
   if (e->opt.deltas == PRSTM_DELTAS_OFF) return 0;
-  if (!engine_delta_plan(e, b, plan)) return 0;
-  if (e->opt.deltas == PRSTM_DELTAS_ON) return 1;
-  /* The CPU's walk is one thread, but each step a load and a store in
-   * cache where the state fits there: it outruns the STM's threads even
-   * without conflicts (docs/DESIGN-NOTES.md, "Hot spots"). */
-  if (backend == PRSTM_BACKEND_CPU && e->nwords <= PRSTM_POLICY_DELTA_CPU_CACHED_WORDS) return 1;
-  /* Hot: conflicts on average, or one word so hot that its transactions
-   * would queue on it however few the conflicts elsewhere (a Zipfian
-   * batch's first account). */
-  return engine_contention_conflicts(hot, inflight) >= PRSTM_POLICY_DELTA_HOT_CONFLICTS ||
-         (hot->hottest_count >= PRSTM_POLICY_HOT_WORD_COUNT &&
-          engine_contention_hottest_inflight(hot, inflight) >= 1.0);
+  /* AUTO asks first whether the path would pay, so that a cold batch skips
+   * the plan's pass over its rows. The CPU's walk outruns the STM's threads
+   * even without conflicts where the state fits in cache, each step a load
+   * and a store there (docs/DESIGN-NOTES.md, "Hot spots"). Elsewhere the
+   * batch must be hot: conflicts on average, or one word so hot that its
+   * transactions would queue on it however few the conflicts elsewhere (a
+   * Zipfian batch's first account). */
+  if (e->opt.deltas == PRSTM_DELTAS_AUTO &&
+      !(backend == PRSTM_BACKEND_CPU && e->nwords <= PRSTM_POLICY_DELTA_CPU_CACHED_WORDS) &&
+      engine_contention_conflicts(hot, inflight) < PRSTM_POLICY_DELTA_HOT_CONFLICTS &&
+      !(hot->hottest_count >= PRSTM_POLICY_HOT_WORD_COUNT && engine_contention_hottest_inflight(hot, inflight) >= 1.0))
+    return 0;
+  return engine_delta_plan(e, b, plan);
 }
 
 void engine_delta_results(prstm_engine *e, const prstm_batch *b, prstm_results *res) {
@@ -308,13 +309,8 @@ static void delta_walk_rows(void *arg, unsigned part, uint64_t from, uint64_t to
   prstm_batch *b = w->b;
   for (uint64_t r = from; r < to; r++) {
     const unsigned type = b->type[r];
-    uint64_t hash = 0, sum = 0, word;
-    int64_t delta;
-    for (unsigned k = 0; cmp_delta_step(w->plan, &w->v, w->e->nwords, r, type, k, &word, &delta) > 0; k++) {
-      const uint64_t value = w->read[r * w->plan->slots + k];
-      hash = stm_read_hash_step(hash, value);
-      sum += value;
-    }
+    uint64_t hash, sum;
+    cmp_delta_row_reads(w->plan, &w->v, w->e->nwords, r, type, w->read, &hash, &sum);
     if (w->plan->result_sum[type] && b->result) b->result[r] = sum;
     if (b->seq) b->seq[r] = r;
     if (b->read_hash) b->read_hash[r] = hash;

@@ -95,14 +95,8 @@ __global__ void delta_apply_rows_kernel(delta_gpu_table t, cmp_delta_plan plan, 
     if (t.seq) t.seq[r] = r;
     const int result = t.result && plan.result_sum[t.type[r]];
     if (t.read_hash || result) {
-      /* A row's steps are its first slots (a list's entries vary by row). */
-      uint64_t h = 0, sum = 0, word;
-      int64_t delta;
-      for (unsigned k = 0; k < plan.slots && cmp_delta_step(&plan, &v, t.nwords, r, t.type[r], k, &word, &delta) > 0;
-           k++) {
-        h = stm_read_hash_step(h, read[r * plan.slots + k]);
-        sum += read[r * plan.slots + k];
-      }
+      uint64_t h, sum;
+      cmp_delta_row_reads(&plan, &v, t.nwords, r, t.type[r], read, &h, &sum);
       if (t.read_hash) t.read_hash[r] = h;
       if (result) t.result[r] = sum;
     }
