@@ -27,9 +27,11 @@ typedef struct sl_run {
 
 static void set_knob(sl_run *r, const char *name, double v) { test_set_knob(r->wl, r->spec.params, name, v); }
 
-/* A small list: `initial` keys from 1 to key_range, room for `capacity` nodes. */
-static void run_open_chunked(sl_run *r, prstm_backend backend, uint32_t coverage, prstm_semantic_mode semantic,
-                             uint64_t initial, uint64_t capacity, uint64_t key_range, uint64_t chunk_rows) {
+/* A small list of `levels` levels: `initial` keys from 1 to key_range, room
+ * for `capacity` nodes. */
+static void run_open_shaped(sl_run *r, prstm_backend backend, uint32_t coverage, prstm_semantic_mode semantic,
+                            uint64_t initial, uint64_t capacity, uint64_t key_range, uint64_t chunk_rows,
+                            uint64_t levels) {
   memset(r, 0, sizeof *r);
   r->wl = prstm_workload_find("skiplist");
   cr_assert_not_null(r->wl, "the skiplist workload is not built in");
@@ -43,8 +45,15 @@ static void run_open_chunked(sl_run *r, prstm_backend backend, uint32_t coverage
   set_knob(r, "initial_keys", (double)initial);
   set_knob(r, "capacity", (double)capacity);
   set_knob(r, "key_range", (double)key_range);
+  set_knob(r, "levels", (double)levels);
   set_knob(r, "seed", 5);
   cr_assert_eq(prstm_engine_init_state(r->engine, &r->spec), 0, "%s", prstm_engine_error(r->engine));
+}
+
+/* The same on the default 5 levels. */
+static void run_open_chunked(sl_run *r, prstm_backend backend, uint32_t coverage, prstm_semantic_mode semantic,
+                             uint64_t initial, uint64_t capacity, uint64_t key_range, uint64_t chunk_rows) {
+  run_open_shaped(r, backend, coverage, semantic, initial, capacity, key_range, chunk_rows, 5);
 }
 
 static void run_open(sl_run *r, prstm_backend backend, uint32_t coverage, prstm_semantic_mode semantic,
@@ -280,10 +289,8 @@ static void exhausted_pool_and_bad_arguments_fail_cleanly(prstm_backend backend,
 /* Crowded inserts and deletes on a four-key list: every transaction touches
  * the same few links, so conflicts are constant; nothing is lost. The keys
  * all land above the initial ones, so an insert may walk past every earlier
- * height-5 node on the top level (one key in five). With 1,000 inserts that
- * walk stays under 210 reads in any order of execution, inside the set
- * capacity (SKIPLIST_CAPACITY 256); 1,500 inserts could need 300, and did
- * fail on capacity when the scheduler ran the inserts ahead of the deletes. */
+ * height-5 node on the top level (one key in five), and the links it stops
+ * at are the ones the others change. */
 #define CROWDED_INSERTS 1000u
 static void crowded_neighbours_lose_nothing(prstm_backend backend, uint32_t coverage) {
   need_backend(backend);
@@ -302,6 +309,59 @@ static void crowded_neighbours_lose_nothing(prstm_backend backend, uint32_t cove
   cr_assert_eq(r.res.committed, rows);
   for (uint64_t k = 0; k < CROWDED_INSERTS; k++)
     cr_assert_eq(present_now(&r, 30000 + k), (int)(k % 2), "key %llu", (unsigned long long)(30000 + k));
+  run_close(&r);
+}
+
+/* A walk takes its steps by hints and validates one link a level, so its
+ * read set does not grow with the walk: on a one-level list of 600 keys an
+ * insert past the last key and a delete of the last key each walk about 600
+ * links, and both commit. A walk that put every link in its read set would
+ * fail them on the set capacity (SKIPLIST_CAPACITY, 256). */
+static void long_walk_stays_within_the_set_capacity(prstm_backend backend) {
+  need_backend(backend);
+  sl_run r;
+  run_open_shaped(&r, backend, 1, PRSTM_SEMANTIC_POSTPONE, 600, 700, 1000, 0, 1);
+  const uint64_t last = initial_key(&r, 599);
+  add(&r, SKIPLIST_INSERT, 1001, 1);
+  add(&r, SKIPLIST_DELETE, last, 0);
+  add(&r, SKIPLIST_SEARCH, 1001, 0);
+  run_exec(&r);
+  for (uint64_t i = 0; i < 3; i++) {
+    unsigned reason = 0;
+    prstm_status st = outcome(&r, i, &reason, NULL);
+    cr_assert_eq(st, PRSTM_COMMITTED, "row %llu ended %s with reason %u", (unsigned long long)i, prstm_status_name(st),
+                 reason);
+  }
+  cr_assert(present_now(&r, 1001));
+  cr_assert(!present_now(&r, last));
+  run_close(&r);
+}
+
+/* A delete leaves SKIPLIST_UNLINKED in the node's link on every level it
+ * was on, so that a walk that stopped at the node and validated its link
+ * there sees the link change: without the mark, unlinking a walk's
+ * predecessor would leave that walk's read set intact, and an insert would
+ * link its node after a node no longer in the list. */
+static void delete_marks_every_link_of_its_node_unlinked(prstm_backend backend) {
+  need_backend(backend);
+  sl_run r;
+  run_open(&r, backend, 1, PRSTM_SEMANTIC_POSTPONE, 300, 400, 100000);
+  uint64_t nwords = 0;
+  const prstm_word *w = prstm_engine_state(r.engine, &nwords);
+  const skiplist_meta m = {w[1], w[2], w[3], 2 + w[1]};
+  /* The first node on level 1: on levels 0 and 1 at least. */
+  const uint64_t node = skiplist_link_index(w[skiplist_addr(&m, 0, 3)]);
+  cr_assert_neq(node, 0, "no initial node reaches level 1");
+  const uint64_t key = w[skiplist_addr(&m, node, 0)], height = w[skiplist_addr(&m, node, 1)];
+  add(&r, SKIPLIST_DELETE, key, 0);
+  run_exec(&r);
+  cr_assert_eq(r.res.committed, 1);
+  cr_assert(!present_now(&r, key));
+  w = prstm_engine_state(r.engine, &nwords);
+  for (uint64_t lv = 0; lv < height; lv++)
+    cr_assert_eq(w[skiplist_addr(&m, node, 2 + lv)], SKIPLIST_UNLINKED, "level %llu of %llu: link %#llx",
+                 (unsigned long long)lv, (unsigned long long)height,
+                 (unsigned long long)w[skiplist_addr(&m, node, 2 + lv)]);
   run_close(&r);
 }
 
@@ -368,6 +428,8 @@ BOTH_BACKENDS(insert_of_a_present_key_fails_with_its_reason, t_present)
 BOTH_BACKENDS(search_reports_presence_without_writing, t_search)
 BOTH_BACKENDS(exhausted_pool_and_bad_arguments_fail_cleanly, t_pool)
 BOTH_BACKENDS(crowded_neighbours_lose_no_insert_or_delete, t_crowded)
+BOTH_BACKENDS(long_walk_stays_within_the_set_capacity, long_walk_stays_within_the_set_capacity)
+BOTH_BACKENDS(delete_marks_every_link_of_its_node_unlinked, delete_marks_every_link_of_its_node_unlinked)
 
 /* Retry mode (the papers' comparator) gives up on a delete whose insert never
  * comes, with the retry-limit reason, and still commits the rest. */

@@ -305,6 +305,15 @@ PRSTM_INLINE void stm_tx_doom(prstm_tx *tx, uint32_t state) {
   if (tx->state == STM_TX_OK) tx->state = state;
 }
 
+/* Ends the attempt as a concurrent conflict does: the engine runs the
+ * transaction again from its start. For a body that walks a structure by
+ * hints (prstm_read_immutable of written words) and finds, on reading a
+ * word through prstm_read, that another transaction changed it since the
+ * hint: the attempt's path is stale, and its validated reads so far may not
+ * be the ones a fresh walk would make. Call it only on such evidence of
+ * another commit, or the attempt restarts for ever. */
+PRSTM_INLINE void prstm_restart(prstm_tx *tx) { stm_tx_doom(tx, STM_TX_CONFLICT); }
+
 /* Records that another transaction holds lock `l` (its word read as `w`), so
  * that the retry waits for that holder to move on. */
 PRSTM_INLINE void stm_tx_note_holder(prstm_tx *tx, uint64_t l, uint64_t w) {
@@ -422,8 +431,14 @@ PRSTM_INLINE uint64_t prstm_read(prstm_tx *tx, uint64_t addr) {
  * older than the state at the start of the thread's sweep, so on the final
  * quiescent state (where abandonment is decided) the hint is exact; k-means
  * checks with it whether the previous iteration is complete before paying
- * for validated reads. Anything the transaction writes or returns must come
- * from prstm_read or from words no transaction writes. */
+ * for validated reads. A second sound use: hints that only choose which
+ * words to read through prstm_read, where the validated values alone decide
+ * what the transaction writes or returns and prove the choice right (a
+ * skiplist walk takes its steps by hints and validates the one link it stops
+ * at on each level; skiplist_body.h says why that suffices). A body that
+ * finds a validated value different from its hint calls prstm_restart.
+ * Anything the transaction writes or returns must come from prstm_read or
+ * from words no transaction writes. */
 PRSTM_INLINE uint64_t prstm_read_immutable(prstm_tx *tx, uint64_t addr) {
   if (tx->state != STM_TX_OK) return 0;
   if (addr >= tx->ctx->nwords) {

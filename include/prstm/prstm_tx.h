@@ -20,10 +20,13 @@
  *                                 adds commute (PRSTM_USES_ADD, uses_add)
  *   prstm_ticket(tx, c, dest)     dest = the counter word c, and c + 1, both
  *                                 taken at commit (PRSTM_USES_TICKETS)
- *   prstm_read_immutable(tx, a)   a word no transaction of the batch writes
+ *   prstm_read_immutable(tx, a)   a word no transaction of the batch writes,
+ *                                 or a written one as a hint (stm_core.h)
  *   prstm_set_result(tx, v)       a read-only type's result
  *   prstm_fail(tx, reason)        fail for good (PRSTM_REASON_USER + k)
  *   prstm_ok(tx)                  false once the attempt is doomed
+ *   prstm_restart(tx)             end the attempt as a conflict does (a
+ *                                 hint found stale); the engine retries it
  *   prstm_row(tx)                 the row in its batch, unique in the run
  *   prstm_nwords(tx)              the number of shared words
  *   PRSTM_COMMIT, PRSTM_POSTPONE  what a body returns (or prstm_fail's value)

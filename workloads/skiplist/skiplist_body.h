@@ -2,8 +2,9 @@
 #ifndef SKIPLIST_BODY_H
 #define SKIPLIST_BODY_H
 
-/* A walk reads tens of links: the sets keep hash indexes. */
-#define PRSTM_WIDE_SETS 1
+/* A walk validates one link a level, so the sets stay small and keep no
+ * hash indexes (PRSTM_WIDE_SETS): clearing them cost each attempt more than
+ * the searches they save. */
 #include "prstm_tx.h"
 
 /* Type indices, in the order of skiplist_types[] in skiplist.c. */
@@ -34,14 +35,21 @@ enum { SKIPLIST_INSERT = 0, SKIPLIST_DELETE = 1, SKIPLIST_SEARCH = 2 };
 #define SKIPLIST_KEY_MAX 0xffffffffull
 #define SKIPLIST_INDEX_MASK 0xffffffffull
 
-/* Read and write set entries per transaction. A walk reads one link per
- * step and per level: on the default list (5,000 keys, 5 levels, branching 8)
- * about 20 links; an insert adds one read and at most 2 + 2 * levels writes.
- * Inserts are swept first, so the list grows mid-batch: the default batch
- * (1M transactions, ~400,000 keys at the peak) still has no capacity failure,
- * while 3M transactions (over a million keys) fail about 4% on capacity. A
- * walk that does not fit fails with PRSTM_REASON_CAPACITY, never overflows. */
+/* Read and write set entries per transaction. A walk validates one link a
+ * level (skiplist_walk), an insert adds one read and at most 2 + 2 * levels
+ * writes, a delete one read and two writes a level: a few dozen at most
+ * with 32 levels. The capacity leaves room for the links a walk reads again
+ * when a commit slips in between its hint and its read (each costs an
+ * entry). A transaction that does not fit fails with PRSTM_REASON_CAPACITY,
+ * never overflows. */
 #define SKIPLIST_CAPACITY 256
+
+/* What a delete leaves in each link of the node it unlinks: index 0, which a
+ * walk takes for the end of the level, with a key that no nil link (0)
+ * carries. A walk that stops at an unlinked node reads this through
+ * prstm_read and starts again (skiplist_walk); a transaction that had
+ * validated a link of the node sees it changed. */
+#define SKIPLIST_UNLINKED (SKIPLIST_KEY_MAX << 32)
 
 PRSTM_INLINE uint64_t skiplist_link(uint64_t key, uint64_t index) { return key << 32 | index; }
 PRSTM_INLINE uint64_t skiplist_link_index(uint64_t link) { return link & SKIPLIST_INDEX_MASK; }
@@ -74,15 +82,31 @@ PRSTM_INLINE int skiplist_meta_read(prstm_tx *tx, skiplist_meta *m) {
 
 /* Walks from the head down to level 0 towards key: for each level l, pred[l]
  * is the last node whose key is below key and link[l] its next[l] as read.
- * Every link goes through prstm_read, so the whole path is in the read set
- * and a concurrent change to any of it aborts this attempt at validation.
  * With stop_at_match the walk ends at the first level that shows the key
  * (a search needs no more); *found_level is that level, or -1 when the key
  * is absent. Without stop_at_match the walk always reaches level 0, and
  * *found_level is 0 or -1.
+ *
+ * The steps are taken by hints (prstm_read_immutable): only the link each
+ * level stops at, pred[l]'s next[l], is read through prstm_read, so the read
+ * set holds one link a level instead of the whole path (tens of links, and
+ * the top level's were in every transaction's set: each commit there failed
+ * most walks in flight). Validating those links alone proves the walk right
+ * at commit. pred[l].next[l] unchanged means no node came between pred[l]
+ * and link[l], that neither was unlinked (unlinking the successor rewrites
+ * pred's link; unlinking pred rewrites pred's own links to
+ * SKIPLIST_UNLINKED), and so that pred[l] is still on level l, just below
+ * key, whatever the path that found it. A hint can be stale: a link read
+ * through prstm_read that differs from its hint, or that shows the node
+ * unlinked, restarts the attempt (prstm_restart), so a committed attempt
+ * read exactly the links a walk on its snapshot reads (the serial replay's
+ * read hash checks it).
+ *
  * Returns 1 when the walk ended, 0 when the attempt is doomed (the caller
  * returns at once), -1 when the links are not a skiplist: keys must strictly
- * increase along a level, which also bounds the walk on any snapshot. */
+ * increase along a level, which also bounds the walk on any snapshot. Every
+ * word a hint reads held a link of a valid list at some moment, so only a
+ * broken state, confirmed by prstm_read, fails this way. */
 PRSTM_INLINE int skiplist_walk(prstm_tx *tx, const skiplist_meta *m, uint64_t key, int stop_at_match, uint64_t *pred,
                                uint64_t *link, int *found_level) {
   uint64_t x = 0, xkey = 0;
@@ -90,15 +114,21 @@ PRSTM_INLINE int skiplist_walk(prstm_tx *tx, const skiplist_meta *m, uint64_t ke
   for (uint64_t lv = m->levels; lv-- > 0;) {
     uint64_t w;
     for (;;) {
-      w = prstm_read(tx, skiplist_addr(m, x, 2 + lv));
+      w = prstm_read_immutable(tx, skiplist_addr(m, x, 2 + lv));
       if (!prstm_ok(tx)) return 0;
       uint64_t succ = skiplist_link_index(w), skey = skiplist_link_key(w);
       if (succ == 0) break;
-      if (succ >= m->nodes || skey <= xkey) return -1;
+      if (succ >= m->nodes || skey <= xkey) {
+        if (prstm_read(tx, skiplist_addr(m, x, 2 + lv)) != w) prstm_restart(tx);
+        return prstm_ok(tx) ? -1 : 0;
+      }
       if (skey >= key) break;
       x = succ;
       xkey = skey;
     }
+    const uint64_t seen = prstm_read(tx, skiplist_addr(m, x, 2 + lv));
+    if (seen != w || seen == SKIPLIST_UNLINKED) prstm_restart(tx);
+    if (!prstm_ok(tx)) return 0;
     pred[lv] = x;
     link[lv] = w;
     if (skiplist_link_index(w) != 0 && skiplist_link_key(w) == key && (stop_at_match || lv == 0)) {
@@ -142,10 +172,11 @@ PRSTM_INLINE int skiplist_insert(prstm_tx *tx) {
   return PRSTM_COMMIT;
 }
 
-/* delete(key): unlinks the key's node at every level it is on (the node is
- * not reused). A key that is absent may be inserted by a later transaction
- * of the batch: that is a semantic conflict, so the delete postpones, and
- * insert carries the higher tag. */
+/* delete(key): unlinks the key's node at every level it is on, and marks
+ * its links there SKIPLIST_UNLINKED (the node is not reused). A key that is
+ * absent may be inserted by a later transaction of the batch: that is a
+ * semantic conflict, so the delete postpones, and insert carries the higher
+ * tag. */
 PRSTM_INLINE int skiplist_delete(prstm_tx *tx) {
   uint64_t key = prstm_arg(tx, 0);
   skiplist_meta m;
@@ -164,6 +195,7 @@ PRSTM_INLINE int skiplist_delete(prstm_tx *tx) {
     uint64_t after = prstm_read(tx, skiplist_addr(&m, target, 2 + lv));
     if (!prstm_ok(tx)) return PRSTM_COMMIT;
     prstm_write(tx, skiplist_addr(&m, pred[lv], 2 + lv), after);
+    prstm_write(tx, skiplist_addr(&m, target, 2 + lv), SKIPLIST_UNLINKED);
   }
   return PRSTM_COMMIT;
 }
