@@ -152,6 +152,36 @@ Test(vacation_gpu, gpu_generated_batch_keeps_rooms_and_bookings_consistent) {
   generated_batch_stays_consistent(PRSTM_BACKEND_GPU, 1, PRSTM_SEMANTIC_POSTPONE, 0);
 }
 
+/* On a GPU the default thread count is vacation's own, 128 an SM, half the
+ * engine's usual 256: more transactions in flight on the room types'
+ * counters add aborts, not commits. The SM count is read from the run's
+ * device line, "NAME (S SMs, T threads)"; the batch has more rows than 128
+ * threads an SM of any GPU up to 780 SMs, so its size lowers nothing. */
+Test(vacation_gpu, default_threads_are_128_an_sm) {
+  need_backend(PRSTM_BACKEND_GPU);
+  vac_run r;
+  memset(&r, 0, sizeof r);
+  prstm_options opt;
+  test_options(&opt, PRSTM_BACKEND_GPU, 0, 1);
+  opt.threads = 0;
+  test_open(vac(), &opt, &r.engine, &r.batch);
+  prstm_state_spec_init(vac(), &r.spec);
+  cr_assert_eq(prstm_engine_init_state(r.engine, &r.spec), 0, "%s", prstm_engine_error(r.engine));
+  prstm_generate_spec g;
+  prstm_generate_spec_init(vac(), &g);
+  g.transactions = 100000;
+  g.seed = 3;
+  char err[256];
+  cr_assert_eq(vac()->generate(&g, &r.spec, r.batch, err, sizeof err), 0, "%s", err);
+  run_exec(&r);
+  cr_assert_eq(r.res.backend, PRSTM_BACKEND_GPU);
+  unsigned sms = 0;
+  const char *p = strrchr(r.res.device, '(');
+  cr_assert(p && sscanf(p, "(%u SMs", &sms) == 1 && sms > 0, "no SM count in '%s'", r.res.device);
+  cr_assert_eq(r.res.threads, 128u * sms, "128 an SM of %u SMs, ran %u threads", sms, r.res.threads);
+  run_close(&r);
+}
+
 /* A generated batch of several blocks (each made from its own stream, on
  * its own thread, with its own customers and share of the free rooms), its
  * semantic pairs split across blocks; as many pairs as initial holders, so

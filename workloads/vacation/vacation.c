@@ -824,10 +824,17 @@ const prstm_workload prstm_workload_vacation = {
     .ntypes = sizeof vacation_types / sizeof vacation_types[0],
     .types = vacation_types,
     .nvariants = 1,
+    /* Every book and cancel reads and writes the free-room counter of its
+     * room type, about 800 open types by default. Past about 20
+     * transactions in flight on a counter, more threads add aborts, not
+     * commits, so the GPU runs 128 threads an SM instead of 256 (on an
+     * H200, about as many commits, and half the aborts; docs/PERFORMANCE.md,
+     * "Threads"). */
     .variants = {{.max_columns = PRSTM_MAX_COLUMNS,
                   .set_capacity = VACATION_CAPACITY,
                   .cpu_worker = vacation_cpu_worker,
-                  PRSTM_GPU_HOOKS(vacation)}},
+                  PRSTM_GPU_HOOKS(vacation),
+                  .gpu = {.threads_per_sm = 128}}},
     .init_state = vacation_init_state,
     .generate = vacation_generate,
     .check_invariant = vacation_check_invariant,
