@@ -241,11 +241,12 @@ static void run_engine_runner(bench_ctx *c, const bench_point *p, runner_id id, 
                                                 : PRSTM_BACKEND_CPU;
   const prstm_semantic_mode mode =
       id == R_GPU_RETRY || id == R_CPU_RETRY ? PRSTM_SEMANTIC_RETRY : PRSTM_SEMANTIC_POSTPONE;
-  /* The engine's runners take the default (auto); the papers' comparators
-   * and the serial replay stay the STM they are, like the _stm pair. */
-  const prstm_deltas_mode deltas = id == R_GPU_DELTAS || id == R_CPU_DELTAS       ? PRSTM_DELTAS_ON
-                                   : id == R_GPU_POSTPONE || id == R_CPU_POSTPONE ? PRSTM_DELTAS_AUTO
-                                                                                  : PRSTM_DELTAS_OFF;
+  /* The engine's runners and co-execution take the default (auto); the
+   * papers' comparators, the serial replay and backend multi stay the STM
+   * they are, like the _stm pair. */
+  const prstm_deltas_mode deltas = id == R_GPU_DELTAS || id == R_CPU_DELTAS                         ? PRSTM_DELTAS_ON
+                                   : id == R_GPU_POSTPONE || id == R_CPU_POSTPONE || id == R_HETERO ? PRSTM_DELTAS_AUTO
+                                                                                                    : PRSTM_DELTAS_OFF;
   uint32_t threads = gpu                               ? p->gpu_threads
                      : id == R_CPU_SERIAL              ? 1
                      : id == R_HETERO || id == R_MULTI ? 0

@@ -176,9 +176,17 @@ static int cpu_run(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *
       engine_delta_results(e, b, res);
       return 0;
     }
+    if (e->deltas_only) {
+      e->deltas_declined = 1;
+      return 0;
+    }
     int rc = backend_cpu_run(e, b, v, res, 0);
     res->execute_s += walk_s;
     return rc;
+  }
+  if (e->deltas_only) {
+    e->deltas_declined = 1;
+    return 0;
   }
   return backend_cpu_run(e, b, v, res, 0);
 }

@@ -560,6 +560,10 @@ static int gpu_run_checked(prstm_engine *e, prstm_batch *b, const prstm_worker_v
   cmp_delta_plan plan;
   const int try_deltas = engine_delta_want(e, b, PRSTM_BACKEND_GPU, threads, &hot, &plan);
   ENGINE_RANGE_POP();
+  if (!try_deltas && e->deltas_only) {
+    e->deltas_declined = 1;
+    return 0;
+  }
   if (!try_deltas && e->opt.threads == 0) threads = engine_contention_inflight(&hot, threads);
   threads = gpu_threads_for_rows(e->opt.threads != 0, threads, b->n);
   prstm_exec_ctx ctx;
@@ -604,6 +608,12 @@ static int gpu_run_checked(prstm_engine *e, prstm_batch *b, const prstm_worker_v
     float ms = 0;
     rc = delta_gpu_run(&dt, &plan, &on_deltas, &ms, err, errlen);
     deltas_s = ms / 1000.0;
+  }
+  if (rc == 0 && !on_deltas && e->deltas_only) {
+    /* The refused proof left the words untouched, here and on the host. */
+    ENGINE_RANGE_POP();
+    e->deltas_declined = 1;
+    return 0;
   }
   if (rc == 0 && !on_deltas) rc = gpu_execute(e, b, v, &ctx, threads, g, res, &stalled, err, errlen);
   res->execute_s += deltas_s;

@@ -41,6 +41,11 @@ struct prstm_engine {
    * whole run, or one unit of a stream), and a chunked run's worker. */
   uint64_t last_run_sequences;
   const prstm_worker_variant *last_run_variant;
+  /* A whole run that takes the delta path or nothing (hetero.c's first
+   * choice): where the backend does not want the path for the batch, or
+   * its proof refuses it, the run returns 0 with deltas_declined set,
+   * having decided no row and left the state as it was. */
+  int deltas_only, deltas_declined;
   /* The progress observer (prstm_engine_set_progress), or NULL. */
   prstm_progress_fn progress_fn;
   void *progress_user;

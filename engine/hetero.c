@@ -481,7 +481,42 @@ static int hetero_run_rounds(hetero_run *h, prstm_results *res) {
   return 0;
 }
 
+/* The scheduler's first choice: a hot batch of declared steps whose batch
+ * order commits every row runs as sums (the delta path, engine/delta.h) on
+ * one unit, the GPU where there is one. No split of such a batch comes near
+ * that: its rows are chains of updates of a few hot words, which the path
+ * applies in batch order without a lock, and a second unit would only add
+ * a reconciliation of those same words every round. Where the backend does
+ * not want the path for the batch, or its proof refuses it, no row was
+ * decided and the state is as it was, and the rounds run. Sets *done when
+ * the path ran the batch. */
+static int hetero_try_deltas(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *v, prstm_results *res,
+                             int *done) {
+  *done = 0;
+  if (e->opt.deltas == PRSTM_DELTAS_OFF) return 0;
+  char why[256] = "";
+  const int gpu = backend_gpu_usable(e->wl, why, sizeof why);
+  const backend_ops *ops = backend_of(gpu ? PRSTM_BACKEND_GPU : PRSTM_BACKEND_CPU);
+  if (!ops) return 0;
+  prstm_results r = *res;
+  e->deltas_only = 1;
+  e->deltas_declined = 0;
+  int rc = ops->run(e, b, v, &r);
+  e->deltas_only = 0;
+  if (rc || e->deltas_declined) return rc;
+  *res = r;
+  res->backend = PRSTM_BACKEND_HETERO;
+  res->rounds = 1;
+  res->second_unit_rows = gpu ? b->n : 0; /* unit B is the GPU */
+  if (!gpu) snprintf(res->fallback, sizeof res->fallback, "%s: the second unit runs on CPU threads too", why);
+  *done = 1;
+  return 0;
+}
+
 int engine_run_hetero(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *v, prstm_results *res) {
+  int done = 0;
+  int rc0 = hetero_try_deltas(e, b, v, res, &done);
+  if (rc0 || done) return rc0;
   hetero_run h;
   memset(&h, 0, sizeof h);
   h.e = e;

@@ -58,6 +58,7 @@ mutants=(
   "new-attempt-keeps-the-last-read-index|test_stm_wide|engine/stm/stm_core.h|s/^  stm_index_clear(\&tx->index\[STM_INDEX_READS\], tx->index_mask);\$/  (void)0;/"
   "delete-leaves-its-node-linked|test_skiplist|workloads/skiplist/skiplist_body.h|s/^    prstm_write(tx, skiplist_addr(\&m, target, 2 + lv), SKIPLIST_UNLINKED);\$/    (void)0;/"
   "walk-validates-every-link|test_skiplist|workloads/skiplist/skiplist_body.h|s/^      w = prstm_read_immutable(tx, skiplist_addr(m, x, 2 + lv));\$/      w = prstm_read(tx, skiplist_addr(m, x, 2 + lv));/"
+  "hetero-never-takes-the-delta-path|test_hetero|engine/hetero.c|s/^  if (e->opt.deltas == PRSTM_DELTAS_OFF) return 0;\$/  return 0;/"
   "window-runs-past-its-rows|test_txtable|txtable/txtable.c|s/^  if (b->n == b->cap || nargs > b->ncols || (b->window \&\& b->n == b->limit)) {\$/  if (b->n == b->cap || nargs > b->ncols) {/"
 )
 

@@ -167,7 +167,9 @@ void cli_print_summary(const prstm_config *cfg, const prstm_results *r, const ru
     printf("  path               stm (hot-word estimate %.3g)\n", r->hot_estimate);
   else
     printf("  path               stm\n");
-  if (r->backend == PRSTM_BACKEND_HETERO)
+  if (r->backend == PRSTM_BACKEND_HETERO && r->path == PRSTM_PATH_DELTAS)
+    printf("  co-execution       none needed: the batch ran as sums on one unit's delta path\n");
+  else if (r->backend == PRSTM_BACKEND_HETERO)
     printf(
         "  co-execution       %llu rounds; the second unit decided %llu kept rows and gave up %llu to conflicts "
         "(run again)\n",
