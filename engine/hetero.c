@@ -499,16 +499,28 @@ static int hetero_try_deltas(prstm_engine *e, prstm_batch *b, const prstm_worker
   const backend_ops *ops = backend_of(gpu ? PRSTM_BACKEND_GPU : PRSTM_BACKEND_CPU);
   if (!ops) return 0;
   prstm_results r = *res;
+  /* engine.threads is the CPU unit's count in a co-executed run: the GPU
+   * runs its own default, as its unit does in the rounds, and judges the
+   * batch's heat by it. */
+  const uint32_t threads = e->opt.threads;
+  if (gpu) e->opt.threads = 0;
   e->deltas_only = 1;
   e->deltas_declined = 0;
   int rc = ops->run(e, b, v, &r);
   e->deltas_only = 0;
+  e->opt.threads = threads;
+  /* A table too large for the GPU at once: the rounds stream it in parts
+   * that fit, as they did before the path came first. Nothing ran. */
+  if (rc == PRSTM_ETOOBIG) {
+    e->err[0] = 0;
+    return 0;
+  }
   if (rc || e->deltas_declined) return rc;
   *res = r;
   res->backend = PRSTM_BACKEND_HETERO;
   res->rounds = 1;
   res->second_unit_rows = gpu ? b->n : 0; /* unit B is the GPU */
-  if (!gpu) snprintf(res->fallback, sizeof res->fallback, "%s: the second unit runs on CPU threads too", why);
+  if (!gpu) snprintf(res->fallback, sizeof res->fallback, "%s: the batch ran on the CPU's delta path", why);
   *done = 1;
   return 0;
 }

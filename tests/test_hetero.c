@@ -156,6 +156,29 @@ Test(hetero, hot_transfers_run_as_sums_on_one_unit) {
   run_close(&r);
 }
 
+/* A hot batch whose table does not fit the GPU's memory at once (capped
+ * here by PRSTM_GPU_MEMORY_LIMIT) cannot take the delta path, which needs
+ * the whole table there; the rounds, whose parts fit, run it instead, and
+ * the run is verified like any other. */
+Test(hetero_gpu, hot_batch_too_large_for_the_gpu_runs_in_rounds) {
+  hetero_run r;
+  open_bank(&r, 16, 1000000);
+  test_need_backend(r.wl, PRSTM_BACKEND_GPU);
+  generate(&r, 1000000, "transfer", 13);
+  cr_assert_eq(setenv("PRSTM_GPU_MEMORY_LIMIT", "24000000", 1), 0);
+  prstm_results res;
+  const int rc = prstm_engine_run(r.engine, r.batch, &res);
+  unsetenv("PRSTM_GPU_MEMORY_LIMIT");
+  cr_assert_eq(rc, 0, "%s", prstm_engine_error(r.engine));
+  cr_assert_eq(res.path, PRSTM_PATH_STM, "a 1M-row table does not fit in 24 MB");
+  cr_assert_eq(res.committed, 1000000);
+  prstm_verify_report rep;
+  cr_assert_eq(prstm_engine_verify(r.engine, r.batch, &rep), 0, "%s", prstm_engine_error(r.engine));
+  cr_assert(rep.ok, "%s", rep.message);
+  test_expect_invariant(r.wl, r.engine, r.batch);
+  run_close(&r);
+}
+
 /* A workload whose words the bodies compute (a hash table's sets), with
  * gets, sets and deletes on Zipfian keys: verified, invariant kept. */
 Test(hetero, kv_mix_is_verified) {

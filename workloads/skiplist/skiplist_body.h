@@ -37,11 +37,9 @@ enum { SKIPLIST_INSERT = 0, SKIPLIST_DELETE = 1, SKIPLIST_SEARCH = 2 };
 
 /* Read and write set entries per transaction. A walk validates one link a
  * level (skiplist_walk), an insert adds one read and at most 2 + 2 * levels
- * writes, a delete one read and two writes a level: a few dozen at most
- * with 32 levels. The capacity leaves room for the links a walk reads again
- * when a commit slips in between its hint and its read (each costs an
- * entry). A transaction that does not fit fails with PRSTM_REASON_CAPACITY,
- * never overflows. */
+ * writes, a delete one read and two writes a level: about a hundred at most
+ * with 32 levels. A transaction that does not fit fails with
+ * PRSTM_REASON_CAPACITY, never overflows. */
 #define SKIPLIST_CAPACITY 256
 
 /* What a delete leaves in each link of the node it unlinks: index 0, which a
