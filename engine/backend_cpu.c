@@ -160,11 +160,12 @@ static int cpu_run(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *
     engine_contention_sample(e, b, &hot);
     res->hot_estimate = engine_contention_conflicts(&hot, cpu_threads(e));
   }
+  double walk_s = 0; /* a refused walk's time counts as execution */
   if (engine_delta_want(e, b, PRSTM_BACKEND_CPU, cpu_threads(e), &hot, &plan)) {
     double t0 = engine_now();
     unsigned walkers = cpu_threads(e);
     int applied = engine_delta_run_cpu(e, b, &plan, &walkers);
-    double walk_s = engine_now() - t0;
+    walk_s = engine_now() - t0;
     if (applied) {
       res->execute_s = walk_s;
       res->threads = walkers;
@@ -176,19 +177,14 @@ static int cpu_run(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *
       engine_delta_results(e, b, res);
       return 0;
     }
-    if (e->deltas_only) {
-      e->deltas_declined = 1;
-      return 0;
-    }
-    int rc = backend_cpu_run(e, b, v, res, 0);
-    res->execute_s += walk_s;
-    return rc;
   }
   if (e->deltas_only) {
     e->deltas_declined = 1;
     return 0;
   }
-  return backend_cpu_run(e, b, v, res, 0);
+  int rc = backend_cpu_run(e, b, v, res, 0);
+  res->execute_s += walk_s;
+  return rc;
 }
 
 /* ---- streams: one unit at a time, on a working table ---- */
