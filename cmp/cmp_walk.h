@@ -572,6 +572,17 @@ PRSTM_INLINE void cmp_walk_block(prstm_tx *tx, const prstm_exec_ctx *ctx, uint32
   port_warp_sync(lanes);
   cmp_warp_publish(ctx, &st, lanes, lane, 1);
   ctx->stats[rank] = st;
+  /* The warp's aborts, postponements and sweeps join the run's totals on
+   * the progress words: a stream reads a unit's there, where summing every
+   * thread's record took a kernel of its own after each unit. */
+  const uint64_t aborts = port_warp_sum(lanes, lane, st.aborts);
+  const uint64_t postponements = port_warp_sum(lanes, lane, st.postponements);
+  const uint64_t sweeps = port_warp_sum(lanes, lane, st.sweeps);
+  if (lane == 0) {
+    if (aborts) port_add_relaxed(&ctx->quiesce[STM_Q_ABORTS], aborts);
+    if (postponements) port_add_relaxed(&ctx->quiesce[STM_Q_POSTPONEMENTS], postponements);
+    if (sweeps) port_add_relaxed(&ctx->quiesce[STM_Q_SWEEPS], sweeps);
+  }
   port_warp_sync(lanes);
   if (lane == 0) port_add_release(&ctx->quiesce[STM_Q_FINISHED], port_popcount(lanes));
 }

@@ -700,7 +700,9 @@ struct backend_stream {
   int verify;        /* each unit records its commit order and read hashes */
   uint64_t rows;     /* rows of one slot */
   uint64_t *words, *locks;
-  unsigned long long *totals;  /* device: aborts, postponements, sweeps of every unit */
+  /* Aborts, postponements and sweeps of every unit retired so far, from
+   * their progress words. */
+  uint64_t aborts, postponements, sweeps;
   uint64_t nwords, lock_words; /* lock_words: engine_lock_array_words */
   gpu_slot slot[2];
   cudaStream_t copy, back, monitor;
@@ -720,28 +722,6 @@ struct backend_stream {
    * of several GPUs (engine/multi.c). */
   int device;
 };
-
-/* The per-thread counters of a unit summed into the stream's totals on the
- * device, so that a unit reads back a few words instead of one record per
- * thread. Committed, failed and abandoned come from the progress words. */
-__global__ void prstm_stream_stats_kernel(const stm_thread_stats *st, uint32_t n, unsigned long long *totals) {
-  unsigned long long a = 0, p = 0, w = 0;
-  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-    a += st[i].aborts;
-    p += st[i].postponements;
-    w += st[i].sweeps;
-  }
-  for (int off = 16; off > 0; off >>= 1) {
-    a += __shfl_down_sync(0xffffffffu, a, off);
-    p += __shfl_down_sync(0xffffffffu, p, off);
-    w += __shfl_down_sync(0xffffffffu, w, off);
-  }
-  if ((threadIdx.x & 31u) == 0) {
-    if (a) atomicAdd(&totals[0], a);
-    if (p) atomicAdd(&totals[1], p);
-    if (w) atomicAdd(&totals[2], w);
-  }
-}
 
 static void gpu_stream_free(backend_stream *g) {
   if (!g) return;
@@ -787,7 +767,6 @@ static void gpu_stream_free(backend_stream *g) {
   cudaFree(g->locks);
   cudaFree(g->marks);
   cudaFree(g->span);
-  cudaFree(g->totals);
   if (g->copy) cudaStreamDestroy(g->copy);
   if (g->back) cudaStreamDestroy(g->back);
   if (g->monitor) cudaStreamDestroy(g->monitor);
@@ -878,22 +857,14 @@ static int gpu_stream_open_checked(prstm_engine *e, backend_stream *g, int resul
   memset(g->h_zeros, 0, g->zero_bytes);
   GPU_CHECK(cudaMalloc((void **)&g->words, 8 * g->nwords));
   GPU_CHECK(cudaMalloc((void **)&g->locks, 8 * g->lock_words));
-  GPU_CHECK(cudaMalloc((void **)&g->totals, 3 * sizeof(unsigned long long)));
   for (int k = 0; k < 2; k++) {
     rc = gpu_stream_alloc_slot(g, &g->slot[k], results, err, errlen);
     if (rc) return rc;
   }
   GPU_CHECK(cudaMemcpy(g->words, e->words, 8 * g->nwords, cudaMemcpyHostToDevice));
-  GPU_CHECK(cudaMemset(g->totals, 0, 3 * sizeof(unsigned long long)));
-  /* The stats kernel is launched once here, on no threads, so that CUDA's
-   * lazy loading loads it now, while nothing runs. Loaded at its first real
-   * launch, queued behind a unit's persistent kernel, it waited for the GPU
-   * to go idle; behind a unit that stalled it waited forever, and the
-   * watchdog never got to stop the unit (test_stream's stalled-unit test). The
-   * worker kernel needs no such launch: the stream's first unit launches it
-   * while nothing else runs. */
-  prstm_stream_stats_kernel<<<1, 32, 0, 0>>>(NULL, 0, g->totals);
-  GPU_CHECK(cudaGetLastError());
+  /* Cleared once: every unit gives back every lock it took, so they are
+   * free from one unit to the next. */
+  GPU_CHECK(cudaMemset(g->locks, 0, 8 * g->lock_words));
   GPU_CHECK(cudaDeviceSynchronize());
 
   /* The parts of the context every unit shares; the table is set per unit. */
@@ -964,7 +935,7 @@ static int gpu_stream_open(prstm_engine *e, const prstm_worker_variant *v, const
  * need of 0 takes nothing. */
 static int gpu_pinned_grow(void **buf, uint64_t *have, uint64_t need, uint64_t most, char *err, size_t errlen) {
   if (need <= *have) return 0;
-  /* The zeros start with the progress words' 72 bytes, not 0, so the
+  /* The zeros start with the progress words' 96 bytes, not 0, so the
    * sixteenth is a floor on every growth, not only on the first. */
   uint64_t want = 2 * *have;
   if (want < most / 16) want = most / 16;
@@ -1106,10 +1077,11 @@ static int gpu_stream_launch_checked(backend_stream *g, unsigned slot, const bac
 
   /* The execution stream is the legacy default stream, which the kernel
    * launch uses; the copy and readback streams are non-blocking, so they
-   * run beside it, and events order what must be ordered. Locks are cleared
-   * before each unit: nothing holds one between units. */
+   * run beside it, and events order what must be ordered. The locks stay
+   * as the last unit left them: free. Between two units the GPU runs no
+   * other kernel or memset, except a verified unit's below: each costs the
+   * host a call and the GPU a launch, which a small unit does not dwarf. */
   GPU_CHECK(cudaStreamWaitEvent(0, sl->copy_end, 0));
-  GPU_CHECK(cudaMemsetAsync(g->locks, 0, 8 * g->lock_words, 0));
   /* Verified, a row decided without a number recorded must show as one:
    * the column starts as "none" (all ones) for every unit. */
   if (g->verify) GPU_CHECK(cudaMemsetAsync(sl->seq, 0xff, 8 * n, 0));
@@ -1137,8 +1109,6 @@ static int gpu_stream_launch_checked(backend_stream *g, unsigned slot, const bac
   int rc = g->v->gpu_launch(&ctx, threads, err, errlen);
   if (rc) return rc;
   GPU_CHECK(cudaEventRecord(sl->exec_end, 0));
-  prstm_stream_stats_kernel<<<64, 256, 0, 0>>>(sl->stats, threads, g->totals);
-  GPU_CHECK(cudaGetLastError());
 
   GPU_CHECK(cudaStreamWaitEvent(g->back, sl->exec_end, 0));
   if (d) GPU_CHECK(cudaMemcpyAsync(direct->status, sl->status, d, cudaMemcpyDeviceToHost, g->back));
@@ -1235,6 +1205,9 @@ static int gpu_unit_wait(prstm_engine *e, backend_stream *g, unsigned slot, back
                        e->opt.watchdog_s, (unsigned long long) final, (unsigned long long)sl->n);
   }
   memcpy(out->q, sl->h_q, STM_Q_WORDS * sizeof(uint64_t));
+  g->aborts += sl->h_q[STM_Q_ABORTS];
+  g->postponements += sl->h_q[STM_Q_POSTPONEMENTS];
+  g->sweeps += sl->h_q[STM_Q_SWEEPS];
   out->status = sl->h_status;
   out->result = sl->results ? sl->h_result : NULL;
   out->seq = g->verify ? sl->h_seq : NULL;
@@ -1247,13 +1220,11 @@ static int gpu_stream_finish(prstm_engine *e, backend_stream *g, uint64_t *abort
   char *err = e->err;
   size_t errlen = sizeof e->err;
   GPU_CHECK(cudaSetDevice(g->device));
-  unsigned long long t[3] = {0, 0, 0};
   GPU_CHECK(cudaDeviceSynchronize());
   GPU_CHECK(cudaMemcpy(e->words, g->words, 8 * g->nwords, cudaMemcpyDeviceToHost));
-  GPU_CHECK(cudaMemcpy(t, g->totals, sizeof t, cudaMemcpyDeviceToHost));
-  *aborts += t[0];
-  *postponements += t[1];
-  *sweeps += t[2];
+  *aborts += g->aborts;
+  *postponements += g->postponements;
+  *sweeps += g->sweeps;
   return 0;
 }
 

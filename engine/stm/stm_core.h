@@ -67,7 +67,12 @@ enum {
   STM_Q_FAILED = 6,        /* failures published so far (watchdog, progress observer) */
   STM_Q_ABANDONED = 7,     /* abandonments published so far (progress observer) */
   STM_Q_EPOCH = 8,         /* the epoch in full; STM_Q_EPOCH_STALLED holds its low bits */
-  STM_Q_WORDS = 9
+  /* Every thread's counters, added once when its walk ends (cmp_walk_block),
+   * so that a stream reads a unit's with its progress words. */
+  STM_Q_ABORTS = 9,
+  STM_Q_POSTPONEMENTS = 10,
+  STM_Q_SWEEPS = 11,
+  STM_Q_WORDS = 12
 };
 
 /* Whether the host asked every thread to stop (watchdog). */
