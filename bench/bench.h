@@ -34,6 +34,9 @@ typedef enum runner_id {
   /* Co-execution (backend hetero): the CPU and the GPU together, or two
    * sets of CPU threads where no GPU is usable; the hetero experiment's. */
   R_HETERO,
+  /* The same with engine.hetero_rounds: the two units share every batch in
+   * rounds, even one the scheduler would give to one unit. */
+  R_HETERO_ROUNDS,
   /* Several units (backend multi): the point's units GPUs, or sets of CPU
    * threads where no GPU is usable; the multigpu experiment's. */
   R_MULTI,
@@ -49,7 +52,8 @@ extern const char *const runner_names[R_COUNT];
  * path's pairs, which only the contention experiment compares, and
  * co-execution and several units, which only the hetero and multigpu
  * experiments run. */
-#define RUNNERS_DEFAULT (RUNNERS_ALL & ~RUNNERS_DELTAS & ~RUNNER_BIT(R_HETERO) & ~RUNNER_BIT(R_MULTI))
+#define RUNNERS_DEFAULT \
+  (RUNNERS_ALL & ~RUNNERS_DELTAS & ~RUNNER_BIT(R_HETERO) & ~RUNNER_BIT(R_HETERO_ROUNDS) & ~RUNNER_BIT(R_MULTI))
 /* The ceiling and the plain loop execute bank rows only. */
 #define RUNNERS_BANK_ONLY (RUNNER_BIT(R_GPU_CEILING) | RUNNER_BIT(R_CPU_PLAIN))
 #define RUNNERS_GPU                                                                                           \

@@ -46,7 +46,7 @@ for name in bank-accounts bank-coverage bank-threads bank-size semantic-bank sem
         fail "$f: no measured row of gpu_postpone or cpu_postpone" ;;
     bank-*|semantic-bank) need_runners "$f" cpu_postpone cpu_retry cpu_serial cpu_plain ;;
     oltp) need_runners "$f" cpu_postpone cpu_serial ;;
-    hetero) need_runners "$f" cpu_postpone cpu_serial hetero ;;
+    hetero) need_runners "$f" cpu_postpone cpu_serial hetero hetero_rounds ;;
     multigpu) need_runners "$f" cpu_postpone cpu_serial multi ;;
     *) need_runners "$f" cpu_postpone cpu_retry cpu_serial ;;
   esac

@@ -510,8 +510,9 @@ static int exp_oltp(bench_ctx *c) {
 }
 
 /* hetero: co-execution (the CPU and the GPU on one batch, each on a
- * replica) against the GPU alone, the CPU backend alone and one CPU thread,
- * on the same batch. Bank transfers over 10^4 to 10^7 accounts (the
+ * replica), as its scheduler runs it and with the units sharing every batch
+ * in rounds, against the GPU alone, the CPU backend alone and one CPU
+ * thread, on the same batch. Bank transfers over 10^4 to 10^7 accounts (the
  * dataset's size: a larger one leaves fewer rows to wait for a later round
  * because a row of the CPU's touched their accounts); kv's mixes A, B and C
  * on Zipfian keys; and vacation and kmeans, whose bodies compute their
@@ -522,7 +523,8 @@ static bench_point hetero_point(const bench_ctx *c, const prstm_workload *wl, co
   bench_point p;
   point_init(c, &p, wl, "hetero", series);
   p.gen.transactions = n;
-  p.runners = RUNNER_BIT(R_GPU_POSTPONE) | RUNNER_BIT(R_CPU_POSTPONE) | RUNNER_BIT(R_CPU_SERIAL) | RUNNER_BIT(R_HETERO);
+  p.runners = RUNNER_BIT(R_GPU_POSTPONE) | RUNNER_BIT(R_CPU_POSTPONE) | RUNNER_BIT(R_CPU_SERIAL) |
+              RUNNER_BIT(R_HETERO) | RUNNER_BIT(R_HETERO_ROUNDS);
   p.verify = 1;
   return p;
 }
@@ -541,8 +543,8 @@ static int exp_hetero(bench_ctx *c) {
   static const double full_accounts[] = {1e4, 1e5, 1e6, 1e7}, quick_accounts[] = {1e4, 1e5};
   for (unsigned i = 0; i < (c->o.quick ? 2u : 4u); i++) {
     bench_point p = bank_point(c, "hetero", "hetero-bank", n, 0.0);
-    p.runners =
-        RUNNER_BIT(R_GPU_POSTPONE) | RUNNER_BIT(R_CPU_POSTPONE) | RUNNER_BIT(R_CPU_SERIAL) | RUNNER_BIT(R_HETERO);
+    p.runners = RUNNER_BIT(R_GPU_POSTPONE) | RUNNER_BIT(R_CPU_POSTPONE) | RUNNER_BIT(R_CPU_SERIAL) |
+                RUNNER_BIT(R_HETERO) | RUNNER_BIT(R_HETERO_ROUNDS);
     p.verify = 1;
     p.state.accounts = (uint64_t)(c->o.quick ? quick_accounts : full_accounts)[i];
     p.x_name = "accounts";
@@ -577,8 +579,8 @@ static int exp_hetero(bench_ctx *c) {
     }
     p.experiment = "hetero";
     p.series = "hetero-workloads";
-    p.runners =
-        RUNNER_BIT(R_GPU_POSTPONE) | RUNNER_BIT(R_CPU_POSTPONE) | RUNNER_BIT(R_CPU_SERIAL) | RUNNER_BIT(R_HETERO);
+    p.runners = RUNNER_BIT(R_GPU_POSTPONE) | RUNNER_BIT(R_CPU_POSTPONE) | RUNNER_BIT(R_CPU_SERIAL) |
+                RUNNER_BIT(R_HETERO) | RUNNER_BIT(R_HETERO_ROUNDS);
     p.verify = 1;
     /* x: 0 vacation, 1 kmeans (the workload column names it too). */
     p.x_name = "workload";

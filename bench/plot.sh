@@ -71,7 +71,7 @@ plot_sweep() {
       fi
       local plots=""
       for runner in gpu_postpone gpu_retry gpu_ceiling gpu_stm gpu_deltas cpu_postpone cpu_retry cpu_serial cpu_plain \
-        cpu_stm cpu_deltas hetero multi; do
+        cpu_stm cpu_deltas hetero hetero_rounds multi; do
         local f=$work/${series}__$runner.dat
         [ -s "$f" ] || continue
         sort -g "$f" -o "$f"

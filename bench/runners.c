@@ -10,9 +10,9 @@
 
 #include "bench.h"
 
-const char *const runner_names[R_COUNT] = {"gpu_postpone", "gpu_retry", "gpu_ceiling", "cpu_postpone", "cpu_retry",
-                                           "cpu_serial",   "cpu_plain", "gpu_stm",     "gpu_deltas",   "cpu_stm",
-                                           "cpu_deltas",   "hetero",    "multi"};
+const char *const runner_names[R_COUNT] = {"gpu_postpone", "gpu_retry", "gpu_ceiling",   "cpu_postpone", "cpu_retry",
+                                           "cpu_serial",   "cpu_plain", "gpu_stm",       "gpu_deltas",   "cpu_stm",
+                                           "cpu_deltas",   "hetero",    "hetero_rounds", "multi"};
 const char *const row_status_names[] = {"not_run", "ok", "unavailable", "failed", "timeout", "skipped", "incomplete"};
 
 double bench_now(void) {
@@ -151,9 +151,9 @@ static int check_round(unsigned round, prstm_batch *batch, const prstm_results *
   return v.ok ? 0 : 1; /* a failed certificate ends the rounds; the row reports it */
 }
 
-static int engine_run_once(const bench_ctx *c, const bench_point *p, prstm_backend backend, prstm_semantic_mode mode,
-                           prstm_deltas_mode deltas, uint32_t threads, int verify, prstm_batch *batch, bench_row *row,
-                           engine_run *out) {
+static int engine_run_once(const bench_ctx *c, const bench_point *p, runner_id id, prstm_backend backend,
+                           prstm_semantic_mode mode, prstm_deltas_mode deltas, uint32_t threads, int verify,
+                           prstm_batch *batch, bench_row *row, engine_run *out) {
   memset(out, 0, sizeof *out);
   out->verify_ok = -1;
   prstm_options opt;
@@ -167,6 +167,7 @@ static int engine_run_once(const bench_ctx *c, const bench_point *p, prstm_backe
   opt.deltas = deltas;
   opt.chunk_rows = p->chunk_rows;
   opt.units = p->units;
+  opt.hetero_rounds = id == R_HETERO_ROUNDS;
   opt.watchdog_s = (uint32_t)(c->o.timeout_point_s > 1 ? c->o.timeout_point_s : 1);
   prstm_engine *e = NULL;
   prstm_batch *current = batch;
@@ -235,7 +236,8 @@ done:
 static void run_engine_runner(bench_ctx *c, const bench_point *p, runner_id id, prstm_batch *batch, double point_start,
                               bench_row *row) {
   const int gpu = id == R_GPU_POSTPONE || id == R_GPU_RETRY || id == R_GPU_STM || id == R_GPU_DELTAS;
-  const prstm_backend backend = id == R_HETERO  ? PRSTM_BACKEND_HETERO
+  const int hetero = id == R_HETERO || id == R_HETERO_ROUNDS;
+  const prstm_backend backend = hetero          ? PRSTM_BACKEND_HETERO
                                 : id == R_MULTI ? PRSTM_BACKEND_MULTI
                                 : gpu           ? PRSTM_BACKEND_GPU
                                                 : PRSTM_BACKEND_CPU;
@@ -244,14 +246,11 @@ static void run_engine_runner(bench_ctx *c, const bench_point *p, runner_id id, 
   /* The engine's runners and co-execution take the default (auto); the
    * papers' comparators, the serial replay and backend multi stay the STM
    * they are, like the _stm pair. */
-  const prstm_deltas_mode deltas = id == R_GPU_DELTAS || id == R_CPU_DELTAS                         ? PRSTM_DELTAS_ON
-                                   : id == R_GPU_POSTPONE || id == R_CPU_POSTPONE || id == R_HETERO ? PRSTM_DELTAS_AUTO
-                                                                                                    : PRSTM_DELTAS_OFF;
-  uint32_t threads = gpu                               ? p->gpu_threads
-                     : id == R_CPU_SERIAL              ? 1
-                     : id == R_HETERO || id == R_MULTI ? 0
-                                                       : p->cpu_threads;
-  row->backend = id == R_HETERO ? "hetero" : id == R_MULTI ? "multi" : gpu ? "gpu" : "cpu";
+  const prstm_deltas_mode deltas = id == R_GPU_DELTAS || id == R_CPU_DELTAS                 ? PRSTM_DELTAS_ON
+                                   : id == R_GPU_POSTPONE || id == R_CPU_POSTPONE || hetero ? PRSTM_DELTAS_AUTO
+                                                                                            : PRSTM_DELTAS_OFF;
+  uint32_t threads = gpu ? p->gpu_threads : id == R_CPU_SERIAL ? 1 : hetero || id == R_MULTI ? 0 : p->cpu_threads;
+  row->backend = hetero ? "hetero" : id == R_MULTI ? "multi" : gpu ? "gpu" : "cpu";
   double *kernel = calloc(c->o.repeat, sizeof *kernel), *e2e = calloc(c->o.repeat, sizeof *e2e);
   if (!kernel || !e2e) {
     row->status = ROW_FAILED;
@@ -270,7 +269,7 @@ static void run_engine_runner(bench_ctx *c, const bench_point *p, runner_id id, 
                c->o.repeat);
       break;
     }
-    if (engine_run_once(c, p, backend, mode, deltas, threads, 0, batch, row, &run)) break;
+    if (engine_run_once(c, p, id, backend, mode, deltas, threads, 0, batch, row, &run)) break;
     if (row->status == ROW_INCOMPLETE) {
       incomplete = 1;
       break;
@@ -287,7 +286,7 @@ static void run_engine_runner(bench_ctx *c, const bench_point *p, runner_id id, 
     free(kernel);
     free(e2e);
     bench_row vrow = *row;
-    int rc = engine_run_once(c, p, backend, mode, deltas, threads, 1, batch, &vrow, &run);
+    int rc = engine_run_once(c, p, id, backend, mode, deltas, threads, 1, batch, &vrow, &run);
     if (rc != 0 || run.verify_ok != 1) {
       row->status = ROW_FAILED;
       snprintf(row->verify, sizeof row->verify, "failed");
@@ -316,7 +315,7 @@ static void run_engine_runner(bench_ctx *c, const bench_point *p, runner_id id, 
     return;
   }
   bench_row vrow = *row;
-  if (engine_run_once(c, p, backend, mode, deltas, threads, 1, batch, &vrow, &run)) {
+  if (engine_run_once(c, p, id, backend, mode, deltas, threads, 1, batch, &vrow, &run)) {
     row->status = ROW_FAILED;
     snprintf(row->verify, sizeof row->verify, "failed");
     row_note(row, "verified run: %s", vrow.note);
@@ -564,7 +563,7 @@ void run_point(bench_ctx *c, const bench_point *p, FILE *csv, bench_row *rows) {
     if (!(mask & RUNNER_BIT(id))) continue;
     bench_row *row = &rows[id];
     if ((RUNNER_BIT(id) & RUNNERS_GPU) && !gpu_runner_allowed(c, row)) continue;
-    if ((id == R_HETERO || id == R_MULTI) && c->o.backend == PRSTM_BACKEND_CPU && c->gpu_ok) {
+    if ((id == R_HETERO || id == R_HETERO_ROUNDS || id == R_MULTI) && c->o.backend == PRSTM_BACKEND_CPU && c->gpu_ok) {
       /* Co-execution and several units take usable GPUs; without one they
        * run on sets of CPU threads, which --backend cpu allows. */
       row->status = ROW_UNAVAILABLE;

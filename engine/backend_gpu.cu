@@ -927,9 +927,10 @@ static int gpu_stream_open(prstm_engine *e, const prstm_worker_variant *v, const
 }
 
 /* Grows a pinned host buffer to at least `need` bytes: first to a
- * sixteenth of `most` (or `need`), then by doubling up to `most`, so that it
- * is taken again at most five times per stream, not per unit: pinned
- * allocation takes milliseconds, and freeing waits for the whole GPU. The
+ * sixteenth of `most`, or four times `need` where that is less (and at
+ * least `need`), then by doubling up to `most`, so that it is taken again a
+ * few times per stream, not per unit: pinned allocation takes
+ * milliseconds, and freeing waits for the whole GPU. The
  * contents are not kept: the caller knows that nothing reads the old buffer
  * any more, and that no unit is in flight (gpu_unit_would_grow). A
  * need of 0 takes nothing. */
@@ -938,7 +939,11 @@ static int gpu_pinned_grow(void **buf, uint64_t *have, uint64_t need, uint64_t m
   /* The zeros start with the progress words' 96 bytes, not 0, so the
    * sixteenth is a floor on every growth, not only on the first. */
   uint64_t want = 2 * *have;
-  if (want < most / 16) want = most / 16;
+  /* A small first unit (a co-executed run's probe, a stream of small
+   * batches) takes no more than it is likely to need soon. */
+  uint64_t least = most / 16;
+  if (least > 4 * need) least = 4 * need;
+  if (want < least) want = least;
   if (want > most) want = most;
   if (want < need) want = need;
   GPU_CHECK(cudaFreeHost(*buf));

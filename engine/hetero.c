@@ -321,7 +321,66 @@ static uint32_t host_cores(void) {
   return cores > 0 ? (uint32_t)cores : 1;
 }
 
-static int hetero_run_rounds(hetero_run *h, prstm_results *res) {
+/* What the first round found: nothing (the rounds went on), or the unit
+ * that runs the whole batch alone, and how long the probe took. */
+typedef struct hetero_probe {
+  int allowed;         /* a probe may give the batch to one unit */
+  prstm_backend alone; /* PRSTM_BACKEND_AUTO: the units share the batch */
+  uint64_t rows;       /* the probe's rows */
+  double rate_a, rate_b, wall_s;
+} hetero_probe;
+
+/* Rows a unit decided in its part, per second of its own time. */
+static double hetero_part_rate(const unit *u) {
+  if (!u->n || u->busy_s <= 0) return 0;
+  return (double)(u->n - unit_pending(u)) / u->busy_s;
+}
+
+/* The probe, with a GPU as unit B: both units run the batch's first rows,
+ * the same ones, each on its replica from the engine's state, so that their
+ * rates compare like for like whatever those rows wait for among
+ * themselves. Nothing of it is kept: both replicas go back to the engine's
+ * state and the marks are cleared. Where one unit decided the rows
+ * PRSTM_POLICY_HETERO_ALONE_RATIO times as fast as the other, it is the one
+ * to run the batch alone (probe->alone). */
+static int hetero_probe_units(hetero_run *h, hetero_probe *probe) {
+  prstm_engine *e = h->e;
+  unit *a = &h->unit[0], *bu = &h->unit[1];
+  uint64_t m = h->b->n < PRSTM_POLICY_HETERO_PROBE_ROWS ? h->b->n : PRSTM_POLICY_HETERO_PROBE_ROWS;
+  if (m > bu->info.slot_rows) m = bu->info.slot_rows;
+  if (m == 0) return 0;
+  int rc = unit_reserve_rows(e, a, m);
+  if (!rc) rc = unit_reserve_rows(e, bu, m);
+  if (rc) return rc;
+  for (uint64_t k = 0; k < m; k++) a->rows[k] = bu->rows[k] = k;
+  a->n = bu->n = m;
+  probe->rows = m;
+  const double t0 = engine_now();
+  rc = hetero_round(h);
+  if (rc) return rc;
+  probe->rate_a = hetero_part_rate(a);
+  probe->rate_b = hetero_part_rate(bu);
+  probe->wall_s = engine_now() - t0;
+  a->n = bu->n = 0;
+  const double faster = probe->rate_a > probe->rate_b ? probe->rate_a : probe->rate_b;
+  if (faster > 0 && (probe->rate_b >= PRSTM_POLICY_HETERO_ALONE_RATIO * probe->rate_a ||
+                     probe->rate_a >= PRSTM_POLICY_HETERO_ALONE_RATIO * probe->rate_b)) {
+    /* The replicas are dropped with the units. */
+    probe->alone = probe->rate_b > probe->rate_a ? PRSTM_BACKEND_GPU : PRSTM_BACKEND_CPU;
+    return 0;
+  }
+  memcpy(a->e->words, e->words, (size_t)e->nwords * sizeof *e->words);
+  if (bu->ops->state_write)
+    rc = bu->ops->state_write(bu->e, bu->bs, e->words, 0, e->nwords);
+  else
+    memcpy(bu->e->words, e->words, (size_t)e->nwords * sizeof *e->words);
+  if (!rc && bu->ops->footprint_take) rc = bu->ops->footprint_take(bu->e, bu->bs);
+  if (rc) return engine_fail(e, rc, "GPU unit: %s", bu->e->err);
+  hetero_clear_marks(h);
+  return 0;
+}
+
+static int hetero_run_rounds(hetero_run *h, prstm_results *res, hetero_probe *probe) {
   prstm_engine *e = h->e;
   prstm_batch *b = h->b;
   unit *a = &h->unit[0], *bu = &h->unit[1];
@@ -342,6 +401,12 @@ static int hetero_run_rounds(hetero_run *h, prstm_results *res) {
     h->b_words = malloc((size_t)e->nwords * sizeof *h->b_words);
     if (!h->b_words) return engine_fail(e, PRSTM_ENOMEM, "cannot allocate the GPU unit's host replica");
   }
+  if (gpu && probe->allowed) {
+    rc = hetero_probe_units(h, probe);
+    if (rc || probe->alone != PRSTM_BACKEND_AUTO) return rc;
+  }
+  /* The rounds' execution counts a probe that gave no unit the batch. */
+  const double probe_s = probe->wall_s;
   /* The first round measures both units, on parts large enough that a
    * GPU's fixed costs do not hide its speed. */
   uint64_t round_rows = b->n / PRSTM_POLICY_HETERO_FIRST_ROUND_PARTS;
@@ -465,7 +530,7 @@ static int hetero_run_rounds(hetero_run *h, prstm_results *res) {
     res->rounds++;
   }
   if (b_latest && (rc = hetero_copy_replica(h, 1, &res->transfer_s)) != 0) return rc;
-  res->execute_s = engine_now() - t0 - res->transfer_s;
+  res->execute_s = engine_now() - t0 + probe_s - res->transfer_s;
   if (res->execute_s < 0) res->execute_s = 0;
   for (int k = 0; k < 2; k++) {
     unit *u = &h->unit[k];
@@ -525,10 +590,79 @@ static int hetero_try_deltas(prstm_engine *e, prstm_batch *b, const prstm_worker
   return 0;
 }
 
-int engine_run_hetero(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *v, prstm_results *res) {
-  int done = 0;
-  int rc0 = hetero_try_deltas(e, b, v, res, &done);
-  if (rc0 || done) return rc0;
+/* The whole batch on one unit, run as its backend runs any batch, the
+ * engine's state its replica: the GPU at its own default thread count
+ * (engine.threads is the CPU unit's), the CPU on engine.threads. `spent_s`
+ * is what a discarded probe took, counted into the execution. Sets *done
+ * when it ran; a table too large for the GPU at once leaves the batch to the
+ * rounds, which stream it in parts. */
+static int hetero_run_alone(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *v, prstm_backend alone,
+                            const char *why, double spent_s, prstm_results *res, int *done) {
+  *done = 0;
+  const backend_ops *ops = backend_of(alone);
+  if (!ops) return 0;
+  prstm_results r = *res;
+  const uint32_t threads = e->opt.threads;
+  if (alone == PRSTM_BACKEND_GPU) e->opt.threads = 0;
+  int rc = ops->run(e, b, v, &r);
+  e->opt.threads = threads;
+  if (rc == PRSTM_ETOOBIG && alone == PRSTM_BACKEND_GPU) {
+    e->err[0] = 0;
+    return 0;
+  }
+  if (rc) return rc;
+  *res = r;
+  res->execute_s += spent_s;
+  res->backend = PRSTM_BACKEND_HETERO;
+  res->rounds = 1;
+  res->second_unit_rows = alone == PRSTM_BACKEND_GPU ? b->n : 0; /* unit B is the GPU */
+  res->alone = alone;
+  snprintf(res->alone_why, sizeof res->alone_why, "%s", why);
+  *done = 1;
+  return 0;
+}
+
+/* The scheduler's second choice, before any round: a batch whose words the
+ * host sees (address arguments, or the workload's row_words), where its
+ * contention sample settles which unit is far the better one
+ * (PRSTM_POLICY_HETERO_ALONE_GPU_*, and --backend auto's own rule for the
+ * CPU), runs whole on that one. */
+static int hetero_try_alone(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *v, prstm_results *res,
+                            int *done) {
+  *done = 0;
+  char why[256] = "";
+  if (!backend_gpu_usable(e->wl, why, sizeof why)) return 0;
+  /* Reads alone never conflict, and the GPU reads far faster. */
+  int writes = 0;
+  for (unsigned t = 0; t < e->wl->ntypes && t < 64; t++)
+    if (((b->type_mask >> t) & 1u) && !e->wl->types[t].read_only) writes = 1;
+  if (!writes && b->n) {
+    snprintf(why, sizeof why, "every row is of a read-only type: no row conflicts with another");
+    return hetero_run_alone(e, b, v, PRSTM_BACKEND_GPU, why, 0, res, done);
+  }
+  engine_contention hot;
+  engine_contention_sample(e, b, &hot);
+  if (!hot.known) return 0;
+  const uint32_t threads = e->opt.threads;
+  e->opt.threads = 0; /* judged for a full GPU's default, as auto judges it */
+  const int cpu = engine_auto_prefers_cpu(e, b, why, sizeof why);
+  e->opt.threads = threads;
+  if (cpu) return hetero_run_alone(e, b, v, PRSTM_BACKEND_CPU, why, 0, res, done);
+  const double conflicts = engine_contention_conflicts(&hot, PRSTM_POLICY_AUTO_GPU_INFLIGHT),
+               queue = engine_contention_hottest_inflight(&hot, PRSTM_POLICY_AUTO_GPU_INFLIGHT);
+  if (conflicts >= PRSTM_POLICY_HETERO_ALONE_GPU_CONFLICTS || queue >= PRSTM_POLICY_HETERO_ALONE_GPU_HOT_WORD_QUEUE)
+    return 0;
+  snprintf(why, sizeof why,
+           "the batch's words are cold for a GPU's threads (%.3g conflicts a transaction, %.3g at once on its "
+           "hottest word): the GPU decides such rows far faster",
+           conflicts, queue);
+  return hetero_run_alone(e, b, v, PRSTM_BACKEND_GPU, why, 0, res, done);
+}
+
+/* The rounds, from the batch's first row; where probe->allowed, the first
+ * round may give the batch to one unit instead (probe->alone). */
+static int hetero_rounds(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *v, prstm_results *res,
+                         hetero_probe *probe) {
   hetero_run h;
   memset(&h, 0, sizeof h);
   h.e = e;
@@ -541,7 +675,7 @@ int engine_run_hetero(prstm_engine *e, prstm_batch *b, const prstm_worker_varian
   h.reserved = calloc((size_t)h.nlocks, 1);
   if (!h.reserved)
     return engine_fail(e, PRSTM_ENOMEM, "cannot plan rounds over %llu locks", (unsigned long long)h.nlocks);
-  int rc = hetero_run_rounds(&h, res);
+  int rc = hetero_run_rounds(&h, res, probe);
   free(h.reserved);
   free(h.reserved_list);
   free(h.cand);
@@ -549,4 +683,35 @@ int engine_run_hetero(prstm_engine *e, prstm_batch *b, const prstm_worker_varian
   free(h.b_words);
   free(h.carry.row);
   return rc;
+}
+
+int engine_run_hetero(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *v, prstm_results *res) {
+  int done = 0;
+  int rc0 = hetero_try_deltas(e, b, v, res, &done);
+  if (rc0 || done) return rc0;
+  if (!e->opt.hetero_rounds) {
+    rc0 = hetero_try_alone(e, b, v, res, &done);
+    if (rc0 || done) return rc0;
+  }
+  hetero_probe probe;
+  memset(&probe, 0, sizeof probe);
+  probe.allowed = !e->opt.hetero_rounds;
+  int rc = hetero_rounds(e, b, v, res, &probe);
+  if (rc || probe.alone == PRSTM_BACKEND_AUTO) return rc;
+  const int on_gpu = probe.alone == PRSTM_BACKEND_GPU;
+  const double fast = on_gpu ? probe.rate_b : probe.rate_a, slow = on_gpu ? probe.rate_a : probe.rate_b;
+  char why[256];
+  if (slow > 0)
+    snprintf(why, sizeof why, "on the batch's first %llu rows, run by both, the %s was %.3g times as fast as the %s",
+             (unsigned long long)probe.rows, on_gpu ? "GPU" : "CPU", fast / slow, on_gpu ? "CPU" : "GPU");
+  else
+    snprintf(why, sizeof why, "on the batch's first %llu rows, run by both, the %s decided rows and the %s none",
+             (unsigned long long)probe.rows, on_gpu ? "GPU" : "CPU", on_gpu ? "CPU" : "GPU");
+  rc = hetero_run_alone(e, b, v, probe.alone, why, probe.wall_s, res, &done);
+  if (rc || done) return rc;
+  /* The GPU cannot hold the whole table at once: the rounds, which stream
+   * it in parts, without a probe, from the start. */
+  probe.allowed = 0;
+  probe.alone = PRSTM_BACKEND_AUTO;
+  return hetero_rounds(e, b, v, res, &probe);
 }

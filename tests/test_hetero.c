@@ -19,20 +19,27 @@ typedef struct hetero_run {
 } hetero_run;
 
 /* A bank of `accounts` holding `balance` each, co-executed with the delta
- * path in `deltas` mode. */
-static void open_bank_deltas(hetero_run *r, uint64_t accounts, uint64_t balance, prstm_deltas_mode deltas) {
+ * path in `deltas` mode; with `rounds`, the units share every batch
+ * (engine.hetero_rounds), else the scheduler may give it to one. */
+static void open_bank_with(hetero_run *r, uint64_t accounts, uint64_t balance, prstm_deltas_mode deltas, int rounds) {
   memset(r, 0, sizeof *r);
   r->wl = prstm_workload_find("bank");
   cr_assert_not_null(r->wl);
   prstm_options opt;
   test_options(&opt, PRSTM_BACKEND_HETERO, UNIT_THREADS, 1);
   opt.deltas = deltas;
+  opt.hetero_rounds = rounds;
   test_open(r->wl, &opt, &r->engine, &r->batch);
   prstm_state_spec s;
   prstm_state_spec_init(r->wl, &s);
   s.accounts = accounts;
   s.initial_balance = balance;
   cr_assert_eq(prstm_engine_init_state(r->engine, &s), 0, "%s", prstm_engine_error(r->engine));
+}
+
+/* The rounds' own behaviour: the units share every batch. */
+static void open_bank_deltas(hetero_run *r, uint64_t accounts, uint64_t balance, prstm_deltas_mode deltas) {
+  open_bank_with(r, accounts, balance, deltas, 1);
 }
 
 /* The same with the delta path off, as test_options has it: the rounds
@@ -176,24 +183,29 @@ Test(hetero_gpu, hot_batch_too_large_for_the_gpu_runs_in_rounds) {
 
 /* A workload whose words the bodies compute (a hash table's sets), with
  * gets, sets and deletes on Zipfian keys: verified, invariant kept. */
-Test(hetero, kv_mix_is_verified) {
-  const prstm_workload *wl = prstm_workload_find("kv");
-  cr_assert_not_null(wl);
+/* A small kv table of 4,096 sets of 4 ways, 8,000 keys preloaded, and
+ * 200,000 rows of `type` (NULL: the default mix), co-executed and verified. */
+static void kv_run(hetero_run *r, const char *type) {
+  memset(r, 0, sizeof *r);
+  r->wl = prstm_workload_find("kv");
+  cr_assert_not_null(r->wl);
   prstm_options opt;
   test_options(&opt, PRSTM_BACKEND_HETERO, UNIT_THREADS, 1);
-  hetero_run r;
-  memset(&r, 0, sizeof r);
-  r.wl = wl;
-  test_open(wl, &opt, &r.engine, &r.batch);
+  test_open(r->wl, &opt, &r->engine, &r->batch);
   prstm_state_spec s;
-  prstm_state_spec_init(wl, &s);
-  test_set_knob(wl, s.params, "sets", 4096);
-  test_set_knob(wl, s.params, "ways", 4);
-  test_set_knob(wl, s.params, "preload", 8000);
-  cr_assert_eq(prstm_engine_init_state(r.engine, &s), 0, "%s", prstm_engine_error(r.engine));
-  generate(&r, 200000, NULL, 3);
-  test_run_verified(r.engine, r.batch, &r.res, "hetero kv run");
-  test_expect_invariant(r.wl, r.engine, r.batch);
+  prstm_state_spec_init(r->wl, &s);
+  test_set_knob(r->wl, s.params, "sets", 4096);
+  test_set_knob(r->wl, s.params, "ways", 4);
+  test_set_knob(r->wl, s.params, "preload", 8000);
+  cr_assert_eq(prstm_engine_init_state(r->engine, &s), 0, "%s", prstm_engine_error(r->engine));
+  generate(r, 200000, type, 3);
+  test_run_verified(r->engine, r->batch, &r->res, "hetero kv run");
+  test_expect_invariant(r->wl, r->engine, r->batch);
+}
+
+Test(hetero, kv_mix_is_verified) {
+  hetero_run r;
+  kv_run(&r, NULL);
   run_close(&r);
 }
 
@@ -226,5 +238,89 @@ Test(hetero_gpu, the_gpu_is_the_second_unit) {
   cr_assert_eq(r.res.discarded_rows, 0);
   cr_assert_gt(r.res.gpu_bytes, 0);
   test_expect_invariant(r.wl, r.engine, r.batch);
+  run_close(&r);
+}
+
+/* ---- the scheduler's choice of one unit ---- */
+
+/* `n` transfers among `accounts` accounts, with the scheduler free to give
+ * the batch to one unit: it must give it to `alone`, for a reason that
+ * names `why`, and the run is verified. */
+static void transfers_alone(uint64_t accounts, prstm_deltas_mode deltas, uint64_t n, prstm_backend alone,
+                            const char *why) {
+  hetero_run r;
+  open_bank_with(&r, accounts, 1000000, deltas, 0);
+  test_need_backend(r.wl, PRSTM_BACKEND_GPU);
+  generate(&r, n, "transfer", 11);
+  test_run_verified(r.engine, r.batch, &r.res, "hetero run");
+  cr_assert_eq(r.res.alone, alone, "%llu accounts: %s", (unsigned long long)accounts, r.res.alone_why);
+  cr_assert(strstr(r.res.alone_why, why) != NULL, "%s", r.res.alone_why);
+  cr_assert_eq(r.res.path, PRSTM_PATH_STM);
+  cr_assert_eq(r.res.rounds, 1);
+  cr_assert_eq(r.res.second_unit_rows, alone == PRSTM_BACKEND_GPU ? n : 0);
+  cr_assert_eq(r.res.committed, n);
+  test_expect_invariant(r.wl, r.engine, r.batch);
+  run_close(&r);
+}
+
+/* Transfers among a million accounts: the contention sample shows words
+ * a full GPU's threads barely share, so the scheduler gives the batch
+ * whole to the GPU before any round. */
+Test(hetero_gpu, cold_transfers_run_on_the_gpu_alone) {
+  transfers_alone(1000000, PRSTM_DELTAS_AUTO, 2000000, PRSTM_BACKEND_GPU, "cold");
+}
+
+/* Transfers among 16 accounts with the delta path off: every row meets
+ * the others on a few hot words, where the CPU backend is the better one
+ * (--backend auto's rule), so the CPU runs the batch alone. */
+Test(hetero_gpu, hot_batch_off_the_delta_path_runs_on_the_cpu_alone) {
+  transfers_alone(16, PRSTM_DELTAS_OFF, 200000, PRSTM_BACKEND_CPU, "hot");
+}
+
+/* Vacation's bodies compute their words, so the host cannot sample them:
+ * both units run the batch's first rows as a probe, and the one at least
+ * PRSTM_POLICY_HETERO_ALONE_RATIO times as fast runs the whole batch alone,
+ * the probe's rows decided again, once. With engine.hetero_rounds the same
+ * batch is shared in rounds. Both are verified. */
+static void vacation_on(hetero_run *r, int rounds) {
+  memset(r, 0, sizeof *r);
+  r->wl = prstm_workload_find("vacation");
+  cr_assert_not_null(r->wl);
+  prstm_options opt;
+  test_options(&opt, PRSTM_BACKEND_HETERO, UNIT_THREADS, 1);
+  opt.hetero_rounds = rounds;
+  test_open(r->wl, &opt, &r->engine, &r->batch);
+  prstm_state_spec s;
+  prstm_state_spec_init(r->wl, &s);
+  cr_assert_eq(prstm_engine_init_state(r->engine, &s), 0, "%s", prstm_engine_error(r->engine));
+  generate(r, 300000, NULL, 17);
+  test_run_verified(r->engine, r->batch, &r->res, "hetero vacation run");
+  cr_assert_eq(r->res.committed + r->res.failed + r->res.abandoned, 300000);
+  test_expect_invariant(r->wl, r->engine, r->batch);
+}
+Test(hetero_gpu, probe_gives_the_batch_to_the_faster_unit) {
+  test_need_backend(prstm_workload_find("vacation"), PRSTM_BACKEND_GPU);
+  hetero_run r;
+  vacation_on(&r, 0);
+  cr_assert_neq(r.res.alone, PRSTM_BACKEND_AUTO, "one unit must be far faster at vacation: %llu rounds",
+                (unsigned long long)r.res.rounds);
+  cr_assert(strstr(r.res.alone_why, "first") != NULL, "%s", r.res.alone_why);
+  cr_assert_eq(r.res.rounds, 1);
+  run_close(&r);
+  vacation_on(&r, 1);
+  cr_assert_eq(r.res.alone, PRSTM_BACKEND_AUTO, "engine.hetero_rounds shares the batch");
+  cr_assert_geq(r.res.rounds, 2);
+  run_close(&r);
+}
+
+/* Gets alone (kv's read-only type) never conflict: the GPU reads them all
+ * alone, and the results match the serial replay's. */
+Test(hetero_gpu, reads_alone_run_on_the_gpu_alone) {
+  test_need_backend(prstm_workload_find("kv"), PRSTM_BACKEND_GPU);
+  hetero_run r;
+  kv_run(&r, "get");
+  cr_assert_eq(r.res.alone, PRSTM_BACKEND_GPU, "%s", r.res.alone_why);
+  cr_assert(strstr(r.res.alone_why, "read-only") != NULL, "%s", r.res.alone_why);
+  cr_assert_eq(r.res.committed, 200000);
   run_close(&r);
 }

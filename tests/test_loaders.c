@@ -444,6 +444,19 @@ Test(loaders, unknown_deltas_mode_is_rejected) {
   expect_config_error("bad_deltas.json", PRSTM_ECONFIG, ": engine.deltas: expected 'auto', 'on' or 'off'");
 }
 
+Test(loaders, hetero_rounds_is_read) {
+  prstm_config cfg;
+  err[0] = '\0';
+  cr_assert_eq(prstm_config_load(data_path("hetero_rounds.json"), &cfg, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(cfg.options.backend, PRSTM_BACKEND_HETERO);
+  cr_assert_eq(cfg.options.hetero_rounds, 1);
+  prstm_config_free(&cfg);
+}
+
+Test(loaders, hetero_rounds_must_be_true_or_false) {
+  expect_config_error("bad_hetero_rounds.json", PRSTM_ECONFIG, ": engine.hetero_rounds: expected true or false");
+}
+
 Test(loaders, chunk_rows_with_verify_keeps_both) {
   prstm_config cfg;
   err[0] = '\0';

@@ -160,6 +160,25 @@
  * every later round alone (the solo unit), with no routing and no marks
  * to compare. */
 #define PRSTM_POLICY_HETERO_SOLO_RATIO 20.0
+/* Before any round, a batch whose words the host sees is given whole to
+ * one unit where its contention sample settles which is far the better:
+ * the CPU backend where --backend auto would choose it (AUTO_CPU_*), the
+ * GPU where a full GPU's transactions would meet fewer than
+ * ALONE_GPU_CONFLICTS others and the hottest word fewer than
+ * ALONE_GPU_HOT_WORD_QUEUE at once. There the GPU's STM decided rows 10 to
+ * 70 times faster than 16 cores (docs/HETERO.md), so the CPU's share could
+ * not pay for a single reconciliation. */
+#define PRSTM_POLICY_HETERO_ALONE_GPU_CONFLICTS 1.0
+#define PRSTM_POLICY_HETERO_ALONE_GPU_HOT_WORD_QUEUE 32.0
+/* Otherwise, with a GPU as unit B, both units first run the batch's first
+ * PROBE_ROWS rows, each on its replica, as a probe. Where one decided them
+ * ALONE_RATIO times as fast as the other, the probe is discarded (its rows
+ * stay pending, both replicas go back to the engine's state) and that unit
+ * runs the whole batch alone, as its backend runs any batch: co-execution's
+ * rounds lost to the faster unit alone at every such point measured
+ * (docs/HETERO.md). */
+#define PRSTM_POLICY_HETERO_PROBE_ROWS 8192ull
+#define PRSTM_POLICY_HETERO_ALONE_RATIO 1.5
 /* After this many rounds (not only consecutive ones) whose B part was lost to a conflict, the
  * faster unit takes every later round alone. */
 #define PRSTM_POLICY_HETERO_SOLO_LOST_ROUNDS 2u

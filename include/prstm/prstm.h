@@ -387,6 +387,11 @@ typedef struct prstm_options {
   /* Backend MULTI: the units to run on, 0 for every GPU of the host (two
    * sets of CPU threads where no GPU is usable). */
   uint32_t units;
+  /* Backend HETERO: 1 makes the two units share every batch in rounds, even
+   * one the scheduler would give whole to the faster unit (to measure
+   * co-execution itself); 0 (default) lets the scheduler choose
+   * (docs/HETERO.md). */
+  int hetero_rounds;
 } prstm_options;
 
 /* The most threads the CPU backend starts on this machine: 64 a core, and
@@ -427,6 +432,12 @@ typedef struct prstm_results {
    * gave up to a conflict with the CPU unit's writes, which ran again in a
    * later round; 0 in every other run. */
   uint64_t rounds, second_unit_rows, discarded_rows;
+  /* A co-executed run that the scheduler gave whole to one unit, the
+   * faster by far (docs/HETERO.md): PRSTM_BACKEND_CPU or PRSTM_BACKEND_GPU,
+   * and why; PRSTM_BACKEND_AUTO and empty where the units shared it, or
+   * where it ran on the delta path (path says so). */
+  prstm_backend alone;
+  char alone_why[256];
   /* A multi-unit run (PRSTM_BACKEND_MULTI): its units, and the rows it
    * decided on its first unit because their words span several units'
    * ranges (or the host cannot see them); rounds counts its rounds. */

@@ -85,6 +85,10 @@ char *cli_results_json(const prstm_config *cfg, const prstm_engine *e, const prs
       cJSON_AddNumberToObject(co, "rounds", (double)r->rounds);
       cJSON_AddNumberToObject(co, "second_unit_rows", (double)r->second_unit_rows);
       cJSON_AddNumberToObject(co, "discarded_rows", (double)r->discarded_rows);
+      if (r->alone != PRSTM_BACKEND_AUTO) {
+        cJSON_AddStringToObject(co, "alone", r->alone == PRSTM_BACKEND_GPU ? "gpu" : "cpu");
+        cJSON_AddStringToObject(co, "alone_why", r->alone_why);
+      }
     }
   }
   if (r->backend == PRSTM_BACKEND_MULTI) {
@@ -169,6 +173,9 @@ void cli_print_summary(const prstm_config *cfg, const prstm_results *r, const ru
     printf("  path               stm\n");
   if (r->backend == PRSTM_BACKEND_HETERO && r->path == PRSTM_PATH_DELTAS)
     printf("  co-execution       none needed: the batch ran as sums on one unit's delta path\n");
+  else if (r->backend == PRSTM_BACKEND_HETERO && r->alone != PRSTM_BACKEND_AUTO)
+    printf("  co-execution       none: the %s ran the batch alone (%s)\n",
+           r->alone == PRSTM_BACKEND_GPU ? "GPU" : "CPU", r->alone_why);
   else if (r->backend == PRSTM_BACKEND_HETERO)
     printf(
         "  co-execution       %llu rounds; the second unit decided %llu kept rows and gave up %llu to conflicts "
