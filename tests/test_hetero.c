@@ -270,6 +270,24 @@ Test(hetero_gpu, cold_transfers_run_on_the_gpu_alone) {
   transfers_alone(1000000, PRSTM_DELTAS_AUTO, 2000000, PRSTM_BACKEND_GPU, "cold");
 }
 
+/* Cold transfers whose table does not fit the GPU's memory at once (capped
+ * here by PRSTM_GPU_MEMORY_LIMIT): the GPU cannot run the batch alone, so
+ * the rounds, whose parts fit, run it after all, verified. */
+Test(hetero_gpu, cold_batch_too_large_for_the_gpu_runs_in_rounds) {
+  hetero_run r;
+  open_bank_with(&r, 1000000, 1000000, PRSTM_DELTAS_AUTO, 0);
+  test_need_backend(r.wl, PRSTM_BACKEND_GPU);
+  generate(&r, 2000000, "transfer", 11);
+  cr_assert_eq(setenv("PRSTM_GPU_MEMORY_LIMIT", "48000000", 1), 0);
+  test_run_verified(r.engine, r.batch, &r.res, "hetero run");
+  unsetenv("PRSTM_GPU_MEMORY_LIMIT");
+  cr_assert_eq(r.res.alone, PRSTM_BACKEND_AUTO, "a 2M-row table does not fit in 48 MB: %s", r.res.alone_why);
+  cr_assert_geq(r.res.rounds, 2);
+  cr_assert_eq(r.res.committed, 2000000);
+  test_expect_invariant(r.wl, r.engine, r.batch);
+  run_close(&r);
+}
+
 /* Transfers among 16 accounts with the delta path off: every row meets
  * the others on a few hot words, where the CPU backend is the better one
  * (--backend auto's rule), so the CPU runs the batch alone. */
