@@ -936,11 +936,11 @@ static int gpu_stream_open(prstm_engine *e, const prstm_worker_variant *v, const
  * need of 0 takes nothing. */
 static int gpu_pinned_grow(void **buf, uint64_t *have, uint64_t need, uint64_t most, char *err, size_t errlen) {
   if (need <= *have) return 0;
-  /* The zeros start with the progress words' 96 bytes, not 0, so the
-   * sixteenth is a floor on every growth, not only on the first. */
+  /* The floor applies to every growth, not only the first: the zeros
+   * start with the progress words' 96 bytes, not 0. A small unit (a
+   * co-executed run's probe, a stream of small batches) takes no more than
+   * four times its need. */
   uint64_t want = 2 * *have;
-  /* A small first unit (a co-executed run's probe, a stream of small
-   * batches) takes no more than it is likely to need soon. */
   uint64_t least = most / 16;
   if (least > 4 * need) least = 4 * need;
   if (want < least) want = least;

@@ -149,13 +149,17 @@ uint32_t engine_contention_inflight(const engine_contention *c, uint32_t most) {
 int engine_auto_prefers_cpu(const prstm_engine *e, const prstm_batch *b, char *why, size_t whylen) {
   engine_contention hot;
   engine_contention_sample(e, b, &hot);
-  if (!hot.known) return 0;
+  return engine_auto_prefers_cpu_sampled(e, b, &hot, why, whylen);
+}
+
+int engine_auto_prefers_cpu_sampled(const prstm_engine *e, const prstm_batch *b, const engine_contention *hot,
+                                    char *why, size_t whylen) {
+  if (!hot->known) return 0;
   /* The GPU's threads: those asked for, else about a full GPU's default. */
   const uint32_t gpu = e->opt.threads ? e->opt.threads : PRSTM_POLICY_AUTO_GPU_INFLIGHT;
   cmp_delta_plan plan;
-  if (engine_delta_want(e, b, PRSTM_BACKEND_GPU, gpu, &hot, &plan)) return 0; /* the GPU's delta path */
-  const double conflicts = engine_contention_conflicts(&hot, gpu),
-               queue = engine_contention_hottest_inflight(&hot, gpu);
+  if (engine_delta_want(e, b, PRSTM_BACKEND_GPU, gpu, hot, &plan)) return 0; /* the GPU's delta path */
+  const double conflicts = engine_contention_conflicts(hot, gpu), queue = engine_contention_hottest_inflight(hot, gpu);
   if (conflicts < PRSTM_POLICY_AUTO_CPU_CONFLICTS && queue < PRSTM_POLICY_AUTO_CPU_HOT_WORD_QUEUE) return 0;
   snprintf(why, whylen,
            "the batch's words are hot for a GPU's threads (%.3g conflicts a transaction, %.3g transactions at once on "

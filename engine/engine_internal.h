@@ -203,6 +203,9 @@ uint32_t engine_contention_inflight(const engine_contention *c, uint32_t most);
  * backend runs faster, an STM batch (no delta path) whose sampled words are
  * so hot that a GPU's threads would queue on them; writes why. */
 int engine_auto_prefers_cpu(const prstm_engine *e, const prstm_batch *b, char *why, size_t whylen);
+/* The same on a sample the caller already took. */
+int engine_auto_prefers_cpu_sampled(const prstm_engine *e, const prstm_batch *b, const engine_contention *hot,
+                                    char *why, size_t whylen);
 
 /* Flags of one run on either backend. KEEP_POSTPONED: rows still postponed
  * at quiescence stay pending (a stream carries them over). QUIET: no

@@ -546,36 +546,24 @@ static int hetero_run_rounds(hetero_run *h, prstm_results *res, hetero_probe *pr
   return 0;
 }
 
-/* The scheduler's first choice: a hot batch of declared steps whose batch
- * order commits every row runs as sums (the delta path, engine/delta.h) on
- * one unit, the GPU where there is one. No split of such a batch comes near
- * that: its rows are chains of updates of a few hot words, which the path
- * applies in batch order without a lock, and a second unit would only add
- * a reconciliation of those same words every round. Where the backend does
- * not want the path for the batch, or its proof refuses it, no row was
- * decided and the state is as it was, and the rounds run. Sets *done when
- * the path ran the batch. */
-static int hetero_try_deltas(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *v, prstm_results *res,
-                             int *done) {
-  *done = 0;
-  if (e->opt.deltas == PRSTM_DELTAS_OFF) return 0;
-  char why[256] = "";
-  const int gpu = backend_gpu_usable(e->wl, why, sizeof why);
-  const backend_ops *ops = backend_of(gpu ? PRSTM_BACKEND_GPU : PRSTM_BACKEND_CPU);
+/* The whole batch on one unit, run as its backend runs any batch on the
+ * engine's state: on the GPU at its own default thread count (engine.threads
+ * is the CPU unit's in a co-executed run), on the CPU on engine.threads. Sets
+ * *ran when it ran the batch, and then makes *res one round of a
+ * co-executed run. Nothing ran, and 0 is returned, where the backend
+ * declined a deltas-only run (e->deltas_only) or the table does not fit the
+ * GPU's memory at once: the rounds, which stream it in parts, run it. */
+static int hetero_whole(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *v, prstm_backend on,
+                        prstm_results *res, int *ran) {
+  *ran = 0;
+  const backend_ops *ops = backend_of(on);
   if (!ops) return 0;
   prstm_results r = *res;
-  /* engine.threads is the CPU unit's count in a co-executed run: the GPU
-   * runs its own default, as its unit does in the rounds, and judges the
-   * batch's heat by it. */
   const uint32_t threads = e->opt.threads;
-  if (gpu) e->opt.threads = 0;
-  e->deltas_only = 1;
+  if (on == PRSTM_BACKEND_GPU) e->opt.threads = 0;
   e->deltas_declined = 0;
   int rc = ops->run(e, b, v, &r);
-  e->deltas_only = 0;
   e->opt.threads = threads;
-  /* A table too large for the GPU at once: the rounds stream it in parts
-   * that fit, as they did before the path came first. Nothing ran. */
   if (rc == PRSTM_ETOOBIG) {
     e->err[0] = 0;
     return 0;
@@ -584,41 +572,45 @@ static int hetero_try_deltas(prstm_engine *e, prstm_batch *b, const prstm_worker
   *res = r;
   res->backend = PRSTM_BACKEND_HETERO;
   res->rounds = 1;
-  res->second_unit_rows = gpu ? b->n : 0; /* unit B is the GPU */
-  if (!gpu) snprintf(res->fallback, sizeof res->fallback, "%s: the batch ran on the CPU's delta path", why);
-  *done = 1;
+  res->second_unit_rows = on == PRSTM_BACKEND_GPU ? b->n : 0; /* unit B is the GPU */
+  *ran = 1;
   return 0;
 }
 
-/* The whole batch on one unit, run as its backend runs any batch, the
- * engine's state its replica: the GPU at its own default thread count
- * (engine.threads is the CPU unit's), the CPU on engine.threads. `spent_s`
- * is what a discarded probe took, counted into the execution. Sets *done
- * when it ran; a table too large for the GPU at once leaves the batch to the
- * rounds, which stream it in parts. */
+/* The scheduler's first choice: a hot batch of declared steps whose batch
+ * order commits every row runs as sums (the delta path, engine/delta.h) on
+ * one unit, the GPU where there is one. No split of such a batch comes near
+ * that: its rows are chains of updates of a few hot words, which the path
+ * applies in batch order without a lock, and a second unit would only add
+ * a reconciliation of those same words every round. The GPU judges the
+ * batch's heat at its own default thread count, as its unit runs in the
+ * rounds. Where the backend does not want the path for the batch, or its
+ * proof refuses it, no row was decided and the state is as it was, and the
+ * rounds run. Sets *done when the path ran the batch. */
+static int hetero_try_deltas(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *v, prstm_results *res,
+                             int *done) {
+  *done = 0;
+  if (e->opt.deltas == PRSTM_DELTAS_OFF) return 0;
+  char why[256] = "";
+  const int gpu = backend_gpu_usable(e->wl, why, sizeof why);
+  e->deltas_only = 1;
+  int rc = hetero_whole(e, b, v, gpu ? PRSTM_BACKEND_GPU : PRSTM_BACKEND_CPU, res, done);
+  e->deltas_only = 0;
+  if (!rc && *done && !gpu)
+    snprintf(res->fallback, sizeof res->fallback, "%s: the batch ran on the CPU's delta path", why);
+  return rc;
+}
+
+/* The whole batch on the unit `alone`, far the better one for it, for the
+ * reason `why`; `spent_s` is what a discarded probe took, counted into the
+ * execution. Sets *done when it ran. */
 static int hetero_run_alone(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *v, prstm_backend alone,
                             const char *why, double spent_s, prstm_results *res, int *done) {
-  *done = 0;
-  const backend_ops *ops = backend_of(alone);
-  if (!ops) return 0;
-  prstm_results r = *res;
-  const uint32_t threads = e->opt.threads;
-  if (alone == PRSTM_BACKEND_GPU) e->opt.threads = 0;
-  int rc = ops->run(e, b, v, &r);
-  e->opt.threads = threads;
-  if (rc == PRSTM_ETOOBIG && alone == PRSTM_BACKEND_GPU) {
-    e->err[0] = 0;
-    return 0;
-  }
-  if (rc) return rc;
-  *res = r;
+  int rc = hetero_whole(e, b, v, alone, res, done);
+  if (rc || !*done) return rc;
   res->execute_s += spent_s;
-  res->backend = PRSTM_BACKEND_HETERO;
-  res->rounds = 1;
-  res->second_unit_rows = alone == PRSTM_BACKEND_GPU ? b->n : 0; /* unit B is the GPU */
   res->alone = alone;
   snprintf(res->alone_why, sizeof res->alone_why, "%s", why);
-  *done = 1;
   return 0;
 }
 
@@ -645,7 +637,7 @@ static int hetero_try_alone(prstm_engine *e, prstm_batch *b, const prstm_worker_
   if (!hot.known) return 0;
   const uint32_t threads = e->opt.threads;
   e->opt.threads = 0; /* judged for a full GPU's default, as auto judges it */
-  const int cpu = engine_auto_prefers_cpu(e, b, why, sizeof why);
+  const int cpu = engine_auto_prefers_cpu_sampled(e, b, &hot, why, sizeof why);
   e->opt.threads = threads;
   if (cpu) return hetero_run_alone(e, b, v, PRSTM_BACKEND_CPU, why, 0, res, done);
   const double conflicts = engine_contention_conflicts(&hot, PRSTM_POLICY_AUTO_GPU_INFLIGHT),

@@ -18,18 +18,25 @@ typedef struct hetero_run {
   prstm_results res;
 } hetero_run;
 
-/* A bank of `accounts` holding `balance` each, co-executed with the delta
- * path in `deltas` mode; with `rounds`, the units share every batch
- * (engine.hetero_rounds), else the scheduler may give it to one. */
-static void open_bank_with(hetero_run *r, uint64_t accounts, uint64_t balance, prstm_deltas_mode deltas, int rounds) {
+/* Opens a co-executed run of `workload`: deltas in `deltas` mode, and with
+ * `rounds` the units share every batch (engine.hetero_rounds), else the
+ * scheduler may give it to one. The caller sets the state. */
+static void open_hetero(hetero_run *r, const char *workload, prstm_deltas_mode deltas, int rounds) {
   memset(r, 0, sizeof *r);
-  r->wl = prstm_workload_find("bank");
+  r->wl = prstm_workload_find(workload);
   cr_assert_not_null(r->wl);
   prstm_options opt;
   test_options(&opt, PRSTM_BACKEND_HETERO, UNIT_THREADS, 1);
   opt.deltas = deltas;
   opt.hetero_rounds = rounds;
   test_open(r->wl, &opt, &r->engine, &r->batch);
+}
+
+/* A bank of `accounts` holding `balance` each, co-executed with the delta
+ * path in `deltas` mode; with `rounds`, the units share every batch
+ * (engine.hetero_rounds), else the scheduler may give it to one. */
+static void open_bank_with(hetero_run *r, uint64_t accounts, uint64_t balance, prstm_deltas_mode deltas, int rounds) {
+  open_hetero(r, "bank", deltas, rounds);
   prstm_state_spec s;
   prstm_state_spec_init(r->wl, &s);
   s.accounts = accounts;
@@ -186,12 +193,7 @@ Test(hetero_gpu, hot_batch_too_large_for_the_gpu_runs_in_rounds) {
 /* A small kv table of 4,096 sets of 4 ways, 8,000 keys preloaded, and
  * 200,000 rows of `type` (NULL: the default mix), co-executed and verified. */
 static void kv_run(hetero_run *r, const char *type) {
-  memset(r, 0, sizeof *r);
-  r->wl = prstm_workload_find("kv");
-  cr_assert_not_null(r->wl);
-  prstm_options opt;
-  test_options(&opt, PRSTM_BACKEND_HETERO, UNIT_THREADS, 1);
-  test_open(r->wl, &opt, &r->engine, &r->batch);
+  open_hetero(r, "kv", PRSTM_DELTAS_OFF, 0);
   prstm_state_spec s;
   prstm_state_spec_init(r->wl, &s);
   test_set_knob(r->wl, s.params, "sets", 4096);
@@ -301,13 +303,7 @@ Test(hetero_gpu, hot_batch_off_the_delta_path_runs_on_the_cpu_alone) {
  * the probe's rows decided again, once. With engine.hetero_rounds the same
  * batch is shared in rounds. Both are verified. */
 static void vacation_on(hetero_run *r, int rounds) {
-  memset(r, 0, sizeof *r);
-  r->wl = prstm_workload_find("vacation");
-  cr_assert_not_null(r->wl);
-  prstm_options opt;
-  test_options(&opt, PRSTM_BACKEND_HETERO, UNIT_THREADS, 1);
-  opt.hetero_rounds = rounds;
-  test_open(r->wl, &opt, &r->engine, &r->batch);
+  open_hetero(r, "vacation", PRSTM_DELTAS_OFF, rounds);
   prstm_state_spec s;
   prstm_state_spec_init(r->wl, &s);
   cr_assert_eq(prstm_engine_init_state(r->engine, &s), 0, "%s", prstm_engine_error(r->engine));
