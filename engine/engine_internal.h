@@ -180,6 +180,7 @@ typedef struct engine_contention {
    * PRSTM_ROW_WORD_AT_COMMIT: what aborts transactions in flight. */
   uint64_t abort_words;
   double abort_q;
+  uint64_t hottest_abort_count;
 } engine_contention;
 void engine_contention_sample(const prstm_engine *e, const prstm_batch *b, engine_contention *c);
 /* The batch row that sample row i of `rows` is, in a batch of n rows: every
@@ -187,11 +188,19 @@ void engine_contention_sample(const prstm_engine *e, const prstm_batch *b, engin
 uint64_t engine_contention_sample_row(uint64_t n, uint64_t rows, uint64_t i);
 /* The words row r names as far as the host can tell: the workload's
  * row_words hook, else its address arguments; at most cap, 0 when none.
- * Addresses come without the hook's PRSTM_ROW_WORD_AT_COMMIT mark. */
+ * Addresses come without the hook's marks; the contention sample keeps
+ * PRSTM_ROW_WORD_AT_COMMIT and leaves out the words marked
+ * PRSTM_ROW_WORD_ADD. */
 unsigned engine_row_words(const prstm_engine *e, const prstm_batch *b, uint64_t r, uint64_t *out, unsigned cap);
 /* Conflicts a transaction meets on its words, on average, with `inflight`
  * transactions running at once: s * s * (inflight - 1) * q for s words a row. */
 double engine_contention_conflicts(const engine_contention *c, uint32_t inflight);
+/* The same two over the words met before commit alone: a word met only at
+ * commit (a ticket's counter) aborts nobody, and its queue costs each
+ * commit a few instructions under the counter's lock. What backend auto
+ * and co-execution weigh against the CPU. */
+double engine_contention_abort_conflicts(const engine_contention *c, uint32_t inflight);
+double engine_contention_hottest_abort_inflight(const engine_contention *c, uint32_t inflight);
 /* Transactions in flight at once on the hottest word. */
 double engine_contention_hottest_inflight(const engine_contention *c, uint32_t inflight);
 /* The most transactions worth running at once: those at which a transaction

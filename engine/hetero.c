@@ -640,8 +640,8 @@ static int hetero_try_alone(prstm_engine *e, prstm_batch *b, const prstm_worker_
   const int cpu = engine_auto_prefers_cpu_sampled(e, b, &hot, why, sizeof why);
   e->opt.threads = threads;
   if (cpu) return hetero_run_alone(e, b, v, PRSTM_BACKEND_CPU, why, 0, res, done);
-  const double conflicts = engine_contention_conflicts(&hot, PRSTM_POLICY_AUTO_GPU_INFLIGHT),
-               queue = engine_contention_hottest_inflight(&hot, PRSTM_POLICY_AUTO_GPU_INFLIGHT);
+  const double conflicts = engine_contention_abort_conflicts(&hot, PRSTM_POLICY_AUTO_GPU_INFLIGHT),
+               queue = engine_contention_hottest_abort_inflight(&hot, PRSTM_POLICY_AUTO_GPU_INFLIGHT);
   if (conflicts >= PRSTM_POLICY_HETERO_ALONE_GPU_CONFLICTS || queue >= PRSTM_POLICY_HETERO_ALONE_GPU_HOT_WORD_QUEUE)
     return 0;
   snprintf(why, sizeof why,

@@ -167,6 +167,44 @@ Test(add, reads_see_own_adds_and_writes_replace_them) {
   cr_assert_eq(f.words[4], 7, "the write replaced the add");
 }
 
+/* An add to a word no transaction reads takes no lock and no counter:
+ * it lands at commit while a writer holds the word's lock and while other
+ * adds are under way, and leaves the lock's version and the counter as
+ * they were. */
+Test(add, an_unread_add_takes_no_lock_and_no_counter) {
+  fixture f;
+  fixture_init(&f, 8, 1);
+  fixture_use_adds(&f);
+  f.words[3] = 100;
+  f.locks[3] = stm_lock_make(7, 9, STM_LOCK_PRELOCKED); /* another attempt's pre-lock */
+  f.add_counts[3] = 1;                                  /* and another's add under way */
+  stm_tx_begin(&f.tx, 0, cmp_priority(0, 0));
+  prstm_add_unread(&f.tx, 3, 5);
+  prstm_add_unread(&f.tx, 3, 2);
+  cr_assert_eq(f.tx.nwrites, 1, "adds to one word fold into one entry");
+  cr_assert_eq(f.tx.nlocks, 0);
+  cr_assert(stm_tx_commit(&f.tx, NULL), "nothing the add touches can stop it");
+  cr_assert_eq(f.words[3], 107);
+  cr_assert_eq(f.locks[3], stm_lock_make(7, 9, STM_LOCK_PRELOCKED), "the lock is not the add's");
+  cr_assert_eq(f.add_counts[3], 1, "the add raised no counter");
+}
+
+/* An attempt that reads a word it added to unread sees its delta, and the
+ * add then commits as a prstm_add under a lock the attempt reads: under its
+ * own lock, which moves the version. */
+Test(add, reading_an_unread_add_back_makes_it_an_ordinary_add) {
+  fixture f;
+  fixture_init(&f, 8, 1);
+  fixture_use_adds(&f);
+  f.words[2] = 40;
+  stm_tx_begin(&f.tx, 0, cmp_priority(0, 0));
+  prstm_add_unread(&f.tx, 2, 5);
+  cr_assert_eq(prstm_read(&f.tx, 2), 45);
+  cr_assert(stm_tx_commit(&f.tx, NULL));
+  cr_assert_eq(f.words[2], 45);
+  cr_assert_eq(f.locks[2], stm_lock_make(1, 0, 0), "the add was applied under the word's lock");
+}
+
 /* Without counters (a workload without uses_add) an add is a read and a
  * write: it takes the word's lock. */
 Test(add, without_counters_an_add_is_a_read_and_a_write) {

@@ -137,17 +137,20 @@ typedef struct stm_read_entry {
 /* A write-set entry: a value to store, or, with STM_WRITE_ADD in addr, a
  * delta to add (prstm_add). STM_WRITE_BLIND marks, at commit, an add under a
  * lock the transaction neither reads nor writes under, which takes no lock
- * and runs beside other such adds (stm_tx_settle_adds). STM_WRITE_TICKET
- * marks a ticket's counter (prstm_ticket), whose value holds the write-set
- * index of the ticket's destination until the commit fills both. Word
- * addresses stay far below the three bits. */
+ * and runs beside other such adds (stm_tx_settle_adds). STM_WRITE_UNREAD
+ * marks an add to a word no transaction reads (prstm_add_unread): it takes
+ * no lock and no counter at all. STM_WRITE_TICKET marks a ticket's counter
+ * (prstm_ticket), whose value holds the write-set index of the ticket's
+ * destination until the commit fills both. Word addresses stay far below
+ * the four bits. */
 typedef struct stm_write_entry {
   uint64_t addr, value;
 } stm_write_entry;
 #define STM_WRITE_ADD (1ull << 63)
 #define STM_WRITE_BLIND (1ull << 62)
 #define STM_WRITE_TICKET (1ull << 61)
-#define STM_WRITE_ADDR(a) ((a) & ~(STM_WRITE_ADD | STM_WRITE_BLIND | STM_WRITE_TICKET))
+#define STM_WRITE_UNREAD (1ull << 60)
+#define STM_WRITE_ADDR(a) ((a) & ~(STM_WRITE_ADD | STM_WRITE_BLIND | STM_WRITE_TICKET | STM_WRITE_UNREAD))
 typedef struct stm_lock_entry {
   uint64_t lock, version;
   uint32_t held; /* 0 not held, 1 pre-locked, 2 locked */
@@ -235,8 +238,9 @@ typedef struct prstm_tx {
 #if STM_TICKETS
   /* Whether a ticket is still to be taken at commit (prstm_ticket), and
    * the write-set index of its counter's entry; whether the commit holds
-   * the final lock of that counter, and the lock's version. */
-  uint32_t ticket, ticket_entry, ticket_held;
+   * the final lock of that counter, and the lock's version; whether the
+   * write-back has written the counter already (stm_tx_fill_ticket). */
+  uint32_t ticket, ticket_entry, ticket_held, ticket_filled;
   uint64_t ticket_version;
 #endif
 } prstm_tx;
@@ -389,7 +393,12 @@ PRSTM_INLINE uint64_t stm_tx_read(prstm_tx *tx, uint64_t addr, int hash) {
   const int w = stm_tx_find_write(tx, addr);
   if (w >= 0) {
     if (tx->writes[w].addr == addr) return hash ? stm_tx_saw(tx, tx->writes[w].value) : tx->writes[w].value;
-    if (STM_ADDS && tx->writes[w].addr == (addr | STM_WRITE_ADD)) delta = tx->writes[w].value;
+    if (STM_ADDS && (tx->writes[w].addr & ~STM_WRITE_UNREAD) == (addr | STM_WRITE_ADD)) {
+      /* The attempt reads a word it added to: its own add no longer goes
+       * unread, and commits as any add that the attempt reads. */
+      tx->writes[w].addr &= ~STM_WRITE_UNREAD;
+      delta = tx->writes[w].value;
+    }
   }
 #if !defined(__CUDA_ARCH__)
   /* One thread alone on a state nobody changes: nothing to validate. */
@@ -522,7 +531,7 @@ PRSTM_INLINE void prstm_write_private(prstm_tx *tx, uint64_t addr, uint64_t valu
  * add is then applied under the transaction's own lock. Without uses_add
  * (and in the serial replay of --verify) an add is a read and a write, with
  * the same outcome. */
-PRSTM_INLINE void prstm_add(prstm_tx *tx, uint64_t addr, uint64_t delta) {
+PRSTM_INLINE void stm_tx_add(prstm_tx *tx, uint64_t addr, uint64_t delta, uint64_t unread) {
   if (tx->state != STM_TX_OK) return;
   if (addr >= tx->ctx->nwords) {
     stm_tx_doom(tx, STM_TX_BAD_ADDRESS);
@@ -531,6 +540,8 @@ PRSTM_INLINE void prstm_add(prstm_tx *tx, uint64_t addr, uint64_t delta) {
   STM_TICKET_TOUCHED(tx, addr);
   const int i = stm_tx_find_write(tx, addr);
   if (i >= 0) {
+    /* An add over an add of the attempt keeps the stricter kind. */
+    if (!unread) tx->writes[i].addr &= ~STM_WRITE_UNREAD;
     tx->writes[i].value += delta;
     return;
   }
@@ -546,9 +557,27 @@ PRSTM_INLINE void prstm_add(prstm_tx *tx, uint64_t addr, uint64_t delta) {
     return;
   }
   STM_INDEX_ADD(tx, STM_INDEX_WRITES, addr, tx->nwrites);
-  tx->writes[tx->nwrites].addr = addr | STM_WRITE_ADD;
+  tx->writes[tx->nwrites].addr = addr | STM_WRITE_ADD | unread;
   tx->writes[tx->nwrites].value = delta;
   tx->nwrites++;
+}
+
+PRSTM_INLINE void prstm_add(prstm_tx *tx, uint64_t addr, uint64_t delta) { stm_tx_add(tx, addr, delta, 0); }
+
+/* Commutative add to a word that no transaction of the run reads or writes
+ * otherwise: a total kept for after the run (a warehouse's year-to-date, a
+ * stock row's counts). As prstm_add, but the promise lets the add take no
+ * lock and no counter: at commit it is one atomic add, and readers need no
+ * protection from it because there are none. The caller promises it, as
+ * for prstm_write_private: a transaction that reads such a word while the
+ * run is under way is not serialised against the adds, and --verify's
+ * replay reports it wherever a transaction saw a value out of the commit
+ * order. Adds of either kind may meet on one word. The attempt itself may
+ * read the word back (it then sees its delta, and the add commits as a
+ * prstm_add would). Without uses_add (and in the serial replay) it is a
+ * read and a write, as prstm_add is. */
+PRSTM_INLINE void prstm_add_unread(prstm_tx *tx, uint64_t addr, uint64_t delta) {
+  stm_tx_add(tx, addr, delta, STM_WRITE_UNREAD);
 }
 
 #if STM_TICKETS
@@ -645,7 +674,7 @@ PRSTM_INLINE void stm_tx_begin(prstm_tx *tx, uint64_t row, uint64_t prio) {
   tx->unchecked = 0;
   tx->conflict_lock = tx->conflict_word = 0;
 #if STM_TICKETS
-  tx->ticket = tx->ticket_held = tx->ticket_entry = 0;
+  tx->ticket = tx->ticket_held = tx->ticket_entry = tx->ticket_filled = 0;
 #endif
 #if STM_INDEXED
   tx->index_mask = stm_index_mask(tx->cap);
@@ -870,7 +899,8 @@ PRSTM_INLINE int stm_tx_settle_ticket(prstm_tx *tx) {
   const uint64_t l = stm_tx_ticket_lock(tx);
   int shared = stm_tx_find_read(tx, l) >= 0;
   for (uint32_t i = 0; !shared && i < tx->nwrites; i++)
-    if (i != tx->ticket_entry && stm_lock_index(STM_WRITE_ADDR(tx->writes[i].addr), tx->ctx->lock_coverage) == l)
+    if (i != tx->ticket_entry && !(tx->writes[i].addr & STM_WRITE_UNREAD) &&
+        stm_lock_index(STM_WRITE_ADDR(tx->writes[i].addr), tx->ctx->lock_coverage) == l)
       shared = 1;
   if (shared) stm_tx_resolve_ticket(tx);
   return tx->state == STM_TX_OK;
@@ -912,29 +942,35 @@ PRSTM_INLINE int stm_tx_take_ticket_lock(prstm_tx *tx) {
 }
 
 /* At write-back, with the counter's final lock held: the destination gets
- * the counter's value and the counter one more. */
+ * the counter's value, and the counter one more, written now; then the
+ * counter's lock is given back with version + 1, before the attempt's
+ * other writes. The counter is the only word of the attempt under that
+ * lock (stm_tx_settle_ticket), and every other word it writes stays under
+ * its own final lock, or its counter of adds, or is private or unread, until
+ * written: so the next ticket of the counter need not wait for them, which
+ * is all the time a queue of tickets on one counter spends per ticket. The
+ * ticket's entry is then skipped by the write-back (ticket_filled). */
 PRSTM_INLINE void stm_tx_fill_ticket(prstm_tx *tx) {
   stm_write_entry *t = &tx->writes[tx->ticket_entry];
-  const uint64_t v = port_load_relaxed(&tx->ctx->words[STM_WRITE_ADDR(t->addr)]);
+  uint64_t *counter = &tx->ctx->words[STM_WRITE_ADDR(t->addr)];
+  const uint64_t v = port_load_relaxed(counter);
   tx->writes[t->value].value = v;
   t->value = v + 1;
-}
-
-/* After write-back: the counter's lock given back with version + 1. */
-PRSTM_INLINE void stm_tx_release_ticket(prstm_tx *tx) {
-  port_store_relaxed(&tx->ctx->locks[stm_tx_ticket_lock(tx)], stm_lock_make(tx->ticket_version + 1, 0, 0));
+  port_store_relaxed(counter, v + 1);
+  port_store_release(&tx->ctx->locks[stm_tx_ticket_lock(tx)], stm_lock_make(tx->ticket_version + 1, 0, 0));
   tx->ticket_held = 0;
+  tx->ticket_filled = 1;
 }
 #define STM_TICKET_FILL(tx) \
   if ((tx)->ticket_held) stm_tx_fill_ticket(tx)
-#define STM_TICKET_RELEASE(tx) \
-  if ((tx)->ticket_held) stm_tx_release_ticket(tx)
+/* Whether write-back skips entry i: a ticket's counter, written already. */
+#define STM_TICKET_WRITTEN(tx, i) ((tx)->ticket_filled && (i) == (tx)->ticket_entry)
 #define STM_TICKET_SETTLE(tx) stm_tx_settle_ticket(tx)
 #define STM_TICKET_PENDING(tx) ((tx)->ticket != 0)
 #define STM_TICKET_TAIL(tx, sequence) stm_tx_ticket_tail((tx), (sequence))
 #else
 #define STM_TICKET_FILL(tx) ((void)0)
-#define STM_TICKET_RELEASE(tx) ((void)0)
+#define STM_TICKET_WRITTEN(tx, i) 0
 #define STM_TICKET_SETTLE(tx) 1
 #define STM_TICKET_PENDING(tx) 0
 #define STM_TICKET_TAIL(tx, sequence) 1
@@ -950,8 +986,9 @@ PRSTM_INLINE void stm_tx_write_back(prstm_tx *tx) {
   if (tx->nwrites) port_fence_acq_rel();
   STM_TICKET_FILL(tx);
   for (uint32_t i = 0; i < tx->nwrites; i++)
-    port_store_relaxed(&ctx->words[STM_TICKETS ? STM_WRITE_ADDR(tx->writes[i].addr) : tx->writes[i].addr],
-                       tx->writes[i].value);
+    if (!STM_TICKET_WRITTEN(tx, i))
+      port_store_relaxed(&ctx->words[STM_TICKETS ? STM_WRITE_ADDR(tx->writes[i].addr) : tx->writes[i].addr],
+                         tx->writes[i].value);
   /* One release fence orders all data writes before all new versions. */
   if (tx->nlocks) port_fence_acq_rel();
   for (uint32_t i = 0; i < tx->nlocks; i++) {
@@ -959,7 +996,6 @@ PRSTM_INLINE void stm_tx_write_back(prstm_tx *tx) {
     port_store_relaxed(&ctx->locks[e->lock], stm_lock_make(e->version + 1, 0, 0));
     e->held = 0;
   }
-  STM_TICKET_RELEASE(tx);
 }
 
 /* stm_tx_write_back for a commit with counters of adds: adds are applied
@@ -972,6 +1008,7 @@ PRSTM_INLINE void stm_tx_write_back_adds(prstm_tx *tx) {
   STM_TICKET_FILL(tx);
   for (uint32_t i = 0; i < tx->nwrites; i++) {
     const stm_write_entry *w = &tx->writes[i];
+    if (STM_TICKET_WRITTEN(tx, i)) continue;
     if (w->addr & STM_WRITE_ADD)
       port_add_relaxed(&ctx->words[STM_WRITE_ADDR(w->addr)], w->value);
     else
@@ -983,7 +1020,6 @@ PRSTM_INLINE void stm_tx_write_back_adds(prstm_tx *tx) {
     port_store_relaxed(&ctx->locks[e->lock], stm_lock_make(e->version + 1, 0, 0));
     e->held = 0;
   }
-  STM_TICKET_RELEASE(tx);
   if (tx->adds_counted) stm_tx_end_blind_adds(tx);
 }
 
@@ -995,7 +1031,8 @@ PRSTM_INLINE uint32_t stm_tx_settle_adds(prstm_tx *tx) {
   uint32_t blind = 0;
   for (uint32_t i = 0; i < tx->nwrites; i++) {
     stm_write_entry *w = &tx->writes[i];
-    if (!(w->addr & STM_WRITE_ADD)) continue;
+    /* An add no transaction reads needs neither lock nor counter. */
+    if ((w->addr & (STM_WRITE_ADD | STM_WRITE_UNREAD)) != STM_WRITE_ADD) continue;
     const uint64_t l = stm_tx_add_lock(tx, w);
     if (stm_tx_find_lock(tx, l) >= 0 || stm_tx_find_read(tx, l) >= 0) {
       stm_tx_lock_for_write(tx, STM_WRITE_ADDR(w->addr));

@@ -19,7 +19,7 @@ extern "C" {
  * lists the versions). A program that builds its own prstm_workload
  * (prstm_add_workload) is compiled against this header and needs no check;
  * it must be rebuilt with the library. */
-#define PRSTM_ABI_VERSION 12
+#define PRSTM_ABI_VERSION 13
 
 /* One table generates the error codes, their names and their messages, so the
  * three can never drift apart. Every function returns 0 or one of these. */
@@ -285,13 +285,18 @@ typedef struct prstm_workload {
    * sample the row's address arguments. An address or'ed with
    * PRSTM_ROW_WORD_AT_COMMIT is a word the row meets others on only at
    * commit (a ticket's counter, prstm_ticket): --backend auto counts it,
-   * the GPU's threads in flight do not, since it aborts nobody. */
+   * the GPU's threads in flight do not, since it aborts nobody. One or'ed
+   * with PRSTM_ROW_WORD_ADD is a word the row only adds to (prstm_add),
+   * which meets no other row's adds: the sample leaves it out, and only
+   * backends that route rows by their words (multi, hetero) see it. */
   unsigned (*row_words)(const struct prstm_engine *engine, const struct prstm_batch *batch, uint64_t row, uint64_t *out,
                         unsigned cap);
 } prstm_workload;
 
-/* The mark of a row_words address met only at commit (above). */
+/* The marks of a row_words address met only at commit, and of one the row
+ * only adds to (above). */
 #define PRSTM_ROW_WORD_AT_COMMIT (1ull << 63)
+#define PRSTM_ROW_WORD_ADD (1ull << 62)
 
 /* config_keys bits. PRSTM_KEYS_BANK: state.accounts (required),
  * state.initial_balance, batch.generate.accounts_per_tx and

@@ -18,6 +18,8 @@
  *                                 no lock
  *   prstm_add(tx, addr, d)        add d to a word at commit, without reading it:
  *                                 adds commute (PRSTM_USES_ADD, uses_add)
+ *   prstm_add_unread(tx, a, d)    the same for a word no transaction of the run
+ *                                 reads (a total kept for after it): no lock
  *   prstm_ticket(tx, c, dest)     dest = the counter word c, and c + 1, both
  *                                 taken at commit (PRSTM_USES_TICKETS)
  *   prstm_read_immutable(tx, a)   a word no transaction of the batch writes,

@@ -132,7 +132,7 @@ static int tpcc_init_state(const prstm_state_spec *spec, prstm_word **words, uin
   for (uint64_t wh = 0; wh < l.warehouses; wh++) {
     w[tpcc_warehouse(&l, wh) + TPCC_W_YTD] = TPCC_W_YTD_INITIAL;
     w[tpcc_warehouse(&l, wh) + TPCC_W_TAX] = wl_below(&rng, 2001);
-    for (uint64_t i = 0; i <= l.items; i++) w[tpcc_stock(&l, wh, i) + TPCC_S_ROW] = 10 + wl_below(&rng, 91);
+    for (uint64_t i = 0; i <= l.items; i++) w[tpcc_stock(&l, wh, i) + TPCC_S_Q] = TPCC_S_Q_OF(10 + wl_below(&rng, 91));
     for (uint64_t d = 0; d < TPCC_DISTRICTS; d++) {
       const uint64_t dist = tpcc_district(&l, wh, d);
       w[dist + TPCC_D_YTD] = TPCC_D_YTD_INITIAL;
@@ -283,7 +283,7 @@ typedef struct tpcc_check {
   char *msg;
   size_t msglen;
   /* Expected totals from the committed rows. */
-  uint64_t *w_ytd, *d_ytd, *c_ytd, *c_count, *s_ytd, *s_counts;
+  uint64_t *w_ytd, *d_ytd, *c_ytd, *c_count, *s_ytd, *s_counts, *s_taken;
   uint64_t *order_ids; /* district << 40 | o_id of each committed order */
   uint64_t norders, new_orders, rolled_back, bad_input, payments, lines;
 } tpcc_check;
@@ -343,7 +343,8 @@ static int tpcc_check_new_order(tpcc_check *k, const prstm_batch *batch, uint64_
       return tpcc_bad(k, r, "an ORDER-LINE row does not match its line");
     if (sw != w) all_local = 0;
     k->s_ytd[idx] += qty;
-    k->s_counts[idx] += (1ull << 8) + ((uint64_t)(sw != w) << 36);
+    k->s_counts[idx] += TPCC_S_COUNTS_LINE(sw != w);
+    k->s_taken[idx] += TPCC_S_Q_TAKE(qty);
     k->lines++;
   }
   if ((slot[2] >> 40) != all_local) return tpcc_bad(k, r, "O_ALL_LOCAL is wrong");
@@ -473,9 +474,11 @@ static int tpcc_check_tables(tpcc_check *k) {
     }
     for (uint64_t i = 0; i <= l->items; i++) {
       const uint64_t s = tpcc_stock(l, wh, i), idx = wh * (l->items + 1) + i;
-      const uint64_t q = TPCC_S_QUANTITY(w[s + TPCC_S_ROW]);
-      if (q < 10 || q > 100 || w[s + TPCC_S_YTD] != k->s_ytd[idx] ||
-          (w[s + TPCC_S_ROW] & ~(uint64_t)0xffu) != k->s_counts[idx]) {
+      /* The quantity word: the population's S_QUANTITY - 10 below the
+       * committed lines' steps. */
+      const uint64_t q = w[s + TPCC_S_Q];
+      if ((q & 0x7fu) > TPCC_S_Q_OF(100) || (q & ~(uint64_t)0x7fu) != k->s_taken[idx] ||
+          w[s + TPCC_S_YTD] != k->s_ytd[idx] || w[s + TPCC_S_COUNTS] != k->s_counts[idx]) {
         snprintf(k->msg, k->msglen,
                  "stock of item %llu at warehouse %llu: quantity, year-to-date or counts do not match the "
                  "committed order lines",
@@ -540,9 +543,10 @@ static int tpcc_check_invariant(const prstm_engine *engine, const prstm_batch *b
   k.c_count = calloc((size_t)(districts * k.l.customers), sizeof *k.c_count);
   k.s_ytd = calloc((size_t)stock, sizeof *k.s_ytd);
   k.s_counts = calloc((size_t)stock, sizeof *k.s_counts);
+  k.s_taken = calloc((size_t)stock, sizeof *k.s_taken);
   k.order_ids = malloc((size_t)(n ? n : 1) * sizeof *k.order_ids);
   int rc = 0, holds = 1;
-  if (!k.w_ytd || !k.d_ytd || !k.c_ytd || !k.c_count || !k.s_ytd || !k.s_counts || !k.order_ids) {
+  if (!k.w_ytd || !k.d_ytd || !k.c_ytd || !k.c_count || !k.s_ytd || !k.s_counts || !k.s_taken || !k.order_ids) {
     snprintf(msg, msglen, "cannot allocate the invariant's totals");
     rc = PRSTM_ENOMEM;
     holds = 0;
@@ -582,6 +586,7 @@ static int tpcc_check_invariant(const prstm_engine *engine, const prstm_batch *b
   free(k.c_count);
   free(k.s_ytd);
   free(k.s_counts);
+  free(k.s_taken);
   free(k.order_ids);
   return rc;
 }
@@ -590,9 +595,10 @@ static int tpcc_check_invariant(const prstm_engine *engine, const prstm_batch *b
  * id, the word every NewOrder of the district meets; as a ticket it meets
  * them only at commit (PRSTM_ROW_WORD_AT_COMMIT), so --backend auto counts
  * it and the GPU's threads in flight do not. Then come its lines' stock
- * rows, which it reads and writes through the STM (their first words). A
- * Payment only adds, and adds do not conflict with one another, and its
- * slot is its own, so it names no word. */
+ * rows (their first words), which it only adds to (PRSTM_ROW_WORD_ADD):
+ * they meet nobody, but a unit set that routes rows by their words sees
+ * them. A Payment only adds, and its slot is its own, so it names no
+ * word. */
 static unsigned tpcc_row_words(const prstm_engine *engine, const prstm_batch *batch, uint64_t row, uint64_t *out,
                                unsigned cap) {
   uint64_t nwords = 0;
@@ -608,7 +614,7 @@ static unsigned tpcc_row_words(const prstm_engine *engine, const prstm_batch *ba
   unsigned k = 1;
   const uint64_t n = prstm_batch_arg(batch, row, 4);
   for (uint64_t i = 0; i < n && i < TPCC_MAX_LINES && k < cap; i++)
-    out[k++] = prstm_batch_arg(batch, row, 5 + (unsigned)i);
+    out[k++] = prstm_batch_arg(batch, row, 5 + (unsigned)i) | PRSTM_ROW_WORD_ADD;
   return k;
 }
 

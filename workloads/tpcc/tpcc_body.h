@@ -2,12 +2,16 @@
 #ifndef TPCC_BODY_H
 #define TPCC_BODY_H
 
-/* Payment only adds to its warehouse's, district's and customer's totals:
- * compiled so that those adds commit side by side (with the descriptor's
- * uses_add), which is what keeps few warehouses from serialising them. */
+/* Payment only adds to its warehouse's, district's and customer's totals,
+ * and NewOrder to its stock rows: compiled so that those adds commit side
+ * by side (with the descriptor's uses_add), which is what keeps hot items
+ * and few warehouses from serialising them. Neither type reads a word that
+ * either adds to, so every add is prstm_add_unread: no lock and no counter.
+ * A type that reads them (TPC-C's Order-Status reads C_BALANCE, its
+ * Stock-Level S_QUANTITY) would make those adds prstm_add. */
 #define PRSTM_USES_ADD 1
-/* A NewOrder reads about 20 words and writes about 40: its sets keep
- * membership filters, so that each new word skips the search of its set. */
+/* A NewOrder writes up to 64 words: its sets keep hash indexes, so that
+ * each add finds its word, or its absence, in a slot or two. */
 #define PRSTM_WIDE_SETS 1
 /* A NewOrder numbers itself from its district's D_NEXT_O_ID with a ticket
  * (prstm_ticket), taken at commit: the NewOrders of a district then meet
@@ -29,9 +33,16 @@
  *          bits 0..15, C_CREDIT bad in bit 16, the C_LAST number in 20..31;
  *   item i, 0 <= i <= I: I_PRICE in cents; item I is the unused item (price
  *          0) that 1% of NewOrders name, so that they roll back;
- *   stock (w, i), 0 <= i <= I: S_QUANTITY in bits 0..7, S_ORDER_CNT in
- *          8..35 and S_REMOTE_CNT in 36..63 of one word (the three change
- *          together), then S_YTD;
+ *   stock (w, i), 0 <= i <= I: the quantity word, S_YTD, and a word of
+ *          counts: S_ORDER_CNT in bits 0..31, S_REMOTE_CNT in 32..63.
+ *          TPC-C keeps a quantity between 10 and 100: an order line takes
+ *          its quantity, plus 91 where fewer than 10 would remain, which is
+ *          a step of -qty modulo 91 on S_QUANTITY - 10. The quantity word
+ *          holds the population's S_QUANTITY - 10 in bits 0..6 and the sum
+ *          of its order lines' steps, 91 - qty each, above them; S_QUANTITY
+ *          is 10 + (the two added) mod 91. So every change of a stock row
+ *          is an add (prstm_add_unread): the NewOrders that share an item
+ *          commute, and none takes a stock row's lock;
  *   the last-name index of district (w, d): TPCC_NAMES words, name n's
  *          first entry << 32 | its count, then C customer numbers sorted by
  *          (C_LAST, C_FIRST): written once, read with prstm_read_immutable;
@@ -50,7 +61,7 @@ enum { TPCC_NEW_ORDER = 0, TPCC_PAYMENT = 1 };
 #define TPCC_HEADER_WORDS 16u
 #define TPCC_LINE 16u /* words a warehouse or district row fills */
 #define TPCC_CUSTOMER 4u
-#define TPCC_STOCK 2u
+#define TPCC_STOCK 3u
 #define TPCC_SLOT (3u + TPCC_MAX_LINES)
 #define TPCC_MAX_WAREHOUSES 1024u
 #define TPCC_MAX_CUSTOMERS 100000u
@@ -60,14 +71,18 @@ enum { TPCC_NEW_ORDER = 0, TPCC_PAYMENT = 1 };
 enum { TPCC_W_YTD = 0, TPCC_W_TAX = 1 };
 enum { TPCC_D_YTD = 0, TPCC_D_NEXT_O_ID = 1, TPCC_D_TAX = 2 };
 enum { TPCC_C_BALANCE = 0, TPCC_C_YTD = 1, TPCC_C_PAYMENT_CNT = 2, TPCC_C_INFO = 3 };
-enum { TPCC_S_ROW = 0, TPCC_S_YTD = 1 };
-#define TPCC_S_QUANTITY(v) ((v)&0xffu)
-#define TPCC_S_ORDER_CNT(v) (((v) >> 8) & 0xfffffffu)
-#define TPCC_S_REMOTE_CNT(v) ((v) >> 36)
-/* A stock row's first word after one more order line (remote or not) that
- * leaves quantity q. */
-#define TPCC_S_ROW_AFTER(v, q, remote) \
-  ((((v) & ~(uint64_t)0xffu) + (1ull << 8) + ((uint64_t)(remote) << 36)) | (uint64_t)(q))
+enum { TPCC_S_Q = 0, TPCC_S_YTD = 1, TPCC_S_COUNTS = 2 };
+/* S_QUANTITY from the quantity word (see the layout), and the counts from
+ * theirs. */
+#define TPCC_S_QUANTITY(q) (10u + (((q)&0x7fu) + ((q) >> 7)) % 91u)
+#define TPCC_S_ORDER_CNT(v) ((v)&0xffffffffu)
+#define TPCC_S_REMOTE_CNT(v) ((v) >> 32)
+/* The quantity word of a stock row populated with S_QUANTITY s (10 to 100). */
+#define TPCC_S_Q_OF(s) ((uint64_t)(s)-10u)
+/* What one order line of quantity qty (1 to 15) adds to the quantity word,
+ * and to the counts word (remote or not). */
+#define TPCC_S_Q_TAKE(qty) ((91u - (uint64_t)(qty)) << 7)
+#define TPCC_S_COUNTS_LINE(remote) (1ull + ((uint64_t)(remote) << 32))
 
 /* A slot's first word: what it holds, and the warehouse and district. */
 enum { TPCC_SLOT_EMPTY = 0, TPCC_SLOT_ORDER = 1, TPCC_SLOT_HISTORY = 2 };
@@ -91,8 +106,8 @@ enum { TPCC_SLOT_EMPTY = 0, TPCC_SLOT_ORDER = 1, TPCC_SLOT_HISTORY = 2 };
  * the list of its lines' stock rows; payment: w, d, c_w, c_d, customer (a
  * number, or a C_LAST number), by_name, amount. */
 #define TPCC_COLUMNS (5u + TPCC_MAX_LINES)
-/* Reads: the district's next order id and two words a line; writes: the
- * same words and the slot. */
+/* Writes, the largest set: the district's next order id (the ticket),
+ * three adds a line and the slot. */
 #define TPCC_CAPACITY (4u + TPCC_STOCK * TPCC_MAX_LINES + TPCC_SLOT)
 
 typedef struct tpcc_layout {
@@ -145,9 +160,9 @@ PRSTM_INLINE int tpcc_read_layout(prstm_tx *tx, tpcc_layout *l) {
 
 /* NewOrder (TPC-C 2.4): takes the district's next order id, and for each
  * line the item's price and the stock row's quantity (less the quantity
- * ordered, plus 91 where fewer than 10 would remain), year-to-date and
- * counts; inserts the ORDER, NEW-ORDER and ORDER-LINE rows into the row's
- * slot. A line naming the unused item rolls the whole order back (a failure
+ * ordered, plus 91 where fewer than 10 would remain: an add to the quantity
+ * word, see the layout), year-to-date and counts; inserts the ORDER,
+ * NEW-ORDER and ORDER-LINE rows into the row's slot. A line naming the unused item rolls the whole order back (a failure
  * with its own reason: nothing is written). The order's total (TPC-C's
  * output to the terminal) is not kept: results are read-only types'. */
 PRSTM_INLINE int tpcc_new_order(prstm_tx *tx) {
@@ -174,9 +189,9 @@ PRSTM_INLINE int tpcc_new_order(prstm_tx *tx) {
   for (uint64_t k = 0; k < n && prstm_ok(tx); k++) {
     const uint64_t at = prstm_arg(tx, 5 + (unsigned)k), qty = (quantities >> (4 * k)) & 0xfu;
     const uint64_t sw = (at - l.stock) / TPCC_STOCK / (l.items + 1), item = (at - l.stock) / TPCC_STOCK % (l.items + 1);
-    const uint64_t v = prstm_read(tx, at + TPCC_S_ROW), q = TPCC_S_QUANTITY(v);
-    prstm_write(tx, at + TPCC_S_ROW, TPCC_S_ROW_AFTER(v, q >= qty + 10 ? q - qty : q - qty + 91, sw != w));
-    prstm_write(tx, at + TPCC_S_YTD, prstm_read(tx, at + TPCC_S_YTD) + qty);
+    prstm_add_unread(tx, at + TPCC_S_Q, TPCC_S_Q_TAKE(qty));
+    prstm_add_unread(tx, at + TPCC_S_YTD, qty);
+    prstm_add_unread(tx, at + TPCC_S_COUNTS, TPCC_S_COUNTS_LINE(sw != w));
     if (sw != w) all_local = 0;
     const uint64_t amount = qty * prstm_read_immutable(tx, l.item + item);
     prstm_write_private(tx, slot + 3 + k, TPCC_LINE_WORD(item, sw, qty, amount));
@@ -219,11 +234,11 @@ PRSTM_INLINE int tpcc_payment(prstm_tx *tx) {
   const uint64_t row = prstm_row(tx);
   if (row >= l.slots) return prstm_fail(tx, TPCC_REASON_FULL);
   const uint64_t cust = tpcc_customer(&l, cw, cd, c);
-  prstm_add(tx, tpcc_warehouse(&l, w) + TPCC_W_YTD, amount);
-  prstm_add(tx, tpcc_district(&l, w, d) + TPCC_D_YTD, amount);
-  prstm_add(tx, cust + TPCC_C_BALANCE, (uint64_t)0 - amount);
-  prstm_add(tx, cust + TPCC_C_YTD, amount);
-  prstm_add(tx, cust + TPCC_C_PAYMENT_CNT, 1);
+  prstm_add_unread(tx, tpcc_warehouse(&l, w) + TPCC_W_YTD, amount);
+  prstm_add_unread(tx, tpcc_district(&l, w, d) + TPCC_D_YTD, amount);
+  prstm_add_unread(tx, cust + TPCC_C_BALANCE, (uint64_t)0 - amount);
+  prstm_add_unread(tx, cust + TPCC_C_YTD, amount);
+  prstm_add_unread(tx, cust + TPCC_C_PAYMENT_CNT, 1);
   const uint64_t slot = tpcc_slot(&l, row);
   prstm_write_private(tx, slot, TPCC_SLOT_HEAD(TPCC_SLOT_HISTORY, w, d));
   prstm_write_private(tx, slot + 1, TPCC_HISTORY_CUSTOMER(cw, cd, c));
