@@ -284,8 +284,9 @@ typedef struct prstm_workload {
    * table's set from a key); NULL, or 0 returned for a row, leaves the
    * sample the row's address arguments. An address or'ed with
    * PRSTM_ROW_WORD_AT_COMMIT is a word the row meets others on only at
-   * commit (a ticket's counter, prstm_ticket): --backend auto counts it,
-   * the GPU's threads in flight do not, since it aborts nobody. One or'ed
+   * commit (a ticket's counter, prstm_ticket): it aborts nobody, so
+   * neither --backend auto nor the GPU's threads in flight weigh it (the
+   * run's hot-word estimate counts it). One or'ed
    * with PRSTM_ROW_WORD_ADD is a word the row only adds to (prstm_add),
    * which meets no other row's adds: the sample leaves it out, and only
    * backends that route rows by their words (multi, hetero) see it. */
