@@ -182,8 +182,11 @@ int engine_auto_prefers_cpu_sampled(const prstm_engine *e, const prstm_batch *b,
   cmp_delta_plan plan;
   if (engine_delta_want(e, b, PRSTM_BACKEND_GPU, gpu, hot, &plan)) return 0; /* the GPU's delta path */
   /* Words met only at commit do not count: TPC-C's NewOrders, which meet
-   * on their districts' tickets alone, ran 3.4 to 18 times faster on the
-   * GPU than on the CPU backend from 4 to 64 warehouses (docs/OLTP.md). */
+   * on their districts' tickets alone, ran 2.4 to 3.1 times faster on the
+   * GPU than on the CPU backend at 4 warehouses and 18 to 19 times from 16
+   * to 64 (docs/OLTP.md). At 1 warehouse the two are close: the CPU backend
+   * led by 1.1 times in the oltp experiment's 100k rows, the GPU by 1.4 to
+   * 2.2 times in runs of 200k rows. */
   const double conflicts = engine_contention_abort_conflicts(hot, gpu),
                queue = engine_contention_hottest_abort_inflight(hot, gpu);
   if (conflicts < PRSTM_POLICY_AUTO_CPU_CONFLICTS && queue < PRSTM_POLICY_AUTO_CPU_HOT_WORD_QUEUE) return 0;

@@ -189,9 +189,11 @@ Test(add, an_unread_add_takes_no_lock_and_no_counter) {
   cr_assert_eq(f.add_counts[3], 1, "the add raised no counter");
 }
 
-/* An attempt that reads a word it added to unread sees its delta, and the
- * add then commits as a prstm_add under a lock the attempt reads: under its
- * own lock, which moves the version. */
+/* An attempt that reads a word it added to unread (which breaks the
+ * promise for other attempts' unread adds) sees its delta, and the add
+ * then commits as a prstm_add under a lock the attempt reads: under its
+ * own lock, which moves the version, so writers of the word still conflict
+ * with it. */
 Test(add, reading_an_unread_add_back_makes_it_an_ordinary_add) {
   fixture f;
   fixture_init(&f, 8, 1);

@@ -395,7 +395,11 @@ PRSTM_INLINE uint64_t stm_tx_read(prstm_tx *tx, uint64_t addr, int hash) {
     if (tx->writes[w].addr == addr) return hash ? stm_tx_saw(tx, tx->writes[w].value) : tx->writes[w].value;
     if (STM_ADDS && (tx->writes[w].addr & ~STM_WRITE_UNREAD) == (addr | STM_WRITE_ADD)) {
       /* The attempt reads a word it added to: its own add no longer goes
-       * unread, and commits as any add that the attempt reads. */
+       * unread, and commits under the word's lock as any add that the
+       * attempt reads, so writers and ordinary adds of the word still
+       * conflict with it. Other attempts' unread adds do not (they move no
+       * version): a read of a word added to unread breaks that promise,
+       * the adder's own read included. */
       tx->writes[w].addr &= ~STM_WRITE_UNREAD;
       delta = tx->writes[w].value;
     }
@@ -570,11 +574,10 @@ PRSTM_INLINE void prstm_add(prstm_tx *tx, uint64_t addr, uint64_t delta) { stm_t
  * lock and no counter: at commit it is one atomic add, and readers need no
  * protection from it because there are none. The caller promises it, as
  * for prstm_write_private: a transaction that reads such a word while the
- * run is under way is not serialised against the adds, and --verify's
- * replay reports it wherever a transaction saw a value out of the commit
- * order. Adds of either kind may meet on one word. The attempt itself may
- * read the word back (it then sees its delta, and the add commits as a
- * prstm_add would). Without uses_add (and in the serial replay) it is a
+ * run is under way, the adder itself included, is not serialised against
+ * the unread adds, and --verify's replay reports it wherever a
+ * transaction saw a value out of the commit order. Adds of either kind may
+ * meet on one word. Without uses_add (and in the serial replay) it is a
  * read and a write, as prstm_add is. */
 PRSTM_INLINE void prstm_add_unread(prstm_tx *tx, uint64_t addr, uint64_t delta) {
   stm_tx_add(tx, addr, delta, STM_WRITE_UNREAD);

@@ -287,9 +287,10 @@ typedef struct prstm_workload {
    * commit (a ticket's counter, prstm_ticket): it aborts nobody, so
    * neither --backend auto nor the GPU's threads in flight weigh it (the
    * run's hot-word estimate counts it). One or'ed
-   * with PRSTM_ROW_WORD_ADD is a word the row only adds to (prstm_add),
-   * which meets no other row's adds: the sample leaves it out, and only
-   * backends that route rows by their words (multi, hetero) see it. */
+   * with PRSTM_ROW_WORD_ADD is a word the row only adds to and no row
+   * reads (prstm_add_unread), so it meets nobody: the sample leaves it
+   * out, and only backends that route rows by their words (multi, hetero)
+   * see it. */
   unsigned (*row_words)(const struct prstm_engine *engine, const struct prstm_batch *batch, uint64_t row, uint64_t *out,
                         unsigned cap);
 } prstm_workload;
