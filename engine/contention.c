@@ -135,26 +135,34 @@ static double contention_inflight(const engine_contention *c, uint32_t inflight)
   return (double)(c->batch_rows < inflight ? c->batch_rows : inflight);
 }
 
-double engine_contention_conflicts(const engine_contention *c, uint32_t inflight) {
+/* Conflicts a transaction meets over `words` sampled words whose chance of
+ * a pair is q, and transactions at once on a word sampled `count` times:
+ * over every word, or over those met before commit alone. */
+static double contention_conflicts_over(const engine_contention *c, uint64_t words, double q, uint32_t inflight) {
   if (!c->known || contention_inflight(c, inflight) < 2) return 0.0;
-  const double s = (double)c->words / (double)c->rows;
-  return s * s * (contention_inflight(c, inflight) - 1) * c->q;
+  const double s = (double)words / (double)c->rows;
+  return s * s * (contention_inflight(c, inflight) - 1) * q;
+}
+
+static double contention_queue(const engine_contention *c, uint64_t count, uint32_t inflight) {
+  if (!c->known) return 0.0;
+  return (double)count / (double)c->rows * contention_inflight(c, inflight);
+}
+
+double engine_contention_conflicts(const engine_contention *c, uint32_t inflight) {
+  return contention_conflicts_over(c, c->words, c->q, inflight);
 }
 
 double engine_contention_hottest_inflight(const engine_contention *c, uint32_t inflight) {
-  if (!c->known) return 0.0;
-  return (double)c->hottest_count / (double)c->rows * contention_inflight(c, inflight);
+  return contention_queue(c, c->hottest_count, inflight);
 }
 
 double engine_contention_abort_conflicts(const engine_contention *c, uint32_t inflight) {
-  if (!c->known || c->abort_words < 2 || contention_inflight(c, inflight) < 2) return 0.0;
-  const double s = (double)c->abort_words / (double)c->rows;
-  return s * s * (contention_inflight(c, inflight) - 1) * c->abort_q;
+  return contention_conflicts_over(c, c->abort_words, c->abort_q, inflight);
 }
 
 double engine_contention_hottest_abort_inflight(const engine_contention *c, uint32_t inflight) {
-  if (!c->known) return 0.0;
-  return (double)c->hottest_abort_count / (double)c->rows * contention_inflight(c, inflight);
+  return contention_queue(c, c->hottest_abort_count, inflight);
 }
 
 uint32_t engine_contention_inflight(const engine_contention *c, uint32_t most) {
