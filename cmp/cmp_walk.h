@@ -33,6 +33,8 @@ PRSTM_INLINE uint64_t cmp_q_unconfirmed(uint64_t s) { return (s & CMP_Q_UNCONFIR
  * a stream (engine/stream.c) whose later batches may still fund them. */
 #define CMP_SEMANTIC_MODE_MASK 0xffu
 #define CMP_SEMANTIC_KEEP_POSTPONED 0x100u
+/* STM_SEMANTIC_LONE (stm_core.h), 0x200, is the run flag of one thread
+ * alone on its state. */
 
 /* The tag of a type whose rows the walk leaves alone (prstm_exec_ctx's
  * type_tag): a snapshot type's rows, which the host runs apart. Above every

@@ -1093,6 +1093,7 @@ static int gpu_stream_launch_checked(backend_stream *g, unsigned slot, const bac
   prstm_exec_ctx ctx = g->base;
   const uint32_t threads = gpu_threads_for_rows(g->threads_given, g->threads, n);
   ctx.nthreads = threads;
+  engine_ctx_set_lone(&ctx);
   ctx.table.n = n;
   ctx.table.stride = n;
   ctx.table.ncols = g->ncols;

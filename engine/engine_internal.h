@@ -151,6 +151,10 @@ int engine_fail(prstm_engine *e, int code, const char *fmt, ...)
 #endif
     ;
 void engine_ctx_fill_common(const prstm_engine *e, const prstm_batch *b, uint32_t threads, prstm_exec_ctx *ctx);
+/* Marks a context of one executing thread as alone on its state
+ * (STM_SEMANTIC_LONE), and clears the mark otherwise; after any change of
+ * ctx->nthreads. */
+void engine_ctx_set_lone(prstm_exec_ctx *ctx);
 /* Words of a run's lock array: the lock words, then, where the workload
  * uses prstm_add, a counter of adds in flight per lock (all zero at start). */
 static inline uint64_t engine_lock_array_words(const prstm_workload *wl, uint64_t nlocks) {

@@ -49,6 +49,15 @@ void engine_ctx_fill_common(const prstm_engine *e, const prstm_batch *b, uint32_
   ctx->read_marks = e->unit_read_marks;
   ctx->write_marks = e->unit_write_marks;
   ctx->span = e->unit_span;
+  engine_ctx_set_lone(ctx);
+}
+
+/* Every backend runs a state of its own: the engine's words, or a unit's
+ * replica, which nothing else reads or writes while its threads run. So a
+ * run of one thread is alone on it. The serial replay of --verify never
+ * sets it: it checks the runs with the full protocol. */
+void engine_ctx_set_lone(prstm_exec_ctx *ctx) {
+  ctx->semantic = (ctx->semantic & ~STM_SEMANTIC_LONE) | (ctx->nthreads == 1 ? STM_SEMANTIC_LONE : 0u);
 }
 
 void engine_progress_report(prstm_engine *e, const prstm_batch *b, const uint64_t *q, engine_progress_clock *clock,

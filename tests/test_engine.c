@@ -248,3 +248,60 @@ Test(parallel, copy_lands_every_piece_exactly_in_any_number_of_parts) {
   free(dst);
   free(want);
 }
+
+/* State knobs that keep each workload's test state small; graph and
+ * kmeans size their batch from the state, the others take 3,000 rows. */
+static const struct {
+  const char *workload, *knob;
+  double value;
+} lone_small_states[] = {
+    {"graph", "vertices", 2000},   {"graph", "edges", 10000}, {"kmeans", "points", 600},
+    {"skiplist", "capacity", 1e5}, {"tpcc", "slots", 20000},
+};
+
+/* A run of one executing thread is alone on its state and runs without
+ * locks (STM_SEMANTIC_LONE): every built-in workload's generated batch
+ * commits, fails, postpones and abandons on one thread exactly as the
+ * full protocol's serial replay does (adds, unread adds, tickets, private
+ * writes, semantic postponements), and its invariant holds. */
+static void one_thread_runs_as_its_replay(prstm_backend backend) {
+  for (unsigned i = 0; prstm_workload_at(i); i++) {
+    const prstm_workload *wl = prstm_workload_at(i);
+    test_need_backend(wl, backend);
+    prstm_options opt;
+    test_options(&opt, backend, 1, 1);
+    prstm_engine *e = NULL;
+    prstm_batch *b = NULL;
+    test_open(wl, &opt, &e, &b);
+    prstm_state_spec s;
+    prstm_state_spec_init(wl, &s);
+    if (wl->config_keys & PRSTM_KEYS_BANK) {
+      s.accounts = 64;
+      s.initial_balance = 20; /* some transfers wait for money, some never get it */
+    }
+    int sized_by_state = 0;
+    for (unsigned k = 0; k < sizeof lone_small_states / sizeof lone_small_states[0]; k++)
+      if (strcmp(wl->name, lone_small_states[k].workload) == 0) {
+        test_set_knob(wl, s.params, lone_small_states[k].knob, lone_small_states[k].value);
+        sized_by_state |= strcmp(wl->name, "graph") == 0 || strcmp(wl->name, "kmeans") == 0;
+      }
+    cr_assert_eq(prstm_engine_init_state(e, &s), 0, "%s: %s", wl->name, prstm_engine_error(e));
+    prstm_generate_spec g;
+    prstm_generate_spec_init(wl, &g);
+    if (!sized_by_state) g.transactions = 3000;
+    g.seed = 11;
+    if (wl->config_keys & PRSTM_KEYS_BANK) g.semantic_ratio = 0.3; /* deposits before their withdrawals */
+    char err[256];
+    cr_assert_eq(wl->generate(&g, &s, b, err, sizeof err), 0, "%s: %s", wl->name, err);
+    prstm_results res;
+    test_run_verified(e, b, &res, wl->name);
+    cr_assert_eq(res.threads, 1, "%s ran on %u threads", wl->name, res.threads);
+    /* A workload of rounds holds its invariant only after the last. */
+    if (!wl->next_round) test_expect_invariant(wl, e, b);
+    test_close(e, b);
+  }
+}
+
+Test(lone, one_cpu_thread_runs_every_workload_as_its_replay) { one_thread_runs_as_its_replay(PRSTM_BACKEND_CPU); }
+
+Test(lone_gpu, one_gpu_thread_runs_every_workload_as_its_replay) { one_thread_runs_as_its_replay(PRSTM_BACKEND_GPU); }

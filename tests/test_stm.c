@@ -81,6 +81,37 @@ Test(read, out_of_range_address_dooms_without_touching_memory) {
   cr_assert_eq(f.tx.state, STM_TX_BAD_ADDRESS);
 }
 
+/* The run's only thread (STM_SEMANTIC_LONE) neither loads nor stores a lock
+ * word: a lock word it would have met (held here, which no real lone run
+ * has) stays as it was, and the reads still fill the read set, whose
+ * capacity is the same as any attempt's. */
+Test(lone, reads_and_commits_without_touching_a_lock_word) {
+  fixture f;
+  fixture_init(&f, 8, 1);
+  f.words[1] = 10;
+  f.words[2] = 5;
+  const uint64_t held = stm_lock_make(3, cmp_priority(0, 9), STM_LOCK_LOCKED);
+  f.locks[1] = held;
+  stm_tx_begin(&f.tx, 0, cmp_priority(0, 0));
+  f.ctx.semantic |= STM_SEMANTIC_LONE;
+  const uint64_t v = prstm_read(&f.tx, 1);
+  cr_assert_eq(v, 10);
+  prstm_write(&f.tx, 1, v + 1);
+  prstm_write(&f.tx, 2, prstm_read(&f.tx, 2) + 3);
+  cr_assert(prstm_ok(&f.tx));
+  cr_assert_eq(f.tx.nreads, 2);
+  uint64_t seq = 99;
+  cr_assert(stm_tx_commit(&f.tx, &seq));
+  cr_assert_eq(f.words[1], 11);
+  cr_assert_eq(f.words[2], 8);
+  cr_assert_eq(seq, 0, "the commit takes its place in the order");
+  cr_assert_eq(f.locks[1], held);
+  for (unsigned l = 2; l < 8; l++) cr_assert_eq(f.locks[l], 0, "lock %u moved", l);
+  stm_tx_begin(&f.tx, 0, cmp_priority(0, 0));
+  for (uint64_t a = 0; a < 5; a++) prstm_read(&f.tx, a);
+  cr_assert_eq(f.tx.state, STM_TX_CAPACITY);
+}
+
 Test(read, finally_locked_word_is_a_conflict) {
   fixture f;
   fixture_init(&f, 8, 1);

@@ -131,35 +131,45 @@ int prstm_gpu_kernel_max_threads(const void *kernel, uint32_t *max_threads, char
 #ifdef __cplusplus
 }
 #endif
-#define PRSTM_GPU_WORKER(NAME, DISPATCH, CAP)                                                               \
-  __global__ void __launch_bounds__(PRSTM_POLICY_BLOCK_THREADS, PRSTM_POLICY_MIN_BLOCKS_PER_SM)             \
-      NAME##_kernel(prstm_exec_ctx ctx) {                                                                   \
-    const uint32_t rank = (uint32_t)(blockIdx.x * blockDim.x + threadIdx.x);                                \
-    enum {                                                                                                  \
-      SHARED_CAP = (CAP) <= PRSTM_POLICY_SHARED_SET_MAX ? (CAP) : 1,                                        \
-      LOCAL_CAP = (CAP) <= PRSTM_POLICY_SHARED_SET_MAX ? 1 : (CAP)                                          \
-    };                                                                                                      \
-    __shared__ stm_read_entry shared_reads[PRSTM_POLICY_BLOCK_THREADS * SHARED_CAP];                        \
-    __shared__ stm_write_entry shared_writes[PRSTM_POLICY_BLOCK_THREADS * SHARED_CAP];                      \
-    __shared__ stm_lock_entry shared_locks[PRSTM_POLICY_BLOCK_THREADS * SHARED_CAP];                        \
-    stm_read_entry local_reads[LOCAL_CAP];                                                                  \
-    stm_write_entry local_writes[LOCAL_CAP];                                                                \
-    stm_lock_entry local_locks[LOCAL_CAP];                                                                  \
-    const int in_shared = (CAP) <= PRSTM_POLICY_SHARED_SET_MAX;                                             \
-    prstm_tx tx;                                                                                            \
-    tx.ctx = &ctx;                                                                                          \
-    tx.cap = (CAP);                                                                                         \
-    tx.reads = in_shared ? &shared_reads[threadIdx.x * SHARED_CAP] : local_reads;                           \
-    tx.writes = in_shared ? &shared_writes[threadIdx.x * SHARED_CAP] : local_writes;                        \
-    tx.locks = in_shared ? &shared_locks[threadIdx.x * SHARED_CAP] : local_locks;                           \
-    PRSTM_WORKER_INDEXES(tx);                                                                               \
-    cmp_walk_block(&tx, &ctx, rank, DISPATCH);                                                              \
-  }                                                                                                         \
-  extern "C" int NAME##_gpu_launch(const prstm_exec_ctx *ctx, uint32_t threads, char *err, size_t errlen) { \
-    return prstm_gpu_launch_kernel((const void *)NAME##_kernel, ctx, threads, err, errlen);                 \
-  }                                                                                                         \
-  extern "C" int NAME##_gpu_max_threads(uint32_t *max_threads, char *err, size_t errlen) {                  \
-    return prstm_gpu_kernel_max_threads((const void *)NAME##_kernel, max_threads, err, errlen);             \
+/* Each worker has two kernels: the walk of any number of threads, and the
+ * same walk for one thread alone on its state (STM_SEMANTIC_LONE), in
+ * which the STM's alone paths are compiled in and the locked ones are
+ * not used; the launch picks by the run's flag. */
+#define PRSTM_GPU_KERNEL_(KERNEL, DISPATCH, CAP, ALONE)                                         \
+  __global__ void __launch_bounds__(PRSTM_POLICY_BLOCK_THREADS, PRSTM_POLICY_MIN_BLOCKS_PER_SM) \
+      KERNEL(prstm_exec_ctx ctx) {                                                              \
+    const uint32_t rank = (uint32_t)(blockIdx.x * blockDim.x + threadIdx.x);                    \
+    enum {                                                                                      \
+      SHARED_CAP = (CAP) <= PRSTM_POLICY_SHARED_SET_MAX ? (CAP) : 1,                            \
+      LOCAL_CAP = (CAP) <= PRSTM_POLICY_SHARED_SET_MAX ? 1 : (CAP)                              \
+    };                                                                                          \
+    __shared__ stm_read_entry shared_reads[PRSTM_POLICY_BLOCK_THREADS * SHARED_CAP];            \
+    __shared__ stm_write_entry shared_writes[PRSTM_POLICY_BLOCK_THREADS * SHARED_CAP];          \
+    __shared__ stm_lock_entry shared_locks[PRSTM_POLICY_BLOCK_THREADS * SHARED_CAP];            \
+    stm_read_entry local_reads[LOCAL_CAP];                                                      \
+    stm_write_entry local_writes[LOCAL_CAP];                                                    \
+    stm_lock_entry local_locks[LOCAL_CAP];                                                      \
+    const int in_shared = (CAP) <= PRSTM_POLICY_SHARED_SET_MAX;                                 \
+    prstm_tx tx;                                                                                \
+    tx.ctx = &ctx;                                                                              \
+    tx.cap = (CAP);                                                                             \
+    tx.alone = (ALONE);                                                                         \
+    tx.reads = in_shared ? &shared_reads[threadIdx.x * SHARED_CAP] : local_reads;               \
+    tx.writes = in_shared ? &shared_writes[threadIdx.x * SHARED_CAP] : local_writes;            \
+    tx.locks = in_shared ? &shared_locks[threadIdx.x * SHARED_CAP] : local_locks;               \
+    PRSTM_WORKER_INDEXES(tx);                                                                   \
+    cmp_walk_block(&tx, &ctx, rank, DISPATCH);                                                  \
+  }
+#define PRSTM_GPU_WORKER(NAME, DISPATCH, CAP)                                                                  \
+  PRSTM_GPU_KERNEL_(NAME##_kernel, DISPATCH, CAP, 0u)                                                          \
+  PRSTM_GPU_KERNEL_(NAME##_alone_kernel, DISPATCH, CAP, 1u)                                                    \
+  extern "C" int NAME##_gpu_launch(const prstm_exec_ctx *ctx, uint32_t threads, char *err, size_t errlen) {    \
+    const void *kernel =                                                                                       \
+        (ctx->semantic & STM_SEMANTIC_LONE) ? (const void *)NAME##_alone_kernel : (const void *)NAME##_kernel; \
+    return prstm_gpu_launch_kernel(kernel, ctx, threads, err, errlen);                                         \
+  }                                                                                                            \
+  extern "C" int NAME##_gpu_max_threads(uint32_t *max_threads, char *err, size_t errlen) {                     \
+    return prstm_gpu_kernel_max_threads((const void *)NAME##_kernel, max_threads, err, errlen);                \
   }
 #endif
 
