@@ -93,7 +93,7 @@ Test(lone, reads_and_commits_without_touching_a_lock_word) {
   const uint64_t held = stm_lock_make(3, cmp_priority(0, 9), STM_LOCK_LOCKED);
   f.locks[1] = held;
   stm_tx_begin(&f.tx, 0, cmp_priority(0, 0));
-  f.ctx.semantic |= STM_SEMANTIC_LONE;
+  f.tx.alone = 1; /* as the worker's alone walk sets it */
   const uint64_t v = prstm_read(&f.tx, 1);
   cr_assert_eq(v, 10);
   prstm_write(&f.tx, 1, v + 1);

@@ -223,9 +223,9 @@ typedef struct prstm_tx {
   uint32_t adds_counted;
   /* Reads need no read set (prstm_exec_ctx.unchecked_types): host only. */
   uint32_t unchecked;
-  /* On the GPU, whether this kernel is the worker's alone kernel
-   * (stm_tx_alone): a constant of the kernel, set once, never by an
-   * attempt. */
+  /* Whether the walk is the worker's walk for a thread alone on its state
+   * (stm_tx_alone): a constant of each of the worker's two walks, set
+   * once, never by an attempt. */
   uint32_t alone;
   stm_read_entry *reads;
   stm_write_entry *writes;
@@ -317,20 +317,14 @@ PRSTM_INLINE int prstm_fail(prstm_tx *tx, unsigned reason) {
 /* A run flag of prstm_exec_ctx.semantic: the run has one executing thread,
  * and nothing else reads or writes its state while it runs
  * (engine_ctx_set_lone). Its attempts read without the lock words and
- * commit with no lock, fence or validation (stm_tx_commit_lone). On the
- * GPU each worker has two kernels (PRSTM_GPU_WORKER), and such a run
- * launches the alone one, whose prstm_tx.alone is the constant 1: in the
- * other kernel it is the constant 0, and the code of running alone
- * compiles away. Tested at run time instead, its few branches slowed
- * TPC-C's kernel on a full GPU by a tenth. */
+ * commit with no lock, fence or validation (stm_tx_commit_lone). Each
+ * worker walks in two copies (PRSTM_CPU_WORKER, PRSTM_GPU_WORKER: two
+ * kernels), and such a run takes the alone one, whose prstm_tx.alone is
+ * the constant 1: in the other copy it is the constant 0, and the code of
+ * running alone compiles away. Tested at run time instead, its few
+ * branches slowed TPC-C's kernel on a full GPU by a tenth. */
 #define STM_SEMANTIC_LONE 0x200u
-PRSTM_INLINE int stm_tx_alone(const prstm_tx *tx) {
-#if defined(__CUDA_ARCH__)
-  return (int)tx->alone;
-#else
-  return (tx->ctx->semantic & STM_SEMANTIC_LONE) != 0;
-#endif
-}
+PRSTM_INLINE int stm_tx_alone(const prstm_tx *tx) { return (int)tx->alone; }
 
 PRSTM_INLINE void stm_tx_doom(prstm_tx *tx, uint32_t state) {
   if (tx->state == STM_TX_OK) tx->state = state;

@@ -76,24 +76,33 @@
 /* Instantiates a workload's worker with set capacity CAP: the one body of
  * code, compiled into the CPU backend by PRSTM_CPU_WORKER (a .c file) and into
  * a persistent kernel by PRSTM_GPU_WORKER (a .cu file). */
-#define PRSTM_DEFINE_WORKER(NAME, DISPATCH, CAP)                              \
-  PRSTM_INLINE void NAME##_worker(const prstm_exec_ctx *ctx, uint32_t rank) { \
-    stm_read_entry reads[CAP];                                                \
-    stm_write_entry writes[CAP];                                              \
-    stm_lock_entry locks[CAP];                                                \
-    prstm_tx tx;                                                              \
-    tx.ctx = ctx;                                                             \
-    tx.cap = (CAP);                                                           \
-    tx.reads = reads;                                                         \
-    tx.writes = writes;                                                       \
-    tx.locks = locks;                                                         \
-    PRSTM_WORKER_INDEXES(tx);                                                 \
-    cmp_walk_block(&tx, ctx, rank, DISPATCH);                                 \
+#define PRSTM_DEFINE_WORKER(NAME, DISPATCH, CAP)                                              \
+  PRSTM_INLINE void NAME##_worker(const prstm_exec_ctx *ctx, uint32_t rank, uint32_t alone) { \
+    stm_read_entry reads[CAP];                                                                \
+    stm_write_entry writes[CAP];                                                              \
+    stm_lock_entry locks[CAP];                                                                \
+    prstm_tx tx;                                                                              \
+    tx.ctx = ctx;                                                                             \
+    tx.cap = (CAP);                                                                           \
+    tx.alone = alone;                                                                         \
+    tx.reads = reads;                                                                         \
+    tx.writes = writes;                                                                       \
+    tx.locks = locks;                                                                         \
+    PRSTM_WORKER_INDEXES(tx);                                                                 \
+    cmp_walk_block(&tx, ctx, rank, DISPATCH);                                                 \
   }
 
-#define PRSTM_CPU_WORKER(NAME, DISPATCH, CAP) \
-  PRSTM_DEFINE_WORKER(NAME, DISPATCH, CAP)    \
-  void NAME##_cpu_worker(const prstm_exec_ctx *ctx, uint32_t rank) { NAME##_worker(ctx, rank); }
+/* As on the GPU (PRSTM_GPU_WORKER), the walk is made twice: with
+ * prstm_tx.alone the constant 1 for a thread alone on its state
+ * (STM_SEMANTIC_LONE), and the constant 0 for every other run. */
+#define PRSTM_CPU_WORKER(NAME, DISPATCH, CAP)                        \
+  PRSTM_DEFINE_WORKER(NAME, DISPATCH, CAP)                           \
+  void NAME##_cpu_worker(const prstm_exec_ctx *ctx, uint32_t rank) { \
+    if (ctx->semantic & STM_SEMANTIC_LONE)                           \
+      NAME##_worker(ctx, rank, 1u);                                  \
+    else                                                             \
+      NAME##_worker(ctx, rank, 0u);                                  \
+  }
 
 /* Declares the GPU side of a worker made by PRSTM_GPU_WORKER(NAME, ...) in a
  * .cu file, for the host file that fills the workload's prstm_worker_variant
