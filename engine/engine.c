@@ -27,7 +27,9 @@ void prstm_options_init(prstm_options *opt) {
 }
 
 int prstm_engine_create(prstm_engine **out, const prstm_workload *wl, const prstm_options *opt) {
-  if (!out || !wl || wl->ntypes == 0 || wl->ntypes > PRSTM_MAX_TYPES || wl->nvariants == 0) return PRSTM_EINVAL;
+  if (!out || !wl || wl->ntypes == 0 || wl->ntypes > PRSTM_MAX_TYPES || wl->nvariants == 0 || wl->uses_add < 0 ||
+      wl->uses_add > PRSTM_ADDS_UNREAD_ONLY)
+    return PRSTM_EINVAL;
   prstm_engine *e = calloc(1, sizeof *e);
   if (!e) return PRSTM_ENOMEM;
   e->wl = wl;

@@ -156,14 +156,15 @@ void engine_ctx_fill_common(const prstm_engine *e, const prstm_batch *b, uint32_
  * ctx->nthreads. */
 void engine_ctx_set_lone(prstm_exec_ctx *ctx);
 /* Words of a run's lock array: the lock words, then, where the workload
- * uses prstm_add, a counter of adds in flight per lock (all zero at start). */
+ * uses prstm_add (PRSTM_ADDS_COUNTED), a counter of adds in flight per lock
+ * (all zero at start). */
 static inline uint64_t engine_lock_array_words(const prstm_workload *wl, uint64_t nlocks) {
-  return wl->uses_add ? 2 * nlocks : nlocks;
+  return wl->uses_add == PRSTM_ADDS_COUNTED ? 2 * nlocks : nlocks;
 }
 /* Points ctx at a lock array of engine_lock_array_words(wl, ctx->nlocks) words. */
 static inline void engine_ctx_set_locks(prstm_exec_ctx *ctx, const prstm_workload *wl, uint64_t *locks) {
   ctx->locks = locks;
-  ctx->add_counts = wl->uses_add && locks ? locks + ctx->nlocks : NULL;
+  ctx->add_counts = wl->uses_add == PRSTM_ADDS_COUNTED && locks ? locks + ctx->nlocks : NULL;
 }
 void engine_results_add_stats(prstm_results *res, const stm_thread_stats *st);
 /* Records the watchdog's message (how many rows were final) and returns

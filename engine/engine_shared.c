@@ -43,7 +43,7 @@ void engine_ctx_fill_common(const prstm_engine *e, const prstm_batch *b, uint32_
     ctx->tag_mask |= CMP_TAG_MASK_NONE;
   }
   ctx->nthreads = threads;
-  ctx->semantic = (uint32_t)e->opt.semantic;
+  ctx->semantic = (uint32_t)e->opt.semantic | (e->wl->uses_add != PRSTM_ADDS_NONE ? STM_SEMANTIC_ADDS : 0u);
   ctx->retry_limit = e->opt.retry_limit;
   /* Host memory: a GPU unit points its context at device marks instead. */
   ctx->read_marks = e->unit_read_marks;

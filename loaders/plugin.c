@@ -36,6 +36,11 @@ static int plugin_check_workload(const char *path, const prstm_workload *wl, cha
                  wl->name, PRSTM_MAX_PARAMS);
     return PRSTM_EPLUGIN;
   }
+  if (wl->uses_add < PRSTM_ADDS_NONE || wl->uses_add > PRSTM_ADDS_UNREAD_ONLY) {
+    loaders_errf(err, errlen, "%s: workload %s: uses_add is %d (PRSTM_ADDS_NONE, _COUNTED or _UNREAD_ONLY expected)",
+                 path, wl->name, wl->uses_add);
+    return PRSTM_EPLUGIN;
+  }
   for (unsigned v = 0; v < wl->nvariants; v++) {
     if (wl->variants[v].cpu_worker == NULL) {
       loaders_errf(err, errlen, "%s: workload %s: worker variant %u has no CPU worker", path, wl->name, v);

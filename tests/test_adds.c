@@ -222,6 +222,50 @@ Test(add, without_counters_an_add_is_a_read_and_a_write) {
   cr_assert_eq(f.words[3], 105);
 }
 
+/* A workload whose adds all go unread (PRSTM_ADDS_UNREAD_ONLY) keeps no
+ * counters: its unread adds still take no lock, land at commit while
+ * another holds the word's lock, and leave that lock as it was; a
+ * prstm_add there is a read and a write. */
+Test(add, without_counters_unread_adds_still_take_no_lock) {
+  fixture f;
+  fixture_init(&f, 8, 1);
+  f.ctx.semantic |= STM_SEMANTIC_ADDS;
+  f.words[3] = 100;
+  f.words[5] = 10;
+  f.locks[3] = stm_lock_make(7, 9, STM_LOCK_PRELOCKED); /* another attempt's pre-lock */
+  stm_tx_begin(&f.tx, 0, cmp_priority(0, 0));
+  prstm_add_unread(&f.tx, 3, 5);
+  prstm_add_unread(&f.tx, 3, 2);
+  cr_assert_eq(f.tx.nwrites, 1, "adds to one word fold into one entry");
+  cr_assert_eq(f.tx.nlocks, 0);
+  cr_assert_eq(f.tx.nreads, 0);
+  prstm_add(&f.tx, 5, 1);
+  cr_assert_eq(f.tx.nlocks, 1, "a counted add without counters takes its word's lock");
+  cr_assert_eq(f.tx.nreads, 1);
+  cr_assert(stm_tx_commit(&f.tx, NULL), "nothing the unread add touches can stop it");
+  cr_assert_eq(f.words[3], 107);
+  cr_assert_eq(f.words[5], 11);
+  cr_assert_eq(f.locks[3], stm_lock_make(7, 9, STM_LOCK_PRELOCKED), "the lock is not the add's");
+}
+
+/* Without counters, an unread add that its attempt reads back is applied
+ * under the word's lock, which joins the lock set at the read: the commit
+ * has no settling of adds to put it there. */
+Test(add, without_counters_reading_an_unread_add_back_takes_its_lock) {
+  fixture f;
+  fixture_init(&f, 8, 1);
+  f.ctx.semantic |= STM_SEMANTIC_ADDS;
+  f.words[2] = 40;
+  stm_tx_begin(&f.tx, 0, cmp_priority(0, 0));
+  prstm_add_unread(&f.tx, 2, 5);
+  cr_assert_eq(f.tx.nlocks, 0);
+  cr_assert_eq(prstm_read(&f.tx, 2), 45);
+  cr_assert_eq(f.tx.nlocks, 1, "the word's lock joins at the read");
+  cr_assert(stm_tx_commit(&f.tx, NULL));
+  cr_assert_eq(f.words[2], 45);
+  cr_assert_eq(f.locks[2], stm_lock_make(1, 0, 0), "the add was applied under the word's lock");
+}
+
 /* ---- Runs ---- */
 
 static void append(prstm_batch *b, unsigned type, prstm_word a0, prstm_word a1, prstm_word a2) {

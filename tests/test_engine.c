@@ -46,6 +46,21 @@ Test(engine, empty_batch_and_missing_state_are_refused) {
   run_close(&r);
 }
 
+/* A descriptor whose uses_add is none of PRSTM_ADDS_* is refused at
+ * creation, before any lock array is sized by it. */
+Test(engine, an_unknown_uses_add_is_refused) {
+  prstm_workload wl = *prstm_workload_find("bank");
+  prstm_engine *e = NULL;
+  wl.uses_add = PRSTM_ADDS_UNREAD_ONLY + 1;
+  cr_assert_eq(prstm_engine_create(&e, &wl, NULL), PRSTM_EINVAL);
+  cr_assert_null(e);
+  wl.uses_add = -1;
+  cr_assert_eq(prstm_engine_create(&e, &wl, NULL), PRSTM_EINVAL);
+  wl.uses_add = PRSTM_ADDS_UNREAD_ONLY;
+  cr_assert_eq(prstm_engine_create(&e, &wl, NULL), 0);
+  prstm_engine_destroy(e);
+}
+
 /* With the thread count left to the engine, a batch of two-account transfers
  * runs 512 threads an SM and a batch with a wider row (a multi-transfer of
  * four argument words: the next worker variant) the engine's 256. The SM

@@ -84,5 +84,5 @@ const prstm_workload test_probe_adds_workload = {
     .types = probe_types,
     .nvariants = 1,
     .variants = {{PRSTM_MAX_COLUMNS, PROBE_CAPACITY, probe_cpu_worker, PROBE_GPU}},
-    .uses_add = 1,
+    .uses_add = PRSTM_ADDS_COUNTED,
 };

@@ -325,6 +325,10 @@ PRSTM_INLINE int prstm_fail(prstm_tx *tx, unsigned reason) {
  * branches slowed TPC-C's kernel on a full GPU by a tenth. */
 #define STM_SEMANTIC_LONE 0x200u
 PRSTM_INLINE int stm_tx_alone(const prstm_tx *tx) { return (int)tx->alone; }
+/* A run flag of prstm_exec_ctx.semantic: the workload declares uses_add,
+ * so prstm_add_unread takes no lock (engine_ctx_fill_common). The serial
+ * replay leaves it off. */
+#define STM_SEMANTIC_ADDS 0x400u
 
 PRSTM_INLINE void stm_tx_doom(prstm_tx *tx, uint32_t state) {
   if (tx->state == STM_TX_OK) tx->state = state;
@@ -410,6 +414,7 @@ PRSTM_INLINE uint64_t stm_tx_read_word(prstm_tx *tx, uint64_t addr, uint64_t del
 
 /* A read of an address in range, folded into the read hash when `hash`
  * (a read the body sees). */
+PRSTM_INLINE void stm_tx_lock_for_write(prstm_tx *tx, uint64_t addr);
 PRSTM_INLINE uint64_t stm_tx_read(prstm_tx *tx, uint64_t addr, int hash) {
   /* A word this attempt added to is read as the shared value plus the
    * delta: the read joins the read set, and the add, now under a lock the
@@ -428,6 +433,9 @@ PRSTM_INLINE uint64_t stm_tx_read(prstm_tx *tx, uint64_t addr, int hash) {
        * the adder's own read included. */
       tx->writes[w].addr &= ~STM_WRITE_UNREAD;
       delta = tx->writes[w].value;
+      /* Without counters (PRSTM_ADDS_UNREAD_ONLY) the commit settles no
+       * add (stm_tx_settle_adds): the word's lock joins the lock set here. */
+      if (!tx->ctx->add_counts) stm_tx_lock_for_write(tx, addr);
     }
   }
 #if !defined(__CUDA_ARCH__)
@@ -559,9 +567,9 @@ PRSTM_INLINE void prstm_write_private(prstm_tx *tx, uint64_t addr, uint64_t valu
  * at all, and any number of such adds commit side by side; a reader or
  * writer of the word still conflicts with them as with a write. A body that
  * reads the word after adding to it sees the value plus its delta, and the
- * add is then applied under the transaction's own lock. Without uses_add
- * (and in the serial replay of --verify) an add is a read and a write, with
- * the same outcome. */
+ * add is then applied under the transaction's own lock. Without counters
+ * (uses_add other than PRSTM_ADDS_COUNTED, and in the serial replay of
+ * --verify) an add is a read and a write, with the same outcome. */
 PRSTM_INLINE void stm_tx_add(prstm_tx *tx, uint64_t addr, uint64_t delta, uint64_t unread) {
   if (tx->state != STM_TX_OK) return;
   if (addr >= tx->ctx->nwords) {
@@ -576,9 +584,10 @@ PRSTM_INLINE void stm_tx_add(prstm_tx *tx, uint64_t addr, uint64_t delta, uint64
     tx->writes[i].value += delta;
     return;
   }
-  if (!STM_ADDS || !tx->ctx->add_counts) {
-    /* No counters: a read the body never sees (so not in the read hash),
-     * and a write. */
+  /* An add needs the counters, or, unread, only the workload's word that its
+   * adds go unread (STM_SEMANTIC_ADDS). */
+  if (!STM_ADDS || !(tx->ctx->add_counts || (unread && (tx->ctx->semantic & STM_SEMANTIC_ADDS)))) {
+    /* A read the body never sees (so not in the read hash), and a write. */
     const uint64_t base = stm_tx_read_word(tx, addr, 0, 0);
     if (tx->state == STM_TX_OK) prstm_write(tx, addr, base + delta);
     return;
@@ -604,8 +613,10 @@ PRSTM_INLINE void prstm_add(prstm_tx *tx, uint64_t addr, uint64_t delta) { stm_t
  * run is under way, the adder itself included, is not serialised against
  * the unread adds, and --verify's replay reports it wherever a
  * transaction saw a value out of the commit order. Adds of either kind may
- * meet on one word. Without uses_add (and in the serial replay) it is a
- * read and a write, as prstm_add is. */
+ * meet on one word where the workload keeps counters (PRSTM_ADDS_COUNTED);
+ * under PRSTM_ADDS_UNREAD_ONLY a prstm_add is a read, which the promise
+ * excludes. Without uses_add (and in the serial replay) it is a read and a
+ * write, as prstm_add is. */
 PRSTM_INLINE void prstm_add_unread(prstm_tx *tx, uint64_t addr, uint64_t delta) {
   stm_tx_add(tx, addr, delta, STM_WRITE_UNREAD);
 }
@@ -1054,6 +1065,14 @@ PRSTM_INLINE void stm_tx_write_back_adds(prstm_tx *tx) {
   if (tx->adds_counted) stm_tx_end_blind_adds(tx);
 }
 
+/* The plain commit's write-back: unread adds (PRSTM_ADDS_UNREAD_ONLY) are
+ * applied as adds, where the adds' code is compiled. */
+#define STM_WRITE_BACK(tx)      \
+  if (STM_ADDS)                 \
+    stm_tx_write_back_adds(tx); \
+  else                          \
+    stm_tx_write_back(tx)
+
 /* With counters of adds (the workload's uses_add), at the start of a
  * commit: an add under a lock that the attempt also reads or writes under is
  * applied under its own lock (the lock joins the lock set); every other add
@@ -1356,7 +1375,8 @@ PRSTM_INLINE int stm_tx_commit_lone(prstm_tx *tx, uint64_t *sequence) {
  * the same steps so that its decision is ordered the same way. A first
  * attempt whose locks are exactly its reads tries stm_tx_lock_direct first.
  * A workload with counters of adds commits by stm_tx_commit_counted, a
- * thread alone by stm_tx_commit_lone. */
+ * thread alone by stm_tx_commit_lone; unread adds without counters
+ * (PRSTM_ADDS_UNREAD_ONLY) take this path and land at write-back. */
 PRSTM_INLINE int stm_tx_commit(prstm_tx *tx, uint64_t *sequence) {
   const prstm_exec_ctx *ctx = tx->ctx;
   if (stm_tx_alone(tx)) return stm_tx_commit_lone(tx, sequence);
@@ -1367,7 +1387,7 @@ PRSTM_INLINE int stm_tx_commit(prstm_tx *tx, uint64_t *sequence) {
     /* Its place in the commit order is taken with every final lock held, as
      * on the pre-lock path's all-owned case below. */
     if (sequence) *sequence = stm_tx_take_sequence(ctx);
-    stm_tx_write_back(tx);
+    STM_WRITE_BACK(tx);
     return 1;
   }
   uint32_t own_reads = 0, own_at_read_version = 0;
@@ -1408,7 +1428,7 @@ PRSTM_INLINE int stm_tx_commit(prstm_tx *tx, uint64_t *sequence) {
      * run checks this path against the serial replay too. */
     *sequence = stm_tx_take_sequence(ctx);
   }
-  stm_tx_write_back(tx);
+  STM_WRITE_BACK(tx);
   return 1;
 }
 

@@ -95,6 +95,12 @@ typedef struct prstm_arg_desc {
 
 #define PRSTM_MAX_DELTAS 4
 
+/* prstm_workload.uses_add: how the type bodies add (prstm_add,
+ * prstm_add_unread). */
+#define PRSTM_ADDS_NONE 0
+#define PRSTM_ADDS_COUNTED 1
+#define PRSTM_ADDS_UNREAD_ONLY 2
+
 /* prstm_delta_desc.flags: the step's amount is the amount argument times
  * the number of entries of the type's address list (a transfer from many
  * sources adds them all to its target in one write). */
@@ -263,10 +269,13 @@ typedef struct prstm_workload {
   /* The declared steps of each type, ntypes entries (prstm_type_steps), or
    * NULL when no type declares any. */
   const prstm_type_steps *steps;
-  /* Nonzero when some type's body calls prstm_add: the engine then keeps a
-   * counter of adds in flight per lock (8 bytes a lock), and adds to a word
-   * that the adding transaction neither reads nor writes run side by side
-   * instead of conflicting. Zero: prstm_add is a read and a write. */
+  /* Whether type bodies add (PRSTM_ADDS_*). PRSTM_ADDS_COUNTED (1): some
+   * body calls prstm_add; the engine keeps a counter of adds in flight per
+   * lock (8 bytes a lock), and adds to a word that the adding transaction
+   * neither reads nor writes run side by side instead of conflicting.
+   * PRSTM_ADDS_UNREAD_ONLY (2): every add is prstm_add_unread; no counter
+   * is kept and no commit checks one, and a prstm_add is a read and a
+   * write. PRSTM_ADDS_NONE (0): every add is a read and a write. */
   int uses_add;
   /* Snapshot types, bit t for type t: read-only types whose rows read the
    * state a whole run starts from, on the host, and take the first places in

@@ -328,5 +328,5 @@ const prstm_workload prstm_workload_kmeans = {
     /* An assign adds its point to its cluster's sums and count: every cluster
      * is a hot word, and adds let the assigns of an iteration commit side by
      * side (kmeans_body.h). */
-    .uses_add = 1,
+    .uses_add = PRSTM_ADDS_COUNTED,
 };

@@ -633,6 +633,6 @@ const prstm_workload prstm_workload_tpcc = {
     .config_keys = 0,
     .nparams = TP_COUNT,
     .params = tpcc_params,
-    .uses_add = 1,
+    .uses_add = PRSTM_ADDS_UNREAD_ONLY,
     .row_words = tpcc_row_words,
 };

@@ -6,9 +6,11 @@
  * and NewOrder to its stock rows: compiled so that those adds commit side
  * by side (with the descriptor's uses_add), which is what keeps hot items
  * and few warehouses from serialising them. Neither type reads a word that
- * either adds to, so every add is prstm_add_unread: no lock and no counter.
- * A type that reads them (TPC-C's Order-Status reads C_BALANCE, its
- * Stock-Level S_QUANTITY) would make those adds prstm_add. */
+ * either adds to, so every add is prstm_add_unread: no lock and no counter,
+ * and the descriptor says so (PRSTM_ADDS_UNREAD_ONLY): the engine keeps no
+ * counters of adds, and no commit checks one. A type that reads them
+ * (TPC-C's Order-Status reads C_BALANCE, its Stock-Level S_QUANTITY) would
+ * make those adds prstm_add, and the descriptor PRSTM_ADDS_COUNTED. */
 #define PRSTM_USES_ADD 1
 /* A NewOrder writes up to 64 words: its sets keep hash indexes, so that
  * each add finds its word, or its absence, in a slot or two. */
