@@ -336,6 +336,24 @@ static double hetero_part_rate(const unit *u) {
   return (double)(u->n - unit_pending(u)) / u->busy_s;
 }
 
+/* The ratio by which a unit must beat the other in the probe to run the
+ * batch alone: PRSTM_POLICY_HETERO_ALONE_RATIO, or the environment's
+ * PRSTM_HETERO_ALONE_RATIO, a number of at least 1 (1: the faster unit
+ * always runs alone; a huge one: the units always share the batch). The
+ * probe's rates move with the host's load, so the tests of either outcome
+ * set it. Returns 0, or a negative code with the engine's message. */
+static int hetero_alone_ratio(prstm_engine *e, double *ratio) {
+  *ratio = PRSTM_POLICY_HETERO_ALONE_RATIO;
+  const char *s = getenv("PRSTM_HETERO_ALONE_RATIO");
+  if (!s || !*s) return 0;
+  char *end = NULL;
+  const double r = strtod(s, &end);
+  if (end == s || *end != '\0' || !(r >= 1.0))
+    return engine_fail(e, PRSTM_EINVAL, "PRSTM_HETERO_ALONE_RATIO is '%s': expected a number of at least 1", s);
+  *ratio = r;
+  return 0;
+}
+
 /* The probe, with a GPU as unit B: both units run the batch's first rows,
  * the same ones, each on its replica from the engine's state, so that their
  * rates compare like for like whatever those rows wait for among
@@ -349,7 +367,9 @@ static int hetero_probe_units(hetero_run *h, hetero_probe *probe) {
   uint64_t m = h->b->n < PRSTM_POLICY_HETERO_PROBE_ROWS ? h->b->n : PRSTM_POLICY_HETERO_PROBE_ROWS;
   if (m > bu->info.slot_rows) m = bu->info.slot_rows;
   if (m == 0) return 0;
-  int rc = unit_reserve_rows(e, a, m);
+  double ratio = 0;
+  int rc = hetero_alone_ratio(e, &ratio);
+  if (!rc) rc = unit_reserve_rows(e, a, m);
   if (!rc) rc = unit_reserve_rows(e, bu, m);
   if (rc) return rc;
   for (uint64_t k = 0; k < m; k++) a->rows[k] = bu->rows[k] = k;
@@ -363,8 +383,7 @@ static int hetero_probe_units(hetero_run *h, hetero_probe *probe) {
   probe->wall_s = engine_now() - t0;
   a->n = bu->n = 0;
   const double faster = probe->rate_a > probe->rate_b ? probe->rate_a : probe->rate_b;
-  if (faster > 0 && (probe->rate_b >= PRSTM_POLICY_HETERO_ALONE_RATIO * probe->rate_a ||
-                     probe->rate_a >= PRSTM_POLICY_HETERO_ALONE_RATIO * probe->rate_b)) {
+  if (faster > 0 && (probe->rate_b >= ratio * probe->rate_a || probe->rate_a >= ratio * probe->rate_b)) {
     /* The replicas are dropped with the units. */
     probe->alone = probe->rate_b > probe->rate_a ? PRSTM_BACKEND_GPU : PRSTM_BACKEND_CPU;
     return 0;
