@@ -393,7 +393,7 @@ PRSTM_INLINE void cmp_walk_retry(prstm_tx *tx, const prstm_exec_ctx *ctx, uint32
   int stopped = 0;
   st->sweeps++;
   for (uint64_t row = rank; row - lane < n; row += step) {
-    port_warp_sync(lanes);
+    if (!stm_tx_alone(tx)) port_warp_sync(lanes);
     if (stopped || row >= n) continue;
     const unsigned type = port_table_load_u8(&ctx->table.type[row]);
     if (ctx->type_tag[type] == CMP_TAG_NONE) continue;
@@ -481,7 +481,9 @@ PRSTM_INLINE void cmp_walk_postpone(prstm_tx *tx, const prstm_exec_ctx *ctx, uin
     for (int tag = 15; tag >= 0; tag--) {
       if (!((ctx->tag_mask >> tag) & 1u)) continue;
       for (uint64_t row = rank; row - lane < n; row += step) {
-        port_warp_sync(lanes);
+        /* A thread alone has no warp-mates to meet (its sync cost a
+         * twentieth of its time a row). */
+        if (!stm_tx_alone(tx)) port_warp_sync(lanes);
         if (!walking || row >= n) continue;
         if ((port_table_load_u8(&ctx->table.status[row]) & TXTABLE_STATUS_MASK) != 0u) continue;
         /* The type is read once a row and sweep, here, and handed on. */

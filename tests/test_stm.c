@@ -100,6 +100,7 @@ Test(lone, reads_and_commits_without_touching_a_lock_word) {
   prstm_write(&f.tx, 2, prstm_read(&f.tx, 2) + 3);
   cr_assert(prstm_ok(&f.tx));
   cr_assert_eq(f.tx.nreads, 2);
+  cr_assert_eq(f.tx.nlocks, 0, "alone, the lock set stays empty");
   uint64_t seq = 99;
   cr_assert(stm_tx_commit(&f.tx, &seq));
   cr_assert_eq(f.words[1], 11);

@@ -504,6 +504,8 @@ PRSTM_INLINE uint64_t prstm_read_immutable(prstm_tx *tx, uint64_t addr) {
  * outgrow the write set, whose capacity is the same: every lock in it covers
  * at least one entry of the write set. */
 PRSTM_INLINE void stm_tx_lock_for_write(prstm_tx *tx, uint64_t addr) {
+  /* Alone, nothing is ever locked (stm_tx_commit_lone): the set stays empty. */
+  if (stm_tx_alone(tx)) return;
   uint64_t l = stm_lock_index(addr, tx->ctx->lock_coverage);
   if (stm_tx_find_lock(tx, l) >= 0) return;
   STM_INDEX_ADD(tx, STM_INDEX_LOCKS, l, tx->nlocks);
