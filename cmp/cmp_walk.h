@@ -125,6 +125,10 @@ PRSTM_INLINE void cmp_fold_span(const prstm_exec_ctx *ctx, const prstm_tx *tx) {
 /* Under verification, a decided row's place in the commit order and the
  * hash of what it read, for the serial replay to compare; in a unit of a
  * run spread over several units, its footprint. */
+/* Whether a run keeps any of those records, so that a walk tests once. */
+PRSTM_INLINE int cmp_records_order(const prstm_exec_ctx *ctx) {
+  return ctx->table.seq || ctx->table.read_hash || ctx->read_marks || ctx->span;
+}
 PRSTM_INLINE void cmp_record_order(const prstm_exec_ctx *ctx, prstm_tx *tx, uint64_t row, const uint64_t *seq) {
   if (seq) ctx->table.seq[row] = *seq;
   if (ctx->table.read_hash) ctx->table.read_hash[row] = tx->read_hash;
@@ -139,7 +143,7 @@ PRSTM_INLINE void cmp_record_order(const prstm_exec_ctx *ctx, prstm_tx *tx, uint
 #define CMP_POSTPONED TXTABLE_PENDING /* the row stays pending and comes back in a later sweep */
 #define CMP_STOPPED 4u /* no status has this value: the watchdog stopped the run, the row stays pending */
 PRSTM_INLINE unsigned cmp_attempt(prstm_tx *tx, const prstm_exec_ctx *ctx, uint64_t row, unsigned type, uint32_t rank,
-                                  cmp_dispatch_fn dispatch, stm_thread_stats *st, unsigned *reason) {
+                                  cmp_dispatch_fn dispatch, stm_thread_stats *st, unsigned *reason, int records) {
   uint64_t prio = cmp_priority(ctx->type_tag[type], rank);
   /* With verification on, every final decision takes its place in the commit
    * order, failures included: they too were decided on some snapshot. */
@@ -166,7 +170,7 @@ PRSTM_INLINE unsigned cmp_attempt(prstm_tx *tx, const prstm_exec_ctx *ctx, uint6
       tx->state = STM_TX_OK;
       stm_tx_drop_writes(tx);
       if (stm_tx_commit(tx, seqp)) {
-        cmp_record_order(ctx, tx, row, seqp);
+        if (records) cmp_record_order(ctx, tx, row, seqp);
         *reason = why;
         return TXTABLE_FAILED;
       }
@@ -177,12 +181,12 @@ PRSTM_INLINE unsigned cmp_attempt(prstm_tx *tx, const prstm_exec_ctx *ctx, uint6
       } else if (outcome == PRSTM_FAIL) {
         stm_tx_drop_writes(tx);
         if (stm_tx_commit(tx, seqp)) {
-          cmp_record_order(ctx, tx, row, seqp);
+          if (records) cmp_record_order(ctx, tx, row, seqp);
           *reason = tx->reason;
           return TXTABLE_FAILED;
         }
       } else if (stm_tx_commit(tx, seqp)) {
-        cmp_record_order(ctx, tx, row, seqp);
+        if (records) cmp_record_order(ctx, tx, row, seqp);
         if (ctx->table.result) ctx->table.result[row] = tx->result;
         *reason = TXTABLE_REASON_NONE;
         return TXTABLE_COMMITTED;
@@ -390,6 +394,7 @@ PRSTM_INLINE void cmp_walk_retry(prstm_tx *tx, const prstm_exec_ctx *ctx, uint32
    * as the lockstep warps of the papers' GPUs did. */
   const unsigned lanes = port_warp_lanes(rank, ctx->nthreads);
   const uint64_t lane = port_warp_lane(rank);
+  const int records = cmp_records_order(ctx);
   int stopped = 0;
   st->sweeps++;
   for (uint64_t row = rank; row - lane < n; row += step) {
@@ -399,7 +404,7 @@ PRSTM_INLINE void cmp_walk_retry(prstm_tx *tx, const prstm_exec_ctx *ctx, uint32
     if (ctx->type_tag[type] == CMP_TAG_NONE) continue;
     for (uint32_t retries = 0;; retries++) {
       unsigned reason = 0;
-      unsigned s = cmp_attempt(tx, ctx, row, type, rank, dispatch, st, &reason);
+      unsigned s = cmp_attempt(tx, ctx, row, type, rank, dispatch, st, &reason, records);
       if (s == CMP_STOPPED) {
         stopped = 1;
         break;
@@ -444,6 +449,9 @@ PRSTM_INLINE void cmp_walk_postpone(prstm_tx *tx, const prstm_exec_ctx *ctx, uin
   /* The warp's first row of a round is row - lane: the same for every lane,
    * and it has the most rows, so its bound ends every lane's loop together. */
   const uint64_t lane = port_warp_lane(rank);
+  /* Whether a decided row leaves a record (cmp_record_order): one test a
+   * row instead of one per kind of record. */
+  const int records = cmp_records_order(ctx);
   uint64_t pending = txtable_block_size(n, rank, ctx->nthreads);
   /* Rows the walk leaves alone are not this thread's to finish. */
   if (ctx->tag_mask & CMP_TAG_MASK_NONE)
@@ -485,12 +493,22 @@ PRSTM_INLINE void cmp_walk_postpone(prstm_tx *tx, const prstm_exec_ctx *ctx, uin
          * twentieth of its time a row). */
         if (!stm_tx_alone(tx)) port_warp_sync(lanes);
         if (!walking || row >= n) continue;
+        /* The type is read once a row and sweep, here, and handed on. A
+         * thread alone walks consecutive rows: it loads the row's type with
+         * its status instead of after it, and asks for its argument lines
+         * two lines ahead, so that its loads of them hit L1. */
+        unsigned type = 0;
+        if (stm_tx_alone(tx)) {
+          type = port_table_load_u8(&ctx->table.type[row]);
+          if ((row & 15u) == 0 && row + 32 < n)
+            for (uint32_t c = 0; c < ctx->table.ncols; c++)
+              port_prefetch_l1(&ctx->table.args[(uint64_t)c * ctx->table.stride + row + 32]);
+        }
         if ((port_table_load_u8(&ctx->table.status[row]) & TXTABLE_STATUS_MASK) != 0u) continue;
-        /* The type is read once a row and sweep, here, and handed on. */
-        const unsigned type = port_table_load_u8(&ctx->table.type[row]);
+        if (!stm_tx_alone(tx)) type = port_table_load_u8(&ctx->table.type[row]);
         if (ctx->type_tag[type] != (unsigned)tag) continue;
         unsigned reason = 0;
-        unsigned s = cmp_attempt(tx, ctx, row, type, rank, dispatch, st, &reason);
+        unsigned s = cmp_attempt(tx, ctx, row, type, rank, dispatch, st, &reason, records);
         if (s == CMP_STOPPED) {
           walking = 0;
           continue;

@@ -55,6 +55,9 @@ PRSTM_INLINE void port_mark_u8(uint8_t *p) { *p = 1; }
  * keep coherent for it, so a hot word costs an L1 hit instead of a trip to
  * L2. The L1 does not outlive the kernel, so a later kernel sees L2. */
 PRSTM_INLINE uint64_t port_load_alone(const uint64_t *p) { return (uint64_t)__ldca((const unsigned long long *)p); }
+/* Asks for the line of p in L1 without waiting for it (a thread alone
+ * walking its table ahead of its loads). */
+PRSTM_INLINE void port_prefetch_l1(const void *p) { asm volatile("prefetch.global.L1 [%0];" ::"l"(p)); }
 PRSTM_INLINE int port_cas(uint64_t *p, uint64_t expected, uint64_t desired) {
   return atomicCAS((unsigned long long *)p, (unsigned long long)expected, (unsigned long long)desired) ==
          (unsigned long long)expected;
@@ -168,6 +171,7 @@ PRSTM_INLINE void port_table_store_u8(uint8_t *p, uint8_t v) { *p = v; }
 /* Relaxed, so that threads storing the same mark at once are no data race. */
 PRSTM_INLINE void port_mark_u8(uint8_t *p) { __atomic_store_n(p, (uint8_t)1, __ATOMIC_RELAXED); }
 PRSTM_INLINE uint64_t port_load_alone(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+PRSTM_INLINE void port_prefetch_l1(const void *p) { __builtin_prefetch(p); }
 PRSTM_INLINE int port_cas(uint64_t *p, uint64_t expected, uint64_t desired) {
   return __atomic_compare_exchange_n(p, &expected, desired, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 }
