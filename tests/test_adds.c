@@ -266,6 +266,23 @@ Test(add, without_counters_reading_an_unread_add_back_takes_its_lock) {
   cr_assert_eq(f.locks[2], stm_lock_make(1, 0, 0), "the add was applied under the word's lock");
 }
 
+/* Alone, that read-back takes no lock either: a lone commit takes none,
+ * and adds straight to the word. */
+Test(add, alone_reading_an_unread_add_back_takes_no_lock) {
+  fixture f;
+  fixture_init(&f, 8, 1);
+  f.ctx.semantic |= STM_SEMANTIC_ADDS;
+  f.words[2] = 40;
+  stm_tx_begin(&f.tx, 0, cmp_priority(0, 0));
+  f.tx.alone = 1; /* as the worker's alone walk sets it */
+  prstm_add_unread(&f.tx, 2, 5);
+  cr_assert_eq(prstm_read(&f.tx, 2), 45);
+  cr_assert_eq(f.tx.nlocks, 0, "alone, the lock set stays empty");
+  cr_assert(stm_tx_commit(&f.tx, NULL));
+  cr_assert_eq(f.words[2], 45);
+  cr_assert_eq(f.locks[2], 0, "the lone commit leaves the lock word as it was");
+}
+
 /* ---- Runs ---- */
 
 static void append(prstm_batch *b, unsigned type, prstm_word a0, prstm_word a1, prstm_word a2) {

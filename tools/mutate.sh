@@ -58,6 +58,7 @@ mutants=(
   "multi-skips-the-exchange|test_multi|engine/multi.c|s/^    if (m->n > 1 \&\& (rc = multi_exchange(m, lo, hi)) != 0) return rc;\$/    (void)0;/"
   "lone-commit-drops-adds|test_engine|engine/stm/stm_core.h|s/^      port_store_relaxed(word, port_load_alone(word) + w->value);\$/      port_store_relaxed(word, w->value);/"
   "unread-add-read-back-takes-no-lock|test_adds|engine/stm/stm_core.h|s/^      if (!tx->ctx->add_counts) stm_tx_lock_for_write(tx, addr);\$/      (void)0;/"
+  "alone-keeps-a-lock-set|test_adds|engine/stm/stm_core.h|s/^  if (stm_tx_alone(tx)) return;\$/  (void)0;/"
   "grouped-validation-ignores-versions|test_stm|engine/stm/stm_core.h|s/^        ok = !(moved \& bit);\$/        ok = 1;/"
   "new-attempt-keeps-the-last-read-index|test_stm_wide|engine/stm/stm_core.h|s/^  stm_index_clear(\&tx->index\[STM_INDEX_READS\], tx->index_mask);\$/  (void)0;/"
   "delete-leaves-its-node-linked|test_skiplist|workloads/skiplist/skiplist_body.h|s/^    prstm_write(tx, skiplist_addr(\&m, target, 2 + lv), SKIPLIST_UNLINKED);\$/    (void)0;/"
