@@ -122,13 +122,13 @@ PRSTM_INLINE void cmp_fold_span(const prstm_exec_ctx *ctx, const prstm_tx *tx) {
   cmp_span_extend(&ctx->span[STM_SPAN_WRITE_HI], tx->span[STM_SPAN_WRITE_HI], 0);
 }
 
-/* Under verification, a decided row's place in the commit order and the
- * hash of what it read, for the serial replay to compare; in a unit of a
- * run spread over several units, its footprint. */
-/* Whether a run keeps any of those records, so that a walk tests once. */
+/* Whether a run keeps any of the records below, so that a walk tests once. */
 PRSTM_INLINE int cmp_records_order(const prstm_exec_ctx *ctx) {
   return ctx->table.seq || ctx->table.read_hash || ctx->read_marks || ctx->span;
 }
+/* Under verification, a decided row's place in the commit order and the
+ * hash of what it read, for the serial replay to compare; in a unit of a
+ * run spread over several units, its footprint. */
 PRSTM_INLINE void cmp_record_order(const prstm_exec_ctx *ctx, prstm_tx *tx, uint64_t row, const uint64_t *seq) {
   if (seq) ctx->table.seq[row] = *seq;
   if (ctx->table.read_hash) ctx->table.read_hash[row] = tx->read_hash;
@@ -367,7 +367,7 @@ PRSTM_INLINE uint64_t cmp_warp_publish(const prstm_exec_ctx *ctx, stm_thread_sta
 /* Records a row's decision. `unpublished` is the walk's count of its
  * decisions not yet on the progress words, kept in a register: summing the
  * differences of the three counts and their published values took a dozen
- * instructions a row, a twentieth of one GPU thread's transfer. */
+ * 64-bit instructions a row. */
 PRSTM_INLINE void cmp_finish_row(const prstm_exec_ctx *ctx, uint64_t row, unsigned status, unsigned reason,
                                  stm_thread_stats *st, uint32_t *unpublished) {
   port_table_store_u8(&ctx->table.status[row], txtable_pack_status(status, reason));
@@ -496,8 +496,8 @@ PRSTM_INLINE void cmp_walk_postpone(prstm_tx *tx, const prstm_exec_ctx *ctx, uin
     for (int tag = 15; tag >= 0; tag--) {
       if (!((ctx->tag_mask >> tag) & 1u)) continue;
       for (uint64_t row = rank; row - lane < n; row += step) {
-        /* A thread alone has no warp-mates to meet (its sync cost a
-         * twentieth of its time a row). */
+        /* A thread alone has no warp-mates to meet (the sync held about
+         * 5% of one GPU thread's stall samples). */
         if (!stm_tx_alone(tx)) port_warp_sync(lanes);
         if (!walking || row >= n) continue;
         /* The type is read once a row and sweep, here, and handed on. A

@@ -305,12 +305,15 @@ Test(hetero_gpu, hot_batch_off_the_delta_path_runs_on_the_cpu_alone) {
  * with the host's load and came within the policy's 1.5 of each other in
  * about one run in four, so each test of an outcome sets the ratio
  * (PRSTM_HETERO_ALONE_RATIO) that makes it certain. */
-static void vacation_on(hetero_run *r, int rounds) {
+static void vacation_open(hetero_run *r, int rounds, uint64_t rows) {
   open_hetero(r, "vacation", PRSTM_DELTAS_OFF, rounds);
   prstm_state_spec s;
   prstm_state_spec_init(r->wl, &s);
   cr_assert_eq(prstm_engine_init_state(r->engine, &s), 0, "%s", prstm_engine_error(r->engine));
-  generate(r, 300000, NULL, 17);
+  generate(r, rows, NULL, 17);
+}
+static void vacation_on(hetero_run *r, int rounds) {
+  vacation_open(r, rounds, 300000);
   test_run_verified(r->engine, r->batch, &r->res, "hetero vacation run");
   cr_assert_eq(r->res.committed + r->res.failed + r->res.abandoned, 300000);
   test_expect_invariant(r->wl, r->engine, r->batch);
@@ -349,11 +352,7 @@ Test(hetero_gpu, probe_within_the_ratio_shares_the_batch_in_rounds) {
 Test(hetero_gpu, a_bad_probe_ratio_is_refused_by_name) {
   test_need_backend(prstm_workload_find("vacation"), PRSTM_BACKEND_GPU);
   hetero_run r;
-  open_hetero(&r, "vacation", PRSTM_DELTAS_OFF, 0);
-  prstm_state_spec s;
-  prstm_state_spec_init(r.wl, &s);
-  cr_assert_eq(prstm_engine_init_state(r.engine, &s), 0, "%s", prstm_engine_error(r.engine));
-  generate(&r, 20000, NULL, 17);
+  vacation_open(&r, 0, 20000);
   const char *bad[] = {"0.5", "fast", "2x"};
   for (unsigned i = 0; i < 3; i++) {
     cr_assert_eq(setenv("PRSTM_HETERO_ALONE_RATIO", bad[i], 1), 0);

@@ -412,9 +412,9 @@ PRSTM_INLINE uint64_t stm_tx_read_word(prstm_tx *tx, uint64_t addr, uint64_t del
   return stm_tx_read_record(tx, l, stm_lock_version(before), value, hash);
 }
 
+PRSTM_INLINE void stm_tx_lock_for_write(prstm_tx *tx, uint64_t addr);
 /* A read of an address in range, folded into the read hash when `hash`
  * (a read the body sees). */
-PRSTM_INLINE void stm_tx_lock_for_write(prstm_tx *tx, uint64_t addr);
 PRSTM_INLINE uint64_t stm_tx_read(prstm_tx *tx, uint64_t addr, int hash) {
   /* A word this attempt added to is read as the shared value plus the
    * delta: the read joins the read set, and the add, now under a lock the
@@ -528,7 +528,7 @@ PRSTM_INLINE void stm_tx_write(prstm_tx *tx, uint64_t addr, uint64_t value, int 
   const int i = stm_tx_find_write(tx, addr);
   if (i >= 0) {
     /* A value written over an add replaces it: the add's word is now written. */
-    if (STM_ADDS && lock && !stm_tx_alone(tx) && tx->writes[i].addr != addr) stm_tx_lock_for_write(tx, addr);
+    if (STM_ADDS && lock && tx->writes[i].addr != addr) stm_tx_lock_for_write(tx, addr);
     tx->writes[i].addr = addr;
     tx->writes[i].value = value;
     return;
@@ -541,8 +541,7 @@ PRSTM_INLINE void stm_tx_write(prstm_tx *tx, uint64_t addr, uint64_t value, int 
   tx->writes[tx->nwrites].addr = addr;
   tx->writes[tx->nwrites].value = value;
   tx->nwrites++;
-  /* Alone, the commit takes no lock (stm_tx_commit_lone): no lock set. */
-  if (lock && !stm_tx_alone(tx)) stm_tx_lock_for_write(tx, addr);
+  if (lock) stm_tx_lock_for_write(tx, addr);
 }
 
 /* Buffered write: the value reaches shared memory only at commit. */
@@ -1069,11 +1068,12 @@ PRSTM_INLINE void stm_tx_write_back_adds(prstm_tx *tx) {
 
 /* The plain commit's write-back: unread adds (PRSTM_ADDS_UNREAD_ONLY) are
  * applied as adds, where the adds' code is compiled. */
-#define STM_WRITE_BACK(tx)      \
-  if (STM_ADDS)                 \
-    stm_tx_write_back_adds(tx); \
-  else                          \
-    stm_tx_write_back(tx)
+PRSTM_INLINE void stm_tx_write_back_plain(prstm_tx *tx) {
+  if (STM_ADDS)
+    stm_tx_write_back_adds(tx);
+  else
+    stm_tx_write_back(tx);
+}
 
 /* With counters of adds (the workload's uses_add), at the start of a
  * commit: an add under a lock that the attempt also reads or writes under is
@@ -1393,7 +1393,7 @@ PRSTM_INLINE int stm_tx_commit(prstm_tx *tx, uint64_t *sequence) {
     /* Its place in the commit order is taken with every final lock held, as
      * on the pre-lock path's all-owned case below. */
     if (sequence) *sequence = stm_tx_take_sequence(ctx);
-    STM_WRITE_BACK(tx);
+    stm_tx_write_back_plain(tx);
     return 1;
   }
   uint32_t own_reads = 0, own_at_read_version = 0;
@@ -1434,7 +1434,7 @@ PRSTM_INLINE int stm_tx_commit(prstm_tx *tx, uint64_t *sequence) {
      * run checks this path against the serial replay too. */
     *sequence = stm_tx_take_sequence(ctx);
   }
-  STM_WRITE_BACK(tx);
+  stm_tx_write_back_plain(tx);
   return 1;
 }
 
