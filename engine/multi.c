@@ -1,4 +1,4 @@
-/* multi.c: one batch run by several units (the GPUs of one host, or sets of CPU threads where none is usable), each owning a range of the locks, with rows routed to the unit that owns every word they name and the rest run by the first unit on the merged state. */
+/* multi.c: one batch run by several units (the GPUs of one host or of ranks that mpirun started, or sets of CPU threads where none is usable), each owning a range of the locks, with rows routed to the unit that owns every word they name and the rest run by the first unit on the merged state. */
 #define _GNU_SOURCE
 #include "multi_link.h"
 #include "multi_ranks.h"
@@ -34,10 +34,11 @@
  * then on every row runs on unit 0.
  *
  * Ranks. Where mpirun started the program as several processes, each is
- * one unit (a set of CPU threads) and every rank runs this same code on
- * the same batch: each plans every round alike, runs its own part, and
- * broadcasts its part's outcomes and written words through MPI, so that
- * every rank keeps the same outcomes, carried rows and state. */
+ * one unit (a GPU of its host, or a set of CPU threads) and every rank
+ * runs this same code on the same batch: each plans every round alike,
+ * runs its own part, and broadcasts its part's outcomes through MPI and
+ * the words it wrote through NCCL between GPUs (MPI between CPU units),
+ * so that every rank keeps the same outcomes, carried rows and state. */
 
 #define MULTI_MAX_UNITS 64u
 #define MULTI_CROSS 0xffu
@@ -62,6 +63,7 @@ typedef struct multi_run {
   uint64_t cand_cap;
   int results;
   int ranked, rank;               /* the units are processes (mpirun), and this one is unit `rank` */
+  int rank_device;                /* a rank's GPU, where the ranks' units are GPUs */
   uint64_t slot[MULTI_MAX_UNITS]; /* the rows each unit's part can hold */
   /* A rank's copies of the other ranks' outcomes, by part (the cross part
    * last), each room for slot rows. */
@@ -225,13 +227,15 @@ static void span_written_words(const multi_run *m, const uint64_t *span, uint64_
  * other replica. */
 static int multi_exchange(multi_run *m, const uint64_t *lo, const uint64_t *hi) {
   int rc = 0;
-  if (m->ranked) {
+  if (m->gpu) {
+    /* Every GPU's replica in one process; a rank's own in a rank. */
+    uint64_t *const *replicas = m->ranked ? &m->replica[m->rank] : m->replica;
+    rc = multi_link_exchange(m->link, replicas, lo, hi, m->e->err, sizeof m->e->err);
+  } else if (m->ranked) {
     uint64_t *words = multi_home(m)->e->words;
     for (unsigned r = 0; r < m->n && !rc; r++)
       if (hi[r] > lo[r])
         rc = multi_ranks_bcast(words + lo[r], (hi[r] - lo[r]) * sizeof *words, (int)r, m->e->err, sizeof m->e->err);
-  } else if (m->gpu) {
-    rc = multi_link_exchange(m->link, m->replica, lo, hi, m->e->err, sizeof m->e->err);
   } else {
     for (unsigned r = 0; r < m->n; r++)
       for (unsigned i = 0; i < m->n && hi[r] > lo[r]; i++)
@@ -519,10 +523,13 @@ static int multi_units(multi_run *m, prstm_results *res, uint32_t *cpu_threads) 
   if (want > MULTI_MAX_UNITS)
     return engine_fail(e, PRSTM_EINVAL, "backend multi takes at most %u units, not %u", MULTI_MAX_UNITS, want);
   m->gpu = backend_gpu_usable(e->wl, why, sizeof why);
-  int rank = 0, size = 0, local = 1;
-  if (multi_ranks_world(&rank, &size, &local)) {
-    /* Started by mpirun: each process is a unit of CPU threads, sharing
-     * its host's cores with the other ranks there. */
+  int rank = 0, size = 0, local_rank = 0, local = 1;
+  if (multi_ranks_world(&rank, &size, &local_rank, &local)) {
+    /* Started by mpirun: each process is a unit, the GPU of its place on
+     * its host where every host has a GPU for each of its ranks, else a
+     * set of CPU threads sharing the host's cores with the other ranks
+     * there. All ranks take the same kind, or their exchanges would not
+     * meet. */
     if (size > (int)MULTI_MAX_UNITS)
       return engine_fail(e, PRSTM_EINVAL, "backend multi takes at most %u ranks, and mpirun started %d",
                          MULTI_MAX_UNITS, size);
@@ -531,8 +538,27 @@ static int multi_units(multi_run *m, prstm_results *res, uint32_t *cpu_threads) 
     m->ranked = 1;
     m->rank = rank;
     m->n = (unsigned)size;
-    if (m->gpu) snprintf(why, sizeof why, "ranks started by mpirun run on CPU threads; GPUs are units of one process");
-    m->gpu = 0;
+#ifdef PRSTM_HAVE_CUDA
+    if (m->gpu && !multi_link_available()) {
+      m->gpu = 0;
+      snprintf(why, sizeof why,
+               "this build of prstm has no NCCL, which units on several GPUs exchange their words through");
+    } else if (m->gpu && backend_gpu_count() < local) {
+      m->gpu = 0;
+      snprintf(why, sizeof why, "mpirun started %d ranks on a host with %d GPU%s", local, backend_gpu_count(),
+               backend_gpu_count() == 1 ? "" : "s");
+    }
+#endif
+    int all = m->gpu;
+    int rc = multi_ranks_all(&all, e->err, sizeof e->err);
+    if (rc) return rc;
+    if (m->gpu && !all) snprintf(why, sizeof why, "another rank's host has fewer GPUs than ranks, or none");
+    m->gpu = all;
+    if (m->gpu) {
+      m->rank_device = local_rank;
+      *cpu_threads = 0;
+      return 0;
+    }
     const uint32_t cores = host_cores() / (uint32_t)(local > 0 ? local : 1);
     *cpu_threads = e->opt.threads ? e->opt.threads : cores ? cores : 1;
     snprintf(res->fallback, sizeof res->fallback, "%s: the units run on CPU threads, one rank each", why);
@@ -627,21 +653,28 @@ static int multi_run_rounds(multi_run *m, prstm_results *res) {
       b, m->v, m->results, m->nlocks, want_rows, share > PRSTM_POLICY_STREAM_MAX_UNIT_ROWS ? share : 0, 1};
   int devices[MULTI_MAX_UNITS];
   for (unsigned k = 0; k < m->n; k++) {
-    devices[k] = (int)k;
+    devices[k] = m->ranked ? m->rank_device : (int)k;
     if (!multi_local(m, k)) continue;
     rc = unit_open(e, &m->u[k], &shape, m->gpu ? PRSTM_BACKEND_GPU : PRSTM_BACKEND_CPU, cpu_threads, devices[k]);
     if (rc) return rc;
     m->u[k].fill_parts = 1;
     m->replica[k] = m->gpu ? m->u[k].ops->state_device(m->u[k].bs) : m->u[k].e->words;
   }
-  /* Each unit's part holds its slots' rows; ranks take their own for all. */
+  /* Each unit's part holds its slots' rows; ranks take the fewest any
+   * rank's unit holds for all, so that every rank plans the same parts. */
+  uint64_t rank_slots = m->ranked ? multi_home(m)->info.slot_rows : 0;
+  if (m->ranked && (rc = multi_ranks_min(&rank_slots, e->err, sizeof e->err)) != 0) return rc;
   for (unsigned k = 0; k < m->n; k++) {
-    m->slot[k] = m->ranked ? multi_home(m)->info.slot_rows : m->u[k].info.slot_rows;
+    m->slot[k] = m->ranked ? rank_slots : m->u[k].info.slot_rows;
     /* No part is longer than the batch (a CPU's slots are twice it). */
     if (m->slot[k] > want_rows) m->slot[k] = want_rows;
   }
 #ifdef PRSTM_HAVE_CUDA
-  if (m->gpu && m->n > 1 && (rc = multi_link_open(&m->link, devices, m->n, e->err, sizeof e->err)) != 0) return rc;
+  if (m->gpu && m->n > 1) {
+    rc = m->ranked ? multi_link_open_rank(&m->link, m->rank_device, m->rank, m->n, e->err, sizeof e->err)
+                   : multi_link_open(&m->link, devices, m->n, e->err, sizeof e->err);
+    if (rc) return rc;
+  }
 #endif
   /* A round fills every unit's slots, and the cross rows may fill unit 0's
    * too. */

@@ -1,8 +1,18 @@
 #!/usr/bin/env bash
 # multi_ranks.sh: backend multi with its units as processes that mpirun starts: partitioned transfers routed wholly to their ranks, deposits and withdrawals carried across rounds, a kv state whose sets straddle the ranks' ranges falling back to the first rank, and refusals of a rank count the options contradict and of ranks that load different batches; every run verified.
-# usage: multi_ranks.sh MPIEXEC PRSTM_RUN DATA_DIR
+# usage: [RANKS_GPUS=N] multi_ranks.sh MPIEXEC PRSTM_RUN DATA_DIR
+# RANKS_GPUS gives the GPUs of the host that the ranks run on: unset or 0,
+# every rank is a set of CPU threads; 1, too, and the run says the host has
+# one GPU for two ranks; 2 or more, every rank runs on a GPU of its own and
+# the ranks exchange their words through NCCL.
 set -uo pipefail
 mpiexec=$1 run=$2 data=$3
+gpus=${RANKS_GPUS:-0}
+case $gpus in
+  0) placed="one rank each" ;;
+  1) placed="mpirun started 2 ranks on a host with 1 GPU: the units run on CPU threads, one rank each" ;;
+  *) placed="2 ranks x .*SMs" ;;
+esac
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # mpirun refuses root unless told; CI runs as root. Two ranks on any
@@ -30,13 +40,15 @@ ranks() {
   [ $rc -eq 0 ] || fail "$cfg: exit $rc: $out"
   grep -Eq "verify +ok" <<<"$out" || fail "$cfg: not verified: $out"
   grep -Eq "units +2," <<<"$out" || fail "$cfg: not two units: $out"
+  grep -Eq "$placed" <<<"$out" || fail "$cfg: no '$placed' in: $out"
+  if [ "$gpus" -ge 2 ] && grep -q "on CPU threads" <<<"$out"; then fail "$cfg: ranks on CPU threads: $out"; fi
   for want in "$@"; do grep -Eq "$want" <<<"$out" || fail "$cfg: no '$want' in: $out"; done
   # Rank 0 alone speaks: one summary.
   [ "$(grep -c "^prstm-run 0" <<<"$out")" -eq 1 ] || fail "$cfg: more than one rank printed a summary: $out"
   [ -s "$work/$cfg.results" ] || fail "$cfg: no results file"
 }
 
-ranks transfers.json "committed +400000" " 0 rows ran on the first unit" "one rank each"
+ranks transfers.json "committed +400000" " 0 rows ran on the first unit"
 ranks postpone.json "abandoned +0$|abandoned +[0-9]+" "postponements +[1-9]"
 ranks kv-straddle.json "outside the range" "100000 rows ran on the first unit"
 
@@ -54,5 +66,5 @@ rc=$?
 [ $rc -ne 0 ] || fail "ranks with different batches: exit 0"
 grep -q "the ranks hold different batches" <<<"$out" || fail "ranks with different batches: $out"
 
-[ $fails -eq 0 ] && echo "multi_ranks: ok: 5 cases on ranks started by $mpiexec"
+[ $fails -eq 0 ] && echo "multi_ranks: ok: 5 cases on ranks started by $mpiexec ($placed)"
 exit $((fails > 0))

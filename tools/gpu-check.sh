@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# gpu-check.sh: on a machine with a GPU, runs every test program against the GPU (a GPU test fails there instead of skipping), the example configs, a batch too large for the GPU's memory, a slice of the verification campaign, and compute-sanitizer on the stress configs.
+# gpu-check.sh: on a machine with a GPU, runs every test program against the GPU (a GPU test fails there instead of skipping), the example configs, a batch too large for the GPU's memory, backend multi's ranks under mpirun, a slice of the verification campaign, and compute-sanitizer on the stress configs.
 # usage: tools/gpu-check.sh BUNDLE [LOGDIR]   (BUNDLE made by tools/bundle.sh; logs in LOGDIR, default ./gpu-check-out)
 # Knobs: WORKLOADS="vacation kmeans" also runs configs/NAME.json on the GPU,
 # verified, and on the CPU; SWEEP_CASES (default 1000) and SWEEP_SEED size the
@@ -48,6 +48,18 @@ echo "chunked: exit $rc: $(grep -E 'invariant' chunked.log)"
 PRSTM_GPU_MEMORY_LIMIT=100000000 run "$root/configs/bank.json" --backend gpu --verify >chunked-verify.log 2>&1
 rc=$?; [ $rc -eq 0 ] || status=1
 echo "chunked with --verify: exit $rc: $(grep -E 'backend|verify' chunked-verify.log)"
+# Backend multi with its units as ranks that mpirun starts, where the host
+# has an MPI launcher: on a GPU each where the host has two or more, on CPU
+# threads (and saying why) where it has one.
+if command -v mpirun >/dev/null; then
+  gpus=$(nvidia-smi -L | grep -c '^GPU')
+  LD_LIBRARY_PATH="$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" RANKS_GPUS=$gpus timeout 300 \
+    "$root/tests/multi_ranks.sh" mpirun "$bundle/bin/prstm-run" "$root/tests/data" >ranks.log 2>&1
+  rc=$?; [ $rc -eq 0 ] || status=1
+  echo "ranks under mpirun ($gpus GPUs): exit $rc: $(tail -1 ranks.log)"
+else
+  echo "ranks under mpirun: not run, this host has no mpirun"
+fi
 # The verification campaign on the GPU: random batches of every workload,
 # run whole, chunked, streamed, and on several units (multi and hetero),
 # each checked by its certificate.
