@@ -15,11 +15,16 @@
 
 /* Every thread waits at a gate until all exist, because a worker's block
  * and the termination count assume the full thread set; if one cannot be
- * created the others are sent home before touching the table. */
+ * created the others are sent home before touching the table. On the way
+ * out each thread counts itself, and the last one wakes the watcher, which
+ * would otherwise sleep out its pause (up to WATCHDOG_LAST_PAUSE_NS) past
+ * the run's end. */
 typedef struct cpu_gate {
   pthread_mutex_t mu;
   pthread_cond_t cv;
   int state; /* 0 wait, 1 run, 2 cancel */
+  pthread_cond_t done_cv;
+  uint32_t started, finished; /* threads created, and those whose worker returned */
 } cpu_gate;
 
 typedef struct cpu_thread_arg {
@@ -38,7 +43,23 @@ static void *cpu_thread_main(void *p) {
   pthread_mutex_unlock(&a->gate->mu);
   if (run) a->worker(a->ctx, a->rank);
   a->finished_at = engine_now();
+  pthread_mutex_lock(&a->gate->mu);
+  if (++a->gate->finished == a->gate->started) pthread_cond_signal(&a->gate->done_cv);
+  pthread_mutex_unlock(&a->gate->mu);
   return NULL;
+}
+
+/* The watcher's pause: pause_ns, or less where the last thread finishes
+ * first. */
+static void cpu_gate_pause(cpu_gate *g, long pause_ns) {
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_nsec += pause_ns;
+  until.tv_sec += until.tv_nsec / 1000000000L;
+  until.tv_nsec %= 1000000000L;
+  pthread_mutex_lock(&g->mu);
+  if (g->finished < g->started) pthread_cond_timedwait(&g->done_cv, &g->mu, &until);
+  pthread_mutex_unlock(&g->mu);
 }
 
 static void cpu_gate_open(cpu_gate *g, int state) {
@@ -84,7 +105,7 @@ int backend_cpu_run(prstm_engine *e, prstm_batch *b, const prstm_worker_variant 
                      threads);
     goto out;
   }
-  cpu_gate gate = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+  cpu_gate gate = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, PTHREAD_COND_INITIALIZER, 0, 0};
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setstacksize(&attr, 256 * 1024);
@@ -98,6 +119,9 @@ int backend_cpu_run(prstm_engine *e, prstm_batch *b, const prstm_worker_variant 
     }
   }
   pthread_attr_destroy(&attr);
+  pthread_mutex_lock(&gate.mu);
+  gate.started = created;
+  pthread_mutex_unlock(&gate.mu);
   ENGINE_RANGE_PUSH("execute");
   double t0 = engine_now();
   cpu_gate_open(&gate, rc ? 2 : 1);
@@ -109,8 +133,7 @@ int backend_cpu_run(prstm_engine *e, prstm_batch *b, const prstm_worker_variant 
     /* Watch the run: progress is published by the workers in batches. */
     long pause_ns = WATCHDOG_FIRST_PAUSE_NS;
     while (__atomic_load_n(&quiesce[STM_Q_FINISHED], __ATOMIC_ACQUIRE) < threads) {
-      struct timespec pause_ts = {0, pause_ns};
-      nanosleep(&pause_ts, NULL);
+      cpu_gate_pause(&gate, pause_ns);
       pause_ns = watchdog_next_pause_ns(pause_ns);
       seen[STM_Q_COMMITTED] = __atomic_load_n(&quiesce[STM_Q_COMMITTED], __ATOMIC_RELAXED);
       seen[STM_Q_FAILED] = __atomic_load_n(&quiesce[STM_Q_FAILED], __ATOMIC_RELAXED);

@@ -364,13 +364,16 @@ static int gpu_wait_watched(prstm_engine *e, const prstm_batch *b, gpu_buffers *
   watchdog_start(&dog, e->opt.watchdog_s, engine_now());
   *stalled = 0;
   long pause_ns = WATCHDOG_FIRST_PAUSE_NS;
+  double next_look = engine_now() + pause_ns * 1e-9;
   for (;;) {
     cudaError_t q = cudaEventQuery(g->stop);
     if (q == cudaSuccess) return 0;
     if (q != cudaErrorNotReady) GPU_CHECK(q);
-    struct timespec pause_ts = {0, pause_ns};
-    nanosleep(&pause_ts, NULL);
+    const struct timespec poll_ts = {0, WATCHDOG_END_POLL_NS};
+    nanosleep(&poll_ts, NULL);
+    if (engine_now() < next_look) continue;
     pause_ns = watchdog_next_pause_ns(pause_ns);
+    next_look = engine_now() + pause_ns * 1e-9;
     GPU_CHECK(cudaMemcpyAsync(seen, g->quiesce, STM_Q_WORDS * sizeof(uint64_t), cudaMemcpyDeviceToHost, g->monitor));
     GPU_CHECK(cudaStreamSynchronize(g->monitor));
     engine_progress_report(e, b, seen, progress_clock, 0);

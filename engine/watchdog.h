@@ -26,7 +26,12 @@ int watchdog_tick(watchdog *w, uint64_t decided, double now);
 /* The pause of a wait loop between two looks: it starts at
  * WATCHDOG_FIRST_PAUSE_NS and doubles up to WATCHDOG_LAST_PAUSE_NS, so that
  * a run of a few milliseconds is not held up by a long first sleep, and a
- * long one is watched without a busy host thread. */
+ * long one is watched without a busy host thread. The run's end is not
+ * left to those looks, which would let a run end up to a whole pause
+ * before its wait does: a CPU run's last thread wakes the loop, and a GPU
+ * run's loop asks whether the kernel ended every WATCHDOG_END_POLL_NS,
+ * a question that costs the host a microsecond or two. */
+#define WATCHDOG_END_POLL_NS (25L * 1000)
 #define WATCHDOG_FIRST_PAUSE_NS (50L * 1000)
 #define WATCHDOG_LAST_PAUSE_NS (20L * 1000 * 1000)
 static inline long watchdog_next_pause_ns(long pause_ns) {
