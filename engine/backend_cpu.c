@@ -144,9 +144,8 @@ int backend_cpu_run(prstm_engine *e, prstm_batch *b, const prstm_worker_variant 
     }
   }
   for (uint32_t i = 0; i < created; i++) pthread_join(tids[i], NULL);
-  /* The run ends when its last thread does, not when the watcher's poll
-   * (up to 20 ms apart) notices: measured that way, a short run on many
-   * cores was overstated. */
+  /* The run ends when its last thread does, not when the watcher wakes:
+   * measured that way, a short run on many cores was overstated. */
   double end = t0;
   for (uint32_t i = 0; i < created; i++)
     if (args[i].finished_at > end) end = args[i].finished_at;
