@@ -696,6 +696,9 @@ typedef struct gpu_slot {
   uint64_t n;
 } gpu_slot;
 
+/* Pinned staging buffers of a stream: seven a slot, and the zeros. */
+#define GPU_STAGING_BUFFERS 15
+
 struct backend_stream {
   const prstm_worker_variant *v;
   uint32_t threads, ncols;
@@ -712,6 +715,10 @@ struct backend_stream {
   uint64_t *h_watch; /* pinned: the progress words as the watchdog last saw them, then the stop word */
   uint8_t *h_zeros;  /* pinned zeros: the source of each unit's cleared statuses, results and progress words */
   uint64_t zero_bytes;
+  /* The pinned buffers above that are ordinary memory page-locked by this
+   * stream (gpu_pinned_take), not the driver's own. */
+  void *registered[GPU_STAGING_BUFFERS];
+  unsigned nregistered;
   /* A unit of a co-executed run: its footprint marks on the device, the
    * read marks then the write marks, one byte a lock each; NULL otherwise. */
   uint8_t *marks;
@@ -725,6 +732,8 @@ struct backend_stream {
    * of several GPUs (engine/multi.c). */
   int device;
 };
+
+static void gpu_pinned_give(backend_stream *g, void *p);
 
 static void gpu_stream_free(backend_stream *g) {
   if (!g) return;
@@ -754,13 +763,13 @@ static void gpu_stream_free(backend_stream *g) {
     cudaFree(sl->seq);
     cudaFree(sl->read_hash);
     cudaFree(sl->stats);
-    cudaFreeHost(sl->h_row_id);
-    cudaFreeHost(sl->h_seq);
-    cudaFreeHost(sl->h_read_hash);
-    cudaFreeHost(sl->h_type);
-    cudaFreeHost(sl->h_status);
-    cudaFreeHost(sl->h_args);
-    cudaFreeHost(sl->h_result);
+    gpu_pinned_give(g, sl->h_row_id);
+    gpu_pinned_give(g, sl->h_seq);
+    gpu_pinned_give(g, sl->h_read_hash);
+    gpu_pinned_give(g, sl->h_type);
+    gpu_pinned_give(g, sl->h_status);
+    gpu_pinned_give(g, sl->h_args);
+    gpu_pinned_give(g, sl->h_result);
     cudaFreeHost(sl->h_q);
     cudaEvent_t *ev[] = {&sl->copy_start, &sl->copy_end, &sl->exec_start, &sl->exec_end, &sl->back};
     for (unsigned i = 0; i < sizeof ev / sizeof ev[0]; i++)
@@ -774,7 +783,7 @@ static void gpu_stream_free(backend_stream *g) {
   if (g->back) cudaStreamDestroy(g->back);
   if (g->monitor) cudaStreamDestroy(g->monitor);
   cudaFreeHost(g->h_watch);
-  cudaFreeHost(g->h_zeros);
+  gpu_pinned_give(g, g->h_zeros);
   free(g);
 }
 
@@ -937,7 +946,43 @@ static int gpu_stream_open(prstm_engine *e, const prstm_worker_variant *v, const
  * contents are not kept: the caller knows that nothing reads the old buffer
  * any more, and that no unit is in flight (gpu_unit_would_grow). A
  * need of 0 takes nothing. */
-static int gpu_pinned_grow(void **buf, uint64_t *have, uint64_t need, uint64_t most, char *err, size_t errlen) {
+/* Pinned host memory of `bytes` for the stream's staging. A large buffer
+ * is ordinary memory, touched on every core, then page-locked
+ * (cudaHostRegister): cudaHostAlloc took about 0.7 s a GB on an H200's
+ * host, which a multi-unit run's staging of its share of a batch paid
+ * before its first round. Where the driver refuses to lock it, the
+ * driver's own pinned memory instead. */
+static int gpu_pinned_take(backend_stream *g, void **buf, uint64_t bytes, char *err, size_t errlen) {
+  if (bytes >= PRSTM_POLICY_LOCK_PAGES_MIN_BYTES && g->nregistered < GPU_STAGING_BUFFERS) {
+    void *p = engine_alloc_zeroed_pages((size_t)bytes);
+    if (p && cudaHostRegister(p, (size_t)bytes, cudaHostRegisterPortable) == cudaSuccess) {
+      g->registered[g->nregistered++] = p;
+      *buf = p;
+      return 0;
+    }
+    cudaGetLastError();
+    free(p);
+  }
+  GPU_CHECK(cudaHostAlloc(buf, bytes, cudaHostAllocDefault));
+  return 0;
+}
+
+/* Gives back a buffer of gpu_pinned_take (NULL: nothing). A failure cannot
+ * be acted on and is cleared. */
+static void gpu_pinned_give(backend_stream *g, void *p) {
+  if (!p) return;
+  for (unsigned i = 0; i < g->nregistered; i++) {
+    if (g->registered[i] != p) continue;
+    g->registered[i] = g->registered[--g->nregistered];
+    if (cudaHostUnregister(p) != cudaSuccess) cudaGetLastError();
+    free(p);
+    return;
+  }
+  if (cudaFreeHost(p) != cudaSuccess) cudaGetLastError();
+}
+
+static int gpu_pinned_grow(backend_stream *g, void **buf, uint64_t *have, uint64_t need, uint64_t most, char *err,
+                           size_t errlen) {
   if (need <= *have) return 0;
   /* The floor applies to every growth, not only the first: the zeros
    * start with the progress words' 96 bytes, not 0. A small unit (a
@@ -949,10 +994,11 @@ static int gpu_pinned_grow(void **buf, uint64_t *have, uint64_t need, uint64_t m
   if (want < least) want = least;
   if (want > most) want = most;
   if (want < need) want = need;
-  GPU_CHECK(cudaFreeHost(*buf));
+  gpu_pinned_give(g, *buf);
   *buf = NULL;
   *have = 0;
-  GPU_CHECK(cudaHostAlloc(buf, want, cudaHostAllocDefault));
+  int rc = gpu_pinned_take(g, buf, want, err, errlen);
+  if (rc) return rc;
   *have = want;
   return 0;
 }
@@ -989,17 +1035,17 @@ static int gpu_unit_would_grow(const backend_stream *g, unsigned slot, const bac
 
 static int gpu_stream_reserve_checked(backend_stream *g, gpu_slot *sl, const gpu_unit_bytes *need, char *err,
                                       size_t errlen) {
-  int rc = gpu_pinned_grow((void **)&sl->h_type, &sl->type_bytes, need->type, g->rows, err, errlen);
+  int rc = gpu_pinned_grow(g, (void **)&sl->h_type, &sl->type_bytes, need->type, g->rows, err, errlen);
   if (!rc)
-    rc = gpu_pinned_grow((void **)&sl->h_args, &sl->args_bytes, need->args, 8ull * g->ncols * g->rows, err, errlen);
-  if (!rc) rc = gpu_pinned_grow((void **)&sl->h_status, &sl->status_bytes, need->status, g->rows, err, errlen);
-  if (!rc) rc = gpu_pinned_grow((void **)&sl->h_result, &sl->result_bytes, need->result, 8 * g->rows, err, errlen);
-  if (!rc) rc = gpu_pinned_grow((void **)&sl->h_row_id, &sl->row_id_bytes, need->row_id, 8 * g->rows, err, errlen);
-  if (!rc) rc = gpu_pinned_grow((void **)&sl->h_seq, &sl->seq_bytes, need->seq, 8 * g->rows, err, errlen);
+    rc = gpu_pinned_grow(g, (void **)&sl->h_args, &sl->args_bytes, need->args, 8ull * g->ncols * g->rows, err, errlen);
+  if (!rc) rc = gpu_pinned_grow(g, (void **)&sl->h_status, &sl->status_bytes, need->status, g->rows, err, errlen);
+  if (!rc) rc = gpu_pinned_grow(g, (void **)&sl->h_result, &sl->result_bytes, need->result, 8 * g->rows, err, errlen);
+  if (!rc) rc = gpu_pinned_grow(g, (void **)&sl->h_row_id, &sl->row_id_bytes, need->row_id, 8 * g->rows, err, errlen);
+  if (!rc) rc = gpu_pinned_grow(g, (void **)&sl->h_seq, &sl->seq_bytes, need->seq, 8 * g->rows, err, errlen);
   if (!rc)
-    rc = gpu_pinned_grow((void **)&sl->h_read_hash, &sl->read_hash_bytes, need->read_hash, 8 * g->rows, err, errlen);
+    rc = gpu_pinned_grow(g, (void **)&sl->h_read_hash, &sl->read_hash_bytes, need->read_hash, 8 * g->rows, err, errlen);
   if (!rc && need->zeros > g->zero_bytes) {
-    rc = gpu_pinned_grow((void **)&g->h_zeros, &g->zero_bytes, need->zeros, 8 * g->rows, err, errlen);
+    rc = gpu_pinned_grow(g, (void **)&g->h_zeros, &g->zero_bytes, need->zeros, 8 * g->rows, err, errlen);
     if (!rc) memset(g->h_zeros, 0, g->zero_bytes);
   }
   return rc;

@@ -200,14 +200,19 @@ void *engine_alloc_first_touch(size_t bytes) {
   return p;
 }
 
-uint64_t *engine_lock_array(uint64_t words) {
-  const size_t bytes = (size_t)words * sizeof(uint64_t);
-  if (bytes < ENGINE_LOCKS_PARALLEL_BYTES) return calloc((size_t)words, sizeof(uint64_t));
+void *engine_alloc_zeroed_pages(size_t bytes) {
+  if (bytes < ENGINE_FIRST_TOUCH_HUGE_BYTES) return calloc(1, bytes ? bytes : 1);
   const size_t pages = (bytes + ENGINE_HUGE_PAGE - 1) / ENGINE_HUGE_PAGE;
   void *mem = engine_alloc_first_touch(pages * ENGINE_HUGE_PAGE);
   if (!mem) return NULL;
   engine_parallel_for(pages, engine_parallel_parts(pages, 1), engine_zero_pages, mem);
   return mem;
+}
+
+uint64_t *engine_lock_array(uint64_t words) {
+  const size_t bytes = (size_t)words * sizeof(uint64_t);
+  if (bytes < ENGINE_LOCKS_PARALLEL_BYTES) return calloc((size_t)words, sizeof(uint64_t));
+  return engine_alloc_zeroed_pages(bytes);
 }
 
 int engine_run_serial(const prstm_workload *wl, const prstm_worker_variant *v, prstm_word *words, uint64_t nwords,

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "multi_link.h"
 #include "multi_ranks.h"
+#include "ranges.h"
 #include "unit.h"
 
 #include <pthread.h>
@@ -458,7 +459,9 @@ static int multi_unroute(multi_run *m, unsigned k, prstm_results *res) {
  * ranges, kept in unit order, their writes exchanged; then the cross
  * part on unit 0. */
 static int multi_round(multi_run *m, prstm_results *res, uint64_t *decided) {
+  ENGINE_RANGE_PUSH("multi parts");
   int rc = multi_run_parts(m);
+  ENGINE_RANGE_POP();
   if (rc) return rc;
   multi_part_head head[MULTI_MAX_UNITS];
   memset(head, 0, sizeof head);
@@ -486,22 +489,29 @@ static int multi_round(multi_run *m, prstm_results *res, uint64_t *decided) {
   m->execute_s += longest;
   *decided = 0;
   if (strayed >= 0 && (rc = multi_unroute(m, (unsigned)strayed, res)) != 0) return rc;
-  for (unsigned k = 0; k < m->n; k++) {
+  ENGINE_RANGE_PUSH("multi keep");
+  for (unsigned k = 0; k < m->n && !rc; k++) {
     unit *u = &m->u[k];
     if (!u->n) continue;
     uint64_t d = 0;
     rc = unit_keep(m->e, m->b, u, m->seq_base, res, &d, &m->carry);
-    if (rc) return rc;
     m->seq_base += u->out.q[STM_Q_SEQUENCE];
     *decided += d;
   }
+  ENGINE_RANGE_POP();
+  if (rc) return rc;
   if (strayed < 0) {
-    if (m->n > 1 && (rc = multi_exchange(m, lo, hi)) != 0) return rc;
-    if ((rc = multi_mirror_take(m, lo, hi, m->n)) != 0) return rc;
+    ENGINE_RANGE_PUSH("multi exchange");
+    if (m->n > 1) rc = multi_exchange(m, lo, hi);
+    if (!rc) rc = multi_mirror_take(m, lo, hi, m->n);
+    ENGINE_RANGE_POP();
+    if (rc) return rc;
   }
   if (m->cross.n) {
     uint64_t d = 0;
+    ENGINE_RANGE_PUSH("multi cross");
     rc = multi_run_on_first(m, &m->cross, res, &d);
+    ENGINE_RANGE_POP();
     if (rc) return rc;
     res->cross_rows += d;
     *decided += d;
@@ -631,16 +641,13 @@ static int multi_ranks_agree(multi_run *m) {
   return 0;
 }
 
-static int multi_run_rounds(multi_run *m, prstm_results *res) {
+/* Opens the units this process runs (their replicas, streams and staging,
+ * sized to each unit's share of the batch), the GPUs' link, and the cross
+ * part's room; *round_rows_out: the rows a round hands out. */
+static int multi_open(multi_run *m, uint32_t cpu_threads, uint64_t *round_rows_out) {
   prstm_engine *e = m->e;
   prstm_batch *b = m->b;
-  uint32_t cpu_threads = 0;
-  int rc = multi_units(m, res, &cpu_threads);
-  if (!rc && m->ranked) rc = multi_ranks_agree(m);
-  if (rc) return rc;
-#ifdef PRSTM_HAVE_CUDA
-  if (m->gpu) m->caller_device = backend_gpu_current();
-#endif
+  int rc = 0;
   for (unsigned k = 0; k <= m->n; k++) m->lock_lo[k] = m->nlocks * k / m->n;
   const uint64_t want_rows = b->n ? b->n : 1;
   /* A GPU's unit holds its share of the batch (its slots twice that), so
@@ -700,7 +707,25 @@ static int multi_run_rounds(multi_run *m, prstm_results *res) {
   /* Rows rarely split evenly: a round leaves each unit an eighth of its
    * slots to spare, so that planning seldom falls back to one thread. */
   round_rows -= round_rows / PRSTM_POLICY_MULTI_SLOT_SPARE_PARTS;
-  if ((rc = unit_reserve_rows(e, &m->cross, m->slot[0])) != 0) return rc;
+  *round_rows_out = round_rows;
+  return unit_reserve_rows(e, &m->cross, m->slot[0]);
+}
+
+static int multi_run_rounds(multi_run *m, prstm_results *res) {
+  prstm_engine *e = m->e;
+  prstm_batch *b = m->b;
+  uint32_t cpu_threads = 0;
+  int rc = multi_units(m, res, &cpu_threads);
+  if (!rc && m->ranked) rc = multi_ranks_agree(m);
+  if (rc) return rc;
+#ifdef PRSTM_HAVE_CUDA
+  if (m->gpu) m->caller_device = backend_gpu_current();
+#endif
+  uint64_t round_rows = 0;
+  ENGINE_RANGE_PUSH("multi open");
+  rc = multi_open(m, cpu_threads, &round_rows);
+  ENGINE_RANGE_POP();
+  if (rc) return rc;
   /* The first round probes whether the rows stay in their units' ranges. */
   uint64_t first_round = b->n / PRSTM_POLICY_HETERO_FIRST_ROUND_PARTS;
   if (first_round < PRSTM_POLICY_HETERO_FIRST_ROUND_ROWS) first_round = PRSTM_POLICY_HETERO_FIRST_ROUND_ROWS;
@@ -710,7 +735,9 @@ static int multi_run_rounds(multi_run *m, prstm_results *res) {
   uint64_t decided_last = 1;
   while (m->next_new < b->n ||
          (m->carry.n && decided_last && rounds_after_new++ < PRSTM_POLICY_HETERO_ROUNDS_AFTER_NEW)) {
+    ENGINE_RANGE_PUSH("multi plan");
     rc = multi_plan(m, res->rounds ? round_rows : first_round);
+    ENGINE_RANGE_POP();
     if (!rc) rc = multi_round(m, res, &decided_last);
     if (rc) return rc;
     res->rounds++;
@@ -796,8 +823,10 @@ int engine_run_multi(prstm_engine *e, prstm_batch *b, const prstm_worker_variant
   for (unsigned t = 0; t < e->wl->ntypes; t++)
     if (e->wl->types[t].read_only) m->results = 1;
   int rc = multi_run_rounds(m, res);
+  ENGINE_RANGE_PUSH("multi close");
   multi_link_close(m->link);
   for (unsigned k = 0; k < m->n; k++) unit_close(&m->u[k]);
+  ENGINE_RANGE_POP();
 #ifdef PRSTM_HAVE_CUDA
   if (m->gpu) backend_gpu_make_current(m->caller_device);
 #endif

@@ -26,6 +26,13 @@ void engine_parallel_for(uint64_t n, unsigned parts, engine_part_fn fn, void *ar
  * serialises between threads. Ordinary malloc below that. Freed by free();
  * NULL when out of memory. */
 void *engine_alloc_first_touch(size_t bytes);
+/* The same, zeroed on every core, for memory whose every page is needed at
+ * once (a large lock array, or host memory the GPU's driver is about to
+ * page-lock, which faults its pages in on one thread otherwise): of 8 MiB
+ * and more, whole huge pages aligned to them, so that no other allocation
+ * shares a page of it. Calloc below that. Freed by free(); NULL when out
+ * of memory. */
+void *engine_alloc_zeroed_pages(size_t bytes);
 
 /* A list of copies made as one run of bytes cut into `parts` ranges by
  * engine_parallel_for, so that a few long copies and many short ones are
