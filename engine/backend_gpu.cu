@@ -938,14 +938,6 @@ static int gpu_stream_open(prstm_engine *e, const prstm_worker_variant *v, const
   return 0;
 }
 
-/* Grows a pinned host buffer to at least `need` bytes: first to a
- * sixteenth of `most`, or four times `need` where that is less (and at
- * least `need`), then by doubling up to `most`, so that it is taken again a
- * few times per stream, not per unit: pinned allocation takes
- * milliseconds, and freeing waits for the whole GPU. The
- * contents are not kept: the caller knows that nothing reads the old buffer
- * any more, and that no unit is in flight (gpu_unit_would_grow). A
- * need of 0 takes nothing. */
 /* Pinned host memory of `bytes` for the stream's staging. A large buffer
  * is ordinary memory, touched on every core, then page-locked
  * (cudaHostRegister): cudaHostAlloc took about 0.7 s a GB on an H200's
@@ -981,6 +973,14 @@ static void gpu_pinned_give(backend_stream *g, void *p) {
   if (cudaFreeHost(p) != cudaSuccess) cudaGetLastError();
 }
 
+/* Grows a pinned host buffer to at least `need` bytes: first to a
+ * sixteenth of `most`, or four times `need` where that is less (and at
+ * least `need`), then by doubling up to `most`, so that it is taken again a
+ * few times per stream, not per unit: pinned allocation takes
+ * milliseconds, and freeing waits for the whole GPU. The
+ * contents are not kept: the caller knows that nothing reads the old buffer
+ * any more, and that no unit is in flight (gpu_unit_would_grow). A
+ * need of 0 takes nothing. */
 static int gpu_pinned_grow(backend_stream *g, void **buf, uint64_t *have, uint64_t need, uint64_t most, char *err,
                            size_t errlen) {
   if (need <= *have) return 0;
