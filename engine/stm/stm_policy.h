@@ -107,8 +107,11 @@
  * takes two pinned chunks of STAGED_COPY_CHUNK bytes and keeps them: every
  * copy of a chunk or more then goes through them, filled and emptied by
  * every core in parts of at least STAGED_COPY_BYTES_PER_PART
- * (engine/backend_gpu.cu). Below that total the chunks' pinned allocation
- * costs more than it saves. */
+ * (engine/backend_gpu.cu). Below that total a run page-locks in place
+ * instead (below). The threshold dates from chunks of the driver's pinned
+ * memory, which took 35 to 50 ms; the chunks are now ordinary pages locked
+ * in a few milliseconds, and whether a lower threshold pays is not
+ * measured. */
 #define PRSTM_POLICY_STAGED_COPY_MIN_BYTES (512ull << 20)
 #define PRSTM_POLICY_STAGED_COPY_CHUNK (32ull << 20)
 #define PRSTM_POLICY_STAGED_COPY_BYTES_PER_PART (1ull << 20)
