@@ -111,7 +111,7 @@
  * instead (below). The chunks now cost a few milliseconds, yet a lower
  * threshold does not pay: with 64 MiB, runs of 200 to 260 MB copied their
  * columns, each smaller than a chunk, straight from pageable memory, and
- * took 20 to 33 ms to upload where locking them in place took 9 to 15. */
+ * took 19 to 45 ms to upload where locking them in place took 9 to 18. */
 #define PRSTM_POLICY_STAGED_COPY_MIN_BYTES (512ull << 20)
 #define PRSTM_POLICY_STAGED_COPY_CHUNK (32ull << 20)
 #define PRSTM_POLICY_STAGED_COPY_BYTES_PER_PART (1ull << 20)
