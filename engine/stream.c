@@ -527,7 +527,9 @@ static int stream_start(prstm_stream *s, const prstm_batch *b) {
   backend_stream_info info;
   memset(&info, 0, sizeof info);
   double t0 = engine_now();
+  ENGINE_RANGE_PUSH("stream open");
   int rc = s->ops->stream_open(e, s->v, &shape, &s->bs, &info);
+  ENGINE_RANGE_POP();
   s->res.setup_s += engine_now() - t0;
   if (rc) return rc;
   s->unit_rows = info.unit_rows;
@@ -650,9 +652,13 @@ int prstm_stream_close(prstm_stream *s, prstm_stream_results *out) {
   if (s->bs) {
     /* The state comes back to the engine (a GPU gives it back here). */
     double t0 = engine_now();
+    ENGINE_RANGE_PUSH("stream finish");
     rc = s->ops->stream_finish(e, s->bs, &s->res.aborts, &s->res.postponements, &s->res.sweeps);
+    ENGINE_RANGE_POP();
     if (rc) return stream_failed(s, rc);
+    ENGINE_RANGE_PUSH("stream free");
     s->ops->stream_free(s->bs);
+    ENGINE_RANGE_POP();
     s->bs = NULL;
     s->res.setup_s += engine_now() - t0;
   }
@@ -723,7 +729,12 @@ int engine_run_chunked(prstm_engine *e, prstm_batch *b, prstm_backend backend, c
    * they lie for the run's length: each unit then copies its rows straight
    * from them instead of first into the slot's staging on one core. */
   const backend_ops *ops = s->ops;
-  void *locked = ops->batch_lock_pages ? ops->batch_lock_pages(b) : NULL;
+  void *locked = NULL;
+  if (ops->batch_lock_pages) {
+    ENGINE_RANGE_PUSH("lock pages");
+    locked = ops->batch_lock_pages(b);
+    ENGINE_RANGE_POP();
+  }
   s->progress_batch = b;
   double t0 = engine_now();
   s->progress_clock = (engine_progress_clock){t0, t0};
@@ -736,7 +747,11 @@ int engine_run_chunked(prstm_engine *e, prstm_batch *b, prstm_backend backend, c
   e->last_run_sequences = s->seq_base;
   e->last_run_variant = s->v;
   prstm_stream_destroy(s);
-  if (ops->batch_unlock_pages) ops->batch_unlock_pages(b, locked);
+  if (ops->batch_unlock_pages) {
+    ENGINE_RANGE_PUSH("unlock pages");
+    ops->batch_unlock_pages(b, locked);
+    ENGINE_RANGE_POP();
+  }
   if (rc) return rc;
   res->transactions = b->n;
   res->committed = sr.committed;

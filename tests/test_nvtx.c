@@ -138,6 +138,28 @@ Test(nvtx_gpu, gpu_run_marks_every_phase) {
                 (const char *const[]){"load", "warm-up", "plan", "transfer", "execute", "readback", "free", NULL});
 }
 
+/* A chunked run goes through a stream: its opening, each unit's phases and
+ * its close are marked inside the run range. The CPU backend page-locks
+ * nothing. */
+Test(nvtx, chunked_run_marks_the_stream_and_its_units) {
+  range_log log;
+  cr_assert_eq(run_recorded((const char *const[]){"--backend", "cpu", "--chunk-rows", "2", NULL}, 1, &log), 0);
+  assert_ranges(&log, (const char *const[]){"run", "stream open", "unit fill", "unit launch", "unit wait",
+                                            "unit outcomes", "stream finish", "stream free", NULL});
+  cr_assert(!pushed(&log, "lock pages"), "the CPU backend page-locks no batch");
+}
+
+/* On the GPU a chunked run also marks where it page-locks the batch's
+ * columns for the run and unlocks them at its end (a batch as small as the
+ * good config's is left pageable, inside the same ranges). */
+Test(nvtx_gpu, gpu_chunked_run_marks_the_stream_and_its_pages) {
+  test_need_backend(prstm_workload_find("bank"), PRSTM_BACKEND_GPU);
+  range_log log;
+  cr_assert_eq(run_recorded((const char *const[]){"--backend", "gpu", "--chunk-rows", "2", NULL}, 1, &log), 0);
+  assert_ranges(&log, (const char *const[]){"run", "lock pages", "stream open", "unit launch", "unit wait",
+                                            "stream finish", "stream free", "unlock pages", NULL});
+}
+
 /* A JSON Lines batch marks its parse and the join of its parts inside the
  * batch range. */
 Test(nvtx, jsonl_batch_marks_parse_and_join) {
