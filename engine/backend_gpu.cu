@@ -131,22 +131,36 @@ struct backend_gpu_keep {
   uint64_t copied; /* bytes the engine's whole runs copied, the larger way of each */
 };
 
-/* Takes the pinned chunks: ordinary huge pages, zeroed on every core and
- * page-locked (cudaHostRegister), since the driver's own pinned memory
- * (cudaMallocHost) took 35 to 50 ms for the two. Where they cannot be had,
- * the copies go direct: slower, not wrong. */
+/* Pinned host memory of `bytes` made of ordinary huge pages, zeroed on
+ * every core and then page-locked where they lie (cudaHostRegister): the
+ * driver's own pinned memory (cudaHostAlloc) took about 0.7 s a GB on an
+ * H200's host. NULL where either step fails, with the CUDA error cleared:
+ * the caller then does without, or takes the driver's memory. */
+static void *gpu_locked_pages_take(size_t bytes) {
+  void *p = engine_alloc_zeroed_pages(bytes);
+  if (p && cudaHostRegister(p, bytes, cudaHostRegisterPortable) == cudaSuccess) return p;
+  cudaGetLastError();
+  free(p);
+  return NULL;
+}
+
+/* Gives back memory of gpu_locked_pages_take (NULL: nothing). A failure
+ * cannot be acted on and is cleared. */
+static void gpu_locked_pages_give(void *p) {
+  if (!p) return;
+  if (cudaHostUnregister(p) != cudaSuccess) cudaGetLastError();
+  free(p);
+}
+
+/* Takes the two pinned chunks (gpu_locked_pages_take: cudaMallocHost took
+ * 35 to 50 ms for the two). Where they cannot be had, the copies go
+ * direct: slower, not wrong. */
 static int gpu_staging_open(gpu_staging *s, char *err, size_t errlen) {
   for (int k = 0; k < 2; k++) {
-    s->chunk[k] = (uint8_t *)engine_alloc_zeroed_pages(PRSTM_POLICY_STAGED_COPY_CHUNK);
-    if (!s->chunk[k] ||
-        cudaHostRegister(s->chunk[k], PRSTM_POLICY_STAGED_COPY_CHUNK, cudaHostRegisterPortable) != cudaSuccess) {
-      cudaGetLastError();
-      free(s->chunk[k]);
-      if (k == 1) {
-        cudaHostUnregister(s->chunk[0]);
-        free(s->chunk[0]);
-      }
-      s->chunk[0] = s->chunk[1] = NULL;
+    s->chunk[k] = (uint8_t *)gpu_locked_pages_take(PRSTM_POLICY_STAGED_COPY_CHUNK);
+    if (!s->chunk[k]) {
+      gpu_locked_pages_give(s->chunk[0]);
+      s->chunk[0] = NULL;
       return 0;
     }
   }
@@ -161,8 +175,7 @@ static void gpu_staging_close(gpu_staging *s) {
   if (s->stream) cudaStreamSynchronize(s->stream);
   for (int k = 0; k < 2; k++) {
     if (s->done[k]) cudaEventDestroy(s->done[k]);
-    if (s->chunk[k] && cudaHostUnregister(s->chunk[k]) != cudaSuccess) cudaGetLastError();
-    free(s->chunk[k]);
+    gpu_locked_pages_give(s->chunk[k]);
   }
   if (s->stream) cudaStreamDestroy(s->stream);
   memset(s, 0, sizeof *s);
@@ -949,21 +962,18 @@ static int gpu_stream_open(prstm_engine *e, const prstm_worker_variant *v, const
 }
 
 /* Pinned host memory of `bytes` for the stream's staging. A large buffer
- * is ordinary memory, touched on every core, then page-locked
- * (cudaHostRegister): cudaHostAlloc took about 0.7 s a GB on an H200's
- * host, which a multi-unit run's staging of its share of a batch paid
- * before its first round. Where the driver refuses to lock it, the
- * driver's own pinned memory instead. */
+ * is page-locked in place (gpu_locked_pages_take), which spares a
+ * multi-unit run's staging of its share of a batch the driver's pinned
+ * allocation before its first round; where the driver refuses to lock
+ * it, and for a small one, the driver's own pinned memory. */
 static int gpu_pinned_take(backend_stream *g, void **buf, uint64_t bytes, char *err, size_t errlen) {
   if (bytes >= PRSTM_POLICY_LOCK_PAGES_MIN_BYTES && g->nregistered < GPU_STAGING_BUFFERS) {
-    void *p = engine_alloc_zeroed_pages((size_t)bytes);
-    if (p && cudaHostRegister(p, (size_t)bytes, cudaHostRegisterPortable) == cudaSuccess) {
+    void *p = gpu_locked_pages_take((size_t)bytes);
+    if (p) {
       g->registered[g->nregistered++] = p;
       *buf = p;
       return 0;
     }
-    cudaGetLastError();
-    free(p);
   }
   GPU_CHECK(cudaHostAlloc(buf, bytes, cudaHostAllocDefault));
   return 0;
@@ -976,8 +986,7 @@ static void gpu_pinned_give(backend_stream *g, void *p) {
   for (unsigned i = 0; i < g->nregistered; i++) {
     if (g->registered[i] != p) continue;
     g->registered[i] = g->registered[--g->nregistered];
-    if (cudaHostUnregister(p) != cudaSuccess) cudaGetLastError();
-    free(p);
+    gpu_locked_pages_give(p);
     return;
   }
   if (cudaFreeHost(p) != cudaSuccess) cudaGetLastError();
