@@ -140,19 +140,17 @@ void engine_parallel_for(uint64_t n, unsigned parts, engine_part_fn fn, void *ar
   }
 }
 
-/* engine_parallel_copy: part [from, to) of the pieces' bytes, taken as if
- * the pieces lay end to end. */
+/* engine_parallel_copy: each part copies its range of the pieces' bytes
+ * (engine_copy_range). */
 typedef struct engine_copy_list {
   const engine_copy *pieces;
   size_t npieces;
 } engine_copy_list;
 
-static void engine_copy_part(void *arg, unsigned part, uint64_t from, uint64_t to) {
-  const engine_copy_list *list = arg;
-  (void)part;
+void engine_copy_range(const engine_copy *pieces, size_t npieces, uint64_t from, uint64_t to) {
   uint64_t at = 0;
-  for (size_t j = 0; j < list->npieces && at < to; j++) {
-    const engine_copy *c = &list->pieces[j];
+  for (size_t j = 0; j < npieces && at < to; j++) {
+    const engine_copy *c = &pieces[j];
     const uint64_t a = at, z = at + c->len;
     at = z;
     if (z <= from) continue;
@@ -163,6 +161,12 @@ static void engine_copy_part(void *arg, unsigned part, uint64_t from, uint64_t t
     else
       memset(d, 0, (size_t)(hi - lo));
   }
+}
+
+static void engine_copy_part(void *arg, unsigned part, uint64_t from, uint64_t to) {
+  const engine_copy_list *list = arg;
+  (void)part;
+  engine_copy_range(list->pieces, list->npieces, from, to);
 }
 
 void engine_parallel_copy(const engine_copy *pieces, size_t npieces, unsigned parts) {

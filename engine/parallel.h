@@ -1,4 +1,4 @@
-/* parallel.h: a loop over [0, n) cut into ranges, one thread each, for the engine's and the built-in workloads' host passes, and copies made that way. */
+/* parallel.h: a loop over [0, n) cut into ranges, one thread each, for the engine's and the built-in workloads' host passes, copies made that way, and threads kept for many copies in a row. */
 #ifndef ENGINE_PARALLEL_H
 #define ENGINE_PARALLEL_H
 
@@ -43,6 +43,20 @@ typedef struct engine_copy {
   size_t len;
 } engine_copy;
 void engine_parallel_copy(const engine_copy *pieces, size_t npieces, unsigned parts);
+/* Bytes [from, to) of the pieces, taken as if they lay end to end, on the
+ * calling thread: one part of such a copy. */
+void engine_copy_range(const engine_copy *pieces, size_t npieces, uint64_t from, uint64_t to);
+
+/* Threads kept to share out many copies in a row with the caller
+ * (copy_pool.c): engine_copy_pool_run cuts the pieces as
+ * engine_parallel_copy does, into one part for the caller and one for each
+ * helper, and returns when all are copied; calls must not overlap. Open
+ * returns NULL for 0 helpers or when no thread could be started (copy
+ * without it then). */
+typedef struct engine_copy_pool engine_copy_pool;
+engine_copy_pool *engine_copy_pool_open(unsigned helpers);
+void engine_copy_pool_run(engine_copy_pool *pool, const engine_copy *pieces, size_t npieces);
+void engine_copy_pool_close(engine_copy_pool *pool);
 
 #ifdef __cplusplus
 }

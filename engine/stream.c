@@ -61,6 +61,7 @@ struct prstm_stream {
   uint64_t limit_rows; /* options.chunk_rows or the chunked run's limit; 0: none */
   unsigned nslots, next_slot;
   stream_unit slots[2];
+  engine_copy_pool *copy_pool; /* NULL: copies by copy_rows' threads or the caller */
   stream_item *items;
   uint64_t nitems, items_alloc, first_open;
   stream_origin *queue; /* carried rows waiting, FIFO from queue_head */
@@ -87,18 +88,25 @@ struct prstm_stream {
 
 /* ---- copying rows, on several threads when there are many ---- */
 
-/* The staging of a GPU unit is a copy of tens of MiB from the caller's
- * pageable batch into pinned memory; one core copies at a fraction of what
- * the PCIe link takes, so large copies are shared out among up to half the
- * cores (the other half keep the units in flight going). */
-static void copy_rows(const engine_copy *pieces, size_t npieces) {
-  size_t total = 0;
-  for (size_t j = 0; j < npieces; j++) total += pieces[j].len;
+/* The staging of a GPU unit is a copy from the caller's pageable batch into
+ * pinned memory; one core copies at a fraction of what the PCIe link takes,
+ * so copies are shared out among up to half the cores (the other half keep
+ * the units in flight going): by the stream's pool of threads where it has
+ * one, else by threads started for a large copy. */
+static unsigned copy_parts(void) {
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   unsigned parts = cores > 1 ? (unsigned)(cores / 2) : 1u;
-  if (parts > PRSTM_POLICY_STREAM_MAX_COPY_THREADS) parts = PRSTM_POLICY_STREAM_MAX_COPY_THREADS;
-  if (total < PRSTM_POLICY_STREAM_PARALLEL_BYTES) parts = 1;
-  engine_parallel_copy(pieces, npieces, parts);
+  return parts > PRSTM_POLICY_STREAM_MAX_COPY_THREADS ? PRSTM_POLICY_STREAM_MAX_COPY_THREADS : parts;
+}
+
+static void copy_rows(prstm_stream *s, const engine_copy *pieces, size_t npieces) {
+  size_t total = 0;
+  for (size_t j = 0; j < npieces; j++) total += pieces[j].len;
+  if (s->copy_pool && total >= PRSTM_POLICY_STREAM_POOL_MIN_BYTES) {
+    engine_copy_pool_run(s->copy_pool, pieces, npieces);
+    return;
+  }
+  engine_parallel_copy(pieces, npieces, total < PRSTM_POLICY_STREAM_PARALLEL_BYTES ? 1u : copy_parts());
 }
 
 /* ---- the carry queue ---- */
@@ -318,7 +326,7 @@ static int stream_fill(prstm_stream *s, const stream_unit *u, const backend_stag
       jobs[nj++] = (engine_copy){args + (uint64_t)c * stride,
                                  c < b->ncols ? (const void *)(b->args + (uint64_t)c * b->cap + u->off) : NULL,
                                  (size_t)u->n_new * sizeof *args};
-    copy_rows(jobs, nj);
+    copy_rows(s, jobs, nj);
   }
   free(jobs);
   for (uint64_t k = 0; k < u->n_carry; k++) {
@@ -429,6 +437,11 @@ static int stream_open_on(prstm_engine *e, prstm_backend backend, const char *fa
     return engine_fail(e, PRSTM_ENOGPU, "this build of prstm has no CUDA support");
   }
   s->nslots = s->ops->stream_slots;
+  /* Where a unit's staging is filled while another unit runs (a GPU's two
+   * slots), helpers kept for the stream's life share each fill; a backend
+   * that runs on the host's cores between fills (the CPU's one slot) would
+   * have them spin against its own threads. */
+  if (s->nslots >= 2) s->copy_pool = engine_copy_pool_open(copy_parts() - 1);
   s->opened_at = engine_now();
   for (unsigned t = 0; t < e->wl->ntypes; t++) {
     if (e->wl->types[t].read_only) s->results = 1;
@@ -685,6 +698,7 @@ void prstm_stream_destroy(prstm_stream *s) {
     s->ops->stream_free(s->bs);
   }
   for (unsigned k = 0; k < 2; k++) free(s->slots[k].carry);
+  engine_copy_pool_close(s->copy_pool);
   if (s->journal) {
     prstm_batch_destroy(s->journal->rows);
     free(s->journal->number);
@@ -727,10 +741,17 @@ int engine_run_chunked(prstm_engine *e, prstm_batch *b, prstm_backend backend, c
   if (rc) return rc;
   /* The batch outlives the run, so its columns can be page-locked where
    * they lie for the run's length: each unit then copies its rows straight
-   * from them instead of first into the slot's staging on one core. */
+   * from them. A stream with a pool of copying threads instead fills the
+   * staging of a unit of middling size while the unit before it runs,
+   * which saves the locking and unlocking of the whole batch (milliseconds
+   * for every hundred MiB); the policy's bounds say where that paid. A
+   * unit_rows of 0 (what fits the GPU) is large. */
   const backend_ops *ops = s->ops;
   void *locked = NULL;
-  if (ops->batch_lock_pages) {
+  const uint64_t unit_bytes = unit_rows ? unit_rows * (2 + 8 * (uint64_t)b->ncols) : UINT64_MAX;
+  const int staged = s->copy_pool && unit_bytes >= PRSTM_POLICY_STREAM_STAGED_UNIT_MIN_BYTES &&
+                     unit_bytes < PRSTM_POLICY_STREAM_STAGED_UNIT_MAX_BYTES;
+  if (ops->batch_lock_pages && !staged) {
     ENGINE_RANGE_PUSH("lock pages");
     locked = ops->batch_lock_pages(b);
     ENGINE_RANGE_POP();

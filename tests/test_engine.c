@@ -1,8 +1,9 @@
-/* test_engine.c: the engine handle: backend choice and its fallback, refused runs, the GPU thread count a worker variant asks for, the rounds driver, and the host's parallel copy. */
+/* test_engine.c: the engine handle: backend choice and its fallback, refused runs, the GPU thread count a worker variant asks for, the rounds driver, the host's parallel copy and its pool of copying threads. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "parallel.h"
 #include "prstm.h"
@@ -228,6 +229,28 @@ Test(engine, cpu_threads_beyond_the_limit_are_refused) {
   run_close(&r);
 }
 
+/* Lays out pieces of the given lengths, from consecutive bytes of src to
+ * places in dst each after a guard byte, piece j a zero-fill where (j +
+ * shift) % every == every - 1, and writes into want what dst must hold
+ * after the copy. Both start as 0xEE over `span` bytes, so that a byte
+ * written out of place shows. */
+static void plan_copy(engine_copy *pieces, const size_t *lens, int npieces, const unsigned char *src,
+                      unsigned char *dst, unsigned char *want, size_t span, unsigned every, unsigned shift) {
+  memset(dst, 0xEE, span);
+  memset(want, 0xEE, span);
+  size_t from = 0, to = 1;
+  for (int j = 0; j < npieces; j++) {
+    const int zero = ((unsigned)j + shift) % every == every - 1;
+    pieces[j] = (engine_copy){dst + to, zero ? NULL : src + from, lens[j]};
+    if (zero)
+      memset(want + to, 0, lens[j]);
+    else
+      memcpy(want + to, src + from, lens[j]);
+    from += lens[j];
+    to += lens[j] + 2;
+  }
+}
+
 /* Pieces of awkward lengths (empty ones, zero-fills, one longer than all the
  * rest together) copied in every number of parts: each destination byte is
  * written once, from its own source byte, and nothing around it is touched.
@@ -242,22 +265,46 @@ Test(parallel, copy_lands_every_piece_exactly_in_any_number_of_parts) {
   for (size_t i = 0; i < total; i++) src[i] = (unsigned char)(i * 131 + 7);
   const unsigned parts_to_try[] = {1, 2, 3, 7, 16, ENGINE_MAX_PARTS};
   for (unsigned t = 0; t < sizeof parts_to_try / sizeof *parts_to_try; t++) {
-    memset(dst, 0xEE, total + 2 * NPIECES);
-    memset(want, 0xEE, total + 2 * NPIECES);
     engine_copy pieces[NPIECES];
-    size_t from = 0, to = 1; /* a guard byte before each piece's destination */
-    for (int j = 0; j < NPIECES; j++) {
-      const int zero = j % 3 == 2;
-      pieces[j] = (engine_copy){dst + to, zero ? NULL : src + from, lens[j]};
-      if (zero)
-        memset(want + to, 0, lens[j]);
-      else
-        memcpy(want + to, src + from, lens[j]);
-      from += lens[j];
-      to += lens[j] + 2;
-    }
+    plan_copy(pieces, lens, NPIECES, src, dst, want, total + 2 * NPIECES, 3, 0);
     engine_parallel_copy(pieces, NPIECES, parts_to_try[t]);
     cr_assert(memcmp(dst, want, total + 2 * NPIECES) == 0, "the copy in %u parts differs", parts_to_try[t]);
+  }
+  free(src);
+  free(dst);
+  free(want);
+}
+
+/* A stream's pool of copying threads lands every piece exactly, copy after
+ * copy: back to back (its helpers spinning) and after a pause longer than
+ * their spin (asleep, woken by the next copy), with one helper and with
+ * many. Open refuses no helpers, and a NULL pool closes as nothing. */
+Test(parallel, copy_pool_lands_every_piece_exactly_copy_after_copy, .timeout = 60) {
+  enum { NPIECES = 5, ROUNDS = 40 };
+  const size_t lens[NPIECES] = {1, 0, 70001, 4096, 13};
+  size_t total = 0;
+  for (int j = 0; j < NPIECES; j++) total += lens[j];
+  unsigned char *src = malloc(total), *dst = malloc(total + 2 * NPIECES), *want = malloc(total + 2 * NPIECES);
+  cr_assert(src && dst && want);
+  cr_assert_null(engine_copy_pool_open(0), "a pool of no helpers is no pool");
+  engine_copy_pool_close(NULL);
+  const unsigned helpers_to_try[] = {1, 3, 7};
+  for (unsigned h = 0; h < sizeof helpers_to_try / sizeof *helpers_to_try; h++) {
+    engine_copy_pool *pool = engine_copy_pool_open(helpers_to_try[h]);
+    cr_assert_not_null(pool, "no pool of %u helpers", helpers_to_try[h]);
+    for (unsigned round = 0; round < ROUNDS; round++) {
+      for (size_t i = 0; i < total; i++) src[i] = (unsigned char)(i * 131 + 7 * round + h);
+      engine_copy pieces[NPIECES];
+      plan_copy(pieces, lens, NPIECES, src, dst, want, total + 2 * NPIECES, 4, round);
+      if (round % 8 == 7) {
+        struct timespec pause = {0, 2 * 1000 * 1000}; /* 2 ms: the helpers fall asleep */
+        nanosleep(&pause, NULL);
+      }
+      engine_copy_pool_run(pool, pieces, NPIECES);
+      cr_assert(memcmp(dst, want, total + 2 * NPIECES) == 0, "copy %u with %u helpers differs", round,
+                helpers_to_try[h]);
+    }
+    engine_copy_pool_close(pool);
   }
   free(src);
   free(dst);

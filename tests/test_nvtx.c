@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/wait.h>
 
 #include "prstm.h"
@@ -51,9 +52,9 @@ typedef struct range_log {
   int balanced;
 } range_log;
 
-/* Runs prstm-run on the good config with the extra args, the recorder
+/* Runs prstm-run on config `cfg` with the extra args, the recorder
  * injected (or not), and returns its exit status; *log gets the ranges. */
-static int run_recorded(const char *const *extra, int inject, range_log *log) {
+static int run_recorded_config(const char *cfg, const char *const *extra, int inject, range_log *log) {
   const char *log_path = test_path(workdir, "nvtx.log");
   char log_copy[PATH_MAX];
   snprintf(log_copy, sizeof log_copy, "%s", log_path);
@@ -68,7 +69,7 @@ static int run_recorded(const char *const *extra, int inject, range_log *log) {
   char *argv[16];
   unsigned n = 0;
   argv[n++] = program;
-  argv[n++] = config;
+  argv[n++] = (char *)cfg;
   argv[n++] = "--quiet";
   for (const char *const *a = extra; *a; a++) argv[n++] = (char *)*a;
   argv[n] = NULL;
@@ -101,6 +102,11 @@ static int run_recorded(const char *const *extra, int inject, range_log *log) {
     if (depth != 0) log->balanced = 0;
   }
   return WEXITSTATUS(wstatus);
+}
+
+/* The same on the good config. */
+static int run_recorded(const char *const *extra, int inject, range_log *log) {
+  return run_recorded_config(config, extra, inject, log);
 }
 
 static int pushed(const range_log *log, const char *name) {
@@ -149,15 +155,39 @@ Test(nvtx, chunked_run_marks_the_stream_and_its_units) {
   cr_assert(!pushed(&log, "lock pages"), "the CPU backend page-locks no batch");
 }
 
-/* On the GPU a chunked run also marks where it page-locks the batch's
- * columns for the run and unlocks them at its end (a batch as small as the
- * good config's is left pageable, inside the same ranges). */
+/* On the GPU a chunked run of small units copies them straight from the
+ * batch, page-locked for the run, and marks that too. */
 Test(nvtx_gpu, gpu_chunked_run_marks_the_stream_and_its_pages) {
   test_need_backend(prstm_workload_find("bank"), PRSTM_BACKEND_GPU);
   range_log log;
   cr_assert_eq(run_recorded((const char *const[]){"--backend", "gpu", "--chunk-rows", "2", NULL}, 1, &log), 0);
   assert_ranges(&log, (const char *const[]){"run", "lock pages", "stream open", "unit launch", "unit wait",
                                             "stream finish", "stream free", "unlock pages", NULL});
+}
+
+/* Units of middling size (here 50,000 transfers, 1.3 MB) are staged by the
+ * stream's copying threads instead, where the host has the cores for them
+ * (four or more): the batch is never page-locked. */
+Test(nvtx_gpu, gpu_chunked_run_of_middling_units_stages_them) {
+  test_need_backend(prstm_workload_find("bank"), PRSTM_BACKEND_GPU);
+  char cfg[PATH_MAX];
+  snprintf(cfg, sizeof cfg, "%s", test_path(workdir, "middling.json"));
+  FILE *f = fopen(cfg, "w");
+  cr_assert_not_null(f, "cannot write %s", cfg);
+  fputs(
+      "{\"workload\": \"bank\", \"state\": {\"accounts\": 100000, \"initial_balance\": 1000},\n"
+      " \"batch\": {\"generate\": {\"transactions\": 200000, \"seed\": 3, \"mix\": {\"transfer\": 1.0}}}}\n",
+      f);
+  fclose(f);
+  range_log log;
+  cr_assert_eq(
+      run_recorded_config(cfg, (const char *const[]){"--backend", "gpu", "--chunk-rows", "50000", NULL}, 1, &log), 0);
+  assert_ranges(&log, (const char *const[]){"run", "stream open", "unit fill", "unit launch", "unit wait", NULL});
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  if (cores >= 4)
+    cr_assert(!pushed(&log, "lock pages"), "units of 1.3 MB on a host of %ld cores are staged, not page-locked", cores);
+  else
+    cr_assert(pushed(&log, "lock pages"), "no copying threads on a host of %ld cores, yet no page-locking", cores);
 }
 
 /* A JSON Lines batch marks its parse and the join of its parts inside the

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "bank_body.h"
 #include "prstm.h"
@@ -678,13 +679,15 @@ Test(pages_gpu, whole_run_locks_large_ranges_only_while_it_runs) {
   prstm_batch_destroy(b);
 }
 
-/* A chunked GPU run locks the whole batch, type and status columns too, so
- * that each unit copies its rows straight from it, and gives it back. */
+/* A chunked GPU run of large units (here 200,000 rows, 5.2 MB, at least
+ * PRSTM_POLICY_STREAM_STAGED_UNIT_MAX_BYTES) locks the whole batch, type
+ * and status columns too, so that each unit copies its rows straight from
+ * it, and gives it back. */
 Test(pages_gpu, chunked_run_locks_the_batch_only_while_it_runs) {
   need_backend(PRSTM_BACKEND_GPU);
   prstm_batch *b = pages_batch();
   pages_log log = {b, 1, 0, 0};
-  run_pages(b, 100000, &log);
+  run_pages(b, 200000, &log);
   cr_assert_gt(log.reports, 0);
   cr_assert_eq(log.locked, log.reports, "%llu of %llu reports saw the batch locked", (unsigned long long)log.locked,
                (unsigned long long)log.reports);
@@ -692,6 +695,25 @@ Test(pages_gpu, chunked_run_locks_the_batch_only_while_it_runs) {
   cr_assert_eq(test_host_pages_locked(b->args), 0, "arguments given back");
   cr_assert_eq(test_host_pages_locked(b->type), 0, "types given back");
   cr_assert_eq(test_host_pages_locked(b->status), 0, "statuses given back");
+  prstm_batch_destroy(b);
+}
+
+/* Units of middling size (here 100,000 rows, 2.6 MB) are staged by the
+ * stream's copying threads where the host has the cores for them (four or
+ * more): no progress report sees any column of the batch locked, and the
+ * outcomes and state are the CPU backend's. With fewer cores the batch is
+ * locked as for large units. */
+Test(pages_gpu, chunked_run_of_middling_units_leaves_the_batch_pageable) {
+  need_backend(PRSTM_BACKEND_GPU);
+  prstm_batch *b = pages_batch();
+  pages_log log = {b, 0, 0, 0};
+  run_pages(b, 100000, &log);
+  cr_assert_gt(log.reports, 0);
+  const uint64_t want = sysconf(_SC_NPROCESSORS_ONLN) >= 4 ? 0 : log.reports;
+  cr_assert_eq(log.locked, want, "%llu of %llu reports saw the arguments locked, where %llu should",
+               (unsigned long long)log.locked, (unsigned long long)log.reports, (unsigned long long)want);
+  cr_assert_eq(b->registered, 0);
+  cr_assert_eq(test_host_pages_locked(b->args), 0, "arguments pageable after the run");
   prstm_batch_destroy(b);
 }
 

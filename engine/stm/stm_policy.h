@@ -134,6 +134,20 @@
  * thread alone; larger ones by up to STREAM_MAX_COPY_THREADS threads. */
 #define PRSTM_POLICY_STREAM_PARALLEL_BYTES (4ull << 20)
 #define PRSTM_POLICY_STREAM_MAX_COPY_THREADS 8
+/* A stream whose staging is filled while another unit runs (a GPU's) keeps
+ * STREAM_MAX_COPY_THREADS - 1 helpers at most (half the cores, less the
+ * caller's) for its life, which share every fill of at least
+ * STREAM_POOL_MIN_BYTES. A chunked run on such a stream leaves its batch
+ * pageable, and stages its units, when a unit's rows have from
+ * STREAM_STAGED_UNIT_MIN_BYTES to less than STREAM_STAGED_UNIT_MAX_BYTES:
+ * there a unit's fill and launch hid under the kernel before it, and the
+ * run saved the locking of the batch (YCSB's 1 MB units). Smaller units
+ * were bound by the host's launch, which staging lengthened (bank
+ * transfers' 260 KB units), larger ones by the fill; both are copied
+ * straight from the batch, page-locked for the run (LOCK_PAGES_MIN_BYTES). */
+#define PRSTM_POLICY_STREAM_POOL_MIN_BYTES (64ull << 10)
+#define PRSTM_POLICY_STREAM_STAGED_UNIT_MIN_BYTES (512ull << 10)
+#define PRSTM_POLICY_STREAM_STAGED_UNIT_MAX_BYTES (4ull << 20)
 
 /* ---- Co-execution (host, engine/hetero.c) ---- */
 
