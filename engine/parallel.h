@@ -48,11 +48,11 @@ void engine_parallel_copy(const engine_copy *pieces, size_t npieces, unsigned pa
 void engine_copy_range(const engine_copy *pieces, size_t npieces, uint64_t from, uint64_t to);
 
 /* Threads kept to share out many copies in a row with the caller
- * (copy_pool.c): engine_copy_pool_run cuts the pieces as
- * engine_parallel_copy does, into one part for the caller and one for each
- * helper, and returns when all are copied; calls must not overlap. Open
- * returns NULL for 0 helpers or when no thread could be started (copy
- * without it then). */
+ * (copy_pool.c): engine_copy_pool_run takes the pieces as one run of bytes,
+ * as engine_parallel_copy does, cut into 64 KiB chunks that the caller and
+ * the helpers claim one at a time, and returns when all are copied; calls
+ * must not overlap. Open returns NULL for 0 helpers or when no thread
+ * could be started (copy without it then). */
 typedef struct engine_copy_pool engine_copy_pool;
 engine_copy_pool *engine_copy_pool_open(unsigned helpers);
 void engine_copy_pool_run(engine_copy_pool *pool, const engine_copy *pieces, size_t npieces);

@@ -130,8 +130,10 @@
 /* The most new rows of one GPU unit, so that its pinned staging stays a few
  * hundred MiB. */
 #define PRSTM_POLICY_STREAM_MAX_UNIT_ROWS (8ull << 20)
-/* Copies into a unit's staging smaller than this are made by the calling
- * thread alone; larger ones by up to STREAM_MAX_COPY_THREADS threads. */
+/* Without the copying threads below (the CPU's streams, or a host of
+ * fewer than four cores), copies into a unit's staging smaller than this
+ * are made by the calling thread alone; larger ones by up to
+ * STREAM_MAX_COPY_THREADS threads started for the copy. */
 #define PRSTM_POLICY_STREAM_PARALLEL_BYTES (4ull << 20)
 #define PRSTM_POLICY_STREAM_MAX_COPY_THREADS 8
 /* A stream whose staging is filled while another unit runs (a GPU's) keeps
