@@ -163,10 +163,14 @@ PRSTM_INLINE unsigned cmp_attempt(prstm_tx *tx, const prstm_exec_ctx *ctx, uint6
      * failing every commit. */
     if (tx->state == STM_TX_OK && outcome == PRSTM_COMMIT) stm_tx_settle_ticket(tx);
 #endif
-    if (tx->state == STM_TX_CAPACITY || tx->state == STM_TX_BAD_ADDRESS) {
+    if (tx->state >= STM_TX_CAPACITY) {
       /* Only a consistent snapshot may fail a transaction: a doomed attempt
-       * that computed a wild address is retried instead. */
-      unsigned why = tx->state == STM_TX_CAPACITY ? TXTABLE_REASON_CAPACITY : TXTABLE_REASON_BAD_ADDRESS;
+       * that computed a wild address is retried instead. A row sent away
+       * (STM_TX_AWAY) is failed here with a reason of its own, which the
+       * host never keeps: it runs the row again where every word is held. */
+      unsigned why = tx->state == STM_TX_CAPACITY      ? TXTABLE_REASON_CAPACITY
+                     : tx->state == STM_TX_BAD_ADDRESS ? TXTABLE_REASON_BAD_ADDRESS
+                                                       : TXTABLE_REASON_AWAY;
       tx->state = STM_TX_OK;
       stm_tx_drop_writes(tx);
       if (stm_tx_commit(tx, seqp)) {

@@ -733,6 +733,10 @@ struct backend_stream {
    * their progress words. */
   uint64_t aborts, postponements, sweeps;
   uint64_t nwords, lock_words; /* lock_words: engine_lock_array_words */
+  /* The first word and the first lock the stream holds: 0, except in a
+   * unit of a partitioned state (engine/multi.c), which holds words
+   * [held_lo, held_lo + nwords) and their locks alone. */
+  uint64_t held_lo, lock_lo;
   gpu_slot slot[2];
   cudaStream_t copy, back, monitor;
   uint64_t *h_watch; /* pinned: the progress words as the watchdog last saw them, then the stop word */
@@ -851,8 +855,12 @@ static int gpu_stream_open_checked(prstm_engine *e, backend_stream *g, int resul
   if (rc) return rc;
   g->threads = threads;
   g->threads_given = e->opt.threads != 0;
-  g->nwords = e->nwords;
-  g->lock_words = engine_lock_array_words(e->wl, (e->nwords + e->opt.lock_coverage - 1) / e->opt.lock_coverage);
+  const uint64_t cov = e->opt.lock_coverage;
+  g->held_lo = e->unit_held_hi ? e->unit_held_lo : 0;
+  g->nwords = e->unit_held_hi ? e->unit_held_hi - e->unit_held_lo : e->nwords;
+  g->lock_lo = g->held_lo / cov;
+  const uint64_t held_locks = (g->held_lo + g->nwords + cov - 1) / cov - g->lock_lo;
+  g->lock_words = engine_lock_array_words(e->wl, held_locks);
 
   cudaDeviceProp prop;
   GPU_CHECK(cudaGetDeviceProperties(&prop, g->device));
@@ -896,7 +904,7 @@ static int gpu_stream_open_checked(prstm_engine *e, backend_stream *g, int resul
     rc = gpu_stream_alloc_slot(g, &g->slot[k], results, err, errlen);
     if (rc) return rc;
   }
-  GPU_CHECK(cudaMemcpy(g->words, e->words, 8 * g->nwords, cudaMemcpyHostToDevice));
+  GPU_CHECK(cudaMemcpy(g->words, e->words + g->held_lo, 8 * g->nwords, cudaMemcpyHostToDevice));
   /* Cleared once: every unit gives back every lock it took, so they are
    * free from one unit to the next. */
   GPU_CHECK(cudaMemset(g->locks, 0, 8 * g->lock_words));
@@ -908,6 +916,15 @@ static int gpu_stream_open_checked(prstm_engine *e, backend_stream *g, int resul
   engine_ctx_fill_common(e, &none, threads, &g->base);
   g->base.words = g->words;
   engine_ctx_set_locks(&g->base, e->wl, g->locks);
+  if (e->unit_held_hi) {
+    /* A partitioned unit's words and locks are indexed as the whole
+     * state's are: the context points before its memory by the words and
+     * locks it does not hold, and its accesses never leave the held range
+     * (stm_tx_holds), so nothing is read or written outside the memory. */
+    g->base.words = g->words - g->held_lo;
+    g->base.locks = g->locks - g->lock_lo;
+    if (g->base.add_counts) g->base.add_counts = g->locks + held_locks - g->lock_lo;
+  }
   g->base.read_marks = g->base.write_marks = NULL;
   if (e->unit_read_marks) {
     g->nlocks = g->base.nlocks;
@@ -1295,7 +1312,7 @@ static int gpu_stream_finish(prstm_engine *e, backend_stream *g, uint64_t *abort
   size_t errlen = sizeof e->err;
   GPU_CHECK(cudaSetDevice(g->device));
   GPU_CHECK(cudaDeviceSynchronize());
-  GPU_CHECK(cudaMemcpy(e->words, g->words, 8 * g->nwords, cudaMemcpyDeviceToHost));
+  GPU_CHECK(cudaMemcpy(e->words + g->held_lo, g->words, 8 * g->nwords, cudaMemcpyDeviceToHost));
   *aborts += g->aborts;
   *postponements += g->postponements;
   *sweeps += g->sweeps;
@@ -1309,10 +1326,10 @@ static int gpu_state_read(prstm_engine *e, backend_stream *g, prstm_word *words,
   char *err = e->err;
   size_t errlen = sizeof e->err;
   GPU_CHECK(cudaSetDevice(g->device));
-  if (from > to || to > g->nwords)
+  if (from > to || from < g->held_lo || to - g->held_lo > g->nwords)
     return engine_fail(e, PRSTM_EINVAL, "words %llu to %llu are not in the replica", (unsigned long long)from,
                        (unsigned long long)to);
-  GPU_CHECK(cudaMemcpy(words + from, g->words + from, 8 * (to - from), cudaMemcpyDeviceToHost));
+  GPU_CHECK(cudaMemcpy(words + from, g->words + (from - g->held_lo), 8 * (to - from), cudaMemcpyDeviceToHost));
   return 0;
 }
 
@@ -1320,10 +1337,10 @@ static int gpu_state_write(prstm_engine *e, backend_stream *g, const prstm_word 
   char *err = e->err;
   size_t errlen = sizeof e->err;
   GPU_CHECK(cudaSetDevice(g->device));
-  if (from > to || to > g->nwords)
+  if (from > to || from < g->held_lo || to - g->held_lo > g->nwords)
     return engine_fail(e, PRSTM_EINVAL, "words %llu to %llu are not in the replica", (unsigned long long)from,
                        (unsigned long long)to);
-  GPU_CHECK(cudaMemcpy(g->words + from, words + from, 8 * (to - from), cudaMemcpyHostToDevice));
+  GPU_CHECK(cudaMemcpy(g->words + (from - g->held_lo), words + from, 8 * (to - from), cudaMemcpyHostToDevice));
   return 0;
 }
 
@@ -1347,7 +1364,7 @@ static int gpu_footprint_take(prstm_engine *e, backend_stream *g) {
   return 0;
 }
 
-static uint64_t *gpu_state_device(backend_stream *g) { return g->words; }
+static uint64_t *gpu_state_device(backend_stream *g) { return g->words - g->held_lo; }
 
 /* A chunked run's batch: locked whole or not at all, since a unit copies
  * its rows direct only from a batch whose type, status and argument

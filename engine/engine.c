@@ -49,6 +49,7 @@ int prstm_engine_create(prstm_engine **out, const prstm_workload *wl, const prst
                      (int)TXTABLE_REASON_RETRY_LIMIT == (int)PRSTM_REASON_RETRY_LIMIT &&
                      (int)TXTABLE_REASON_QUIESCENT == (int)PRSTM_REASON_QUIESCENT,
                  "the table stores the PRSTM_REASON_* values");
+  _Static_assert((int)TXTABLE_REASON_AWAY < (int)PRSTM_REASON_USER, "the host's own reason is no workload's");
   _Static_assert(PRSTM_POLICY_PROGRESS_BATCH * 32 <= CMP_PACK_MASK,
                  "a warp's unpublished decisions fit a packed field");
   if (e->opt.threads > PRSTM_MAX_THREADS)

@@ -67,6 +67,11 @@ struct prstm_engine {
    * (multi.c) keeps only the span of its footprint instead (STM_SPAN_WORDS
    * words, prstm_exec_ctx.span); NULL in every other engine. */
   uint64_t *unit_span;
+  /* A unit of a run whose units partition the state (multi.c) holds only
+   * words [unit_held_lo, unit_held_hi) (its GPU's memory has no others,
+   * and its rows may touch no others); both 0 in every other engine, which
+   * holds every word. */
+  uint64_t unit_held_lo, unit_held_hi;
   /* The GPU a unit's stream runs on (CUDA's device index); -1 elsewhere:
    * a stream runs on the calling thread's current device. */
   int unit_device;

@@ -29,6 +29,8 @@ int engine_fail(prstm_engine *e, int code, const char *fmt, ...) {
 void engine_ctx_fill_common(const prstm_engine *e, const prstm_batch *b, uint32_t threads, prstm_exec_ctx *ctx) {
   memset(ctx, 0, sizeof *ctx);
   ctx->nwords = e->nwords;
+  ctx->held_lo = e->unit_held_hi ? e->unit_held_lo : 0;
+  ctx->held_n = e->unit_held_hi ? e->unit_held_hi - e->unit_held_lo : e->nwords;
   ctx->lock_coverage = e->opt.lock_coverage;
   ctx->nlocks = (e->nwords + e->opt.lock_coverage - 1) / e->opt.lock_coverage;
   ctx->table.n = b->n;
@@ -225,6 +227,7 @@ int engine_run_serial(const prstm_workload *wl, const prstm_worker_variant *v, p
   memset(&ctx, 0, sizeof ctx);
   ctx.words = words;
   ctx.nwords = nwords;
+  ctx.held_n = nwords;
   ctx.lock_coverage = lock_coverage;
   ctx.nlocks = (nwords + lock_coverage - 1) / lock_coverage;
   ctx.table = *table;

@@ -128,7 +128,7 @@ static int hetero_reconcile(hetero_run *h, int *kept, double *copy_s) {
 
 /* Keeps a part's outcomes, its commit order after every earlier part's. */
 static int hetero_keep(hetero_run *h, unit *u, prstm_results *res, uint64_t *decided) {
-  int rc = unit_keep(h->e, h->b, u, h->seq_base, res, decided, &h->carry);
+  int rc = unit_keep(h->e, h->b, u, h->seq_base, res, decided, &h->carry, NULL);
   if (!rc) h->seq_base += u->out.q[STM_Q_SEQUENCE];
   return rc;
 }
@@ -412,8 +412,8 @@ static int hetero_run_rounds(hetero_run *h, prstm_results *res, hetero_probe *pr
     snprintf(res->fallback, sizeof res->fallback, "%s: the second unit runs on CPU threads too", why);
   }
   const unit_shape shape = {b, h->v, h->results, h->nlocks, max_round, 0, 0};
-  int rc = unit_open(e, a, &shape, PRSTM_BACKEND_CPU, cpu_threads, 0);
-  if (!rc) rc = unit_open(e, bu, &shape, gpu ? PRSTM_BACKEND_GPU : PRSTM_BACKEND_CPU, gpu ? 0 : cpu_threads, 0);
+  int rc = unit_open(e, a, &shape, PRSTM_BACKEND_CPU, cpu_threads, 0, 0, 0);
+  if (!rc) rc = unit_open(e, bu, &shape, gpu ? PRSTM_BACKEND_GPU : PRSTM_BACKEND_CPU, gpu ? 0 : cpu_threads, 0, 0, 0);
   if (rc) return rc;
   if (bu->info.slot_rows < max_round) max_round = bu->info.slot_rows;
   if (gpu) {

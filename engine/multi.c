@@ -74,7 +74,15 @@ typedef struct multi_run {
   int routed;         /* rows go to the unit that owns their words (until one strays) */
   int caller_device;  /* the caller's current GPU, made current again at the end */
   double execute_s;   /* the units' execution: each round's longest part, and its cross part */
-  prstm_word *mirror; /* the state as the current round began */
+  prstm_word *mirror; /* the state as the current round began (replicas only) */
+  /* A partitioned state: each unit holds its range of the words alone, and
+   * the host, which holds them all, runs the cross rows and the rows the
+   * units sent away (docs/MULTIGPU.md). */
+  int partitioned;
+  unit host;                          /* the host's unit: the run's own words, on its cores */
+  unit_rowlist away;                  /* rows a unit sent away, for the host */
+  uint64_t stale_lo[MULTI_MAX_UNITS]; /* words a GPU unit wrote that the host's words lack */
+  uint64_t stale_hi[MULTI_MAX_UNITS];
 } multi_run;
 
 /* Whether unit k runs in this process. */
@@ -394,14 +402,43 @@ static int multi_share(multi_run *m, unsigned slot, unit *u, int root, multi_par
   return 0;
 }
 
-/* Runs the cross part (or the final rows) on unit 0 and keeps it: its
- * rows were staged into m->cross's list, which borrows unit 0's stream. */
+/* A partitioned state: the host's words take what the GPU units wrote
+ * since they last did, before the host runs rows on them. */
+static int multi_pull_stale(multi_run *m) {
+  for (unsigned k = 0; k < m->n; k++) {
+    unit *u = &m->u[k];
+    if (m->stale_hi[k] <= m->stale_lo[k]) continue;
+    int rc = u->ops->state_read(u->e, u->bs, m->e->words, m->stale_lo[k], m->stale_hi[k]);
+    if (rc) return engine_fail(m->e, rc, "%s %u: %s", unit_name(u), k, u->e->err);
+    m->stale_lo[k] = m->stale_hi[k] = 0;
+  }
+  return 0;
+}
+
+/* A partitioned state: what the host wrote, words [lo, hi), goes to the
+ * GPU units that hold them. */
+static int multi_push_written(multi_run *m, uint64_t lo, uint64_t hi) {
+  for (unsigned k = 0; k < m->n && hi > lo; k++) {
+    unit *u = &m->u[k];
+    const uint64_t from = lo > u->e->unit_held_lo ? lo : u->e->unit_held_lo;
+    const uint64_t to = hi < u->e->unit_held_hi ? hi : u->e->unit_held_hi;
+    if (to <= from) continue;
+    int rc = u->ops->state_write(u->e, u->bs, m->e->words, from, to);
+    if (rc) return engine_fail(m->e, rc, "%s %u: %s", unit_name(u), k, u->e->err);
+  }
+  return 0;
+}
+
+/* Runs the cross part (or the final rows) and keeps it: its rows were
+ * staged into m->cross's list, which borrows the stream of unit 0, or of
+ * the host's unit where the state is partitioned. */
 static int multi_run_on_first(multi_run *m, unit *part, prstm_results *res, uint64_t *decided) {
   multi_part_head head;
   memset(&head, 0, sizeof head);
   int rc = 0;
+  if (m->partitioned && m->gpu && (rc = multi_pull_stale(m)) != 0) return rc;
   if (multi_local(m, 0)) {
-    unit *u0 = &m->u[0];
+    unit *u0 = m->partitioned ? &m->host : &m->u[0];
     part->e = u0->e;
     part->ops = u0->ops;
     part->bs = u0->bs;
@@ -420,9 +457,10 @@ static int multi_run_on_first(multi_run *m, unit *part, prstm_results *res, uint
   }
   if (m->ranked && (rc = multi_share(m, m->n, part, 0, &head)) != 0) return rc;
   m->execute_s += part->execute_s;
-  rc = unit_keep(m->e, m->b, part, m->seq_base, res, decided, &m->carry);
+  rc = unit_keep(m->e, m->b, part, m->seq_base, res, decided, &m->carry, NULL);
   if (rc) return rc;
   m->seq_base += part->out.q[STM_Q_SEQUENCE];
+  if (m->partitioned) return m->gpu ? multi_push_written(m, head.lo, head.hi) : 0;
   uint64_t lo[MULTI_MAX_UNITS] = {0}, hi[MULTI_MAX_UNITS] = {0};
   lo[0] = head.lo;
   hi[0] = head.hi;
@@ -482,7 +520,7 @@ static int multi_round(multi_run *m, prstm_results *res, uint64_t *decided) {
   for (unsigned k = 0; k < m->n; k++) {
     if (!m->u[k].n) continue;
     if (head[k].execute_s > longest) longest = head[k].execute_s;
-    if (strayed < 0 && head[k].strayed) strayed = (int)k;
+    if (strayed < 0 && head[k].strayed && !m->partitioned) strayed = (int)k;
     lo[k] = head[k].lo;
     hi[k] = head[k].hi;
   }
@@ -494,13 +532,34 @@ static int multi_round(multi_run *m, prstm_results *res, uint64_t *decided) {
     unit *u = &m->u[k];
     if (!u->n) continue;
     uint64_t d = 0;
-    rc = unit_keep(m->e, m->b, u, m->seq_base, res, &d, &m->carry);
+    rc = unit_keep(m->e, m->b, u, m->seq_base, res, &d, &m->carry, m->partitioned ? &m->away : NULL);
     m->seq_base += u->out.q[STM_Q_SEQUENCE];
     *decided += d;
   }
   ENGINE_RANGE_POP();
   if (rc) return rc;
-  if (strayed < 0) {
+  if (m->partitioned) {
+    /* No replica to bring up to date: the host's words lack what the GPU
+     * units wrote until the host next needs them, and the rows the units
+     * sent away run on the host after the round's cross rows. */
+    for (unsigned k = 0; k < m->n && m->gpu; k++) {
+      if (hi[k] <= lo[k]) continue;
+      if (m->stale_hi[k] <= m->stale_lo[k]) {
+        m->stale_lo[k] = lo[k];
+        m->stale_hi[k] = hi[k];
+      } else {
+        if (lo[k] < m->stale_lo[k]) m->stale_lo[k] = lo[k];
+        if (hi[k] > m->stale_hi[k]) m->stale_hi[k] = hi[k];
+      }
+    }
+    if (m->away.n) {
+      if ((rc = unit_reserve_rows(m->e, &m->cross, m->cross.n + m->away.n)) != 0) return rc;
+      memcpy(m->cross.rows + m->cross.n, m->away.row, (size_t)m->away.n * sizeof *m->away.row);
+      m->cross.n += m->away.n;
+      res->away_rows += m->away.n;
+      m->away.n = 0;
+    }
+  } else if (strayed < 0) {
     ENGINE_RANGE_PUSH("multi exchange");
     if (m->n > 1) rc = multi_exchange(m, lo, hi);
     if (!rc) rc = multi_mirror_take(m, lo, hi, m->n);
@@ -545,6 +604,10 @@ static int multi_units(multi_run *m, prstm_results *res, uint32_t *cpu_threads) 
                          MULTI_MAX_UNITS, size);
     if (want && want != (unsigned)size)
       return engine_fail(e, PRSTM_EINVAL, "mpirun started %d ranks, and the options ask for %u units", size, want);
+    if (m->partitioned)
+      return engine_fail(e, PRSTM_EINVAL,
+                         "a partitioned state runs in one process (the units of one host); ranks that mpirun "
+                         "starts each hold a replica: leave partition_state off");
     m->ranked = 1;
     m->rank = rank;
     m->n = (unsigned)size;
@@ -585,7 +648,7 @@ static int multi_units(multi_run *m, prstm_results *res, uint32_t *cpu_threads) 
       m->gpu = 0;
       snprintf(why, sizeof why, "%u units were asked for, and this host has %d GPU%s", m->n, count,
                count == 1 ? "" : "s");
-    } else if (m->n == 1 || multi_link_available()) {
+    } else if (m->n == 1 || m->partitioned || multi_link_available()) {
       *cpu_threads = 0;
       return 0;
     } else {
@@ -659,10 +722,21 @@ static int multi_open(multi_run *m, uint32_t cpu_threads, uint64_t *round_rows_o
   const unit_shape shape = {
       b, m->v, m->results, m->nlocks, want_rows, share > PRSTM_POLICY_STREAM_MAX_UNIT_ROWS ? share : 0, 1};
   int devices[MULTI_MAX_UNITS];
+  const uint64_t cov = e->opt.lock_coverage;
   for (unsigned k = 0; k < m->n; k++) {
     devices[k] = m->ranked ? m->rank_device : (int)k;
     if (!multi_local(m, k)) continue;
-    rc = unit_open(e, &m->u[k], &shape, m->gpu ? PRSTM_BACKEND_GPU : PRSTM_BACKEND_CPU, cpu_threads, devices[k]);
+    /* A partitioned unit holds the words under its locks alone. */
+    uint64_t held_lo = 0, held_hi = 0;
+    if (m->partitioned) {
+      held_lo = m->lock_lo[k] * cov < e->nwords ? m->lock_lo[k] * cov : e->nwords;
+      held_hi = m->lock_lo[k + 1] * cov < e->nwords ? m->lock_lo[k + 1] * cov : e->nwords;
+      if (held_hi <= held_lo)
+        return engine_fail(e, PRSTM_EINVAL, "a state of %llu words is too small to partition among %u units",
+                           (unsigned long long)e->nwords, m->n);
+    }
+    rc = unit_open(e, &m->u[k], &shape, m->gpu ? PRSTM_BACKEND_GPU : PRSTM_BACKEND_CPU, cpu_threads, devices[k],
+                   held_lo, held_hi);
     if (rc) return rc;
     m->u[k].fill_parts = 1;
     m->replica[k] = m->gpu ? m->u[k].ops->state_device(m->u[k].bs) : m->u[k].e->words;
@@ -676,8 +750,15 @@ static int multi_open(multi_run *m, uint32_t cpu_threads, uint64_t *round_rows_o
     /* No part is longer than the batch (a CPU's slots are twice it). */
     if (m->slot[k] > want_rows) m->slot[k] = want_rows;
   }
+  /* The host's unit runs on every core (the units are idle meanwhile), on
+   * the run's own words; engine.threads counts GPU threads where the units
+   * are GPUs. */
+  if (m->partitioned &&
+      (rc = unit_open(e, &m->host, &shape, PRSTM_BACKEND_CPU, m->gpu ? 0 : e->opt.threads, -1, 0, e->nwords)) != 0)
+    return rc;
 #ifdef PRSTM_HAVE_CUDA
-  if (m->gpu && m->n > 1) {
+  /* A partitioned state has no replicas to exchange between GPUs. */
+  if (m->gpu && m->n > 1 && !m->partitioned) {
     rc = m->ranked ? multi_link_open_rank(&m->link, m->rank_device, m->rank, m->n, e->err, sizeof e->err)
                    : multi_link_open(&m->link, devices, m->n, e->err, sizeof e->err);
     if (rc) return rc;
@@ -718,6 +799,22 @@ static int multi_run_rounds(multi_run *m, prstm_results *res) {
   int rc = multi_units(m, res, &cpu_threads);
   if (!rc && m->ranked) rc = multi_ranks_agree(m);
   if (rc) return rc;
+  if (m->partitioned && m->nlocks < m->n) {
+    /* Some unit's range would hold no lock, and so no word. */
+    m->partitioned = 0;
+    const size_t used = strlen(res->fallback);
+    snprintf(res->fallback + used, sizeof res->fallback - used,
+             "%sthe state has %llu locks, fewer than the %u units: every unit holds a replica of it", used ? "; " : "",
+             (unsigned long long)m->nlocks, m->n);
+  }
+  /* Replicas are reset from the mirror where a unit strays out of its
+   * range; a partitioned unit cannot (it sends such rows away). */
+  if (!m->partitioned) {
+    m->mirror = malloc((size_t)(e->nwords ? e->nwords : 1) * sizeof *m->mirror);
+    if (!m->mirror)
+      return engine_fail(e, PRSTM_ENOMEM, "cannot keep a mirror of %llu words", (unsigned long long)e->nwords);
+    memcpy(m->mirror, e->words, (size_t)e->nwords * sizeof *m->mirror);
+  }
 #ifdef PRSTM_HAVE_CUDA
   if (m->gpu) m->caller_device = backend_gpu_current();
 #endif
@@ -748,12 +845,15 @@ static int multi_run_rounds(multi_run *m, prstm_results *res) {
    * abandon nothing, again while a pass decides any: a part abandons only
    * what nothing in its own part funds, so the final parts come once no
    * pending row can commit. */
-  int final = m->carry.n <= m->slot[0];
+  /* The host's unit takes every row at once. */
+  const uint64_t last_slot = m->partitioned ? UINT64_MAX : m->slot[0];
+  int final = m->carry.n <= last_slot;
   while (m->carry.n) {
     uint64_t left = m->carry.n, decided = 0;
     while (left) {
       unit *part = &m->cross;
-      const uint64_t n = left < m->slot[0] ? left : m->slot[0];
+      const uint64_t n = left < last_slot ? left : last_slot;
+      if ((rc = unit_reserve_rows(e, part, n)) != 0) return rc;
       memcpy(part->rows, m->carry.row, (size_t)n * sizeof *part->rows);
       memmove(m->carry.row, m->carry.row + n, (size_t)(m->carry.n - n) * sizeof *m->carry.row);
       m->carry.n -= n;
@@ -789,10 +889,22 @@ static int multi_run_rounds(multi_run *m, prstm_results *res) {
     res->postponements += counts[1];
     res->sweeps += counts[2];
   }
-  memcpy(e->words, multi_home(m)->e->words, (size_t)e->nwords * sizeof *e->words);
+  if (m->partitioned) {
+    /* Each GPU unit read its range back into the run's words as it
+     * finished; the host's and the CPU units' ran on them in place. */
+    uint64_t counts[3] = {0, 0, 0};
+    rc = m->host.ops->stream_finish(m->host.e, m->host.bs, &counts[0], &counts[1], &counts[2]);
+    if (rc) return engine_fail(e, rc, "%s: %s", unit_name(&m->host), m->host.e->err);
+    res->aborts += counts[0];
+    res->postponements += counts[1];
+    res->sweeps += counts[2];
+  } else {
+    memcpy(e->words, multi_home(m)->e->words, (size_t)e->nwords * sizeof *e->words);
+  }
   e->last_run_sequences = m->seq_base;
   res->backend = PRSTM_BACKEND_MULTI;
   res->units = m->n;
+  res->state_partitioned = (uint32_t)m->partitioned;
   res->threads = 0;
   res->gpu_bytes = 0;
   for (unsigned k = 0; k < m->n; k++) {
@@ -814,24 +926,21 @@ int engine_run_multi(prstm_engine *e, prstm_batch *b, const prstm_worker_variant
   m->nlocks = (e->nwords + e->opt.lock_coverage - 1) / e->opt.lock_coverage;
   if (m->nlocks == 0) m->nlocks = 1;
   m->routed = 1;
-  m->mirror = malloc((size_t)(e->nwords ? e->nwords : 1) * sizeof *m->mirror);
-  if (!m->mirror) {
-    free(m);
-    return engine_fail(e, PRSTM_ENOMEM, "cannot keep a mirror of %llu words", (unsigned long long)e->nwords);
-  }
-  memcpy(m->mirror, e->words, (size_t)e->nwords * sizeof *m->mirror);
+  m->partitioned = e->opt.partition_state;
   for (unsigned t = 0; t < e->wl->ntypes; t++)
     if (e->wl->types[t].read_only) m->results = 1;
   int rc = multi_run_rounds(m, res);
   ENGINE_RANGE_PUSH("multi close");
   multi_link_close(m->link);
   for (unsigned k = 0; k < m->n; k++) unit_close(&m->u[k]);
+  unit_close(&m->host);
   ENGINE_RANGE_POP();
 #ifdef PRSTM_HAVE_CUDA
   if (m->gpu) backend_gpu_make_current(m->caller_device);
 #endif
   free(m->cross.rows);
   free(m->carry.row);
+  free(m->away.row);
   free(m->cand);
   free(m->owner);
   free(m->mirror);

@@ -29,7 +29,8 @@ int unit_reserve_rows(prstm_engine *e, unit *u, uint64_t n) {
 
 const char *unit_name(const unit *u) { return u->is_gpu ? "GPU unit" : "CPU unit"; }
 
-int unit_open(prstm_engine *e, unit *u, const unit_shape *shape, prstm_backend backend, uint32_t threads, int device) {
+int unit_open(prstm_engine *e, unit *u, const unit_shape *shape, prstm_backend backend, uint32_t threads, int device,
+              uint64_t held_lo, uint64_t held_hi) {
   prstm_options o = e->opt;
   o.backend = backend;
   o.threads = threads;
@@ -38,7 +39,16 @@ int unit_open(prstm_engine *e, unit *u, const unit_shape *shape, prstm_backend b
   int rc = prstm_engine_create(&u->e, e->wl, &o);
   if (rc) return engine_fail(e, rc, "cannot create a unit: %s", u->e ? u->e->err : prstm_strerror(rc));
   u->e->unit_device = device;
-  u->e->words = malloc((size_t)e->nwords * sizeof *u->e->words);
+  u->borrowed = held_hi != 0;
+  if (u->borrowed) {
+    /* No replica: a GPU unit copies its range up from e's words, and a CPU
+     * unit runs on them in place, beside the other units' ranges. */
+    u->e->words = e->words;
+    u->e->unit_held_lo = held_lo;
+    u->e->unit_held_hi = held_hi;
+  } else {
+    u->e->words = malloc((size_t)e->nwords * sizeof *u->e->words);
+  }
   if (shape->span_only) {
     u->e->unit_span = malloc(STM_SPAN_WORDS * sizeof *u->e->unit_span);
     if (u->e->unit_span) unit_clear_footprint(u, 0);
@@ -49,7 +59,7 @@ int unit_open(prstm_engine *e, unit *u, const unit_shape *shape, prstm_backend b
   if (!u->e->words || !(u->e->unit_span || (u->e->unit_read_marks && u->e->unit_write_marks)))
     return engine_fail(e, PRSTM_ENOMEM, "cannot allocate a unit's replica of %llu words",
                        (unsigned long long)e->nwords);
-  memcpy(u->e->words, e->words, (size_t)e->nwords * sizeof *u->e->words);
+  if (!u->borrowed) memcpy(u->e->words, e->words, (size_t)e->nwords * sizeof *u->e->words);
   u->e->nwords = e->nwords;
   u->ops = backend_of(backend);
   u->is_gpu = backend == PRSTM_BACKEND_GPU;
@@ -75,6 +85,7 @@ void unit_close(unit *u) {
     free(u->e->unit_span);
     u->e->unit_read_marks = u->e->unit_write_marks = NULL;
     u->e->unit_span = NULL;
+    if (u->borrowed) u->e->words = NULL;
     prstm_engine_destroy(u->e);
   }
   u->e = NULL;
@@ -184,12 +195,16 @@ void unit_clear_footprint(unit *u, uint64_t nlocks) {
   memset(u->e->unit_write_marks, 0, (size_t)nlocks);
 }
 
+/* The status byte of a row sent away: failed, for a reason the host
+ * never keeps. */
+#define UNIT_AWAY txtable_pack_status(TXTABLE_FAILED, TXTABLE_REASON_AWAY)
+
 /* Writes a kept part's outcomes into the batch, each row by itself. */
 typedef struct keep_job {
   prstm_batch *b;
   const unit *u;
   uint64_t seq_base;
-  uint64_t counts[ENGINE_MAX_PARTS][4]; /* by status */
+  uint64_t counts[ENGINE_MAX_PARTS][5]; /* by status, and sent away */
 } keep_job;
 
 static void keep_part(void *arg, unsigned part, uint64_t from, uint64_t to) {
@@ -199,6 +214,10 @@ static void keep_part(void *arg, unsigned part, uint64_t from, uint64_t to) {
   uint64_t *count = j->counts[part];
   for (uint64_t k = from; k < to; k++) {
     const uint8_t st = o->status[k];
+    if (st == UNIT_AWAY) {
+      count[4]++;
+      continue;
+    }
     count[st & TXTABLE_STATUS_MASK]++;
     if (st == 0) continue;
     const uint64_t r = j->u->rows[k];
@@ -210,7 +229,7 @@ static void keep_part(void *arg, unsigned part, uint64_t from, uint64_t to) {
 }
 
 int unit_keep(prstm_engine *e, prstm_batch *b, const unit *u, uint64_t seq_base, prstm_results *res, uint64_t *decided,
-              unit_rowlist *carry) {
+              unit_rowlist *carry, unit_rowlist *away) {
   keep_job *job = calloc(1, sizeof *job);
   if (!job) return engine_fail(e, PRSTM_ENOMEM, "cannot keep a part's outcomes");
   job->b = b;
@@ -218,9 +237,9 @@ int unit_keep(prstm_engine *e, prstm_batch *b, const unit *u, uint64_t seq_base,
   job->seq_base = seq_base;
   const unsigned parts = engine_parallel_parts(u->n, PRSTM_POLICY_HETERO_ROWS_PER_PART);
   engine_parallel_for(u->n, parts, keep_part, job);
-  uint64_t c[4] = {0, 0, 0, 0};
+  uint64_t c[5] = {0, 0, 0, 0, 0};
   for (unsigned p = 0; p < parts; p++)
-    for (unsigned s = 0; s < 4; s++) c[s] += job->counts[p][s];
+    for (unsigned s = 0; s < 5; s++) c[s] += job->counts[p][s];
   free(job);
   res->committed += c[TXTABLE_COMMITTED];
   res->failed += c[TXTABLE_FAILED];
@@ -232,6 +251,14 @@ int unit_keep(prstm_engine *e, prstm_batch *b, const unit *u, uint64_t seq_base,
     int rc = unit_rowlist_push(e, carry, u->rows[p - st]);
     if (rc) return rc;
     p++;
+  }
+  if (!c[4]) return 0;
+  if (!away)
+    return engine_fail(e, PRSTM_EINVAL, "%s sent %llu rows away, and no unit takes them", unit_name(u),
+                       (unsigned long long)c[4]);
+  for (p = st; (p = memchr(p, UNIT_AWAY, (size_t)(end - p))) != NULL; p++) {
+    int rc = unit_rowlist_push(e, away, u->rows[p - st]);
+    if (rc) return rc;
   }
   return 0;
 }

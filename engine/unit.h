@@ -34,6 +34,7 @@ typedef struct unit {
   int final;       /* the part runs to the end: rows nothing funds are abandoned */
   int fill_parts;  /* stage on every core: no other unit is filling */
   backend_unit bu; /* the staged part, between unit_stage and unit_start */
+  int borrowed;    /* its engine's words are the run's own (a partitioned state), not a replica */
 } unit;
 
 /* What every unit of one run shares. */
@@ -49,8 +50,13 @@ typedef struct unit_shape {
 
 /* Opens the unit: its engine, a copy of e's words as its replica, zeroed
  * marks (or an empty span) and a stream of `backend` with `threads` (0: the backend's choice)
- * on GPU `device` (ignored on the CPU). Errors carry a message in e. */
-int unit_open(prstm_engine *e, unit *u, const unit_shape *shape, prstm_backend backend, uint32_t threads, int device);
+ * on GPU `device` (ignored on the CPU). Where held_hi is not 0 the state
+ * is partitioned: the unit holds words [held_lo, held_hi) alone (a GPU
+ * unit's memory has no others), its engine's words are e's own, and a row
+ * that touches another word is sent away (TXTABLE_REASON_AWAY). Errors
+ * carry a message in e. */
+int unit_open(prstm_engine *e, unit *u, const unit_shape *shape, prstm_backend backend, uint32_t threads, int device,
+              uint64_t held_lo, uint64_t held_hi);
 void unit_close(unit *u);
 /* Room for a part of n rows. */
 int unit_reserve_rows(prstm_engine *e, unit *u, uint64_t n);
@@ -69,10 +75,11 @@ int unit_wait(prstm_engine *e, unit *u);
 uint64_t unit_pending(const unit *u);
 /* Writes the part's outcomes into the batch (on every core for a large
  * part), its commit order numbered from seq_base on, adds its decisions to
- * res, and pushes its pending rows onto carry. *decided: the rows it
- * decided. */
+ * res, and pushes its pending rows onto carry. Rows sent away (a
+ * partitioned unit's, TXTABLE_REASON_AWAY) are not kept: they go onto away,
+ * which may be NULL where none can be. *decided: the rows it decided. */
 int unit_keep(prstm_engine *e, prstm_batch *b, const unit *u, uint64_t seq_base, prstm_results *res, uint64_t *decided,
-              unit_rowlist *carry);
+              unit_rowlist *carry, unit_rowlist *away);
 /* Clears the unit's footprint: its marks, or empties its span. */
 void unit_clear_footprint(unit *u, uint64_t nlocks);
 /* The unit's name in messages: "GPU unit", "CPU unit". */

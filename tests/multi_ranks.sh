@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# multi_ranks.sh: backend multi with its units as processes that mpirun starts: partitioned transfers routed wholly to their ranks, deposits and withdrawals carried across rounds, a kv state whose sets straddle the ranks' ranges falling back to the first rank, and refusals of a rank count the options contradict and of ranks that load different batches; every run verified.
+# multi_ranks.sh: backend multi with its units as processes that mpirun starts: partitioned transfers routed wholly to their ranks, deposits and withdrawals carried across rounds, a kv state whose sets straddle the ranks' ranges falling back to the first rank, and refusals of a rank count the options contradict, of a partitioned state, and of ranks that load different batches; every run verified.
 # usage: [RANKS_GPUS=N] multi_ranks.sh MPIEXEC PRSTM_RUN DATA_DIR
 # RANKS_GPUS gives the GPUs of the host that the ranks run on: unset or 0,
 # every rank is a set of CPU threads; 1, too, and the run says the host has
@@ -58,6 +58,13 @@ rc=$?
 [ $rc -ne 0 ] || fail "3 ranks and --units 2: exit 0"
 grep -q "mpirun started 3 ranks, and the options ask for 2 units" <<<"$out" || fail "3 ranks and --units 2: $out"
 
+# A partitioned state runs in one process; ranks each hold a replica, so
+# the option is refused on every rank, with a message.
+out=$("$mpiexec" -np 2 "$run" "$data/multi/transfers.json" --partition-state 2>&1)
+rc=$?
+[ $rc -ne 0 ] || fail "ranks and --partition-state: exit 0"
+grep -q "a partitioned state runs in one process" <<<"$out" || fail "ranks and --partition-state: $out"
+
 # Ranks that load different batches (here another seed) would plan
 # differently: refused on every rank, with a message.
 sed 's/"seed": 7/"seed": 8/' "$data/multi/transfers.json" >"$work/other-seed.json"
@@ -66,5 +73,5 @@ rc=$?
 [ $rc -ne 0 ] || fail "ranks with different batches: exit 0"
 grep -q "the ranks hold different batches" <<<"$out" || fail "ranks with different batches: $out"
 
-[ $fails -eq 0 ] && echo "multi_ranks: ok: 5 cases on ranks started by $mpiexec ($placed)"
+[ $fails -eq 0 ] && echo "multi_ranks: ok: 6 cases on ranks started by $mpiexec ($placed)"
 exit $((fails > 0))

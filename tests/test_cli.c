@@ -508,6 +508,25 @@ Test(cli, lock_coverage_option_reaches_the_results) {
   assert_good_results(work_path("results.json"), "cpu");
 }
 
+/* --partition-state gives backend multi's units their ranges of the state
+ * alone: the summary and the results say so, and the run verifies with the
+ * outcomes of any other backend. */
+Test(cli, partition_state_option_partitions_the_multi_units_state) {
+  const run_result *r = RUN(cli_data("good.json"), "--backend", "multi", "--units", "2", "--partition-state",
+                            "--verify", "--final-state", "state.json");
+  assert_status(r, 0);
+  assert_contains(r->out, "units              2, state partitioned", "the summary");
+  assert_contains(r->out, "verify             ok", "the summary");
+  cJSON *root = parse_json_file(work_path("results.json"));
+  const cJSON *multi = cJSON_GetObjectItemCaseSensitive(root, "multi");
+  cr_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(multi, "partitioned")), "multi.partitioned is not true");
+  cr_assert_eq(json_number(multi, "away_rows"), 0);
+  cr_assert_eq(json_number(root, "committed"), GOOD_COMMITTED);
+  cr_assert_eq(json_number(root, "abandoned"), GOOD_ABANDONED);
+  cJSON_Delete(root);
+  assert_good_final_state(work_path("state.json"));
+}
+
 Test(cli, final_state_option_writes_balances_summing_to_the_expected_total) {
   const run_result *r = RUN(cli_data("good.json"), "--backend", "cpu", "--final-state", "state.json");
   assert_status(r, 0);

@@ -30,6 +30,7 @@ static inline void fixture_init(fixture *f, uint64_t nwords, uint64_t coverage) 
   memset(f, 0, sizeof *f);
   f->ctx.words = f->words;
   f->ctx.nwords = nwords;
+  f->ctx.held_n = nwords;
   f->ctx.locks = f->locks;
   f->ctx.lock_coverage = coverage;
   f->ctx.nlocks = (nwords + coverage - 1) / coverage;

@@ -457,6 +457,19 @@ Test(loaders, hetero_rounds_must_be_true_or_false) {
   expect_config_error("bad_hetero_rounds.json", PRSTM_ECONFIG, ": engine.hetero_rounds: expected true or false");
 }
 
+Test(loaders, partition_state_is_read) {
+  prstm_config cfg;
+  err[0] = '\0';
+  cr_assert_eq(prstm_config_load(data_path("partition_state.json"), &cfg, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(cfg.options.backend, PRSTM_BACKEND_MULTI);
+  cr_assert_eq(cfg.options.partition_state, 1);
+  prstm_config_free(&cfg);
+}
+
+Test(loaders, partition_state_must_be_true_or_false) {
+  expect_config_error("bad_partition_state.json", PRSTM_ECONFIG, ": engine.partition_state: expected true or false");
+}
+
 Test(loaders, chunk_rows_with_verify_keeps_both) {
   prstm_config cfg;
   err[0] = '\0';

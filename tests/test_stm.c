@@ -81,6 +81,31 @@ Test(read, out_of_range_address_dooms_without_touching_memory) {
   cr_assert_eq(f.tx.state, STM_TX_BAD_ADDRESS);
 }
 
+/* A unit that holds words [16, 24) of 64 (a partitioned state): words of
+ * other units send the row away, words beyond the state are still bad
+ * addresses, and its own words are read and written as always. */
+Test(read, word_another_unit_holds_sends_the_row_away) {
+  fixture f;
+  fixture_init(&f, 64, 1);
+  f.ctx.held_lo = 16;
+  f.ctx.held_n = 8;
+  f.words[20] = 7;
+  stm_tx_begin(&f.tx, 0, cmp_priority(0, 0));
+  cr_assert_eq(prstm_read(&f.tx, 20), 7);
+  cr_assert_eq(f.tx.state, STM_TX_OK);
+  cr_assert_eq(prstm_read(&f.tx, 24), 0);
+  cr_assert_eq(f.tx.state, STM_TX_AWAY);
+  stm_tx_begin(&f.tx, 0, cmp_priority(0, 0));
+  prstm_write(&f.tx, 15, 1);
+  cr_assert_eq(f.tx.state, STM_TX_AWAY);
+  stm_tx_begin(&f.tx, 0, cmp_priority(0, 0));
+  prstm_add(&f.tx, 64, 1);
+  cr_assert_eq(f.tx.state, STM_TX_BAD_ADDRESS);
+  stm_tx_begin(&f.tx, 0, cmp_priority(0, 0));
+  prstm_ticket(&f.tx, 17, 30);
+  cr_assert_eq(f.tx.state, STM_TX_AWAY);
+}
+
 /* The run's only thread (STM_SEMANTIC_LONE) neither loads nor stores a lock
  * word: a lock word it would have met (held here, which no real lone run
  * has) stays as it was, and the reads still fill the read set, whose
@@ -648,6 +673,7 @@ static big_fixture *big_fixture_new(void) {
   cr_assert_not_null(f);
   f->ctx.words = f->words;
   f->ctx.nwords = BIG_WORDS;
+  f->ctx.held_n = BIG_WORDS;
   f->ctx.locks = f->locks;
   f->ctx.lock_coverage = 1;
   f->ctx.nlocks = BIG_WORDS;

@@ -39,7 +39,8 @@ static const char usage_text[] =
     "                                submitted to a stream with random units\n"
     "                       multi    the batch on 1 to 4 units, each owning a\n"
     "                                range of the locks (backend multi: GPUs\n"
-    "                                where usable, sets of CPU threads elsewhere)\n"
+    "                                where usable, sets of CPU threads elsewhere;\n"
+    "                                half the cases with a partitioned state)\n"
     "                       hetero   the batch co-executed by two units on\n"
     "                                replicas (backend hetero: the CPU and the\n"
     "                                GPU, or two sets of CPU threads)\n"
@@ -246,18 +247,22 @@ static int draw_case(const sweep_settings *set, uint64_t index, sweep_case *c) {
     c->opt.chunk_rows = below(&s, 3) == 0 ? 0 : log_between(&s, 1, rows);
   }
   /* Several units run one whole batch: the multi backend on 1 to 4 (each
-   * owning a range of the locks, the rows that span ranges on the first),
-   * the hetero backend on two replicas reconciled after every round. */
+   * owning a range of the locks, the rows that span ranges on the first,
+   * every unit a replica or, half the time, a partitioned state whose rows
+   * across ranges run on the host), the hetero backend on two replicas
+   * reconciled after every round. */
   if (c->runner == RUNNER_MULTI) {
     c->opt.backend = PRSTM_BACKEND_MULTI;
     c->opt.units = (uint32_t)(1 + below(&s, 4));
+    c->opt.partition_state = (int)below(&s, 2);
   }
   if (c->runner == RUNNER_HETERO) c->opt.backend = PRSTM_BACKEND_HETERO;
   /* Their units may be CPU threads on any host (more units than GPUs, or
    * the hetero backend's CPU unit), so they take the CPU's thread counts. */
   if (c->runner == RUNNER_MULTI || c->runner == RUNNER_HETERO) c->opt.threads = (uint32_t)log_between(&s, 1, 96);
   char units[32] = "";
-  if (c->runner == RUNNER_MULTI) snprintf(units, sizeof units, ", %u units", c->opt.units);
+  if (c->runner == RUNNER_MULTI)
+    snprintf(units, sizeof units, ", %u units%s", c->opt.units, c->opt.partition_state ? " partitioned" : "");
   snprintf(c->what, sizeof c->what,
            "%s, %s%s, %u threads, lock_coverage %u, %s%s, deltas %s, chunk_rows %llu, %u stream batches, "
            "generate seed %llu, semantic_ratio %.2f, read_only %.2f, %llu rows asked",

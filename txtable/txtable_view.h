@@ -44,7 +44,10 @@ enum {
   TXTABLE_REASON_CAPACITY = 1,
   TXTABLE_REASON_BAD_ADDRESS = 2,
   TXTABLE_REASON_RETRY_LIMIT = 3,
-  TXTABLE_REASON_QUIESCENT = 4
+  TXTABLE_REASON_QUIESCENT = 4,
+  /* Not a failure: the row named a word its unit does not hold (a run whose
+   * units partition the state), and the host runs it again elsewhere. */
+  TXTABLE_REASON_AWAY = 5
 };
 
 #define TXTABLE_STATUS_MASK 3u

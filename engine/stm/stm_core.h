@@ -83,6 +83,11 @@ enum {
 typedef struct prstm_exec_ctx {
   uint64_t *words;
   uint64_t nwords;
+  /* The words this context holds, [held_lo, held_lo + held_n): the whole
+   * state (0 and nwords), except in a unit of a run whose units partition
+   * the state (engine/multi.c), where words points held_lo words before the
+   * unit's memory, so that word w is still words[w]. */
+  uint64_t held_lo, held_n;
   uint64_t *locks;
   uint64_t nlocks;
   uint64_t lock_coverage;
@@ -126,9 +131,10 @@ enum { PRSTM_COMMIT = 0, PRSTM_POSTPONE = 1, PRSTM_FAIL = 2 };
 /* States of an attempt while its body runs. */
 enum {
   STM_TX_OK = 0,
-  STM_TX_CONFLICT = 1,   /* concurrent conflict: the attempt is retried */
-  STM_TX_CAPACITY = 2,   /* a set overflowed: fails the transaction if the snapshot holds */
-  STM_TX_BAD_ADDRESS = 3 /* out-of-range word: fails the transaction if the snapshot holds */
+  STM_TX_CONFLICT = 1,    /* concurrent conflict: the attempt is retried */
+  STM_TX_CAPACITY = 2,    /* a set overflowed: fails the transaction if the snapshot holds */
+  STM_TX_BAD_ADDRESS = 3, /* out-of-range word: fails the transaction if the snapshot holds */
+  STM_TX_AWAY = 4         /* a word another unit holds: the row leaves this unit if the snapshot holds */
 };
 
 typedef struct stm_read_entry {
@@ -334,6 +340,16 @@ PRSTM_INLINE void stm_tx_doom(prstm_tx *tx, uint32_t state) {
   if (tx->state == STM_TX_OK) tx->state = state;
 }
 
+/* Whether the context holds word addr; where it does not, dooms the
+ * attempt: a word beyond the state is a bad address, and a word of the
+ * state that another unit holds sends the row away from this one. One
+ * compare on the path of every access, as the bound check alone was. */
+PRSTM_INLINE int stm_tx_holds(prstm_tx *tx, uint64_t addr) {
+  if (addr - tx->ctx->held_lo < tx->ctx->held_n) return 1;
+  stm_tx_doom(tx, addr < tx->ctx->nwords ? STM_TX_AWAY : STM_TX_BAD_ADDRESS);
+  return 0;
+}
+
 /* Ends the attempt as a concurrent conflict does: the engine runs the
  * transaction again from its start. For a body that walks a structure by
  * hints (prstm_read_immutable of written words) and finds, on reading a
@@ -465,10 +481,7 @@ PRSTM_INLINE int stm_tx_ticket_touches(const prstm_tx *tx, uint64_t addr) {
 
 PRSTM_INLINE uint64_t prstm_read(prstm_tx *tx, uint64_t addr) {
   if (tx->state != STM_TX_OK) return 0;
-  if (addr >= tx->ctx->nwords) {
-    stm_tx_doom(tx, STM_TX_BAD_ADDRESS);
-    return 0;
-  }
+  if (!stm_tx_holds(tx, addr)) return 0;
   STM_TICKET_TOUCHED(tx, addr);
   return stm_tx_read(tx, addr, 1);
 }
@@ -493,10 +506,7 @@ PRSTM_INLINE uint64_t prstm_read(prstm_tx *tx, uint64_t addr) {
  * from words no transaction writes. */
 PRSTM_INLINE uint64_t prstm_read_immutable(prstm_tx *tx, uint64_t addr) {
   if (tx->state != STM_TX_OK) return 0;
-  if (addr >= tx->ctx->nwords) {
-    stm_tx_doom(tx, STM_TX_BAD_ADDRESS);
-    return 0;
-  }
+  if (!stm_tx_holds(tx, addr)) return 0;
   return port_load_relaxed(&tx->ctx->words[addr]);
 }
 
@@ -520,10 +530,7 @@ PRSTM_INLINE void stm_tx_lock_for_write(prstm_tx *tx, uint64_t addr) {
  * (prstm_write_private). */
 PRSTM_INLINE void stm_tx_write(prstm_tx *tx, uint64_t addr, uint64_t value, int lock) {
   if (tx->state != STM_TX_OK) return;
-  if (addr >= tx->ctx->nwords) {
-    stm_tx_doom(tx, STM_TX_BAD_ADDRESS);
-    return;
-  }
+  if (!stm_tx_holds(tx, addr)) return;
   STM_TICKET_TOUCHED(tx, addr);
   const int i = stm_tx_find_write(tx, addr);
   if (i >= 0) {
@@ -573,10 +580,7 @@ PRSTM_INLINE void prstm_write_private(prstm_tx *tx, uint64_t addr, uint64_t valu
  * --verify) an add is a read and a write, with the same outcome. */
 PRSTM_INLINE void stm_tx_add(prstm_tx *tx, uint64_t addr, uint64_t delta, uint64_t unread) {
   if (tx->state != STM_TX_OK) return;
-  if (addr >= tx->ctx->nwords) {
-    stm_tx_doom(tx, STM_TX_BAD_ADDRESS);
-    return;
-  }
+  if (!stm_tx_holds(tx, addr)) return;
   STM_TICKET_TOUCHED(tx, addr);
   const int i = stm_tx_find_write(tx, addr);
   if (i >= 0) {
@@ -653,10 +657,7 @@ PRSTM_INLINE void stm_tx_resolve_ticket(prstm_tx *tx) {
  * outcome. */
 PRSTM_INLINE void prstm_ticket(prstm_tx *tx, uint64_t counter, uint64_t dest) {
   if (tx->state != STM_TX_OK) return;
-  if (counter >= tx->ctx->nwords || dest >= tx->ctx->nwords) {
-    stm_tx_doom(tx, STM_TX_BAD_ADDRESS);
-    return;
-  }
+  if (!stm_tx_holds(tx, counter) || !stm_tx_holds(tx, dest)) return;
 #if STM_TICKETS
   if (tx->ticket) stm_tx_resolve_ticket(tx);
   int deferred = counter != dest && tx->state == STM_TX_OK;

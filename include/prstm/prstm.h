@@ -19,7 +19,7 @@ extern "C" {
  * lists the versions). A program that builds its own prstm_workload
  * (prstm_add_workload) is compiled against this header and needs no check;
  * it must be rebuilt with the library. */
-#define PRSTM_ABI_VERSION 13
+#define PRSTM_ABI_VERSION 14
 
 /* One table generates the error codes, their names and their messages, so the
  * three can never drift apart. Every function returns 0 or one of these. */
@@ -408,6 +408,12 @@ typedef struct prstm_options {
    * co-execution itself); 0 (default) lets the scheduler choose
    * (docs/HETERO.md). */
   int hetero_rounds;
+  /* Backend MULTI: 1 partitions the state among the units, so that each
+   * GPU holds only its range of the words (a state up to the units' memory
+   * together, not one GPU's), and the host's cores run the rows that span
+   * ranges; 0 (default): every unit holds a replica of the whole state
+   * (docs/MULTIGPU.md). */
+  int partition_state;
 } prstm_options;
 
 /* The most threads the CPU backend starts on this machine: 64 a core, and
@@ -459,6 +465,14 @@ typedef struct prstm_results {
    * ranges (or the host cannot see them); rounds counts its rounds. */
   uint32_t units;
   uint64_t cross_rows;
+  /* A partitioned state (options.partition_state): 1 where the units held
+   * their ranges alone (0 where the state has fewer locks than units, and
+   * every unit held a replica, which fallback says), and the rows a unit
+   * sent to the host because they touched a word it does not hold (their
+   * arguments did not name every word they touch), counted in cross_rows
+   * too. */
+  uint32_t state_partitioned;
+  uint64_t away_rows;
 } prstm_results;
 
 /* The engine: a workload, its shared state and options. Not thread-safe; one

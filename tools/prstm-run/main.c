@@ -45,6 +45,10 @@ static const char usage_text[] =
     "  --units N                backend multi: the GPUs to run on (default: engine.units,\n"
     "                           else every GPU; sets of CPU threads, two by default,\n"
     "                           without a GPU or with fewer GPUs than N)\n"
+    "  --partition-state        backend multi: each unit holds only its range of the\n"
+    "                           words (a state as large as the GPUs' memory together),\n"
+    "                           the host runs the rows that span ranges (default:\n"
+    "                           engine.partition_state, else every unit a replica)\n"
     "  --threads N              executing threads (0: every core, or 256 per SM of a GPU,\n"
     "                           512 for bank batches without transfer_multi)\n"
     "  --lock-coverage N        consecutive words per lock (>= 1)\n"
@@ -150,6 +154,7 @@ typedef struct cli_args {
   const char *outcomes;   /* --outcomes: every transaction's outcome, JSON Lines or .npy columns */
   int quiet;
   int verify;
+  int partition_state;
 } cli_args;
 
 /* Command-line options override the config's engine and output sections. */
@@ -202,6 +207,7 @@ static int apply_overrides(const cli_args *a, prstm_config *cfg) {
     fprintf(stderr, "prstm-run: --units: expected 1 to 64 units, got '%s'\n", a->units);
     return -1;
   }
+  if (a->partition_state) cfg->options.partition_state = 1;
   if (a->deltas) {
     if (strcmp(a->deltas, "auto") == 0)
       cfg->options.deltas = PRSTM_DELTAS_AUTO;
@@ -333,6 +339,7 @@ static int parse_args(int argc, char **argv, cli_args *a) {
                                            {"watchdog", required_argument, NULL, 'w'},
                                            {"chunk-rows", required_argument, NULL, 'c'},
                                            {"units", required_argument, NULL, 'u'},
+                                           {"partition-state", no_argument, NULL, 'P'},
                                            {"deltas", required_argument, NULL, 'd'},
                                            {"batch", required_argument, NULL, 'B'},
                                            {"save-batch", required_argument, NULL, 'S'},
@@ -386,6 +393,9 @@ static int parse_args(int argc, char **argv, cli_args *a) {
         break;
       case 'u':
         a->units = optarg;
+        break;
+      case 'P':
+        a->partition_state = 1;
         break;
       case 'h':
         fputs(usage_text, stdout);

@@ -97,6 +97,8 @@ char *cli_results_json(const prstm_config *cfg, const prstm_engine *e, const prs
       cJSON_AddNumberToObject(mu, "units", r->units);
       cJSON_AddNumberToObject(mu, "rounds", (double)r->rounds);
       cJSON_AddNumberToObject(mu, "cross_rows", (double)r->cross_rows);
+      cJSON_AddBoolToObject(mu, "partitioned", r->state_partitioned != 0);
+      cJSON_AddNumberToObject(mu, "away_rows", (double)r->away_rows);
     }
   }
   cJSON *snap = cJSON_AddObjectToObject(root, "snapshot");
@@ -181,7 +183,12 @@ void cli_print_summary(const prstm_config *cfg, const prstm_results *r, const ru
         "  co-execution       %llu rounds; the second unit decided %llu kept rows and gave up %llu to conflicts "
         "(run again)\n",
         (unsigned long long)r->rounds, (unsigned long long)r->second_unit_rows, (unsigned long long)r->discarded_rows);
-  if (r->backend == PRSTM_BACKEND_MULTI)
+  if (r->backend == PRSTM_BACKEND_MULTI && r->state_partitioned)
+    printf(
+        "  units              %u, state partitioned, %llu rounds; %llu rows ran on the host (their words span "
+        "units' ranges, or the host cannot route them; %llu were sent back by their unit)\n",
+        r->units, (unsigned long long)r->rounds, (unsigned long long)r->cross_rows, (unsigned long long)r->away_rows);
+  else if (r->backend == PRSTM_BACKEND_MULTI)
     printf(
         "  units              %u, %llu rounds; %llu rows ran on the first unit (their words span units' ranges, "
         "or the host cannot route them)\n",
