@@ -61,7 +61,13 @@ struct prstm_stream {
   uint64_t limit_rows; /* options.chunk_rows or the chunked run's limit; 0: none */
   unsigned nslots, next_slot;
   stream_unit slots[2];
-  engine_copy_pool *copy_pool; /* NULL: copies by copy_rows' threads or the caller */
+  /* Helpers kept for the stream's life that share each fill of a unit's
+   * staging: wanted where fills overlap running units (a GPU's two slots),
+   * started by the first fill large enough to use them, so that a stream
+   * whose units are copied straight from page-locked batches, or are small,
+   * starts none. NULL: copies by copy_rows' threads or the caller. */
+  int copy_pool_wanted;
+  engine_copy_pool *copy_pool;
   stream_item *items;
   uint64_t nitems, items_alloc, first_open;
   stream_origin *queue; /* carried rows waiting, FIFO from queue_head */
@@ -102,9 +108,14 @@ static unsigned copy_parts(void) {
 static void copy_rows(prstm_stream *s, const engine_copy *pieces, size_t npieces) {
   size_t total = 0;
   for (size_t j = 0; j < npieces; j++) total += pieces[j].len;
-  if (s->copy_pool && total >= PRSTM_POLICY_STREAM_POOL_MIN_BYTES) {
-    engine_copy_pool_run(s->copy_pool, pieces, npieces);
-    return;
+  if (s->copy_pool_wanted && total >= PRSTM_POLICY_STREAM_POOL_MIN_BYTES) {
+    if (!s->copy_pool) s->copy_pool = engine_copy_pool_open(copy_parts() - 1);
+    /* A pool that could not start copies as a stream without one. */
+    if (!s->copy_pool) s->copy_pool_wanted = 0;
+    if (s->copy_pool) {
+      engine_copy_pool_run(s->copy_pool, pieces, npieces);
+      return;
+    }
   }
   engine_parallel_copy(pieces, npieces, total < PRSTM_POLICY_STREAM_PARALLEL_BYTES ? 1u : copy_parts());
 }
@@ -441,7 +452,7 @@ static int stream_open_on(prstm_engine *e, prstm_backend backend, const char *fa
    * slots), helpers kept for the stream's life share each fill; a backend
    * that runs on the host's cores between fills (the CPU's one slot) would
    * have them spin against its own threads. */
-  if (s->nslots >= 2) s->copy_pool = engine_copy_pool_open(copy_parts() - 1);
+  s->copy_pool_wanted = s->nslots >= 2 && copy_parts() > 1;
   s->opened_at = engine_now();
   for (unsigned t = 0; t < e->wl->ntypes; t++) {
     if (e->wl->types[t].read_only) s->results = 1;
@@ -749,7 +760,7 @@ int engine_run_chunked(prstm_engine *e, prstm_batch *b, prstm_backend backend, c
   const backend_ops *ops = s->ops;
   void *locked = NULL;
   const uint64_t unit_bytes = unit_rows ? unit_rows * (2 + 8 * (uint64_t)b->ncols) : UINT64_MAX;
-  const int staged = s->copy_pool && unit_bytes >= PRSTM_POLICY_STREAM_STAGED_UNIT_MIN_BYTES &&
+  const int staged = s->copy_pool_wanted && unit_bytes >= PRSTM_POLICY_STREAM_STAGED_UNIT_MIN_BYTES &&
                      unit_bytes < PRSTM_POLICY_STREAM_STAGED_UNIT_MAX_BYTES;
   if (ops->batch_lock_pages && !staged) {
     ENGINE_RANGE_PUSH("lock pages");
