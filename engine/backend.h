@@ -173,6 +173,12 @@ const txtable_allocator *backend_pinned_allocator(void);
 /* The CPU backend's run of a batch with run flags (PRSTM_RUN_*), the
  * serial replay of verification and a stream's unit use it too. */
 int backend_cpu_run(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *v, prstm_results *res, unsigned flags);
+/* The same on a lock array the caller keeps between runs (a stream's:
+ * engine_lock_array_words over the engine's held locks, every lock free
+ * and every add counter 0 at the start, as each run leaves them), or on
+ * one of its own where locks is NULL. */
+int backend_cpu_run_on_locks(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *v, prstm_results *res,
+                             unsigned flags, uint64_t *locks);
 
 #ifdef __cplusplus
 }

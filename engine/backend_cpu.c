@@ -84,6 +84,21 @@ uint32_t prstm_cpu_threads_max(void) {
 
 int backend_cpu_run(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *v, prstm_results *res,
                     unsigned flags) {
+  return backend_cpu_run_on_locks(e, b, v, res, flags, NULL);
+}
+
+/* The lock array of the words an engine holds (all, except a unit of a
+ * partitioned state), zeroed. */
+static uint64_t *cpu_lock_array(const prstm_engine *e, uint64_t *nlocks) {
+  uint64_t lo = 0;
+  const uint64_t held_lo = e->unit_held_hi ? e->unit_held_lo : 0;
+  const uint64_t held_n = e->unit_held_hi ? e->unit_held_hi - e->unit_held_lo : e->nwords;
+  *nlocks = engine_held_locks(held_lo, held_n, e->opt.lock_coverage, &lo);
+  return engine_lock_array(engine_lock_array_words(e->wl, *nlocks));
+}
+
+int backend_cpu_run_on_locks(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *v, prstm_results *res,
+                             unsigned flags, uint64_t *locks) {
   uint32_t threads = cpu_threads(e);
   if (threads > prstm_cpu_threads_max())
     return engine_fail(e, PRSTM_EINVAL, "threads: %u CPU threads; at most %u on this machine (64 a core)", threads,
@@ -95,14 +110,15 @@ int backend_cpu_run(prstm_engine *e, prstm_batch *b, const prstm_worker_variant 
   txtable_view_of(b, &ctx.table);
   uint64_t quiesce[STM_Q_WORDS] = {0};
   ctx.quiesce = quiesce;
-  engine_ctx_set_locks(&ctx, e->wl, engine_lock_array(engine_lock_array_words(e->wl, ctx.nlocks)));
+  uint64_t nlocks = 0;
+  uint64_t *own_locks = locks ? NULL : cpu_lock_array(e, &nlocks);
+  engine_ctx_set_held_locks(&ctx, e->wl, locks ? locks : own_locks);
   ctx.stats = calloc(threads, sizeof *ctx.stats);
   pthread_t *tids = calloc(threads, sizeof *tids);
   cpu_thread_arg *args = calloc(threads, sizeof *args);
   int rc = 0;
   if (!ctx.locks || !ctx.stats || !tids || !args) {
-    rc = engine_fail(e, PRSTM_ENOMEM, "cannot allocate %llu locks for %u threads", (unsigned long long)ctx.nlocks,
-                     threads);
+    rc = engine_fail(e, PRSTM_ENOMEM, "cannot allocate %llu locks for %u threads", (unsigned long long)nlocks, threads);
     goto out;
   }
   cpu_gate gate = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, PTHREAD_COND_INITIALIZER, 0, 0};
@@ -165,7 +181,7 @@ int backend_cpu_run(prstm_engine *e, prstm_batch *b, const prstm_worker_variant 
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   snprintf(res->device, sizeof res->device, "CPU, %u threads on %ld cores", threads, cores);
 out:
-  free(ctx.locks);
+  free(own_locks);
   free(ctx.stats);
   free(tids);
   free(args);
@@ -222,6 +238,12 @@ struct backend_stream {
   prstm_results last; /* the last unit's counts */
   uint64_t last_sequences;
   uint64_t aborts, postponements, sweeps;
+  /* Its units' locks, kept from its first unit to its end as a GPU stream
+   * keeps its own: every unit frees every lock it took and ends its adds,
+   * so one zeroed array serves them all. Taken at the first unit, so that
+   * a stream that runs none (the host's unit of a partitioned state whose
+   * rows all stay on their units) takes no memory for them. */
+  uint64_t *locks;
 };
 
 static int cpu_stream_open(prstm_engine *e, const prstm_worker_variant *v, const backend_stream_shape *shape,
@@ -306,7 +328,17 @@ static int cpu_unit_launch(prstm_engine *e, backend_stream *s, unsigned slot, co
   w->ids_from = u->n - u->carried;
   w->row_id = s->row_id;
   memset(&s->last, 0, sizeof s->last);
-  int rc = backend_cpu_run(e, w, s->v, &s->last, u->flags);
+  if (!s->locks) {
+    uint64_t nlocks = 0;
+    s->locks = cpu_lock_array(e, &nlocks);
+    if (!s->locks)
+      return engine_fail(e, PRSTM_ENOMEM,
+                         "cannot allocate %llu locks (%.1f GiB) for a CPU stream: use a larger "
+                         "lock_coverage",
+                         (unsigned long long)nlocks,
+                         8.0 * (double)engine_lock_array_words(e->wl, nlocks) / (1024.0 * 1024.0 * 1024.0));
+  }
+  int rc = backend_cpu_run_on_locks(e, w, s->v, &s->last, u->flags, s->locks);
   if (rc) return rc;
   s->last_sequences = e->last_run_sequences;
   s->aborts += s->last.aborts;
@@ -351,6 +383,7 @@ static void cpu_stream_free(backend_stream *s) {
   free(s->work.seq);
   free(s->work.read_hash);
   free(s->row_id);
+  free(s->locks);
   free(s);
 }
 

@@ -858,9 +858,7 @@ static int gpu_stream_open_checked(prstm_engine *e, backend_stream *g, int resul
   const uint64_t cov = e->opt.lock_coverage;
   g->held_lo = e->unit_held_hi ? e->unit_held_lo : 0;
   g->nwords = e->unit_held_hi ? e->unit_held_hi - e->unit_held_lo : e->nwords;
-  g->lock_lo = g->held_lo / cov;
-  const uint64_t held_locks = (g->held_lo + g->nwords + cov - 1) / cov - g->lock_lo;
-  g->lock_words = engine_lock_array_words(e->wl, held_locks);
+  g->lock_words = engine_lock_array_words(e->wl, engine_held_locks(g->held_lo, g->nwords, cov, &g->lock_lo));
 
   cudaDeviceProp prop;
   GPU_CHECK(cudaGetDeviceProperties(&prop, g->device));
@@ -914,17 +912,12 @@ static int gpu_stream_open_checked(prstm_engine *e, backend_stream *g, int resul
   prstm_batch none;
   memset(&none, 0, sizeof none);
   engine_ctx_fill_common(e, &none, threads, &g->base);
-  g->base.words = g->words;
-  engine_ctx_set_locks(&g->base, e->wl, g->locks);
-  if (e->unit_held_hi) {
-    /* A partitioned unit's words and locks are indexed as the whole
-     * state's are: the context points before its memory by the words and
-     * locks it does not hold, and its accesses never leave the held range
-     * (stm_tx_holds), so nothing is read or written outside the memory. */
-    g->base.words = g->words - g->held_lo;
-    g->base.locks = g->locks - g->lock_lo;
-    if (g->base.add_counts) g->base.add_counts = g->locks + held_locks - g->lock_lo;
-  }
+  /* A partitioned unit's words and locks are indexed as the whole state's
+   * are: the context points before its memory by the words and locks it
+   * does not hold, and its accesses never leave the held range
+   * (stm_tx_holds), so nothing is read or written outside the memory. */
+  g->base.words = g->words - g->held_lo;
+  engine_ctx_set_held_locks(&g->base, e->wl, g->locks);
   g->base.read_marks = g->base.write_marks = NULL;
   if (e->unit_read_marks) {
     g->nlocks = g->base.nlocks;

@@ -166,6 +166,23 @@ void engine_ctx_set_lone(prstm_exec_ctx *ctx);
 static inline uint64_t engine_lock_array_words(const prstm_workload *wl, uint64_t nlocks) {
   return wl->uses_add == PRSTM_ADDS_COUNTED ? 2 * nlocks : nlocks;
 }
+/* The locks over the words a context holds (prstm_exec_ctx.held_lo and
+ * held_n): the first in *lock_lo, and how many. Every lock where the
+ * context holds every word. */
+static inline uint64_t engine_held_locks(uint64_t held_lo, uint64_t held_n, uint64_t coverage, uint64_t *lock_lo) {
+  *lock_lo = held_lo / coverage;
+  return (held_lo + held_n + coverage - 1) / coverage - *lock_lo;
+}
+/* Points ctx at a lock array of engine_lock_array_words(wl, n) words for
+ * the n locks over its held words alone, indexed as the whole state's
+ * locks are: the context points before the array by the locks it does not
+ * hold, which its accesses never reach (stm_tx_holds). */
+static inline void engine_ctx_set_held_locks(prstm_exec_ctx *ctx, const prstm_workload *wl, uint64_t *locks) {
+  uint64_t lo = 0;
+  const uint64_t n = engine_held_locks(ctx->held_lo, ctx->held_n, ctx->lock_coverage, &lo);
+  ctx->locks = locks ? locks - lo : NULL;
+  ctx->add_counts = wl->uses_add == PRSTM_ADDS_COUNTED && locks ? locks + n - lo : NULL;
+}
 /* Points ctx at a lock array of engine_lock_array_words(wl, ctx->nlocks) words. */
 static inline void engine_ctx_set_locks(prstm_exec_ctx *ctx, const prstm_workload *wl, uint64_t *locks) {
   ctx->locks = locks;

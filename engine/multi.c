@@ -79,6 +79,7 @@ typedef struct multi_run {
    * the host, which holds them all, runs the cross rows and the rows the
    * units sent away (docs/MULTIGPU.md). */
   int partitioned;
+  int partition_refused;              /* asked for, but the state has fewer locks than units */
   unit host;                          /* the host's unit: the run's own words, on its cores */
   unit_rowlist away;                  /* rows a unit sent away, for the host */
   uint64_t stale_lo[MULTI_MAX_UNITS]; /* words a GPU unit wrote that the host's words lack */
@@ -578,6 +579,14 @@ static int multi_round(multi_run *m, prstm_results *res, uint64_t *decided) {
   return 0;
 }
 
+/* A partitioned state needs a lock, and so a word, for every unit's
+ * range; with fewer locks than units every unit holds a replica. */
+static void multi_check_partition(multi_run *m) {
+  if (!m->partitioned || m->nlocks >= m->n) return;
+  m->partitioned = 0;
+  m->partition_refused = 1;
+}
+
 static uint32_t host_cores(void) {
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   return cores > 0 ? (uint32_t)cores : 1;
@@ -641,6 +650,8 @@ static int multi_units(multi_run *m, prstm_results *res, uint32_t *cpu_threads) 
   if (m->gpu) {
     const int count = backend_gpu_count();
     m->n = want ? want : count < (int)MULTI_MAX_UNITS ? (unsigned)count : MULTI_MAX_UNITS;
+    /* Decided before NCCL is asked for: replicas exchange through it. */
+    multi_check_partition(m);
     if ((int)m->n > count) {
       /* More units than GPUs: the units are CPU threads, as where there is
        * no GPU, and the run says so, rather than failing on a smaller host
@@ -799,9 +810,8 @@ static int multi_run_rounds(multi_run *m, prstm_results *res) {
   int rc = multi_units(m, res, &cpu_threads);
   if (!rc && m->ranked) rc = multi_ranks_agree(m);
   if (rc) return rc;
-  if (m->partitioned && m->nlocks < m->n) {
-    /* Some unit's range would hold no lock, and so no word. */
-    m->partitioned = 0;
+  multi_check_partition(m);
+  if (m->partition_refused) {
     const size_t used = strlen(res->fallback);
     snprintf(res->fallback + used, sizeof res->fallback - used,
              "%sthe state has %llu locks, fewer than the %u units: every unit holds a replica of it", used ? "; " : "",

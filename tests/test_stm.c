@@ -106,6 +106,18 @@ Test(read, word_another_unit_holds_sends_the_row_away) {
   cr_assert_eq(f.tx.state, STM_TX_AWAY);
 }
 
+/* A body cannot fail a row with the engine's reason for a row sent away,
+ * which the host would run again instead of keeping. */
+Test(read, body_cannot_fail_with_the_reason_for_rows_sent_away) {
+  fixture f;
+  fixture_init(&f, 8, 1);
+  stm_tx_begin(&f.tx, 0, cmp_priority(0, 0));
+  cr_assert_eq(prstm_fail(&f.tx, TXTABLE_REASON_AWAY), PRSTM_FAIL);
+  cr_assert_eq(f.tx.reason, TXTABLE_REASON_NONE);
+  prstm_fail(&f.tx, PRSTM_REASON_USER + 1);
+  cr_assert_eq(f.tx.reason, PRSTM_REASON_USER + 1);
+}
+
 /* The run's only thread (STM_SEMANTIC_LONE) neither loads nor stores a lock
  * word: a lock word it would have met (held here, which no real lone run
  * has) stays as it was, and the reads still fill the read set, whose

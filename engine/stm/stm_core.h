@@ -314,9 +314,13 @@ PRSTM_INLINE int prstm_ok(const prstm_tx *tx) { return tx->state == STM_TX_OK; }
 PRSTM_INLINE uint64_t prstm_nwords(const prstm_tx *tx) { return tx->ctx->nwords; }
 /* The value a read-only type reports for its transaction. */
 PRSTM_INLINE void prstm_set_result(prstm_tx *tx, uint64_t v) { tx->result = v; }
-/* Fails the transaction permanently with a reason (PRSTM_REASON_USER + k). */
+/* Fails the transaction permanently with a reason (PRSTM_REASON_USER + k).
+ * The engine's own reason for a row sent away from its unit
+ * (TXTABLE_REASON_AWAY) is no body's: a body that names it fails with no
+ * reason instead, so that the host never takes its failure for a row to
+ * run again. */
 PRSTM_INLINE int prstm_fail(prstm_tx *tx, unsigned reason) {
-  tx->reason = reason;
+  tx->reason = reason == TXTABLE_REASON_AWAY ? TXTABLE_REASON_NONE : reason;
   return PRSTM_FAIL;
 }
 
