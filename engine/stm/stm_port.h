@@ -8,8 +8,21 @@
 
 /* The algorithm is written once and compiled by nvcc for the device and by a
  * C11 compiler for the CPU backend; these macros are the only difference. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define STM_PORT_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define STM_PORT_SANITIZED 1
+#endif
+#endif
+
 #if defined(__CUDACC__)
 #define PRSTM_INLINE static __host__ __device__ __forceinline__
+#elif defined(STM_PORT_SANITIZED)
+/* Forced inlining puts a workload's bodies and the whole STM into one
+ * worker function per workload; instrumented, that function takes GCC
+ * minutes to compile. The compiler's own choice checks the same code. */
+#define PRSTM_INLINE static inline
 #else
 #define PRSTM_INLINE static inline __attribute__((always_inline))
 #endif
