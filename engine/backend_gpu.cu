@@ -733,10 +733,10 @@ struct backend_stream {
    * their progress words. */
   uint64_t aborts, postponements, sweeps;
   uint64_t nwords, lock_words; /* lock_words: engine_lock_array_words */
-  /* The first word and the first lock the stream holds: 0, except in a
-   * unit of a partitioned state (engine/multi.c), which holds words
-   * [held_lo, held_lo + nwords) and their locks alone. */
-  uint64_t held_lo, lock_lo;
+  /* The first word the stream holds: 0, except in a unit of a partitioned
+   * state (engine/multi.c), which holds words [held_lo, held_lo + nwords)
+   * and their locks alone. */
+  uint64_t held_lo;
   gpu_slot slot[2];
   cudaStream_t copy, back, monitor;
   uint64_t *h_watch; /* pinned: the progress words as the watchdog last saw them, then the stop word */
@@ -858,7 +858,8 @@ static int gpu_stream_open_checked(prstm_engine *e, backend_stream *g, int resul
   const uint64_t cov = e->opt.lock_coverage;
   g->held_lo = e->unit_held_hi ? e->unit_held_lo : 0;
   g->nwords = e->unit_held_hi ? e->unit_held_hi - e->unit_held_lo : e->nwords;
-  g->lock_words = engine_lock_array_words(e->wl, engine_held_locks(g->held_lo, g->nwords, cov, &g->lock_lo));
+  uint64_t lock_lo = 0;
+  g->lock_words = engine_lock_array_words(e->wl, engine_held_locks(g->held_lo, g->nwords, cov, &lock_lo));
 
   cudaDeviceProp prop;
   GPU_CHECK(cudaGetDeviceProperties(&prop, g->device));
