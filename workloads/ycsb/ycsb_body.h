@@ -31,8 +31,8 @@ enum { YCSB_OP_READ = 0, YCSB_OP_RMW = 1, YCSB_OP_WRITE = 2 };
  * each its record's field for that operation) and returns their sum. */
 PRSTM_INLINE int ycsb_read(prstm_tx *tx) {
   /* Each operation's word address is loaded one operation ahead: a read
-   * loads its lock word with acquire order, which no later load passes, so
-   * an address loaded by the operation itself would put one more trip to
+   * loads its lock word and then, once the lock is seen free, its value, so
+   * an address loaded by the operation itself would put a third trip to
    * memory on every operation's dependent chain. */
   uint64_t count = prstm_arg(tx, 0), sum = 0;
   uint64_t next = count ? prstm_arg(tx, 1) : 0;
