@@ -437,6 +437,9 @@ PRSTM_INLINE void cmp_walk_retry(prstm_tx *tx, const prstm_exec_ctx *ctx, uint32
   }
 }
 
+/* Rows a CPU thread walks between two looks at the host's stop word. */
+#define CMP_STOP_CHECK_ROWS 8u
+
 /* The semantic CMP (the papers' Algorithm 3 plus termination): sweep the
  * block, higher tags first; commit or fail what can be, postpone the rest,
  * and come back while any commit anywhere may have changed the state.
@@ -476,6 +479,9 @@ PRSTM_INLINE void cmp_walk_postpone(prstm_tx *tx, const prstm_exec_ctx *ctx, uin
    * the batch, so the next one waits longer, in proportion to what the last
    * one cost (bounded, see port_backoff). */
   unsigned futile = 0;
+#if !defined(__CUDA_ARCH__)
+  unsigned rows_since_stop_check = 0;
+#endif
   /* This lane still sweeps its block; it stops for good when the block is
    * final, at quiescence, or when the host stops the run. */
   int walking = pending > 0;
@@ -504,6 +510,17 @@ PRSTM_INLINE void cmp_walk_postpone(prstm_tx *tx, const prstm_exec_ctx *ctx, uin
          * 5% of one GPU thread's stall samples). */
         if (!stm_tx_alone(tx)) port_warp_sync(lanes);
         if (!walking || row >= n) continue;
+#if !defined(__CUDA_ARCH__)
+        /* A CPU thread looks for the host's stop every CMP_STOP_CHECK_ROWS
+         * rows, not only when it aborts or waits: a probe that the host
+         * cuts short (engine/hetero.c) would otherwise run to the end of
+         * its sweep. The GPU's threads leave it to their aborts and waits,
+         * where the load costs nothing on the commit path. */
+        if ((++rows_since_stop_check & (CMP_STOP_CHECK_ROWS - 1u)) == 0 && STM_STOPPED(ctx)) {
+          walking = 0;
+          continue;
+        }
+#endif
         /* The type is read once a row and sweep, here, and handed on. A
          * thread alone walks consecutive rows: it loads the row's type with
          * its status instead of after it, and asks for its argument lines

@@ -149,8 +149,15 @@ int backend_cpu_run_on_locks(prstm_engine *e, prstm_batch *b, const prstm_worker
     /* Watch the run: progress is published by the workers in batches. */
     long pause_ns = WATCHDOG_FIRST_PAUSE_NS;
     while (__atomic_load_n(&quiesce[STM_Q_FINISHED], __ATOMIC_ACQUIRE) < threads) {
-      cpu_gate_pause(&gate, pause_ns);
+      cpu_gate_pause(&gate, e->unit_deadline_armed ? WATCHDOG_FIRST_PAUSE_NS : pause_ns);
       pause_ns = watchdog_next_pause_ns(pause_ns);
+      if (e->unit_deadline_armed && !e->unit_stopped) {
+        const uint64_t stop_at = __atomic_load_n(&e->unit_stop_at_ns, __ATOMIC_ACQUIRE);
+        if (stop_at && engine_now() * 1e9 >= (double)stop_at) {
+          e->unit_stopped = 1;
+          __atomic_store_n(&quiesce[STM_Q_STOP], 1, __ATOMIC_RELEASE);
+        }
+      }
       seen[STM_Q_COMMITTED] = __atomic_load_n(&quiesce[STM_Q_COMMITTED], __ATOMIC_RELAXED);
       seen[STM_Q_FAILED] = __atomic_load_n(&quiesce[STM_Q_FAILED], __ATOMIC_RELAXED);
       seen[STM_Q_ABANDONED] = __atomic_load_n(&quiesce[STM_Q_ABANDONED], __ATOMIC_RELAXED);

@@ -72,6 +72,14 @@ struct prstm_engine {
    * and its rows may touch no others); both 0 in every other engine, which
    * holds every word. */
   uint64_t unit_held_lo, unit_held_hi;
+  /* A CPU unit's run that another thread may cut short (hetero.c's probe):
+   * while unit_deadline_armed, the run's wait loop looks every
+   * WATCHDOG_FIRST_PAUSE_NS and stops the run once engine_now() passes
+   * unit_stop_at_ns (nanoseconds; 0: no deadline yet), which the other
+   * thread sets with __atomic_store_n; unit_stopped then says that it did.
+   * All 0 in every other engine. */
+  int unit_deadline_armed, unit_stopped;
+  uint64_t unit_stop_at_ns;
   /* The GPU a unit's stream runs on (CUDA's device index); -1 elsewhere:
    * a stream runs on the calling thread's current device. */
   int unit_device;

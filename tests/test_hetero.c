@@ -348,6 +348,34 @@ Test(hetero_gpu, probe_within_the_ratio_shares_the_batch_in_rounds) {
   run_close(&r);
 }
 
+/* One CPU thread takes several times the GPU's time over vacation's probe
+ * rows: at a ratio of 1 it is stopped once the GPU has finished them
+ * instead of being waited for, and the GPU runs the batch alone, verified.
+ * Seen failing with the deadline never set (the reason then gives the two
+ * rates). */
+Test(hetero_gpu, probe_stops_a_cpu_slower_than_the_ratio) {
+  hetero_run r;
+  memset(&r, 0, sizeof r);
+  r.wl = prstm_workload_find("vacation");
+  test_need_backend(r.wl, PRSTM_BACKEND_GPU);
+  prstm_options opt;
+  test_options(&opt, PRSTM_BACKEND_HETERO, 1, 1);
+  opt.deltas = PRSTM_DELTAS_OFF;
+  test_open(r.wl, &opt, &r.engine, &r.batch);
+  prstm_state_spec s;
+  prstm_state_spec_init(r.wl, &s);
+  cr_assert_eq(prstm_engine_init_state(r.engine, &s), 0, "%s", prstm_engine_error(r.engine));
+  generate(&r, 100000, NULL, 17);
+  cr_assert_eq(setenv("PRSTM_HETERO_ALONE_RATIO", "1", 1), 0);
+  test_run_verified(r.engine, r.batch, &r.res, "hetero vacation run");
+  unsetenv("PRSTM_HETERO_ALONE_RATIO");
+  cr_assert_eq(r.res.alone, PRSTM_BACKEND_GPU, "%s", r.res.alone_why);
+  cr_assert(strstr(r.res.alone_why, "when it was stopped") != NULL, "%s", r.res.alone_why);
+  cr_assert_eq(r.res.committed + r.res.failed + r.res.abandoned, 100000);
+  test_expect_invariant(r.wl, r.engine, r.batch);
+  run_close(&r);
+}
+
 /* A ratio below 1, or not a number, fails the run with its name. */
 Test(hetero_gpu, a_bad_probe_ratio_is_refused_by_name) {
   test_need_backend(prstm_workload_find("vacation"), PRSTM_BACKEND_GPU);
