@@ -167,3 +167,43 @@ Test(quiescence, a_stopped_run_leaves_the_wait) {
   f.quiesce[STM_Q_STOP] = 1;
   cr_assert_eq(cmp_wait_quiescent(&f.ctx, 2), -1);
 }
+
+/* A CPU thread looks for the host's stop every CMP_STOP_CHECK_ROWS rows,
+ * not only when it aborts or waits: with the stop set before it starts, a
+ * thread alone on 64 deposits (which never abort or wait) decides fewer
+ * than CMP_STOP_CHECK_ROWS of them and leaves the rest pending. It decided
+ * all 64 before the check (a probe stopped by the host ran to the end of
+ * its sweep). */
+#define STOP_ROWS 64
+Test(cmp, a_cpu_thread_sees_the_stop_within_a_few_rows) {
+  static uint8_t type[STOP_ROWS], status[STOP_ROWS];
+  static uint64_t args[2 * STOP_ROWS];
+  fixture f;
+  fixture_init(&f, 8, 1);
+  for (unsigned r = 0; r < STOP_ROWS; r++) {
+    type[r] = BANK_DEPOSIT;
+    status[r] = 0;
+    args[r] = r % 8;         /* the account */
+    args[STOP_ROWS + r] = 1; /* the amount */
+  }
+  f.ctx.table.n = STOP_ROWS;
+  f.ctx.table.stride = STOP_ROWS;
+  f.ctx.table.ncols = 2;
+  f.ctx.table.type = type;
+  f.ctx.table.status = status;
+  f.ctx.table.args = args;
+  f.ctx.type_tag[BANK_DEPOSIT] = 0;
+  f.ctx.tag_mask = 1u;
+  f.ctx.nthreads = 1;
+  f.ctx.semantic = PRSTM_SEMANTIC_POSTPONE;
+  f.ctx.retry_limit = 100;
+  stm_thread_stats stats;
+  memset(&stats, 0, sizeof stats);
+  f.ctx.stats = &stats;
+  f.quiesce[STM_Q_STOP] = 1;
+  cmp_walk_block(&f.tx, &f.ctx, 0, bank_dispatch);
+  unsigned decided = 0;
+  for (unsigned r = 0; r < STOP_ROWS; r++) decided += (status[r] & TXTABLE_STATUS_MASK) != 0;
+  cr_assert_lt(decided, CMP_STOP_CHECK_ROWS, "%u of %u rows decided after the stop", decided, STOP_ROWS);
+  cr_assert_eq(stats.committed, decided);
+}
