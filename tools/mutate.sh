@@ -65,6 +65,7 @@ mutants=(
   "walk-validates-every-link|test_skiplist|workloads/skiplist/skiplist_body.h|s/^      w = prstm_read_immutable(tx, skiplist_addr(m, x, 2 + lv));\$/      w = prstm_read(tx, skiplist_addr(m, x, 2 + lv));/"
   "hetero-never-takes-the-delta-path|test_hetero|engine/hetero.c|s/^  if (e->opt.deltas == PRSTM_DELTAS_OFF) return 0;\$/  return 0;/"
   "partitioned-unit-keeps-rows-it-sent-away|test_multi|engine/unit.c|s/^    if (st == UNIT_AWAY) {\$/    if (0 \&\& st == UNIT_AWAY) {/"
+  "cpu-walk-ignores-the-stop-between-rows|test_cmp|cmp/cmp_walk.h|s/^        if ((++rows_since_stop_check \& (CMP_STOP_CHECK_ROWS - 1u)) == 0 \&\& STM_STOPPED(ctx)) {\$/        if (0 \&\& STM_STOPPED(ctx)) {/"
   "window-runs-past-its-rows|test_txtable|txtable/txtable.c|s/^  if (b->n == b->cap || nargs > b->ncols || (b->window \&\& b->n == b->limit)) {\$/  if (b->n == b->cap || nargs > b->ncols) {/"
 )
 
