@@ -178,6 +178,53 @@ void engine_parallel_copy(const engine_copy *pieces, size_t npieces, unsigned pa
   engine_parallel_for(total, parts, engine_copy_part, &list);
 }
 
+/* engine_parallel_narrow: each part narrows its range of elements, one
+ * column's stretch at a time, and records whether a high half was set. */
+typedef struct engine_narrow_job {
+  uint32_t *dst;
+  const uint64_t *src;
+  uint64_t stride, n, from;
+  uint8_t wide[ENGINE_MAX_PARTS];
+} engine_narrow_job;
+
+static void engine_narrow_part(void *arg, unsigned part, uint64_t from, uint64_t to) {
+  engine_narrow_job *j = arg;
+  uint64_t high = 0;
+  for (uint64_t i = j->from + from, end = j->from + to; i < end;) {
+    const uint64_t col = i / j->n, row = i % j->n;
+    const uint64_t m = j->n - row < end - i ? j->n - row : end - i;
+    const uint64_t *s = j->src + col * j->stride + row;
+    uint32_t *d = j->dst + (i - j->from);
+    /* One OR of every value's high half, tested once per stretch: the loop
+     * stays a plain narrowing copy the compiler vectorises. */
+    for (uint64_t k = 0; k < m; k++) {
+      d[k] = (uint32_t)s[k];
+      high |= s[k] >> 32;
+    }
+    if (high) break;
+    i += m;
+  }
+  j->wide[part] = high != 0;
+}
+
+int engine_parallel_narrow(uint32_t *dst, const uint64_t *src, uint64_t stride, uint64_t n, uint64_t from, uint64_t to,
+                           unsigned parts) {
+  if (to <= from || n == 0) return 1;
+  if (parts < 1) parts = 1;
+  if (parts > ENGINE_MAX_PARTS) parts = ENGINE_MAX_PARTS;
+  engine_narrow_job job;
+  memset(&job, 0, sizeof job);
+  job.dst = dst;
+  job.src = src;
+  job.stride = stride;
+  job.n = n;
+  job.from = from;
+  engine_parallel_for(to - from, parts, engine_narrow_part, &job);
+  for (unsigned p = 0; p < parts; p++)
+    if (job.wide[p]) return 0;
+  return 1;
+}
+
 /* The lock array of a CPU run or replay (the locks, then the counters of
  * adds where the workload has them), zeroed before the clock starts. A
  * fresh calloc leaves the zeroing to first touch, and on a state of 10^8

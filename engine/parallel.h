@@ -47,6 +47,15 @@ void engine_parallel_copy(const engine_copy *pieces, size_t npieces, unsigned pa
  * calling thread: one part of such a copy. */
 void engine_copy_range(const engine_copy *pieces, size_t npieces, uint64_t from, uint64_t to);
 
+/* Argument columns as 32-bit values: elements [from, to) of the n-row
+ * column-major table src (column c at src + c * stride) go to dst[0, to -
+ * from), where element i is row i % n of column i / n, so that dst holds
+ * the columns packed at stride n. Done on `parts` threads. Returns 1 when
+ * every value fitted in 32 bits, 0 when one did not (dst then holds
+ * nothing to use). */
+int engine_parallel_narrow(uint32_t *dst, const uint64_t *src, uint64_t stride, uint64_t n, uint64_t from, uint64_t to,
+                           unsigned parts);
+
 /* Threads kept to share out many copies in a row with the caller
  * (copy_pool.c): engine_copy_pool_run takes the pieces as one run of bytes,
  * as engine_parallel_copy does, cut into 64 KiB chunks that the caller and

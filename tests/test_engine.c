@@ -275,6 +275,53 @@ Test(parallel, copy_lands_every_piece_exactly_in_any_number_of_parts) {
   free(want);
 }
 
+/* Argument columns narrowed to 32 bits, in ranges that start and end
+ * inside columns (as a staging chunk cuts them), in every number of parts:
+ * each element lands at its place in the packed columns, nothing past the
+ * range is written, and one value of 2^32 or more anywhere in the range
+ * makes the call say no, whichever part meets it. The GPU backend uploads
+ * a whole run's arguments this way (txtable_view's narrow_args). */
+Test(parallel, narrow_packs_the_columns_and_refuses_a_wide_value) {
+  enum { ROWS = 1000, COLS = 5, STRIDE = 1024 };
+  uint64_t *src = calloc((size_t)COLS * STRIDE, sizeof *src);
+  uint32_t *dst = malloc((size_t)COLS * ROWS * sizeof *dst + 64);
+  cr_assert(src && dst);
+  for (unsigned c = 0; c < COLS; c++)
+    for (unsigned r = 0; r < ROWS; r++) src[(size_t)c * STRIDE + r] = 0xffffffffull - (c * 7919u + r * 31u);
+  /* Past each column's rows, inside the stride: wide values the narrowing
+   * must never read. */
+  for (unsigned c = 0; c < COLS; c++) src[(size_t)c * STRIDE + ROWS] = 1ull << 40;
+  const unsigned parts_to_try[] = {1, 2, 3, 7, 16, ENGINE_MAX_PARTS};
+  const uint64_t ranges[][2] = {{0, COLS * ROWS}, {37, 2 * ROWS + 5}, {ROWS - 1, ROWS + 1}, {4 * ROWS, COLS * ROWS}};
+  for (unsigned t = 0; t < sizeof parts_to_try / sizeof *parts_to_try; t++)
+    for (unsigned k = 0; k < sizeof ranges / sizeof *ranges; k++) {
+      const uint64_t from = ranges[k][0], to = ranges[k][1];
+      memset(dst, 0xab, (size_t)COLS * ROWS * sizeof *dst + 64);
+      cr_assert_eq(engine_parallel_narrow(dst, src, STRIDE, ROWS, from, to, parts_to_try[t]), 1,
+                   "values below 2^32 refused (range %llu..%llu, %u parts)", (unsigned long long)from,
+                   (unsigned long long)to, parts_to_try[t]);
+      for (uint64_t i = from; i < to; i++)
+        cr_assert_eq(dst[i - from], (uint32_t)src[(i / ROWS) * STRIDE + i % ROWS],
+                     "element %llu (column %llu, row %llu) misplaced", (unsigned long long)i,
+                     (unsigned long long)(i / ROWS), (unsigned long long)(i % ROWS));
+      cr_assert_eq(dst[to - from], 0xababababu, "a word past the range was written");
+    }
+  /* One wide value, at the range's first element, in its middle and at its
+   * last: refused in every number of parts. */
+  const uint64_t wide_at[] = {0, 2 * ROWS + 17, COLS * ROWS - 1};
+  for (unsigned w = 0; w < sizeof wide_at / sizeof *wide_at; w++) {
+    uint64_t *v = &src[(wide_at[w] / ROWS) * STRIDE + wide_at[w] % ROWS];
+    const uint64_t keep = *v;
+    *v = 1ull << 32;
+    for (unsigned t = 0; t < sizeof parts_to_try / sizeof *parts_to_try; t++)
+      cr_assert_eq(engine_parallel_narrow(dst, src, STRIDE, ROWS, 0, COLS * ROWS, parts_to_try[t]), 0,
+                   "2^32 at element %llu taken as narrow (%u parts)", (unsigned long long)wide_at[w], parts_to_try[t]);
+    *v = keep;
+  }
+  free(src);
+  free(dst);
+}
+
 /* A stream's pool of copying threads lands every piece exactly, copy after
  * copy: back to back (its helpers spinning) and after a pause longer than
  * their spin (asleep, woken by the next copy), with one helper and with
