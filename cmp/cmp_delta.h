@@ -50,9 +50,13 @@ typedef struct cmp_delta_plan {
   uint64_t amount_max;
 } cmp_delta_plan;
 
-/* Argument col of row r, 0 past the table's columns, as prstm_arg reads it. */
+/* Argument col of row r, 0 past the table's columns, as prstm_arg reads it
+ * but through the caches: the path reads each argument several times (its
+ * emit, gather and apply kernels), where the STM reads it once a try. */
 PRSTM_INLINE uint64_t cmp_delta_arg(const txtable_view *t, uint64_t r, unsigned col) {
-  return col < t->ncols ? t->args[(uint64_t)col * t->stride + r] : 0;
+  if (col >= t->ncols) return 0;
+  const uint64_t at = (uint64_t)col * t->stride + r;
+  return t->narrow_args ? ((const uint32_t *)t->args)[at] : t->args[at];
 }
 
 /* Step k of row r of type `type`: its word and signed amount. A list step

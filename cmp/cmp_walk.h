@@ -529,8 +529,11 @@ PRSTM_INLINE void cmp_walk_postpone(prstm_tx *tx, const prstm_exec_ctx *ctx, uin
         if (stm_tx_alone(tx)) {
           type = port_table_load_u8(&ctx->table.type[row]);
           if ((row & 15u) == 0 && row + 32 < n)
-            for (uint32_t c = 0; c < ctx->table.ncols; c++)
-              port_prefetch_l1(&ctx->table.args[(uint64_t)c * ctx->table.stride + row + 32]);
+            for (uint32_t c = 0; c < ctx->table.ncols; c++) {
+              const uint64_t at = (uint64_t)c * ctx->table.stride + row + 32;
+              port_prefetch_l1(ctx->table.narrow_args ? (const void *)((const uint32_t *)ctx->table.args + at)
+                                                      : (const void *)&ctx->table.args[at]);
+            }
         }
         if ((port_table_load_u8(&ctx->table.status[row]) & TXTABLE_STATUS_MASK) != 0u) continue;
         if (!stm_tx_alone(tx)) type = port_table_load_u8(&ctx->table.type[row]);

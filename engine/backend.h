@@ -140,6 +140,10 @@ typedef struct backend_ops {
  * (prstm_engine.gpu_keep): freed with the engine; nothing without CUDA. */
 struct backend_gpu_keep;
 void backend_gpu_keep_free(struct backend_gpu_keep *keep);
+/* Takes the engine's pinned staging chunks on the current GPU now, where it
+ * has none (prstm_engine_warm_up): its whole runs' copies then go through
+ * them from the first run on. Returns 0, or PRSTM_ECUDA with err set. */
+int backend_gpu_keep_staging(prstm_engine *e, char *err, size_t errlen);
 
 /* The backends of this build; backend_gpu_ops is NULL without CUDA. */
 extern const backend_ops backend_cpu_ops;

@@ -110,12 +110,12 @@ extern "C" int prstm_gpu_launch_kernel(const void *kernel, const prstm_exec_ctx 
  * time on one thread. Large copies go instead through two pinned chunks:
  * every core fills one chunk while the GPU takes the other (and empties one
  * while the GPU fills the other on the way back). The chunks cost a pinned
- * allocation, so an engine takes them once its whole runs have copied
+ * allocation of a few milliseconds, so an engine takes them when it warms
+ * up (prstm_engine_warm_up), for its first run that narrows its arguments
+ * (gpu_copy_args_narrow), or once its whole runs have copied
  * PRSTM_POLICY_STAGED_COPY_MIN_BYTES (the larger way of each run, summed),
- * and keeps them for its later runs until it is destroyed: a run of a few
- * hundred MiB on an engine that runs again and again (rounds, a job's
- * batches) then stages too. A copy smaller than a chunk, or from or to
- * memory that is pinned already, goes direct. */
+ * and keeps them for its later runs until it is destroyed. A copy smaller
+ * than a chunk, or from or to memory that is pinned already, goes direct. */
 typedef struct gpu_staging {
   uint8_t *chunk[2];
   cudaEvent_t done[2]; /* the chunk's last copy on `stream` ended */
@@ -190,13 +190,13 @@ void backend_gpu_keep_free(struct backend_gpu_keep *keep) {
   free(keep);
 }
 
-/* The staging for a run whose copies take `bytes` the larger way: the
- * engine's chunks once its runs have copied enough, or `direct` (no chunks:
- * every copy direct). Chunks kept from another GPU's runs are given back
- * first. */
-static int gpu_staging_for_run(prstm_engine *e, uint64_t bytes, gpu_staging *direct, gpu_staging **out, char *err,
-                               size_t errlen) {
-  *out = direct;
+/* The engine's keep, with its staging chunks on the current GPU when
+ * `open_now` or once its runs have copied enough: chunks kept from another
+ * GPU's runs are given back first. *keep is NULL where no keep could be
+ * allocated (every copy then goes direct). */
+static int gpu_keep_for(prstm_engine *e, uint64_t bytes, int open_now, struct backend_gpu_keep **out, char *err,
+                        size_t errlen) {
+  *out = NULL;
   if (!e->gpu_keep && (e->gpu_keep = (struct backend_gpu_keep *)calloc(1, sizeof *e->gpu_keep)) == NULL) return 0;
   struct backend_gpu_keep *keep = e->gpu_keep;
   int device = 0;
@@ -207,7 +207,7 @@ static int gpu_staging_for_run(prstm_engine *e, uint64_t bytes, gpu_staging *dir
     backend_gpu_make_current(device);
   }
   keep->copied += bytes;
-  if (!keep->staging.bytes && keep->copied >= PRSTM_POLICY_STAGED_COPY_MIN_BYTES) {
+  if (!keep->staging.bytes && (open_now || keep->copied >= PRSTM_POLICY_STAGED_COPY_MIN_BYTES)) {
     keep->device = device;
     int rc = gpu_staging_open(&keep->staging, err, errlen);
     if (rc) {
@@ -215,7 +215,25 @@ static int gpu_staging_for_run(prstm_engine *e, uint64_t bytes, gpu_staging *dir
       return rc;
     }
   }
-  if (keep->staging.bytes) *out = &keep->staging;
+  *out = keep;
+  return 0;
+}
+
+int backend_gpu_keep_staging(prstm_engine *e, char *err, size_t errlen) {
+  struct backend_gpu_keep *keep = NULL;
+  return gpu_keep_for(e, 0, 1, &keep, err, errlen);
+}
+
+/* The staging for a run whose copies take `bytes` the larger way: the
+ * engine's chunks (gpu_keep_for; open_now for a run that narrows its
+ * arguments through them), else `direct` (no chunks: every copy direct). */
+static int gpu_staging_for_run(prstm_engine *e, uint64_t bytes, int open_now, gpu_staging *direct, gpu_staging **out,
+                               char *err, size_t errlen) {
+  *out = direct;
+  struct backend_gpu_keep *keep = NULL;
+  int rc = gpu_keep_for(e, bytes, open_now, &keep, err, errlen);
+  if (rc) return rc;
+  if (keep && keep->staging.bytes) *out = &keep->staging;
   return 0;
 }
 
@@ -251,6 +269,38 @@ static int gpu_copy_up(gpu_staging *s, void *dst, const void *src, size_t n, cha
     GPU_CHECK(cudaMemcpyAsync((uint8_t *)dst + off, s->chunk[s->next], m, cudaMemcpyHostToDevice, s->stream));
     GPU_CHECK(cudaEventRecord(s->done[s->next], s->stream));
   }
+  return 0;
+}
+
+/* Whether the run should upload its argument columns narrow: they are
+ * large enough for the narrowing to pay, and the first rows of every
+ * column fit in 32 bits (the copy itself checks every value). */
+static int gpu_args_narrow_worth(const prstm_batch *b) {
+  if (b->ncols == 0 || 8 * (uint64_t)b->ncols * b->n < PRSTM_POLICY_NARROW_ARGS_MIN_BYTES) return 0;
+  const uint64_t rows = b->n < PRSTM_POLICY_NARROW_ARGS_SAMPLE_ROWS ? b->n : PRSTM_POLICY_NARROW_ARGS_SAMPLE_ROWS;
+  uint64_t high = 0;
+  for (uint32_t c = 0; c < b->ncols; c++)
+    for (uint64_t r = 0; r < rows; r++) high |= b->args[(uint64_t)c * b->cap + r] >> 32;
+  return high == 0;
+}
+
+/* Host to device, the argument columns as 32-bit values packed at stride
+ * n (txtable_view's narrow_args): every core narrows a chunk's worth while
+ * the GPU takes the other chunk. *narrow is 0 when a value needed 64 bits:
+ * the caller then uploads the columns whole, over whatever this queued. */
+static int gpu_copy_args_narrow(gpu_staging *s, uint32_t *dst, const prstm_batch *b, int *narrow, char *err,
+                                size_t errlen) {
+  const uint64_t total = (uint64_t)b->ncols * b->n, per_chunk = s->bytes / 4;
+  const unsigned parts = engine_parallel_parts(per_chunk, PRSTM_POLICY_STAGED_COPY_BYTES_PER_PART / 8);
+  *narrow = 0;
+  for (uint64_t at = 0; at < total; at += per_chunk, s->next ^= 1u) {
+    const uint64_t m = total - at < per_chunk ? total - at : per_chunk;
+    GPU_CHECK(cudaEventSynchronize(s->done[s->next]));
+    if (!engine_parallel_narrow((uint32_t *)s->chunk[s->next], b->args, b->cap, b->n, at, at + m, parts)) return 0;
+    GPU_CHECK(cudaMemcpyAsync(dst + at, s->chunk[s->next], 4 * m, cudaMemcpyHostToDevice, s->stream));
+    GPU_CHECK(cudaEventRecord(s->done[s->next], s->stream));
+  }
+  *narrow = 1;
   return 0;
 }
 
@@ -351,6 +401,7 @@ typedef struct gpu_buffers {
   gpu_staging *staging; /* the run's large copies (gpu_copy_up, gpu_copy_down): the engine's, or direct */
   gpu_staging direct;   /* no chunks: every copy direct */
   gpu_locked locked;    /* host memory this run page-locked for its direct copies */
+  int narrow_args;      /* args holds 32-bit values (gpu_copy_args_narrow) */
 } gpu_buffers;
 
 static void gpu_free(gpu_buffers *g) {
@@ -428,15 +479,24 @@ static int gpu_upload(prstm_engine *e, const prstm_batch *b, uint32_t threads, p
   /* The largest of the run's two ways decides whether it stages its copies. */
   const uint64_t up = 8 * e->nwords + (8 * (uint64_t)b->ncols + 1) * b->n,
                  down = 8 * e->nwords + (1 + 8 * (!!g->result + !!g->seq + !!g->read_hash)) * b->n;
-  int rc = gpu_staging_for_run(e, up > down ? up : down, &g->direct, &g->staging, err, errlen);
+  const int narrow_worth = gpu_args_narrow_worth(b);
+  int rc = gpu_staging_for_run(e, up > down ? up : down, narrow_worth, &g->direct, &g->staging, err, errlen);
   if (rc) return rc;
-  /* Without the engine's staging chunks, the large ranges the run copies
-   * up or back are page-locked where they lie, so that the copies go at
-   * the link's rate instead of through the driver's small staging. */
-  if (g->staging == &g->direct) {
-    const size_t least = PRSTM_POLICY_LOCK_PAGES_MIN_BYTES;
-    gpu_lock_pages(&g->locked, e->words, 8 * e->nwords, least);
-    gpu_lock_batch_columns(&g->locked, b, least);
+  /* The large ranges the run copies up or back that do not go through the
+   * engine's staging chunks (all of them without chunks; with them, those
+   * smaller than a chunk) are page-locked where they lie, so that the
+   * copies go at the link's rate instead of through the driver's small
+   * staging: staging a range of a few MiB through the chunks took longer
+   * than the driver's copy (H200's host, 8 MiB). */
+  const int staged = g->staging != &g->direct;
+  const size_t least = PRSTM_POLICY_LOCK_PAGES_MIN_BYTES, most = staged ? g->staging->bytes - 1 : SIZE_MAX;
+  if (!staged) gpu_lock_batch_columns(&g->locked, b, least);
+  if (8 * e->nwords <= most) gpu_lock_pages(&g->locked, e->words, 8 * e->nwords, least);
+  if (staged && b->n <= most) {
+    gpu_lock_pages(&g->locked, b->type, b->n, least);
+    gpu_lock_pages(&g->locked, b->status, b->n, least);
+  }
+  if (8 * b->n <= most) {
     gpu_lock_pages(&g->locked, b->result, b->result ? 8 * b->n : 0, least);
     gpu_lock_pages(&g->locked, b->seq, b->seq ? 8 * b->n : 0, least);
     gpu_lock_pages(&g->locked, b->read_hash, b->read_hash ? 8 * b->n : 0, least);
@@ -449,7 +509,10 @@ static int gpu_upload(prstm_engine *e, const prstm_batch *b, uint32_t threads, p
   GPU_CHECK(cudaMemset(g->status, 0, b->n));
   GPU_CHECK(cudaMemset(g->stats, 0, sizeof(stm_thread_stats) * threads));
   if ((rc = gpu_copy_up(g->staging, g->words, e->words, 8 * e->nwords, err, errlen)) != 0) return rc;
-  for (uint32_t c = 0; c < b->ncols; c++)
+  if (narrow_worth && staged &&
+      (rc = gpu_copy_args_narrow(g->staging, (uint32_t *)g->args, b, &g->narrow_args, err, errlen)) != 0)
+    return rc;
+  for (uint32_t c = 0; c < b->ncols && !g->narrow_args; c++)
     if ((rc = gpu_copy_up(g->staging, g->args + (size_t)c * b->n, b->args + (size_t)c * b->cap, 8 * b->n, err,
                           errlen)) != 0)
       return rc;
@@ -461,6 +524,7 @@ static int gpu_upload(prstm_engine *e, const prstm_batch *b, uint32_t threads, p
   ctx->table.type = g->type;
   ctx->table.status = g->status;
   ctx->table.args = g->args;
+  ctx->table.narrow_args = (uint32_t)g->narrow_args;
   ctx->table.result = g->result;
   ctx->table.seq = g->seq;
   ctx->table.read_hash = g->read_hash;
@@ -629,7 +693,7 @@ static int gpu_run_checked(prstm_engine *e, prstm_batch *b, const prstm_worker_v
   double deltas_s = 0;
   ENGINE_RANGE_PUSH("execute");
   if (try_deltas) {
-    delta_gpu_table dt = {g->words, e->nwords, g->type, g->args,      b->ncols,
+    delta_gpu_table dt = {g->words, e->nwords, g->type, g->args,      b->ncols, (uint32_t)g->narrow_args,
                           b->n,     g->status, g->seq,  g->read_hash, g->result};
     float ms = 0;
     rc = delta_gpu_run(&dt, &plan, &on_deltas, &ms, err, errlen);

@@ -38,6 +38,7 @@ typedef struct delta_gpu_table {
   const uint8_t *type;
   const uint64_t *args;
   uint32_t ncols;
+  uint32_t narrow_args; /* the columns hold 32-bit values (txtable_view) */
   uint64_t n;
   uint8_t *status;
   uint64_t *seq, *read_hash;

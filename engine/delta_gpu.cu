@@ -18,6 +18,7 @@ __device__ static txtable_view delta_view(const delta_gpu_table *t) {
   v.n = t->n;
   v.stride = t->n;
   v.ncols = t->ncols;
+  v.narrow_args = t->narrow_args;
   v.args = (uint64_t *)t->args;
   return v;
 }

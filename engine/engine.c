@@ -115,7 +115,7 @@ const prstm_word *prstm_engine_state(const prstm_engine *e, uint64_t *nwords) {
 
 const prstm_state_spec *prstm_engine_state_spec(const prstm_engine *e) { return e && e->has_spec ? &e->spec : NULL; }
 
-int prstm_engine_warm_up(const prstm_engine *e) {
+int prstm_engine_warm_up(prstm_engine *e) {
   if (!e) return PRSTM_EINVAL;
 #ifdef PRSTM_HAVE_CUDA
   if (e->opt.backend == PRSTM_BACKEND_CPU) return 0;
@@ -135,6 +135,11 @@ int prstm_engine_warm_up(const prstm_engine *e) {
   for (int d = 0; d < devices && rc == 0; d++)
     rc = backend_gpu_start(e->opt.backend == PRSTM_BACKEND_MULTI ? d : first, why, sizeof why);
   backend_gpu_make_current(first);
+  /* A whole run on one GPU copies through the engine's pinned chunks: taken
+   * here, they cost its first run nothing. Streams, co-executed and
+   * multi-GPU runs stage their own. */
+  if (rc == 0 && (e->opt.backend == PRSTM_BACKEND_GPU || e->opt.backend == PRSTM_BACKEND_AUTO))
+    rc = backend_gpu_keep_staging(e, why, sizeof why);
   return rc;
 #else
   return 0;

@@ -593,6 +593,67 @@ Test(bank_gpu, later_runs_of_an_engine_stage_their_copies_exactly) {
   run_close(&r);
 }
 
+/* A run whose argument columns take PRSTM_POLICY_NARROW_ARGS_MIN_BYTES or
+ * more uploads them as 32-bit values when they fit, and whole when one
+ * does not: here a deposit of 2^33 that only the narrowing itself meets
+ * (its row is past the rows looked at first) or that the first look meets
+ * (row 0). Each run goes through the STM kernel and through the delta
+ * path, both of which read the arguments, and is verified against its
+ * serial replay: an argument read at the wrong width, or a deposit cut to
+ * 32 bits, fails it. */
+static void narrow_args_run(prstm_deltas_mode deltas, int wide_at_start, int wide_at_end) {
+  bank_run r;
+  memset(&r, 0, sizeof r);
+  prstm_options opt;
+  test_options(&opt, PRSTM_BACKEND_GPU, 0, 1);
+  opt.deltas = deltas;
+  r.wl = prstm_workload_find("bank");
+  test_open(r.wl, &opt, &r.engine, &r.batch);
+  const uint64_t accounts = 100000;
+  run_state(&r, accounts, 1000000);
+  if (wide_at_start) add(&r, "deposit", 7, 1ull << 33, 0);
+  prstm_generate_spec g;
+  memset(&g, 0, sizeof g);
+  g.transactions = PRSTM_POLICY_NARROW_ARGS_MIN_BYTES / 24 + 1000;
+  g.seed = 23;
+  g.accounts_per_tx = 2;
+  g.amount_min = 1;
+  g.amount_max = 10;
+  prstm_state_spec st = {.accounts = accounts, .initial_balance = 1000000};
+  char err[256];
+  cr_assert_eq(r.wl->generate(&g, &st, r.batch, err, sizeof err), 0, "%s", err);
+  if (wide_at_end) add(&r, "deposit", 11, 1ull << 33, 0);
+  const uint64_t rows = g.transactions + (uint64_t)wide_at_start + (uint64_t)wide_at_end;
+  cr_assert_eq(prstm_batch_size(r.batch), rows);
+  run_exec(&r);
+  cr_assert_eq(r.res.committed, rows, "%llu of %llu committed", (unsigned long long)r.res.committed,
+               (unsigned long long)rows);
+  cr_assert_eq(r.res.path, deltas == PRSTM_DELTAS_ON ? PRSTM_PATH_DELTAS : PRSTM_PATH_STM);
+  if (wide_at_start || wide_at_end) {
+    uint64_t nwords = 0;
+    const prstm_word *words = prstm_engine_state(r.engine, &nwords);
+    const uint64_t account = wide_at_end ? 11 : 7;
+    cr_assert(words && nwords > account);
+    cr_assert_geq(words[account], 1ull << 33, "the deposit of 2^33 was cut: account %llu holds %llu",
+                  (unsigned long long)account, (unsigned long long)words[account]);
+  }
+  check_bank_invariant(&r);
+  run_close(&r);
+}
+
+Test(bank_gpu, narrow_arguments_run_exactly_on_the_stm_and_the_delta_path, .timeout = 120) {
+  need_backend(PRSTM_BACKEND_GPU);
+  narrow_args_run(PRSTM_DELTAS_OFF, 0, 0);
+  narrow_args_run(PRSTM_DELTAS_ON, 0, 0);
+}
+
+Test(bank_gpu, a_wide_argument_anywhere_uploads_the_columns_whole, .timeout = 120) {
+  need_backend(PRSTM_BACKEND_GPU);
+  narrow_args_run(PRSTM_DELTAS_OFF, 0, 1);
+  narrow_args_run(PRSTM_DELTAS_ON, 0, 1);
+  narrow_args_run(PRSTM_DELTAS_OFF, 1, 0);
+}
+
 /* The invariant reads the rows on every core, in parts of at least 65,536
  * rows: the deposits and withdrawals of every part are counted. */
 Test(bank_cpu, invariant_reads_every_part_of_a_large_batch) {

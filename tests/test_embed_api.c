@@ -405,7 +405,7 @@ Test(embed, cleared_batch_runs_again_with_only_its_new_rows) {
 
 /* prstm_engine_warm_up on a thread of its own. */
 typedef struct warm_job {
-  const prstm_engine *engine;
+  prstm_engine *engine;
   int rc;
 } warm_job;
 

@@ -13,6 +13,10 @@ typedef struct txtable_view {
   uint64_t stride; /* distance between two argument columns, >= n */
   uint32_t ncols;  /* argument columns */
   uint32_t has_results;
+  /* Nonzero: the argument columns hold 32-bit values, column c at
+   * (uint32_t *)args + c * stride, because every argument of the batch
+   * fitted (a GPU run uploads them so, halving the table's copy). */
+  uint32_t narrow_args;
   uint8_t *type;       /* type index per row */
   uint8_t *status;     /* prstm_status in the low 2 bits, reason in the high 6: the finish flag */
   uint64_t *args;      /* column-major: args[col * stride + row] */
@@ -29,6 +33,14 @@ typedef struct txtable_view {
   uint64_t ids_from;
   const uint64_t *row_id;
 } txtable_view;
+
+/* Argument col of row r, 0 past the table's columns, whether the columns
+ * are 64-bit or narrow. */
+PRSTM_INLINE uint64_t txtable_arg(const txtable_view *t, uint64_t r, unsigned col) {
+  if (col >= t->ncols) return 0;
+  const uint64_t at = (uint64_t)col * t->stride + r;
+  return t->narrow_args ? port_table_load_u32((const uint32_t *)t->args + at) : port_table_load_u64(&t->args[at]);
+}
 
 /* The number of row r that prstm_row gives (see row_base above). */
 PRSTM_INLINE uint64_t txtable_row_number(const txtable_view *t, uint64_t r) {

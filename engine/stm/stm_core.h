@@ -297,10 +297,7 @@ STM_DEFINE_FIND(stm_tx_find_lock, locks, nlocks, STM_INDEX_LOCKS, STM_KEY_OF_LOC
  * columns, so that a body that trusts a count argument (an address list's)
  * beyond what the row holds reads zeros, never another column's memory or
  * past the table. */
-PRSTM_INLINE uint64_t prstm_arg(const prstm_tx *tx, unsigned col) {
-  const txtable_view *t = &tx->ctx->table;
-  return col < t->ncols ? port_table_load_u64(&t->args[(uint64_t)col * t->stride + tx->row]) : 0;
-}
+PRSTM_INLINE uint64_t prstm_arg(const prstm_tx *tx, unsigned col) { return txtable_arg(&tx->ctx->table, tx->row, col); }
 /* The transaction's row in its batch (after presorting), unique within the
  * run, so a body can use it to claim a slot of its own (a skiplist's new
  * node) without a shared allocator word. It stays the same however the

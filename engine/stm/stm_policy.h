@@ -102,28 +102,38 @@
 
 /* ---- A whole run's copies (host) ---- */
 
-/* Once an engine's whole runs have copied STAGED_COPY_MIN_BYTES between
- * pageable host memory and the GPU (the larger way of each run, summed), it
- * takes two pinned chunks of STAGED_COPY_CHUNK bytes and keeps them: every
- * copy of a chunk or more then goes through them, filled and emptied by
- * every core in parts of at least STAGED_COPY_BYTES_PER_PART
- * (engine/backend_gpu.cu). Below that total a run page-locks in place
- * instead (below). The chunks now cost a few milliseconds, yet a lower
- * threshold does not pay: with 64 MiB, runs of 200 to 260 MB copied their
- * columns, each smaller than a chunk, straight from pageable memory, and
- * took 19 to 45 ms to upload where locking them in place took 9 to 18. */
+/* An engine takes two pinned chunks of STAGED_COPY_CHUNK bytes when it
+ * warms up (prstm_engine_warm_up, backends gpu and auto), for a run that
+ * narrows its arguments (below), or once its whole runs have copied
+ * STAGED_COPY_MIN_BYTES between pageable host memory and the GPU (the
+ * larger way of each run, summed), and keeps them: every copy of a chunk or
+ * more then goes through them, filled and emptied by every core in parts
+ * of at least STAGED_COPY_BYTES_PER_PART (engine/backend_gpu.cu). Without
+ * them a run page-locks in place instead (below). Taking them costs 5 to 12
+ * ms on an H200's host, as much as the page-locking it saves a run of 200
+ * MB, so an engine that does not warm up takes them on need only. */
 #define PRSTM_POLICY_STAGED_COPY_MIN_BYTES (512ull << 20)
 #define PRSTM_POLICY_STAGED_COPY_CHUNK (32ull << 20)
 #define PRSTM_POLICY_STAGED_COPY_BYTES_PER_PART (1ull << 20)
-/* Below STAGED_COPY_MIN_BYTES, a run page-locks in place (cudaHostRegister)
- * each range of ordinary host memory of at least LOCK_PAGES_MIN_BYTES that
- * it copies, for the length of the run: registering, copying and unregistering 160 MiB of
+/* Without the chunks, a run page-locks in place (cudaHostRegister) each
+ * range of ordinary host memory of at least LOCK_PAGES_MIN_BYTES that it
+ * copies, for the length of the run (with them, each such range smaller
+ * than a chunk, which goes direct): registering, copying and unregistering 160 MiB of
  * huge pages took 10 to 11 ms on an H200's host, against 24 to 27 ms for the
  * driver's own staging of a pageable copy, and 16 MiB 1.5 ms against about
  * 2.5 (bench/setup-probe). A chunked run locks its batch's columns whole
  * for its length when their rows have that many bytes: each unit then
  * copies straight from them instead of through its staging. */
 #define PRSTM_POLICY_LOCK_PAGES_MIN_BYTES (16ull << 20)
+/* A whole run whose argument columns take at least NARROW_ARGS_MIN_BYTES
+ * uploads them as 32-bit values where every value fits: every core narrows
+ * them into the staging chunks (taken for it if the engine has none), so
+ * half the bytes cross the link and nothing is page-locked in place. The
+ * first NARROW_ARGS_SAMPLE_ROWS rows of each column are looked at first, so
+ * that a batch with wide values (TPC-C's packed quantities) does not start
+ * a narrowing it would give up. */
+#define PRSTM_POLICY_NARROW_ARGS_MIN_BYTES (16ull << 20)
+#define PRSTM_POLICY_NARROW_ARGS_SAMPLE_ROWS 4096u
 
 /* ---- Streams and chunked runs (host) ---- */
 

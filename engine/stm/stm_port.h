@@ -59,6 +59,7 @@ PRSTM_INLINE void port_store_release(uint64_t *p, uint64_t v) {
  * traffic"). */
 PRSTM_INLINE uint8_t port_table_load_u8(const uint8_t *p) { return __ldcs(p); }
 PRSTM_INLINE uint64_t port_table_load_u64(const uint64_t *p) { return (uint64_t)__ldcs((const unsigned long long *)p); }
+PRSTM_INLINE uint32_t port_table_load_u32(const uint32_t *p) { return __ldcs((const unsigned int *)p); }
 PRSTM_INLINE void port_table_store_u8(uint8_t *p, uint8_t v) { __stcs(p, v); }
 /* Sets a footprint mark (cmp_mark_footprint): many threads may store the
  * same 1 to the same byte, and none reads it while the kernel runs. */
@@ -180,6 +181,7 @@ PRSTM_INLINE void port_store_relaxed(uint64_t *p, uint64_t v) { __atomic_store_n
 PRSTM_INLINE void port_store_release(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 PRSTM_INLINE uint8_t port_table_load_u8(const uint8_t *p) { return *p; }
 PRSTM_INLINE uint64_t port_table_load_u64(const uint64_t *p) { return *p; }
+PRSTM_INLINE uint32_t port_table_load_u32(const uint32_t *p) { return *p; }
 PRSTM_INLINE void port_table_store_u8(uint8_t *p, uint8_t v) { *p = v; }
 /* Relaxed, so that threads storing the same mark at once are no data race. */
 PRSTM_INLINE void port_mark_u8(uint8_t *p) { __atomic_store_n(p, (uint8_t)1, __ATOMIC_RELAXED); }

@@ -19,7 +19,7 @@ extern "C" {
  * lists the versions). A program that builds its own prstm_workload
  * (prstm_add_workload) is compiled against this header and needs no check;
  * it must be rebuilt with the library. */
-#define PRSTM_ABI_VERSION 14
+#define PRSTM_ABI_VERSION 15
 
 /* One table generates the error codes, their names and their messages, so the
  * three can never drift apart. Every function returns 0 or one of these. */
@@ -488,13 +488,16 @@ const prstm_options *prstm_engine_options(const prstm_engine *engine);
 /* Starts ahead of time what the engine's first run would start first: the
  * context of each GPU its backend may use (the device current on the calling
  * thread, device 0 on a thread that set none; every GPU for backend multi),
- * and nothing for the CPU backend or where no GPU is usable. Unlike every
- * other call on an engine, it may run on a thread of its own while the
- * engine's thread loads a batch or initialises the state, since it reads only
- * the options and writes nothing of the engine: that hides the GPU's start-up
- * behind the loading. Returns 0, or PRSTM_ECUDA where a GPU fails to start,
- * which the run then reports with its message. */
-int prstm_engine_warm_up(const prstm_engine *engine);
+ * and for backends gpu and auto the two pinned chunks of 32 MiB that a whole
+ * run's copies go through (kept until the engine is destroyed); nothing for
+ * the CPU backend or where no GPU is usable. Unlike every other call on an
+ * engine, it may run on a thread of its own while the engine's thread loads
+ * a batch or initialises the state, since it reads only the options and
+ * writes only those chunks, which no call but a run uses: that hides the
+ * GPU's start-up behind the loading. It must have returned before the
+ * engine's first run or stream. Returns 0, or PRSTM_ECUDA where a GPU fails
+ * to start, which the run then reports with its message. */
+int prstm_engine_warm_up(prstm_engine *engine);
 /* Sets the shared words (copied); prstm_engine_state_spec is NULL after it. */
 int prstm_engine_set_state(prstm_engine *engine, const prstm_word *words, uint64_t nwords);
 /* Sets the shared words through the workload's init_state hook. */
