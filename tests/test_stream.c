@@ -621,24 +621,32 @@ static void on_progress_pages(const prstm_progress *p, void *user) {
 #define PAGES_ROWS 800000u
 #define PAGES_ACCOUNTS (1u << 20)
 
-static prstm_batch *pages_batch(void) {
+/* With wide_first, row 0 is a deposit of 2^33 instead: an argument that
+ * does not fit in 32 bits, among the rows a whole GPU run looks at before
+ * it narrows the columns. */
+static prstm_batch *pages_batch_with(int wide_first) {
   prstm_batch *b = new_batch();
   uint64_t seed = 7;
   for (uint64_t i = 0; i < PAGES_ROWS; i++) {
     seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-    add(b, BANK_TRANSFER, (seed >> 33) % PAGES_ACCOUNTS, (seed >> 13) % PAGES_ACCOUNTS, 1 + (seed >> 58));
+    if (i == 0 && wide_first)
+      add(b, BANK_DEPOSIT, 5, 1ull << 33, 0);
+    else
+      add(b, BANK_TRANSFER, (seed >> 33) % PAGES_ACCOUNTS, (seed >> 13) % PAGES_ACCOUNTS, 1 + (seed >> 58));
   }
   return b;
 }
 
+static prstm_batch *pages_batch(void) { return pages_batch_with(0); }
+
 /* Runs `b` (pages_batch's rows) on a GPU engine, chunked in chunks of
  * chunk_rows or whole with 0, and checks its outcomes and final state
  * against the same rows run on the CPU backend. */
-static void run_pages(prstm_batch *b, uint64_t chunk_rows, pages_log *log) {
+static void run_pages_with(prstm_batch *b, int wide_first, uint64_t chunk_rows, pages_log *log) {
   prstm_word *words = malloc(PAGES_ACCOUNTS * sizeof *words);
   cr_assert_not_null(words);
   for (uint64_t i = 0; i < PAGES_ACCOUNTS; i++) words[i] = 1000;
-  prstm_batch *ref = pages_batch();
+  prstm_batch *ref = pages_batch_with(wide_first);
   prstm_engine *cpu = open_engine(PRSTM_BACKEND_CPU, words, PAGES_ACCOUNTS);
   prstm_results r1, r2;
   cr_assert_eq(prstm_engine_run(cpu, ref, &r1), 0, "%s", prstm_engine_error(cpu));
@@ -662,20 +670,39 @@ static void run_pages(prstm_batch *b, uint64_t chunk_rows, pages_log *log) {
   free(words);
 }
 
-/* A whole GPU run of an ordinary batch copies its large argument columns
- * from where they lie, page-locked while it runs (every progress report
- * sees them locked) and given back when it ends. */
+static void run_pages(prstm_batch *b, uint64_t chunk_rows, pages_log *log) { run_pages_with(b, 0, chunk_rows, log); }
+
+/* A whole GPU run of an ordinary batch whose arguments do not all fit in
+ * 32 bits, on an engine without staging chunks, copies its large argument
+ * columns from where they lie, page-locked while it runs (every progress
+ * report sees them locked) and given back when it ends. */
 Test(pages_gpu, whole_run_locks_large_ranges_only_while_it_runs) {
   need_backend(PRSTM_BACKEND_GPU);
-  prstm_batch *b = pages_batch();
+  prstm_batch *b = pages_batch_with(1);
   cr_assert(!prstm_batch_pinned(b));
   cr_assert_eq(test_host_pages_locked(b->args), 0, "ordinary before the run");
   pages_log log = {b, 0, 0, 0};
-  run_pages(b, 0, &log);
+  run_pages_with(b, 1, 0, &log);
   cr_assert_gt(log.reports, 0);
   cr_assert_eq(log.locked, log.reports, "%llu of %llu reports saw the arguments locked", (unsigned long long)log.locked,
                (unsigned long long)log.reports);
   cr_assert_eq(test_host_pages_locked(b->args), 0, "given back after the run");
+  prstm_batch_destroy(b);
+}
+
+/* Arguments that all fit in 32 bits are narrowed through the engine's
+ * staging chunks instead (taken by the run, since this engine did not warm
+ * up): no progress report sees them locked, and the outcomes and state are
+ * the CPU backend's. */
+Test(pages_gpu, whole_run_narrows_arguments_without_locking_them) {
+  need_backend(PRSTM_BACKEND_GPU);
+  prstm_batch *b = pages_batch();
+  pages_log log = {b, 0, 0, 0};
+  run_pages(b, 0, &log);
+  cr_assert_gt(log.reports, 0);
+  cr_assert_eq(log.locked, 0, "%llu of %llu reports saw the arguments locked", (unsigned long long)log.locked,
+               (unsigned long long)log.reports);
+  cr_assert_eq(test_host_pages_locked(b->args), 0);
   prstm_batch_destroy(b);
 }
 
