@@ -272,11 +272,28 @@ static int gpu_copy_up(gpu_staging *s, void *dst, const void *src, size_t n, cha
   return 0;
 }
 
+/* Whether host memory [p, p + bytes) is page-locked already, to its last
+ * byte (a pinned batch's, or the caller's own registration). */
+static int gpu_host_locked(const void *p, size_t bytes) {
+  cudaPointerAttributes a;
+  for (int k = 0; k < 2; k++) {
+    if (cudaPointerGetAttributes(&a, (const char *)p + (k ? bytes - 1 : 0)) != cudaSuccess) {
+      cudaGetLastError();
+      return 0;
+    }
+    if (a.type == cudaMemoryTypeUnregistered) return 0;
+  }
+  return 1;
+}
+
 /* Whether the run should upload its argument columns narrow: they are
- * large enough for the narrowing to pay, and the first rows of every
- * column fit in 32 bits (the copy itself checks every value). */
+ * large enough for the narrowing to pay, not page-locked already (the GPU
+ * then takes them at the link's rate, faster than every core narrows
+ * them), and the first rows of every column fit in 32 bits (the copy
+ * itself checks every value). */
 static int gpu_args_narrow_worth(const prstm_batch *b) {
   if (b->ncols == 0 || 8 * (uint64_t)b->ncols * b->n < PRSTM_POLICY_NARROW_ARGS_MIN_BYTES) return 0;
+  if (gpu_host_locked(b->args, 8 * ((size_t)(b->ncols - 1) * b->cap + b->n))) return 0;
   const uint64_t rows = b->n < PRSTM_POLICY_NARROW_ARGS_SAMPLE_ROWS ? b->n : PRSTM_POLICY_NARROW_ARGS_SAMPLE_ROWS;
   uint64_t high = 0;
   for (uint32_t c = 0; c < b->ncols; c++)
