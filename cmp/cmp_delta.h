@@ -55,7 +55,7 @@ typedef struct cmp_delta_plan {
  * emit, gather and apply kernels), where the STM reads it once a try. */
 PRSTM_INLINE uint64_t cmp_delta_arg(const txtable_view *t, uint64_t r, unsigned col) {
   if (col >= t->ncols) return 0;
-  const uint64_t at = (uint64_t)col * t->stride + r;
+  const uint64_t at = txtable_arg_index(t, r, col);
   return t->narrow_args ? ((const uint32_t *)t->args)[at] : t->args[at];
 }
 

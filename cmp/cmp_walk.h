@@ -530,9 +530,7 @@ PRSTM_INLINE void cmp_walk_postpone(prstm_tx *tx, const prstm_exec_ctx *ctx, uin
           type = port_table_load_u8(&ctx->table.type[row]);
           if ((row & 15u) == 0 && row + 32 < n)
             for (uint32_t c = 0; c < ctx->table.ncols; c++) {
-              const uint64_t at = (uint64_t)c * ctx->table.stride + row + 32;
-              port_prefetch_l1(ctx->table.narrow_args ? (const void *)((const uint32_t *)ctx->table.args + at)
-                                                      : (const void *)&ctx->table.args[at]);
+              port_prefetch_l1(txtable_arg_address(&ctx->table, row + 32, c));
             }
         }
         if ((port_table_load_u8(&ctx->table.status[row]) & TXTABLE_STATUS_MASK) != 0u) continue;
@@ -625,7 +623,7 @@ PRSTM_INLINE void cmp_walk_block(prstm_tx *tx, const prstm_exec_ctx *ctx, uint32
   const uint32_t lane = port_warp_lane(rank);
   port_warp_sync(lanes);
   cmp_warp_publish(ctx, &st, lanes, lane, 1);
-  ctx->stats[rank] = st;
+  if (ctx->stats) ctx->stats[rank] = st;
   /* The warp's aborts, postponements and sweeps join the run's totals on
    * the progress words: a stream reads a unit's there, where summing every
    * thread's record took a kernel of its own after each unit. */

@@ -411,7 +411,6 @@ static int gpu_lock_batch_columns(gpu_locked *l, const prstm_batch *b, size_t mi
 typedef struct gpu_buffers {
   uint64_t *words, *locks, *args, *result, *seq, *read_hash, *quiesce;
   uint8_t *type, *status;
-  stm_thread_stats *stats;
   cudaEvent_t start, stop;
   cudaStream_t monitor;
   uint64_t *host_words; /* pinned: progress read and stop flag written while the kernel runs */
@@ -432,7 +431,6 @@ static void gpu_free(gpu_buffers *g) {
   cudaFree(g->quiesce);
   cudaFree(g->type);
   cudaFree(g->status);
-  cudaFree(g->stats);
   if (g->start) cudaEventDestroy(g->start);
   if (g->stop) cudaEventDestroy(g->stop);
   if (g->monitor) cudaStreamDestroy(g->monitor);
@@ -493,11 +491,11 @@ static int gpu_upload(prstm_engine *e, const prstm_batch *b, uint32_t threads, p
   GPU_CHECK(cudaMalloc((void **)&g->quiesce, 8 * STM_Q_WORDS));
   GPU_CHECK(cudaMalloc((void **)&g->type, b->n));
   GPU_CHECK(cudaMalloc((void **)&g->status, b->n));
-  GPU_CHECK(cudaMalloc((void **)&g->stats, sizeof(stm_thread_stats) * threads));
   /* The largest of the run's two ways decides whether it stages its copies. */
   const uint64_t up = 8 * e->nwords + (8 * (uint64_t)b->ncols + 1) * b->n,
                  down = 8 * e->nwords + (1 + 8 * (!!g->result + !!g->seq + !!g->read_hash)) * b->n;
-  const int narrow_worth = gpu_args_narrow_worth(b);
+  /* A run of one thread reads its arguments wide (txtable_arg_wide). */
+  const int narrow_worth = threads > 1 && gpu_args_narrow_worth(b);
   int rc = gpu_staging_for_run(e, up > down ? up : down, narrow_worth, &g->direct, &g->staging, err, errlen);
   if (rc) return rc;
   /* The large ranges the run copies up or back that do not go through the
@@ -525,7 +523,6 @@ static int gpu_upload(prstm_engine *e, const prstm_batch *b, uint32_t threads, p
   if (g->read_hash) GPU_CHECK(cudaMemset(g->read_hash, 0, 8 * b->n));
   GPU_CHECK(cudaMemset(g->quiesce, 0, 8 * STM_Q_WORDS));
   GPU_CHECK(cudaMemset(g->status, 0, b->n));
-  GPU_CHECK(cudaMemset(g->stats, 0, sizeof(stm_thread_stats) * threads));
   if ((rc = gpu_copy_up(g->staging, g->words, e->words, 8 * e->nwords, err, errlen)) != 0) return rc;
   if (narrow_worth && staged &&
       (rc = gpu_copy_args_narrow(g->staging, (uint32_t *)g->args, b, &g->narrow_args, err, errlen)) != 0)
@@ -546,7 +543,7 @@ static int gpu_upload(prstm_engine *e, const prstm_batch *b, uint32_t threads, p
   ctx->table.result = g->result;
   ctx->table.seq = g->seq;
   ctx->table.read_hash = g->read_hash;
-  ctx->stats = g->stats;
+  ctx->stats = NULL; /* the counts come from the progress words */
   ctx->quiesce = g->quiesce;
   return 0;
 }
@@ -584,9 +581,9 @@ static int gpu_execute(prstm_engine *e, const prstm_batch *b, const prstm_worker
 /* Copies the final state and the table's outcomes back, and takes the
  * run's counts from its final progress words: every thread adds its
  * decisions, aborts, postponements and sweeps there as its walk ends
- * (cmp_walk_block), so the threads' own counters (80 bytes each, 2.7 to
- * 5.4 MB at the default threads) need not come back: copying and summing
- * them took 2 to 5 ms of a run's readback on an H200's host. */
+ * (cmp_walk_block), so the threads keep no counters of their own here
+ * (80 bytes each, 2.7 to 5.4 MB at the default threads): copying and
+ * summing them took 2 to 5 ms of a run's readback on an H200's host. */
 static int gpu_readback(prstm_engine *e, prstm_batch *b, gpu_buffers *g, prstm_results *res, char *err, size_t errlen) {
   gpu_staging *s = g->staging;
   int rc = gpu_copy_down(s, e->words, g->words, 8 * e->nwords, err, errlen);
@@ -690,7 +687,7 @@ static int gpu_run_checked(prstm_engine *e, prstm_batch *b, const prstm_worker_v
   rc = gpu_usable_memory(&free_b, err, errlen);
   if (rc) return rc;
   uint64_t need = 8 * (e->nwords + engine_lock_array_words(e->wl, ctx.nlocks)) +
-                  txtable_device_bytes(b, e->opt.verify) + sizeof(stm_thread_stats) * threads + 8 * STM_Q_WORDS;
+                  txtable_device_bytes(b, e->opt.verify) + 8 * STM_Q_WORDS;
   if (need > free_b) {
     snprintf(err, errlen,
              "the run needs %.1f MiB of GPU memory (state, locks and a table of %llu transactions); %s has %.1f MiB "
@@ -792,7 +789,6 @@ static const txtable_allocator gpu_pinned_allocator = {gpu_host_alloc, gpu_host_
 typedef struct gpu_slot {
   uint8_t *type, *status;
   uint64_t *args, *result, *quiesce, *row_id, *seq, *read_hash;
-  stm_thread_stats *stats;
   uint8_t *h_type, *h_status; /* pinned */
   uint64_t *h_args, *h_result, *h_q, *h_row_id, *h_seq, *h_read_hash;
   /* The bytes each pinned buffer holds: each is allocated when a unit first
@@ -875,7 +871,6 @@ static void gpu_stream_free(backend_stream *g) {
     cudaFree(sl->row_id);
     cudaFree(sl->seq);
     cudaFree(sl->read_hash);
-    cudaFree(sl->stats);
     gpu_pinned_give(g, sl->h_row_id);
     gpu_pinned_give(g, sl->h_seq);
     gpu_pinned_give(g, sl->h_read_hash);
@@ -914,7 +909,6 @@ static int gpu_stream_alloc_slot(backend_stream *g, gpu_slot *sl, int results, c
     GPU_CHECK(cudaMalloc((void **)&sl->seq, 8 * r));
     GPU_CHECK(cudaMalloc((void **)&sl->read_hash, 8 * r));
   }
-  GPU_CHECK(cudaMalloc((void **)&sl->stats, sizeof(stm_thread_stats) * g->threads));
   /* The pinned staging and readback columns are allocated when a unit
    * first needs them (gpu_pinned_grow): a stream of pinned batches copies
    * and reads back its new rows in the batch's own memory, and needs them
@@ -956,7 +950,7 @@ static int gpu_stream_open_checked(prstm_engine *e, backend_stream *g, int resul
    * rows and as many carried rows, hence four rows of table per unit row,
    * each with room for a carried row's id and, verified, its place in the
    * commit order and its read hash. */
-  uint64_t fixed = 8 * (g->nwords + g->lock_words) + 2 * (sizeof(stm_thread_stats) * threads + 8 * STM_Q_WORDS) +
+  uint64_t fixed = 8 * (g->nwords + g->lock_words) + 2 * 8 * STM_Q_WORDS +
                    3 * sizeof(unsigned long long);
   uint64_t row_bytes = 2 + 8ull * g->ncols + (results ? 8 : 0) + 8 + (g->verify ? 16 : 0);
   uint64_t usable = free_b - free_b / 32; /* headroom for the allocator's rounding */
@@ -1273,7 +1267,7 @@ static int gpu_stream_launch_checked(backend_stream *g, unsigned slot, const bac
   ctx.table.ids_from = n - u->carried;
   ctx.table.row_id = sl->row_id;
   ctx.tag_mask = u->tag_mask;
-  ctx.stats = sl->stats;
+  ctx.stats = NULL; /* the counts come from the progress words */
   ctx.quiesce = sl->quiesce;
   if (u->flags & ENGINE_RUN_KEEP_POSTPONED) ctx.semantic |= CMP_SEMANTIC_KEEP_POSTPONED;
   GPU_CHECK(cudaEventRecord(sl->exec_start, 0));

@@ -601,11 +601,11 @@ Test(bank_gpu, later_runs_of_an_engine_stage_their_copies_exactly) {
  * path, both of which read the arguments, and is verified against its
  * serial replay: an argument read at the wrong width, or a deposit cut to
  * 32 bits, fails it. */
-static void narrow_args_run(prstm_deltas_mode deltas, int wide_at_start, int wide_at_end) {
+static void narrow_args_run(uint32_t threads, prstm_deltas_mode deltas, int wide_at_start, int wide_at_end) {
   bank_run r;
   memset(&r, 0, sizeof r);
   prstm_options opt;
-  test_options(&opt, PRSTM_BACKEND_GPU, 0, 1);
+  test_options(&opt, PRSTM_BACKEND_GPU, threads, 1);
   opt.deltas = deltas;
   r.wl = prstm_workload_find("bank");
   test_open(r.wl, &opt, &r.engine, &r.batch);
@@ -643,15 +643,25 @@ static void narrow_args_run(prstm_deltas_mode deltas, int wide_at_start, int wid
 
 Test(bank_gpu, narrow_arguments_run_exactly_on_the_stm_and_the_delta_path, .timeout = 120) {
   need_backend(PRSTM_BACKEND_GPU);
-  narrow_args_run(PRSTM_DELTAS_OFF, 0, 0);
-  narrow_args_run(PRSTM_DELTAS_ON, 0, 0);
+  narrow_args_run(0, PRSTM_DELTAS_OFF, 0, 0);
+  narrow_args_run(0, PRSTM_DELTAS_ON, 0, 0);
 }
 
 Test(bank_gpu, a_wide_argument_anywhere_uploads_the_columns_whole, .timeout = 120) {
   need_backend(PRSTM_BACKEND_GPU);
-  narrow_args_run(PRSTM_DELTAS_OFF, 0, 1);
-  narrow_args_run(PRSTM_DELTAS_ON, 0, 1);
-  narrow_args_run(PRSTM_DELTAS_OFF, 1, 0);
+  narrow_args_run(0, PRSTM_DELTAS_OFF, 0, 1);
+  narrow_args_run(0, PRSTM_DELTAS_ON, 0, 1);
+  narrow_args_run(0, PRSTM_DELTAS_OFF, 1, 0);
+}
+
+/* The walk of a run's only thread reads the arguments as 64-bit values
+ * without testing their width (txtable_arg_wide), so such a run must
+ * upload them whole, however narrow they are: read at the wrong width, the
+ * transfers move the wrong amounts between the wrong accounts, and the
+ * replay fails the run. */
+Test(bank_gpu, a_run_of_one_thread_uploads_its_arguments_whole, .timeout = 120) {
+  need_backend(PRSTM_BACKEND_GPU);
+  narrow_args_run(1, PRSTM_DELTAS_OFF, 0, 0);
 }
 
 /* The invariant reads the rows on every core, in parts of at least 65,536

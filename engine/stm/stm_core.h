@@ -106,7 +106,7 @@ typedef struct prstm_exec_ctx {
   uint32_t nthreads;
   uint32_t semantic; /* prstm_semantic_mode, and run flags above its low byte */
   uint32_t retry_limit;
-  stm_thread_stats *stats; /* one per thread */
+  stm_thread_stats *stats; /* one per thread, or NULL where nothing reads them */
   uint64_t *quiesce;       /* STM_Q_WORDS words */
   /* The footprint of a unit of a co-executed run (engine/hetero.c): one
    * byte per lock, set to 1 under every lock a decided row read, and under
@@ -297,7 +297,9 @@ STM_DEFINE_FIND(stm_tx_find_lock, locks, nlocks, STM_INDEX_LOCKS, STM_KEY_OF_LOC
  * columns, so that a body that trusts a count argument (an address list's)
  * beyond what the row holds reads zeros, never another column's memory or
  * past the table. */
-PRSTM_INLINE uint64_t prstm_arg(const prstm_tx *tx, unsigned col) { return txtable_arg(&tx->ctx->table, tx->row, col); }
+PRSTM_INLINE uint64_t prstm_arg(const prstm_tx *tx, unsigned col) {
+  return tx->alone ? txtable_arg_wide(&tx->ctx->table, tx->row, col) : txtable_arg(&tx->ctx->table, tx->row, col);
+}
 /* The transaction's row in its batch (after presorting), unique within the
  * run, so a body can use it to claim a slot of its own (a skiplist's new
  * node) without a shared allocator word. It stays the same however the
