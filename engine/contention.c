@@ -5,6 +5,7 @@
 
 #include "delta.h"
 #include "engine_internal.h"
+#include "parallel.h"
 
 /* Sorts the sample's words in place, tmp holding as many: a least
  * significant digit first radix sort, 11 bits a pass (its counts stay in
@@ -90,44 +91,144 @@ uint64_t engine_contention_sample_row(uint64_t n, uint64_t rows, uint64_t i) {
   return (uint64_t)((double)(i / run) * (double)n / (double)runs) + i % run;
 }
 
+/* The sample is gathered, grouped and counted on every core: its words
+ * are spread over CONTENTION_BUCKETS buckets by a hash of the whole word,
+ * so that equal words share a bucket, and each bucket is sorted and its
+ * runs of equal words counted on its own. The counts are integers, summed
+ * in any order to the same totals, so the estimate is the same on any
+ * number of cores. On one core the sort of a YCSB batch's 164,000 words
+ * took 4 to 6 ms on an H200's host, longer than that batch's kernel. */
+#define CONTENTION_BUCKETS 64u
+#define CONTENTION_MIN_ROWS_PER_PART 1024u
+
+/* What a bucket's runs of equal words add to the estimate. */
+typedef struct contention_counts {
+  uint64_t equal_pairs, abort_pairs, abort_words, hottest, hottest_abort;
+} contention_counts;
+
+typedef struct contention_job {
+  const prstm_engine *e;
+  const prstm_batch *b;
+  uint64_t rows, per_row;
+  uint64_t *gathered; /* part p's words from gathered[from * per_row], as gathered */
+  uint64_t *grouped;  /* every word again, bucket by bucket */
+  uint64_t kept[ENGINE_MAX_PARTS];
+  /* Part p's words in bucket k, then where the first of them goes. */
+  uint64_t in_bucket[ENGINE_MAX_PARTS][CONTENTION_BUCKETS];
+  uint64_t bucket_at[CONTENTION_BUCKETS + 1];
+  contention_counts counts[CONTENTION_BUCKETS];
+} contention_job;
+
+static unsigned contention_bucket(uint64_t word) {
+  return (unsigned)((word * 0x9E3779B97F4A7C15ull) >> 58); /* the top 6 bits: 64 buckets */
+}
+
+static void contention_gather(void *arg, unsigned part, uint64_t from, uint64_t to) {
+  contention_job *j = arg;
+  uint64_t *out = j->gathered + from * j->per_row, m = 0;
+  for (uint64_t i = from; i < to; i++)
+    m += row_words_met(j->e, j->b, engine_contention_sample_row(j->b->n, j->rows, i), out + m, (unsigned)j->per_row);
+  uint64_t *count = j->in_bucket[part];
+  memset(count, 0, sizeof j->in_bucket[part]);
+  for (uint64_t i = 0; i < m; i++) count[contention_bucket(out[i])]++;
+  j->kept[part] = m;
+}
+
+static void contention_group(void *arg, unsigned part, uint64_t from, uint64_t to) {
+  (void)to;
+  contention_job *j = arg;
+  const uint64_t *in = j->gathered + from * j->per_row;
+  uint64_t *at = j->in_bucket[part];
+  for (uint64_t i = 0; i < j->kept[part]; i++) j->grouped[at[contention_bucket(in[i])]++] = in[i];
+}
+
+/* Sorts buckets [from, to), each with the gathered words' room as its
+ * scratch, and counts their runs of equal words. */
+static void contention_count(void *arg, unsigned part, uint64_t from, uint64_t to) {
+  (void)part;
+  contention_job *j = arg;
+  for (uint64_t k = from; k < to; k++) {
+    const uint64_t lo = j->bucket_at[k], hi = j->bucket_at[k + 1];
+    uint64_t *words = j->grouped + lo;
+    contention_counts *c = &j->counts[k];
+    memset(c, 0, sizeof *c);
+    contention_sort_words(words, j->gathered + lo, hi - lo);
+    for (uint64_t i = 0; i < hi - lo;) {
+      uint64_t r = i;
+      while (r < hi - lo && words[r] == words[i]) r++;
+      const uint64_t run = r - i, pairs = run * (run - 1);
+      c->equal_pairs += pairs;
+      if (!(words[i] & PRSTM_ROW_WORD_AT_COMMIT)) {
+        c->abort_pairs += pairs;
+        c->abort_words += run;
+        if (run > c->hottest_abort) c->hottest_abort = run;
+      }
+      if (run > c->hottest) c->hottest = run;
+      i = r;
+    }
+  }
+}
+
 void engine_contention_sample(const prstm_engine *e, const prstm_batch *b, engine_contention *c) {
   memset(c, 0, sizeof *c);
   const uint64_t want = PRSTM_POLICY_CONTENTION_SAMPLE_ROWS, per_row = 64;
   const uint64_t rows = b->n < want ? b->n : want;
   if (rows == 0) return;
-  /* The sample's words, then as many for the sort's passes. */
+  contention_job *j = calloc(1, sizeof *j);
+  /* The gathered words, then as many for the grouped ones. */
   uint64_t *words = malloc((size_t)(2 * rows * per_row) * sizeof *words);
-  if (!words) return;
+  if (!j || !words) {
+    free(j);
+    free(words);
+    return;
+  }
+  j->e = e;
+  j->b = b;
+  j->rows = rows;
+  j->per_row = per_row;
+  j->gathered = words;
+  j->grouped = words + rows * per_row;
+  const unsigned parts = engine_parallel_parts(rows, CONTENTION_MIN_ROWS_PER_PART);
+  engine_parallel_for(rows, parts, contention_gather, j);
+  /* Bucket k's words go to [bucket_at[k], bucket_at[k + 1]), part by part. */
   uint64_t m = 0;
-  for (uint64_t i = 0; i < rows; i++)
-    m += row_words_met(e, b, engine_contention_sample_row(b->n, rows, i), words + m, (unsigned)per_row);
+  for (unsigned k = 0; k < CONTENTION_BUCKETS; k++) {
+    j->bucket_at[k] = m;
+    for (unsigned p = 0; p < parts; p++) {
+      const uint64_t count = j->in_bucket[p][k];
+      j->in_bucket[p][k] = m;
+      m += count;
+    }
+  }
+  j->bucket_at[CONTENTION_BUCKETS] = m;
   c->batch_rows = b->n;
   c->rows = rows;
   c->words = m;
   if (m >= 2) {
-    /* A marked word sorts after every address, and apart from the same
-     * address unmarked: a row that reads a counter and another that takes
-     * a ticket on it do not count as a pair. */
-    contention_sort_words(words, words + rows * per_row, m);
-    double equal_pairs = 0, abort_pairs = 0;
-    for (uint64_t i = 0; i < m;) {
-      uint64_t j = i;
-      while (j < m && words[j] == words[i]) j++;
-      const double pairs = (double)(j - i) * (double)(j - i - 1);
-      equal_pairs += pairs;
-      if (!(words[i] & PRSTM_ROW_WORD_AT_COMMIT)) {
-        abort_pairs += pairs;
-        c->abort_words += j - i;
-        if (j - i > c->hottest_abort_count) c->hottest_abort_count = j - i;
-      }
-      if (j - i > c->hottest_count) c->hottest_count = j - i;
-      i = j;
+    engine_parallel_for(rows, parts, contention_group, j);
+    engine_parallel_for(CONTENTION_BUCKETS, parts, contention_count, j);
+    /* A marked word sorts apart from the same address unmarked: a row that
+     * reads a counter and another that takes a ticket on it do not count
+     * as a pair. */
+    contention_counts all = {0, 0, 0, 0, 0};
+    for (unsigned k = 0; k < CONTENTION_BUCKETS; k++) {
+      const contention_counts *t = &j->counts[k];
+      all.equal_pairs += t->equal_pairs;
+      all.abort_pairs += t->abort_pairs;
+      all.abort_words += t->abort_words;
+      if (t->hottest > all.hottest) all.hottest = t->hottest;
+      if (t->hottest_abort > all.hottest_abort) all.hottest_abort = t->hottest_abort;
     }
-    c->q = equal_pairs / ((double)m * (double)(m - 1));
-    if (c->abort_words >= 2) c->abort_q = abort_pairs / ((double)c->abort_words * (double)(c->abort_words - 1));
+    c->hottest_count = all.hottest;
+    c->abort_words = all.abort_words;
+    c->hottest_abort_count = all.hottest_abort;
+    c->q = (double)all.equal_pairs / ((double)m * (double)(m - 1));
+    if (all.abort_words >= 2)
+      c->abort_q = (double)all.abort_pairs / ((double)all.abort_words * (double)(all.abort_words - 1));
     c->known = 1;
   }
   free(words);
+  free(j);
 }
 
 /* A batch of fewer rows than threads has only its rows in flight. */

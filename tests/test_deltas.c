@@ -600,6 +600,79 @@ Test(contention, words_met_at_commit_keep_no_thread_from_running) {
   prstm_batch_destroy(b);
 }
 
+/* Every row's first argument, marked met at commit in every third row, and
+ * its second argument: a sample of hot and cold words, marked and not. */
+static unsigned first_marked_every_third(const prstm_engine *engine, const prstm_batch *batch, uint64_t row,
+                                         uint64_t *out, unsigned cap) {
+  (void)engine;
+  if (cap < 2) return 0;
+  out[0] = prstm_batch_arg(batch, row, 0) | (row % 3 == 0 ? PRSTM_ROW_WORD_AT_COMMIT : 0);
+  out[1] = prstm_batch_arg(batch, row, 1);
+  return 2;
+}
+
+static int word_order(const void *a, const void *b) {
+  const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* The sample's words are grouped and counted on every core (by buckets of
+ * equal words): its figures must be those of one plain sort and count of
+ * the same words, for a sample of many parts with hot words, marked and
+ * unmarked. A word dropped, counted twice or split between two groups
+ * changes them. */
+Test(contention, a_sample_counted_on_every_core_matches_a_plain_count) {
+  const prstm_workload *bank = prstm_workload_find("bank");
+  prstm_workload wl = *bank;
+  wl.row_words = first_marked_every_third;
+  prstm_engine *e = open_bank(bank, PRSTM_BACKEND_CPU, 2, PRSTM_DELTAS_OFF, 1u << 20, 1000000);
+  const prstm_workload *saved = e->wl;
+  e->wl = &wl;
+  /* Transfers between random accounts, every fourth from one of eight hot ones. */
+  prstm_batch *b = NULL;
+  cr_assert_eq(prstm_batch_create(&b, bank), 0);
+  uint64_t x = 29;
+  for (uint64_t i = 0; i < 200000; i++) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    prstm_word args[3] = {i % 4 == 0 ? 1000 + (i / 4) % 8 : (x >> 33) % (1u << 20), (x >> 13) % (1u << 20), 1};
+    cr_assert_eq(prstm_batch_append_named(b, "transfer", args, 3), 0);
+  }
+  engine_contention c;
+  engine_contention_sample(e, b, &c);
+  cr_assert(c.known);
+  const uint64_t n = prstm_batch_size(b), rows = c.rows;
+  cr_assert_eq(rows, PRSTM_POLICY_CONTENTION_SAMPLE_ROWS);
+  uint64_t *words = malloc((size_t)rows * 2 * sizeof *words), m = 0;
+  cr_assert_not_null(words);
+  for (uint64_t i = 0; i < rows; i++)
+    m += first_marked_every_third(e, b, engine_contention_sample_row(n, rows, i), words + m, 2);
+  qsort(words, (size_t)m, sizeof *words, word_order);
+  uint64_t pairs = 0, abort_pairs = 0, abort_words = 0, hottest = 0, hottest_abort = 0;
+  for (uint64_t i = 0; i < m;) {
+    uint64_t j = i;
+    while (j < m && words[j] == words[i]) j++;
+    pairs += (j - i) * (j - i - 1);
+    if (!(words[i] & PRSTM_ROW_WORD_AT_COMMIT)) {
+      abort_pairs += (j - i) * (j - i - 1);
+      abort_words += j - i;
+      if (j - i > hottest_abort) hottest_abort = j - i;
+    }
+    if (j - i > hottest) hottest = j - i;
+    i = j;
+  }
+  cr_assert_eq(c.words, m);
+  cr_assert_gt(hottest, 100, "the sample has hot words: %llu", (unsigned long long)hottest);
+  cr_assert_eq(c.hottest_count, hottest);
+  cr_assert_eq(c.hottest_abort_count, hottest_abort);
+  cr_assert_eq(c.abort_words, abort_words);
+  cr_assert_float_eq(c.q, (double)pairs / ((double)m * (double)(m - 1)), 1e-15);
+  cr_assert_float_eq(c.abort_q, (double)abort_pairs / ((double)abort_words * (double)(abort_words - 1)), 1e-15);
+  free(words);
+  e->wl = saved;
+  prstm_engine_destroy(e);
+  prstm_batch_destroy(b);
+}
+
 /* Backend auto with a GPU: a hot batch the delta path takes stays on the
  * GPU (16-account transfers on 10,000 accounts among them), as does a batch
  * spread thin; a hot batch of opaque rows (transfers among 16 accounts with

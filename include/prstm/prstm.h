@@ -299,7 +299,8 @@ typedef struct prstm_workload {
    * with PRSTM_ROW_WORD_ADD is a word the row only adds to and no row
    * reads (prstm_add_unread), so it meets nobody: the sample leaves it
    * out, and only backends that route rows by their words (multi, hetero)
-   * see it. */
+   * see it. The engine calls it for many rows at once, from several
+   * threads: it must only read the engine and the batch. */
   unsigned (*row_words)(const struct prstm_engine *engine, const struct prstm_batch *batch, uint64_t row, uint64_t *out,
                         unsigned cap);
 } prstm_workload;
