@@ -79,12 +79,12 @@ static int check_outcomes(const prstm_batch *b, const prstm_results *r, char *ms
 }
 
 /* GPU memory of the table alone, per transaction: what the run allocated
- * less the state, the locks, the per-thread counters and the progress words
- * (the backend's own accounting in engine/backend_gpu.cu). */
+ * less the state, the locks and the progress words (the backend's own
+ * accounting in engine/backend_gpu.cu). */
 static double table_bytes_per_tx(const prstm_results *r, uint64_t nwords, uint32_t coverage) {
   if (!r->gpu_bytes || !r->transactions) return -1;
   uint64_t nlocks = (nwords + coverage - 1) / coverage;
-  uint64_t other = 8 * (nwords + nlocks) + (uint64_t)sizeof(stm_thread_stats) * r->threads + 8 * STM_Q_WORDS;
+  uint64_t other = 8 * (nwords + nlocks) + 8 * STM_Q_WORDS;
   if (other >= r->gpu_bytes) return -1;
   return (double)(r->gpu_bytes - other) / (double)r->transactions;
 }
