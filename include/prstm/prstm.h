@@ -19,7 +19,7 @@ extern "C" {
  * lists the versions). A program that builds its own prstm_workload
  * (prstm_add_workload) is compiled against this header and needs no check;
  * it must be rebuilt with the library. */
-#define PRSTM_ABI_VERSION 15
+#define PRSTM_ABI_VERSION 16
 
 /* One table generates the error codes, their names and their messages, so the
  * three can never drift apart. Every function returns 0 or one of these. */
