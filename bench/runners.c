@@ -79,12 +79,15 @@ static int check_outcomes(const prstm_batch *b, const prstm_results *r, char *ms
 }
 
 /* GPU memory of the table alone, per transaction: what the run allocated
- * less the state, the locks and the progress words (the backend's own
- * accounting in engine/backend_gpu.cu). */
-static double table_bytes_per_tx(const prstm_results *r, uint64_t nwords, uint32_t coverage) {
+ * less the state, the lock array and the progress words (the backend's own
+ * accounting in engine/backend_gpu.cu; a workload with counted adds keeps
+ * a counter beside each lock). */
+static double table_bytes_per_tx(const prstm_workload *wl, const prstm_results *r, uint64_t nwords,
+                                 uint32_t coverage) {
   if (!r->gpu_bytes || !r->transactions) return -1;
-  uint64_t nlocks = (nwords + coverage - 1) / coverage;
-  uint64_t other = 8 * (nwords + nlocks) + 8 * STM_Q_WORDS;
+  const uint64_t nlocks = (nwords + coverage - 1) / coverage;
+  const uint64_t lock_words = wl->uses_add == PRSTM_ADDS_COUNTED ? 2 * nlocks : nlocks;
+  uint64_t other = 8 * (nwords + lock_words) + 8 * STM_Q_WORDS;
   if (other >= r->gpu_bytes) return -1;
   return (double)(r->gpu_bytes - other) / (double)r->transactions;
 }
@@ -138,7 +141,7 @@ static int check_round(unsigned round, prstm_batch *batch, const prstm_results *
     row_note(k->row, "round %u: %s", round, err);
     return PRSTM_EINVAL;
   }
-  if (round == 0) k->row->table_bytes_per_tx = table_bytes_per_tx(r, k->nwords, k->p->lock_coverage);
+  if (round == 0) k->row->table_bytes_per_tx = table_bytes_per_tx(prstm_engine_workload(k->e), r, k->nwords, k->p->lock_coverage);
   if (!k->verify) return 0;
   prstm_verify_report v;
   if (prstm_engine_verify(k->e, batch, &v)) {
