@@ -97,9 +97,9 @@ uint64_t engine_contention_sample_row(uint64_t n, uint64_t rows, uint64_t i) {
  * runs of equal words counted on its own. The counts are integers, summed
  * in any order to the same totals, so the estimate is the same on any
  * number of cores. On one core a YCSB batch's sample of 164,000 words took
- * 2.5 to 3.8 ms on an H200's host (warm), about as long as that batch's
+ * 2.5 to 4.7 ms on an H200's host (warm), about as long as that batch's
  * kernels. Each of the three steps starts its threads anew, so at most 8
- * parts (2,048 rows each): 8 took 1.3 to 1.8 ms there, 16 no less. */
+ * parts (2,048 rows each): 8 took 1.3 to 2.4 ms there, 16 no less. */
 #define CONTENTION_BUCKETS 64u
 #define CONTENTION_MIN_ROWS_PER_PART 2048u
 
