@@ -82,8 +82,7 @@ static int check_outcomes(const prstm_batch *b, const prstm_results *r, char *ms
  * less the state, the lock array and the progress words (the backend's own
  * accounting in engine/backend_gpu.cu; a workload with counted adds keeps
  * a counter beside each lock). */
-static double table_bytes_per_tx(const prstm_workload *wl, const prstm_results *r, uint64_t nwords,
-                                 uint32_t coverage) {
+static double table_bytes_per_tx(const prstm_workload *wl, const prstm_results *r, uint64_t nwords, uint32_t coverage) {
   if (!r->gpu_bytes || !r->transactions) return -1;
   const uint64_t nlocks = (nwords + coverage - 1) / coverage;
   const uint64_t lock_words = wl->uses_add == PRSTM_ADDS_COUNTED ? 2 * nlocks : nlocks;
@@ -141,7 +140,8 @@ static int check_round(unsigned round, prstm_batch *batch, const prstm_results *
     row_note(k->row, "round %u: %s", round, err);
     return PRSTM_EINVAL;
   }
-  if (round == 0) k->row->table_bytes_per_tx = table_bytes_per_tx(prstm_engine_workload(k->e), r, k->nwords, k->p->lock_coverage);
+  if (round == 0)
+    k->row->table_bytes_per_tx = table_bytes_per_tx(prstm_engine_workload(k->e), r, k->nwords, k->p->lock_coverage);
   if (!k->verify) return 0;
   prstm_verify_report v;
   if (prstm_engine_verify(k->e, batch, &v)) {

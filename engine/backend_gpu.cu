@@ -950,8 +950,7 @@ static int gpu_stream_open_checked(prstm_engine *e, backend_stream *g, int resul
    * rows and as many carried rows, hence four rows of table per unit row,
    * each with room for a carried row's id and, verified, its place in the
    * commit order and its read hash. */
-  uint64_t fixed = 8 * (g->nwords + g->lock_words) + 2 * 8 * STM_Q_WORDS +
-                   3 * sizeof(unsigned long long);
+  uint64_t fixed = 8 * (g->nwords + g->lock_words) + 2 * 8 * STM_Q_WORDS + 3 * sizeof(unsigned long long);
   uint64_t row_bytes = 2 + 8ull * g->ncols + (results ? 8 : 0) + 8 + (g->verify ? 16 : 0);
   uint64_t usable = free_b - free_b / 32; /* headroom for the allocator's rounding */
   if (fixed + 4 * row_bytes > usable) {
