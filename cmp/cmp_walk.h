@@ -311,17 +311,20 @@ PRSTM_INLINE int cmp_wait_quiescent(const prstm_exec_ctx *ctx, uint64_t epoch) {
  * global progress words, so the host can see the run move (watchdog) and
  * report live counts (progress observer). Each count has a word of its own,
  * so a typical publish (commits only) costs one atomic, and every word the
- * host reads only ever grows. */
+ * host reads only ever grows. The adds are relaxed, as the warp's at the
+ * end of a sweep (cmp_warp_publish): a fenced add emptied the SM's L1 on
+ * the GPU, and a thread alone then read each of its words from L2 again
+ * after every publish. */
 PRSTM_INLINE void cmp_publish(const prstm_exec_ctx *ctx, stm_thread_stats *st) {
   if (st->committed == st->published_committed && st->failed == st->published_failed &&
       st->abandoned == st->published_abandoned)
     return;
   if (st->committed != st->published_committed)
-    port_fetch_add(&ctx->quiesce[STM_Q_COMMITTED], st->committed - st->published_committed);
+    port_add_relaxed(&ctx->quiesce[STM_Q_COMMITTED], st->committed - st->published_committed);
   if (st->failed != st->published_failed)
-    port_fetch_add(&ctx->quiesce[STM_Q_FAILED], st->failed - st->published_failed);
+    port_add_relaxed(&ctx->quiesce[STM_Q_FAILED], st->failed - st->published_failed);
   if (st->abandoned != st->published_abandoned)
-    port_fetch_add(&ctx->quiesce[STM_Q_ABANDONED], st->abandoned - st->published_abandoned);
+    port_add_relaxed(&ctx->quiesce[STM_Q_ABANDONED], st->abandoned - st->published_abandoned);
   st->published_committed = st->committed;
   st->published_failed = st->failed;
   st->published_abandoned = st->abandoned;
