@@ -144,7 +144,9 @@ PRSTM_INLINE void cmp_record_order(const prstm_exec_ctx *ctx, prstm_tx *tx, uint
 #define CMP_STOPPED 4u /* no status has this value: the watchdog stopped the run, the row stays pending */
 PRSTM_INLINE unsigned cmp_attempt(prstm_tx *tx, const prstm_exec_ctx *ctx, uint64_t row, unsigned type, uint32_t rank,
                                   cmp_dispatch_fn dispatch, stm_thread_stats *st, unsigned *reason, int records) {
-  uint64_t prio = cmp_priority(ctx->type_tag[type], rank);
+  /* A priority only ever meets another in a lock word: a thread alone
+   * takes none, and skips the load of its type's tag. */
+  uint64_t prio = cmp_priority(stm_tx_alone(tx) ? 0u : ctx->type_tag[type], rank);
   /* With verification on, every final decision takes its place in the commit
    * order, failures included: they too were decided on some snapshot. */
   uint64_t seq = 0;
@@ -468,6 +470,11 @@ PRSTM_INLINE void cmp_walk_postpone(prstm_tx *tx, const prstm_exec_ctx *ctx, uin
   /* Whether a decided row leaves a record (cmp_record_order): one test a
    * row instead of one per kind of record. */
   const int records = cmp_records_order(ctx);
+  /* Where every type has the same tag and none is left alone, each row
+   * belongs to the one sweep there is, and a thread alone takes it without
+   * looking its tag up (taken from the sweep on many threads too, the tag
+   * made the bank's mixed batch about 2% slower). */
+  const int one_tag = (ctx->tag_mask & (ctx->tag_mask - 1u)) == 0u;
   uint32_t unpublished = 0; /* decisions not on the progress words (cmp_finish_row) */
   uint64_t pending = txtable_block_size(n, rank, ctx->nthreads);
   /* Rows the walk leaves alone are not this thread's to finish. */
@@ -538,7 +545,7 @@ PRSTM_INLINE void cmp_walk_postpone(prstm_tx *tx, const prstm_exec_ctx *ctx, uin
         }
         if ((port_table_load_u8(&ctx->table.status[row]) & TXTABLE_STATUS_MASK) != 0u) continue;
         if (!stm_tx_alone(tx)) type = port_table_load_u8(&ctx->table.type[row]);
-        if (ctx->type_tag[type] != (unsigned)tag) continue;
+        if (!(stm_tx_alone(tx) && one_tag) && ctx->type_tag[type] != (unsigned)tag) continue;
         unsigned reason = 0;
         unsigned s = cmp_attempt(tx, ctx, row, type, rank, dispatch, st, &reason, records);
         if (s == CMP_STOPPED) {

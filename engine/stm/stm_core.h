@@ -233,6 +233,11 @@ typedef struct prstm_tx {
    * (stm_tx_alone): a constant of each of the worker's two walks, set
    * once, never by an attempt. */
   uint32_t alone;
+  /* In the walk of a thread alone, whether every word has a lock of its
+   * own (lock_coverage 1), set once by the worker: the lone reads then key
+   * their entries by address without loading the coverage at each read.
+   * 0 (any other walk) reads the coverage. */
+  uint32_t alone_word_locks;
   stm_read_entry *reads;
   stm_write_entry *writes;
   stm_lock_entry *locks;
@@ -415,12 +420,15 @@ PRSTM_INLINE uint64_t stm_tx_read_record(prstm_tx *tx, uint64_t l, uint64_t vers
  * read hash when `hash` (what the body sees; an add's own read is not). */
 PRSTM_INLINE uint64_t stm_tx_read_word(prstm_tx *tx, uint64_t addr, uint64_t delta, int hash) {
   const prstm_exec_ctx *ctx = tx->ctx;
-  uint64_t l = stm_lock_index(addr, ctx->lock_coverage);
   /* Alone, no lock is ever held and no version moves: the value comes
    * through L1, and the entry keeps version 0 for the set's capacity and
    * footprint. A branch of its own, so that the loads of every other run's
    * reads stay as they were. */
-  if (stm_tx_alone(tx)) return stm_tx_read_record(tx, l, 0, port_load_alone(&ctx->words[addr]) + delta, hash);
+  if (stm_tx_alone(tx)) {
+    const uint64_t lone = tx->alone_word_locks ? addr : stm_lock_index(addr, ctx->lock_coverage);
+    return stm_tx_read_record(tx, lone, 0, port_load_alone(&ctx->words[addr]) + delta, hash);
+  }
+  uint64_t l = stm_lock_index(addr, ctx->lock_coverage);
   uint64_t before = port_load_acquire(&ctx->locks[l]);
   if (stm_lock_is_locked(before)) {
     stm_tx_note_holder(tx, l, before);
