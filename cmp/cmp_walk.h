@@ -183,7 +183,7 @@ PRSTM_INLINE unsigned cmp_attempt(prstm_tx *tx, const prstm_exec_ctx *ctx, uint6
     } else if (tx->state == STM_TX_OK) {
       if (outcome == PRSTM_POSTPONE) {
         /* Declare a semantic conflict only on a consistent snapshot. */
-        if (stm_tx_snapshot_valid(tx)) return CMP_POSTPONED;
+        if (stm_tx_release_early(tx) || stm_tx_snapshot_valid(tx)) return CMP_POSTPONED;
       } else if (outcome == PRSTM_FAIL) {
         stm_tx_drop_writes(tx);
         if (stm_tx_commit(tx, seqp)) {
@@ -198,6 +198,7 @@ PRSTM_INLINE unsigned cmp_attempt(prstm_tx *tx, const prstm_exec_ctx *ctx, uint6
         return TXTABLE_COMMITTED;
       }
     }
+    stm_tx_release_early(tx); /* a doomed first attempt may hold the locks of its reads */
     st->aborts++;
     if (STM_STOPPED(ctx)) return CMP_STOPPED;
     cmp_wait_conflict(ctx, tx, attempt);

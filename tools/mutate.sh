@@ -67,6 +67,7 @@ mutants=(
   "partitioned-unit-keeps-rows-it-sent-away|test_multi|engine/unit.c|s/^    if (st == UNIT_AWAY) {\$/    if (0 \&\& st == UNIT_AWAY) {/"
   "cpu-walk-ignores-the-stop-between-rows|test_cmp|cmp/cmp_walk.h|s/^        if ((++rows_since_stop_check \& (CMP_STOP_CHECK_ROWS - 1u)) == 0 \&\& STM_STOPPED(ctx)) {\$/        if (0 \&\& STM_STOPPED(ctx)) {/"
   "window-runs-past-its-rows|test_txtable|txtable/txtable.c|s/^  if (b->n == b->cap || nargs > b->ncols || (b->window \&\& b->n == b->limit)) {\$/  if (b->n == b->cap || nargs > b->ncols) {/"
+  "first-attempt-forgets-the-lock-it-read|test_early_locks|engine/stm/stm_core.h|s/^    tx->locks\[k\].held = 2;\$/    tx->locks[k].held = 0;/"
   "narrowing-misses-a-wide-value|test_engine|engine/engine_shared.c|s/^      high |= s\[k\] >> 32;\$/      high |= s[k] >> 48;/"
 )
 

@@ -47,6 +47,21 @@
 #define STM_INDEXED 0
 #endif
 
+/* A row's first attempt takes the lock of each word as it reads it, in
+ * code compiled with PRSTM_FIRST_ATTEMPT_LOCKS defined before the first
+ * include of prstm_tx.h (a body header whose transactions write what they
+ * read: a bank transfer). Its reads then cost one atomic each instead of a
+ * lock load, and its commit nothing but the writes and the releases: no
+ * CAS, no fence before them, no validation (stm_tx_read_locked). A body
+ * that reads words it does not write would lock them too, shutting out
+ * other readers for the length of its body, so the others keep invisible
+ * reads. Not with adds or tickets, whose commits take their own paths. */
+#if defined(PRSTM_FIRST_ATTEMPT_LOCKS) && !defined(PRSTM_USES_ADD) && !defined(PRSTM_USES_TICKETS)
+#define STM_EARLY_LOCKS 1
+#else
+#define STM_EARLY_LOCKS 0
+#endif
+
 /* Counters each executing thread keeps privately and publishes once at the end. */
 typedef struct stm_thread_stats {
   uint64_t committed, aborts, postponements, failed, abandoned, sweeps;
@@ -221,9 +236,10 @@ typedef struct prstm_tx {
    * instead of racing the holder again; see cmp_wait_conflict. */
   uint64_t conflict_lock, conflict_word;
   uint32_t conflict_wait;
-  /* This attempt may take its final locks directly (stm_tx_lock_direct):
-   * set by the walk on a row's first attempt only, so that every retry runs
-   * the priority rule unchanged. */
+  /* This attempt may take its final locks directly (stm_tx_lock_direct),
+   * or, compiled with STM_EARLY_LOCKS, holds the lock of every word it read
+   * (stm_tx_read_locked): set by the walk on a row's first attempt only, so
+   * that every retry runs the priority rule unchanged. */
   uint32_t direct;
   /* The counters of this attempt's blind adds are raised (stm_tx_count_adds). */
   uint32_t adds_counted;
@@ -414,6 +430,62 @@ PRSTM_INLINE uint64_t stm_tx_read_record(prstm_tx *tx, uint64_t l, uint64_t vers
   return hash ? stm_tx_saw(tx, value) : value;
 }
 
+#if STM_EARLY_LOCKS
+/* The read of a first attempt compiled with STM_EARLY_LOCKS: the word's
+ * lock is taken final as it is read, by setting its locked bit with one
+ * atomic, and the value is loaded under it. What the atomic returns is the
+ * word before, whose version the entry keeps.
+ * - Locked before: another committer holds it, and the attempt ends as a
+ *   concurrent conflict; the retry takes the ordinary path.
+ * - Pre-locked before: the pre-lock is taken away, as a validator revokes
+ *   a lower one, whatever its priority; its owner's final-lock CAS then
+ *   fails. Only first attempts do this, each row's once, so the owner
+ *   meets finitely many of them and the priority rule still decides every
+ *   retry.
+ * - Free before: the lock is this attempt's, at that version.
+ * Holding the lock of every word it read, the attempt sees a snapshot no
+ * one can change until it writes: its commit has nothing to validate, and
+ * so has its postponement or failure. It never waits while it holds a
+ * lock, so it waits for nobody and nobody waits on it for long. */
+PRSTM_INLINE uint64_t stm_tx_read_locked(prstm_tx *tx, uint64_t addr, uint64_t delta, int hash) {
+  const prstm_exec_ctx *ctx = tx->ctx;
+  const uint64_t l = stm_lock_index(addr, ctx->lock_coverage);
+  if (stm_tx_find_read(tx, l) < 0) {
+    int k = stm_tx_find_lock(tx, l);
+    if (tx->nreads == tx->cap) {
+      stm_tx_doom(tx, STM_TX_CAPACITY);
+      return 0;
+    }
+    if (k < 0 && tx->nlocks == tx->cap) {
+      /* The lock set, which here also holds the locks written without a
+       * read, is full where the ordinary path's read set is not: the retry
+       * decides by that path. */
+      stm_tx_doom(tx, STM_TX_CONFLICT);
+      return 0;
+    }
+    const uint64_t before = port_fetch_or_acquire(&ctx->locks[l], STM_LOCK_LOCKED);
+    if (stm_lock_is_locked(before)) {
+      stm_tx_note_holder(tx, l, before);
+      stm_tx_doom(tx, STM_TX_CONFLICT);
+      return 0;
+    }
+    if (k < 0) {
+      k = (int)tx->nlocks++;
+      STM_INDEX_ADD(tx, STM_INDEX_LOCKS, l, (uint32_t)k);
+      tx->locks[k].lock = l;
+    }
+    tx->locks[k].version = stm_lock_version(before);
+    tx->locks[k].held = 2;
+    STM_INDEX_ADD(tx, STM_INDEX_READS, l, tx->nreads);
+    tx->reads[tx->nreads].lock = l;
+    tx->reads[tx->nreads].version = stm_lock_version(before);
+    tx->nreads++;
+  }
+  const uint64_t value = port_load_relaxed(&ctx->words[addr]) + delta;
+  return hash ? stm_tx_saw(tx, value) : value;
+}
+#endif
+
 /* The read itself, of an address in range that the attempt has not written:
  * the lock word, the value, the read-set entry. Returns the value plus
  * `delta` (an add of this attempt to the word, prstm_read), folded into the
@@ -428,6 +500,9 @@ PRSTM_INLINE uint64_t stm_tx_read_word(prstm_tx *tx, uint64_t addr, uint64_t del
     const uint64_t lone = tx->alone_word_locks ? addr : stm_lock_index(addr, ctx->lock_coverage);
     return stm_tx_read_record(tx, lone, 0, port_load_alone(&ctx->words[addr]) + delta, hash);
   }
+#if STM_EARLY_LOCKS
+  if (tx->direct) return stm_tx_read_locked(tx, addr, delta, hash);
+#endif
   uint64_t l = stm_lock_index(addr, ctx->lock_coverage);
   uint64_t before = port_load_acquire(&ctx->locks[l]);
   if (stm_lock_is_locked(before)) {
@@ -529,6 +604,15 @@ PRSTM_INLINE void stm_tx_lock_for_write(prstm_tx *tx, uint64_t addr) {
   if (stm_tx_alone(tx)) return;
   uint64_t l = stm_lock_index(addr, tx->ctx->lock_coverage);
   if (stm_tx_find_lock(tx, l) >= 0) return;
+#if STM_EARLY_LOCKS
+  /* A first attempt's lock set also holds the locks it only read, and can
+   * fill before its write set does: it ends as a conflict, and the retry,
+   * whose lock set follows its writes alone, decides as before. */
+  if (tx->nlocks == tx->cap) {
+    stm_tx_doom(tx, STM_TX_CONFLICT);
+    return;
+  }
+#endif
   STM_INDEX_ADD(tx, STM_INDEX_LOCKS, l, tx->nlocks);
   tx->locks[tx->nlocks].lock = l;
   tx->locks[tx->nlocks].version = 0;
@@ -700,9 +784,14 @@ PRSTM_INLINE void prstm_ticket(prstm_tx *tx, uint64_t counter, uint64_t dest) {
 
 /* ---- Engine side: begin, validate, commit, abort. ---- */
 
+PRSTM_INLINE int stm_tx_release_early(prstm_tx *tx);
 /* Forgets the attempt's writes, adds and ticket, so that it commits as a
- * decision that writes nothing (a failure). */
+ * decision that writes nothing (a failure). A first attempt that holds the
+ * locks of its reads gives them back first (stm_tx_release_early) and
+ * commits its failure by the ordinary path, which validates the reads: a
+ * failure is rare, and that path is proven. */
 PRSTM_INLINE void stm_tx_drop_writes(prstm_tx *tx) {
+  stm_tx_release_early(tx);
   tx->nwrites = 0;
   tx->nlocks = 0;
 #if STM_INDEXED
@@ -796,6 +885,24 @@ PRSTM_INLINE void stm_tx_release_all(prstm_tx *tx) {
   }
 #endif
   if (STM_ADDS && tx->adds_counted) stm_tx_uncount_adds(tx);
+}
+
+/* Where the attempt holds the lock of every word it read (a first attempt
+ * compiled with STM_EARLY_LOCKS), gives them back with their versions
+ * unchanged, since nothing was written, and returns 1: the snapshot it
+ * decided on was consistent, and the attempt is an ordinary one from here
+ * on. Returns 0 for any other attempt, which holds no lock between its body
+ * and its commit. */
+PRSTM_INLINE int stm_tx_release_early(prstm_tx *tx) {
+#if STM_EARLY_LOCKS
+  if (tx->direct) {
+    stm_tx_release_all(tx);
+    tx->direct = 0;
+    return 1;
+  }
+#endif
+  (void)tx;
+  return 0;
 }
 
 /* Light validation for a decision that writes nothing and needs no place in
@@ -1385,6 +1492,39 @@ PRSTM_INLINE int stm_tx_commit_lone(prstm_tx *tx, uint64_t *sequence) {
   return 1;
 }
 
+#if STM_EARLY_LOCKS
+/* The commit of a first attempt that holds the lock of every word it read
+ * (stm_tx_read_locked): the locks of words it wrote without reading them
+ * are taken the same way, and with every lock held final there is nothing
+ * to validate: its place in the commit order is taken, the values written
+ * and every lock released at a new version. A write-only lock found held
+ * gives everything back (versions unchanged), and the retry takes the
+ * ordinary path. Returns 1 on commit, 0 on that conflict. */
+PRSTM_INLINE int stm_tx_commit_early(prstm_tx *tx, uint64_t *sequence) {
+  uint64_t *locks = tx->ctx->locks;
+  for (uint32_t i = 0; i < tx->nlocks; i++) {
+    stm_lock_entry *e = &tx->locks[i];
+    if (e->held == 2) continue;
+    const uint64_t before = port_fetch_or_acquire(&locks[e->lock], STM_LOCK_LOCKED);
+    if (stm_lock_is_locked(before)) {
+      stm_tx_note_holder(tx, e->lock, before);
+      stm_tx_release_early(tx);
+      return 0;
+    }
+    e->version = stm_lock_version(before);
+    e->held = 2;
+  }
+  if (sequence) *sequence = stm_tx_take_sequence(tx->ctx);
+  if (tx->nwrites == 0) {
+    stm_tx_release_early(tx); /* a read-only commit moves no version */
+    return 1;
+  }
+  stm_tx_write_back_plain(tx);
+  tx->direct = 0;
+  return 1;
+}
+#endif
+
 /* Commit (PR-STM Algorithm 2 with the published gaps closed): pre-lock the
  * write set, fence, take the commit sequence, validate the read set, turn the
  * pre-locks into final locks, write, fence, release with version + 1.
@@ -1399,6 +1539,9 @@ PRSTM_INLINE int stm_tx_commit(prstm_tx *tx, uint64_t *sequence) {
   const prstm_exec_ctx *ctx = tx->ctx;
   if (stm_tx_alone(tx)) return stm_tx_commit_lone(tx, sequence);
   if (STM_ADDS && ctx->add_counts) return stm_tx_commit_counted(tx, sequence);
+#if STM_EARLY_LOCKS
+  if (tx->direct) return stm_tx_commit_early(tx, sequence);
+#endif
   if (!STM_TICKET_SETTLE(tx)) return 0;
   const int ticket = STM_TICKET_PENDING(tx);
   if (tx->direct && !ticket && stm_tx_lock_direct(tx)) {

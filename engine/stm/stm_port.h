@@ -86,6 +86,14 @@ PRSTM_INLINE int port_cas_acquire(uint64_t *p, uint64_t expected, uint64_t desir
                : "memory");
   return old == expected;
 }
+/* Fetch-and-or with acquire order: a first attempt takes a lock word's
+ * locked bit as it reads (STM_EARLY_LOCKS), and its value load must not
+ * move above the lock it takes. */
+PRSTM_INLINE uint64_t port_fetch_or_acquire(uint64_t *p, uint64_t bits) {
+  uint64_t old;
+  asm volatile("atom.acquire.gpu.global.or.b64 %0, [%1], %2;" : "=l"(old) : "l"(p), "l"(bits) : "memory");
+  return old;
+}
 /* Sequentially consistent fence: orders the pre-lock stores before the
  * validation loads (the Dekker pattern between two committing transactions). */
 PRSTM_INLINE void port_fence_sc(void) { asm volatile("fence.sc.gpu;" ::: "memory"); }
@@ -192,6 +200,9 @@ PRSTM_INLINE int port_cas(uint64_t *p, uint64_t expected, uint64_t desired) {
 }
 PRSTM_INLINE int port_cas_acquire(uint64_t *p, uint64_t expected, uint64_t desired) {
   return __atomic_compare_exchange_n(p, &expected, desired, 0, __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE);
+}
+PRSTM_INLINE uint64_t port_fetch_or_acquire(uint64_t *p, uint64_t bits) {
+  return __atomic_fetch_or(p, bits, __ATOMIC_ACQUIRE);
 }
 PRSTM_INLINE void port_fence_sc(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 PRSTM_INLINE void port_fence_acq_rel(void) { __atomic_thread_fence(__ATOMIC_ACQ_REL); }

@@ -1,0 +1,207 @@
+/* test_early_locks.c: unit tests of first attempts that lock each word as they read it (PRSTM_FIRST_ATTEMPT_LOCKS): the lock taken, conflicts, stolen pre-locks, commits, postponements and failures. */
+#define PRSTM_FIRST_ATTEMPT_LOCKS 1
+#include <criterion/criterion.h>
+
+#include "prstm.h"
+#include "test_fixture.h"
+
+Test(early_locks, are_compiled_in_this_file) { cr_assert_eq(STM_EARLY_LOCKS, 1); }
+
+/* A first attempt of a transfer from `from` to `to`, as the bank's body
+ * makes it: read, write, read, write. */
+static void first_transfer(fixture *f, uint64_t prio, uint64_t from, uint64_t to, uint64_t amount) {
+  stm_tx_begin(&f->tx, 0, prio);
+  f->tx.direct = 1;
+  uint64_t a = prstm_read(&f->tx, from);
+  prstm_write(&f->tx, from, a - amount);
+  uint64_t b = prstm_read(&f->tx, to);
+  prstm_write(&f->tx, to, b + amount);
+}
+
+Test(early_locks, a_first_attempt_holds_the_lock_of_each_word_it_read) {
+  fixture f;
+  fixture_init(&f, 8, 1);
+  f.words[2] = 20;
+  f.locks[2] = stm_lock_make(5, 0, 0);
+  stm_tx_begin(&f.tx, 0, cmp_priority(0, 0));
+  f.tx.direct = 1;
+  cr_assert_eq(prstm_read(&f.tx, 2), 20);
+  cr_assert_eq(f.locks[2], stm_lock_make(5, 0, STM_LOCK_LOCKED), "the read must take the lock final at its version");
+  cr_assert_eq(f.tx.reads[0].version, 5);
+  cr_assert_eq(prstm_read(&f.tx, 2), 20, "a second read of a held word reads it again");
+  cr_assert_eq(f.tx.nreads, 1);
+  cr_assert_eq(f.tx.nlocks, 1);
+}
+
+/* Two words under one lock: the second read finds the lock its own, and
+ * a write to a third word of it needs no other. */
+Test(early_locks, words_that_share_a_lock_take_it_once) {
+  fixture f;
+  fixture_init(&f, 8, 4);
+  f.words[0] = 10;
+  f.words[1] = 11;
+  stm_tx_begin(&f.tx, 0, cmp_priority(0, 0));
+  f.tx.direct = 1;
+  cr_assert_eq(prstm_read(&f.tx, 0), 10);
+  cr_assert_eq(prstm_read(&f.tx, 1), 11);
+  prstm_write(&f.tx, 2, 12);
+  cr_assert_eq(f.tx.state, STM_TX_OK, "a lock the attempt holds is no conflict");
+  cr_assert_eq(f.tx.nlocks, 1);
+  cr_assert(stm_tx_commit(&f.tx, NULL));
+  cr_assert_eq(f.words[2], 12);
+  cr_assert_eq(f.locks[0], stm_lock_make(1, 0, 0));
+}
+
+Test(early_locks, a_retry_reads_without_taking_the_lock) {
+  fixture f;
+  fixture_init(&f, 8, 1);
+  f.words[2] = 20;
+  stm_tx_begin(&f.tx, 0, cmp_priority(0, 0));
+  cr_assert_eq(prstm_read(&f.tx, 2), 20);
+  cr_assert_eq(f.locks[2], stm_lock_make(0, 0, 0), "an attempt after the first reads invisibly");
+}
+
+Test(early_locks, a_word_held_final_ends_the_first_attempt_as_a_conflict) {
+  fixture f;
+  fixture_init(&f, 8, 1);
+  const uint64_t held = stm_lock_make(3, cmp_priority(0, 7), STM_LOCK_LOCKED);
+  f.locks[1] = held;
+  first_transfer(&f, cmp_priority(0, 0), 0, 1, 2);
+  cr_assert_eq(f.tx.state, STM_TX_CONFLICT);
+  cr_assert_eq(f.locks[1], held, "another committer's lock must stay as it was");
+  cr_assert_eq(f.tx.conflict_lock, 1, "the retry waits for that holder");
+  cr_assert(stm_tx_release_early(&f.tx));
+  cr_assert_eq(f.locks[0], stm_lock_make(0, 0, 0), "the lock read before must be free at its old version");
+  cr_assert_eq(f.tx.direct, 0, "the attempt is an ordinary one after giving its locks back");
+}
+
+/* Taken away, whatever its priority: the owner's final-lock CAS from its
+ * pre-lock fails, so it never writes under the first attempt's lock. */
+Test(early_locks, a_pre_lock_of_any_priority_is_taken_away) {
+  fixture f;
+  fixture_init(&f, 8, 1);
+  f.words[0] = 7;
+  const uint64_t high = stm_lock_make(2, cmp_priority(3, 1), STM_LOCK_PRELOCKED);
+  f.locks[0] = high;
+  first_transfer(&f, cmp_priority(0, 5), 0, 1, 2);
+  cr_assert_eq(f.tx.state, STM_TX_OK);
+  cr_assert_not(port_cas(&f.locks[0], high, stm_lock_make(2, cmp_priority(3, 1), STM_LOCK_LOCKED)),
+                "the owner's final-lock CAS must fail");
+  cr_assert(stm_tx_commit(&f.tx, NULL));
+  cr_assert_eq(f.words[0], 5);
+  cr_assert_eq(f.words[1], 2);
+  cr_assert_eq(f.locks[0], stm_lock_make(3, 0, 0), "released at the next version, the owner's bits gone");
+}
+
+Test(early_locks, a_commit_writes_and_releases_at_next_versions_with_a_sequence) {
+  fixture f;
+  fixture_init(&f, 8, 1);
+  f.words[0] = 7;
+  f.locks[0] = stm_lock_make(3, 0, 0);
+  f.quiesce[STM_Q_SEQUENCE] = 41;
+  uint64_t seq = 0;
+  first_transfer(&f, cmp_priority(0, 0), 0, 1, 2);
+  /* A value changed behind the held lock cannot happen; the commit reads
+   * no lock word again to find out. */
+  cr_assert(stm_tx_commit(&f.tx, &seq));
+  cr_assert_eq(seq, 41);
+  cr_assert_eq(f.words[0], 5);
+  cr_assert_eq(f.words[1], 2);
+  cr_assert_eq(f.locks[0], stm_lock_make(4, 0, 0));
+  cr_assert_eq(f.locks[1], stm_lock_make(1, 0, 0));
+}
+
+Test(early_locks, a_read_only_commit_moves_no_version) {
+  fixture f;
+  fixture_init(&f, 8, 1);
+  f.locks[3] = stm_lock_make(9, 0, 0);
+  stm_tx_begin(&f.tx, 0, cmp_priority(0, 0));
+  f.tx.direct = 1;
+  prstm_read(&f.tx, 3);
+  cr_assert(stm_tx_commit(&f.tx, NULL));
+  cr_assert_eq(f.locks[3], stm_lock_make(9, 0, 0));
+}
+
+/* A word written without a read takes its lock at commit; held by another
+ * committer, the commit gives every lock back unchanged. */
+Test(early_locks, a_blind_write_under_a_held_lock_gives_every_lock_back) {
+  fixture f;
+  fixture_init(&f, 8, 1);
+  f.words[0] = 7;
+  stm_tx_begin(&f.tx, 0, cmp_priority(0, 0));
+  f.tx.direct = 1;
+  uint64_t a = prstm_read(&f.tx, 0);
+  prstm_write(&f.tx, 0, a + 1);
+  prstm_write(&f.tx, 4, 1);
+  const uint64_t held = stm_lock_make(6, cmp_priority(0, 2), STM_LOCK_LOCKED);
+  f.locks[4] = held;
+  cr_assert_not(stm_tx_commit(&f.tx, NULL));
+  cr_assert_eq(f.locks[0], stm_lock_make(0, 0, 0));
+  cr_assert_eq(f.locks[4], held);
+  cr_assert_eq(f.words[0], 7);
+  cr_assert_eq(f.words[4], 0);
+  f.locks[4] = stm_lock_make(6, 0, 0);
+  stm_tx_begin(&f.tx, 0, cmp_priority(0, 0));
+  f.tx.direct = 1;
+  a = prstm_read(&f.tx, 0);
+  prstm_write(&f.tx, 0, a + 1);
+  prstm_write(&f.tx, 4, 1);
+  cr_assert(stm_tx_commit(&f.tx, NULL));
+  cr_assert_eq(f.words[4], 1);
+  cr_assert_eq(f.locks[4], stm_lock_make(7, 0, 0));
+}
+
+/* Its lock set also holds the locks it only read: full before the write
+ * set, it ends as a conflict (a retry decides), never as a capacity
+ * failure that the ordinary path would not have. */
+Test(early_locks, a_full_lock_set_is_a_conflict_not_a_capacity_failure) {
+  fixture f;
+  fixture_init(&f, 16, 1);
+  stm_tx_begin(&f.tx, 0, cmp_priority(0, 0));
+  f.tx.direct = 1;
+  for (uint64_t a = 0; a < 4; a++) prstm_read(&f.tx, a);
+  cr_assert_eq(f.tx.state, STM_TX_OK);
+  prstm_write(&f.tx, 8, 1);
+  cr_assert_eq(f.tx.state, STM_TX_CONFLICT);
+  stm_tx_release_early(&f.tx);
+  for (uint64_t a = 0; a < 4; a++) cr_assert_eq(f.locks[a], stm_lock_make(0, 0, 0));
+}
+
+/* A failure drops the writes and gives the locks back before it commits by
+ * the ordinary path, which validates the reads. */
+Test(early_locks, a_failure_gives_its_locks_back_and_commits_nothing) {
+  fixture f;
+  fixture_init(&f, 8, 1);
+  f.words[0] = 7;
+  f.locks[0] = stm_lock_make(2, 0, 0);
+  first_transfer(&f, cmp_priority(0, 0), 0, 1, 2);
+  stm_tx_drop_writes(&f.tx);
+  cr_assert_eq(f.locks[0], stm_lock_make(2, 0, 0));
+  cr_assert(stm_tx_commit(&f.tx, NULL));
+  cr_assert_eq(f.words[0], 7);
+  cr_assert_eq(f.locks[0], stm_lock_make(2, 0, 0));
+  cr_assert_eq(f.locks[1], stm_lock_make(0, 0, 0));
+}
+
+/* A transfer that finds its source short postpones: cmp_attempt gives the
+ * locks back, versions unchanged, and the row stays pending. */
+static int short_transfer(prstm_tx *tx, unsigned type) {
+  (void)type;
+  uint64_t source = prstm_read(tx, 0);
+  if (source < 10) return PRSTM_POSTPONE;
+  prstm_write(tx, 0, source - 10);
+  return PRSTM_COMMIT;
+}
+
+Test(early_locks, a_postponed_first_attempt_gives_its_locks_back_unchanged) {
+  fixture f;
+  fixture_init(&f, 8, 1);
+  f.words[0] = 3;
+  f.locks[0] = stm_lock_make(4, 0, 0);
+  stm_thread_stats st;
+  memset(&st, 0, sizeof st);
+  unsigned reason = 0;
+  cr_assert_eq(cmp_attempt(&f.tx, &f.ctx, 0, 0, 0, short_transfer, &st, &reason, 0), CMP_POSTPONED);
+  cr_assert_eq(f.locks[0], stm_lock_make(4, 0, 0));
+  cr_assert_eq(st.aborts, 0, "a postponement under held locks needs no retry");
+}
