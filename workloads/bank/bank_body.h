@@ -38,17 +38,30 @@ PRSTM_INLINE int bank_withdraw(prstm_tx *tx) {
   return PRSTM_COMMIT;
 }
 
+/* A transfer to its own account: read after the write, so that it is a
+ * no-op, and reads the values a transfer's declared steps give (the delta
+ * path's read hash). */
+PRSTM_INLINE int bank_transfer_self(prstm_tx *tx, uint64_t account, uint64_t amount) {
+  uint64_t source = prstm_read(tx, account);
+  if (source < amount) return PRSTM_POSTPONE;
+  prstm_write(tx, account, source - amount);
+  uint64_t target = prstm_read(tx, account);
+  if (target + amount < target) return prstm_fail(tx, BANK_REASON_OVERFLOW);
+  prstm_write(tx, account, target + amount);
+  return PRSTM_COMMIT;
+}
+
+/* Both accounts are read before either is checked, so that the second read
+ * need not wait for the first one's value; a short source postpones before
+ * an overflowing target fails, as when the target was read after it. */
 PRSTM_INLINE int bank_transfer(prstm_tx *tx) {
   uint64_t from = prstm_arg(tx, 0), to = prstm_arg(tx, 1), amount = prstm_arg(tx, 2);
+  if (to == from) return bank_transfer_self(tx, from, amount);
   uint64_t source = prstm_read(tx, from);
-  /* Both accounts are read before the source is checked, so that the
-   * second read need not wait for the first one's value. */
-  uint64_t target = to == from ? 0 : prstm_read(tx, to);
+  uint64_t target = prstm_read(tx, to);
   if (source < amount) return PRSTM_POSTPONE;
-  prstm_write(tx, from, source - amount);
-  /* Read after the write, so a transfer to the same account is a no-op. */
-  if (to == from) target = prstm_read(tx, to);
   if (target + amount < target) return prstm_fail(tx, BANK_REASON_OVERFLOW);
+  prstm_write(tx, from, source - amount);
   prstm_write(tx, to, target + amount);
   return PRSTM_COMMIT;
 }
