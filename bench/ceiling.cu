@@ -99,8 +99,11 @@ __device__ __forceinline__ unsigned ceiling_decode(const ceiling_args &a, uint64
  *
  * Per account: the lock word (acquire) and the value, as a PR-STM read; two
  * CAS on the lock, as pre-lock and final lock (one, straight to the final
- * lock, with `direct`: the engine's first-attempt path); then one fence, the value's
+ * lock, with `direct`: the engine's direct path); then one fence, the value's
  * update and the lock's release with a new version; then the finish flag.
+ * The bank's own first attempts take each lock with one fetch-and-or at the
+ * read and load no lock word (PRSTM_FIRST_ATTEMPT_LOCKS), so the engine now
+ * sends L2 fewer requests a transfer than this kernel does.
  * Every CAS result is ignored: no transaction ever waits, retries or aborts.
  * The update is an atomic add rather than a store, so that the result is the
  * same in every interleaving and can be checked against the serial reference
