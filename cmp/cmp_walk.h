@@ -138,12 +138,17 @@ PRSTM_INLINE void cmp_record_order(const prstm_exec_ctx *ctx, prstm_tx *tx, uint
 
 /* Executes row until it commits, fails, or is postponed by a semantic
  * conflict; concurrent conflicts are retried here, and the priority rule
- * guarantees that some committer always makes progress. Returns the final
- * status, or CMP_POSTPONED. */
+ * guarantees that some committer always makes progress. `first_visit`:
+ * the walk meets the row for the first time (a thread's first sweep, or
+ * the first try of a retry-mode row), the only visit whose first attempt
+ * may lock as it reads (STM_EARLY_LOCKS), so that a row does so once
+ * however often it is postponed. Returns the final status, or
+ * CMP_POSTPONED. */
 #define CMP_POSTPONED TXTABLE_PENDING /* the row stays pending and comes back in a later sweep */
 #define CMP_STOPPED 4u /* no status has this value: the watchdog stopped the run, the row stays pending */
 PRSTM_INLINE unsigned cmp_attempt(prstm_tx *tx, const prstm_exec_ctx *ctx, uint64_t row, unsigned type, uint32_t rank,
-                                  cmp_dispatch_fn dispatch, stm_thread_stats *st, unsigned *reason, int records) {
+                                  cmp_dispatch_fn dispatch, stm_thread_stats *st, unsigned *reason, int records,
+                                  int first_visit) {
   /* A priority only ever meets another in a lock word: a thread alone
    * takes none, and skips the load of its type's tag. */
   uint64_t prio = cmp_priority(stm_tx_alone(tx) ? 0u : ctx->type_tag[type], rank);
@@ -153,7 +158,7 @@ PRSTM_INLINE unsigned cmp_attempt(prstm_tx *tx, const prstm_exec_ctx *ctx, uint6
   uint64_t *seqp = ctx->table.seq ? &seq : 0;
   for (unsigned attempt = 0;; attempt++) {
     stm_tx_begin(tx, row, prio);
-    tx->direct = attempt == 0;
+    tx->direct = attempt == 0 && (first_visit || !STM_EARLY_LOCKS);
 #if !defined(__CUDA_ARCH__)
     tx->unchecked = (unsigned)(ctx->unchecked_types >> type) & 1u;
 #endif
@@ -420,7 +425,7 @@ PRSTM_INLINE void cmp_walk_retry(prstm_tx *tx, const prstm_exec_ctx *ctx, uint32
     if (ctx->type_tag[type] == CMP_TAG_NONE) continue;
     for (uint32_t retries = 0;; retries++) {
       unsigned reason = 0;
-      unsigned s = cmp_attempt(tx, ctx, row, type, rank, dispatch, st, &reason, records);
+      unsigned s = cmp_attempt(tx, ctx, row, type, rank, dispatch, st, &reason, records, retries == 0);
       if (s == CMP_STOPPED) {
         stopped = 1;
         break;
@@ -490,6 +495,9 @@ PRSTM_INLINE void cmp_walk_postpone(prstm_tx *tx, const prstm_exec_ctx *ctx, uin
    * the batch, so the next one waits longer, in proportion to what the last
    * one cost (bounded, see port_backoff). */
   unsigned futile = 0;
+  /* The first sweep meets every row of the block; later ones only the
+   * postponed (cmp_attempt's first_visit). */
+  int first_sweep = 1;
 #if !defined(__CUDA_ARCH__)
   unsigned rows_since_stop_check = 0;
 #endif
@@ -548,7 +556,7 @@ PRSTM_INLINE void cmp_walk_postpone(prstm_tx *tx, const prstm_exec_ctx *ctx, uin
         if (!stm_tx_alone(tx)) type = port_table_load_u8(&ctx->table.type[row]);
         if (!(stm_tx_alone(tx) && one_tag) && ctx->type_tag[type] != (unsigned)tag) continue;
         unsigned reason = 0;
-        unsigned s = cmp_attempt(tx, ctx, row, type, rank, dispatch, st, &reason, records);
+        unsigned s = cmp_attempt(tx, ctx, row, type, rank, dispatch, st, &reason, records, first_sweep);
         if (s == CMP_STOPPED) {
           walking = 0;
           continue;
@@ -562,6 +570,7 @@ PRSTM_INLINE void cmp_walk_postpone(prstm_tx *tx, const prstm_exec_ctx *ctx, uin
         if (s == TXTABLE_COMMITTED) commits++;
       }
     }
+    first_sweep = 0;
     /* What the sweep itself took, before the warp's shared end below, whose
      * atomics would add their latency to every lane's back-off. */
     const uint64_t sweep_ns = walking ? port_clock_ns() - sweep_start : 0;

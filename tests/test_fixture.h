@@ -51,4 +51,16 @@ static inline void fixture_widen(fixture *f) { f->tx.cap = FIXTURE_WIDE_SETS; }
 /* Gives the context counters of adds in flight, as a workload with uses_add has. */
 static inline void fixture_use_adds(fixture *f) { f->ctx.add_counts = f->add_counts; }
 
+/* A row's first attempt of a transfer from `from` to `to` that reads,
+ * writes, reads and writes, left for the test to commit: its locks are
+ * exactly its reads. */
+static inline void fixture_first_transfer(fixture *f, uint64_t prio, uint64_t from, uint64_t to, uint64_t amount) {
+  stm_tx_begin(&f->tx, 0, prio);
+  f->tx.direct = 1;
+  uint64_t a = prstm_read(&f->tx, from);
+  prstm_write(&f->tx, from, a - amount);
+  uint64_t b = prstm_read(&f->tx, to);
+  prstm_write(&f->tx, to, b + amount);
+}
+
 #endif /* TEST_FIXTURE_H */

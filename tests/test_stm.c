@@ -428,18 +428,9 @@ Test(commit, sequence_is_taken_when_asked) {
   cr_assert_eq(f.quiesce[STM_Q_SEQUENCE], 1);
 }
 
-/* A transfer-shaped first attempt (its locks are exactly its reads) takes
- * its final locks directly, and still writes, releases with the next
- * version and takes its place in the commit order. */
-static void transfer_attempt(fixture *f, uint64_t prio, uint64_t from, uint64_t to, uint64_t amount) {
-  stm_tx_begin(&f->tx, 0, prio);
-  f->tx.direct = 1;
-  uint64_t a = prstm_read(&f->tx, from);
-  prstm_write(&f->tx, from, a - amount);
-  uint64_t b = prstm_read(&f->tx, to);
-  prstm_write(&f->tx, to, b + amount);
-}
-
+/* A transfer-shaped first attempt (fixture_first_transfer: its locks are
+ * exactly its reads) takes its final locks directly, and still writes,
+ * releases with the next version and takes its place in the commit order. */
 Test(direct, first_attempt_commits_with_next_versions_and_a_sequence) {
   fixture f;
   fixture_init(&f, 8, 1);
@@ -447,7 +438,7 @@ Test(direct, first_attempt_commits_with_next_versions_and_a_sequence) {
   f.locks[0] = stm_lock_make(3, 0, 0);
   f.quiesce[STM_Q_SEQUENCE] = 41;
   uint64_t seq = 0;
-  transfer_attempt(&f, cmp_priority(0, 0), 0, 1, 2);
+  fixture_first_transfer(&f, cmp_priority(0, 0), 0, 1, 2);
   cr_assert(stm_tx_commit(&f.tx, &seq));
   cr_assert_eq(seq, 41);
   cr_assert_eq(f.words[0], 5);
@@ -462,7 +453,7 @@ Test(direct, conflict_on_a_later_lock_gives_the_earlier_ones_back) {
   fixture f;
   fixture_init(&f, 8, 1);
   f.words[0] = 7;
-  transfer_attempt(&f, cmp_priority(0, 5), 0, 1, 2);
+  fixture_first_transfer(&f, cmp_priority(0, 5), 0, 1, 2);
   const uint64_t high = stm_lock_make(0, cmp_priority(0, 1), STM_LOCK_PRELOCKED);
   f.locks[1] = high;
   cr_assert_not(stm_tx_commit(&f.tx, NULL));
@@ -478,7 +469,7 @@ Test(direct, a_lower_prelock_is_stolen_by_the_prelock_path) {
   fixture f;
   fixture_init(&f, 8, 1);
   f.words[0] = 7;
-  transfer_attempt(&f, cmp_priority(0, 5), 0, 1, 2);
+  fixture_first_transfer(&f, cmp_priority(0, 5), 0, 1, 2);
   f.locks[1] = stm_lock_make(0, cmp_priority(0, 9), STM_LOCK_PRELOCKED);
   cr_assert(stm_tx_commit(&f.tx, NULL));
   cr_assert_eq(f.words[0], 5);
@@ -492,7 +483,7 @@ Test(direct, a_version_moved_since_the_read_aborts) {
   fixture f;
   fixture_init(&f, 8, 1);
   f.words[0] = 7;
-  transfer_attempt(&f, cmp_priority(0, 0), 0, 1, 2);
+  fixture_first_transfer(&f, cmp_priority(0, 0), 0, 1, 2);
   f.words[0] = 20;
   f.locks[0] = stm_lock_make(1, 0, 0); /* someone committed word 0 meanwhile */
   cr_assert_not(stm_tx_commit(&f.tx, NULL));
@@ -524,7 +515,7 @@ Test(direct, a_final_lock_holder_never_waits_on_another) {
   fixture f;
   fixture_init(&f, 8, 1);
   f.words[0] = 7;
-  transfer_attempt(&f, cmp_priority(0, 5), 0, 1, 2);
+  fixture_first_transfer(&f, cmp_priority(0, 5), 0, 1, 2);
   f.locks[1] = stm_lock_make(0, cmp_priority(0, 3), STM_LOCK_LOCKED);
   holder h;
   h.lock = &f.locks[1];

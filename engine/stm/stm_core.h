@@ -238,8 +238,9 @@ typedef struct prstm_tx {
   uint32_t conflict_wait;
   /* This attempt may take its final locks directly (stm_tx_lock_direct),
    * or, compiled with STM_EARLY_LOCKS, holds the lock of every word it read
-   * (stm_tx_read_locked): set by the walk on a row's first attempt only, so
-   * that every retry runs the priority rule unchanged. */
+   * (stm_tx_read_locked): set by the walk on a row's first attempt only
+   * (with STM_EARLY_LOCKS, of the row's first visit: cmp_attempt), so that
+   * every retry runs the priority rule unchanged. */
   uint32_t direct;
   /* The counters of this attempt's blind adds are raised (stm_tx_count_adds). */
   uint32_t adds_counted;
@@ -439,9 +440,9 @@ PRSTM_INLINE uint64_t stm_tx_read_record(prstm_tx *tx, uint64_t l, uint64_t vers
  *   concurrent conflict; the retry takes the ordinary path.
  * - Pre-locked before: the pre-lock is taken away, as a validator revokes
  *   a lower one, whatever its priority; its owner's final-lock CAS then
- *   fails. Only first attempts do this, each row's once, so the owner
- *   meets finitely many of them and the priority rule still decides every
- *   retry.
+ *   fails. Only the first attempt of a row's first visit does this, once a
+ *   row however often it is postponed, so the owner meets finitely many of
+ *   them and the priority rule still decides every retry.
  * - Free before: the lock is this attempt's, at that version.
  * Holding the lock of every word it read, the attempt sees a snapshot no
  * one can change until it writes: its commit has nothing to validate, and
