@@ -98,6 +98,27 @@ static void unfunded_withdrawal_is_abandoned(prstm_backend backend, uint32_t cov
   run_close(&r);
 }
 
+/* A transfer to an account past the state: with its source short it
+ * postpones, as it would before ever reading its target, and is abandoned;
+ * with its source funded it fails for the bad address. */
+static void transfer_past_the_state_postpones_while_short(prstm_backend backend, uint32_t coverage) {
+  need_backend(backend);
+  bank_run r;
+  run_open(&r, prstm_workload_find("bank"), backend, coverage, PRSTM_SEMANTIC_POSTPONE, 100);
+  run_state(&r, 8, 0);
+  add(&r, "transfer", 0, 1000, 5);
+  add(&r, "deposit", 1, 10, 0);
+  add(&r, "transfer", 1, 1000, 5);
+  run_exec(&r);
+  unsigned reason = 0;
+  cr_assert_eq(status_of(&r, 0, &reason), PRSTM_ABANDONED);
+  cr_assert_eq(reason, PRSTM_REASON_QUIESCENT);
+  cr_assert_eq(status_of(&r, 2, &reason), PRSTM_FAILED);
+  cr_assert_eq(reason, PRSTM_REASON_BAD_ADDRESS);
+  cr_assert_eq(prstm_engine_state(r.engine, NULL)[1], 10);
+  run_close(&r);
+}
+
 /* Crossed read-x-write-y / read-y-write-x pairs: a serial order lets exactly
  * one of each pair write, so x + y must be 1; both would be write skew. */
 static void write_skew_never_commits(prstm_backend backend, uint32_t coverage) {
@@ -335,6 +356,10 @@ static void t_unfunded(prstm_backend b) {
   unfunded_withdrawal_is_abandoned(b, 1);
   unfunded_withdrawal_is_abandoned(b, 8);
 }
+static void t_past(prstm_backend b) {
+  transfer_past_the_state_postpones_while_short(b, 1);
+  transfer_past_the_state_postpones_while_short(b, 8);
+}
 static void t_skew(prstm_backend b) {
   write_skew_never_commits(b, 1);
   write_skew_never_commits(b, 8);
@@ -378,6 +403,7 @@ BOTH_BACKENDS(no_update_is_lost, t_lost)
 BOTH_BACKENDS(postponed_withdraw_commits_after_deposit, t_before)
 BOTH_BACKENDS(unfunded_withdrawal_is_abandoned_and_run_ends, t_unfunded)
 BOTH_BACKENDS(crossed_read_write_pairs_never_both_commit, t_skew)
+BOTH_BACKENDS(a_short_transfer_past_the_state_postpones_first, t_past)
 BOTH_BACKENDS(retry_mode_gives_up_after_retry_limit, t_retry)
 BOTH_BACKENDS(reverse_semantic_chain_commits_fully, t_chain)
 BOTH_BACKENDS(set_overflow_and_wild_address_fail_with_reason, t_overflow)

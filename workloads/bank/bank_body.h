@@ -38,25 +38,30 @@ PRSTM_INLINE int bank_withdraw(prstm_tx *tx) {
   return PRSTM_COMMIT;
 }
 
-/* A transfer to its own account: read after the write, so that it is a
- * no-op, and reads the values a transfer's declared steps give (the delta
- * path's read hash). */
-PRSTM_INLINE int bank_transfer_self(prstm_tx *tx, uint64_t account, uint64_t amount) {
-  uint64_t source = prstm_read(tx, account);
+/* A transfer in the order its steps are written: the source read, checked
+ * and written before the target is read. A transfer to its own account
+ * takes it, so that it is a no-op and reads the values its declared steps
+ * give (the delta path's read hash); so does one whose target is out of
+ * range, so that a short source postpones it before the bad address fails
+ * it. */
+PRSTM_INLINE int bank_transfer_in_order(prstm_tx *tx, uint64_t from, uint64_t to, uint64_t amount) {
+  uint64_t source = prstm_read(tx, from);
   if (source < amount) return PRSTM_POSTPONE;
-  prstm_write(tx, account, source - amount);
-  uint64_t target = prstm_read(tx, account);
+  prstm_write(tx, from, source - amount);
+  uint64_t target = prstm_read(tx, to);
   if (target + amount < target) return prstm_fail(tx, BANK_REASON_OVERFLOW);
-  prstm_write(tx, account, target + amount);
+  prstm_write(tx, to, target + amount);
   return PRSTM_COMMIT;
 }
 
-/* Both accounts are read before either is checked, so that the second read
- * need not wait for the first one's value; a short source postpones before
- * an overflowing target fails, as when the target was read after it. */
+/* Otherwise both accounts are read before either is checked, so that the
+ * second read need not wait for the first one's value; a short source
+ * postpones before an overflowing target fails, as in order. (In a run
+ * spread over units, a short transfer whose target another unit holds is
+ * sent to the host, which postpones it, instead of being postponed here.) */
 PRSTM_INLINE int bank_transfer(prstm_tx *tx) {
   uint64_t from = prstm_arg(tx, 0), to = prstm_arg(tx, 1), amount = prstm_arg(tx, 2);
-  if (to == from) return bank_transfer_self(tx, from, amount);
+  if (to == from || to >= prstm_nwords(tx)) return bank_transfer_in_order(tx, from, to, amount);
   uint64_t source = prstm_read(tx, from);
   uint64_t target = prstm_read(tx, to);
   if (source < amount) return PRSTM_POSTPONE;
