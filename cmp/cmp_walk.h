@@ -140,8 +140,9 @@ PRSTM_INLINE void cmp_record_order(const prstm_exec_ctx *ctx, prstm_tx *tx, uint
  * conflict; concurrent conflicts are retried here, and the priority rule
  * guarantees that some committer always makes progress. `first_visit`:
  * the walk meets the row for the first time (a thread's first sweep, or
- * the first try of a retry-mode row), the only visit whose first attempt
- * may lock as it reads (STM_EARLY_LOCKS), so that a row does so once
+ * the first try of a retry-mode row), the only visit whose first
+ * PRSTM_POLICY_EARLY_LOCK_ATTEMPTS attempts may lock as they read
+ * (STM_EARLY_LOCKS), so that a row does so a bounded number of times
  * however often it is postponed. Returns the final status, or
  * CMP_POSTPONED. */
 #define CMP_POSTPONED TXTABLE_PENDING /* the row stays pending and comes back in a later sweep */
@@ -158,7 +159,7 @@ PRSTM_INLINE unsigned cmp_attempt(prstm_tx *tx, const prstm_exec_ctx *ctx, uint6
   uint64_t *seqp = ctx->table.seq ? &seq : 0;
   for (unsigned attempt = 0;; attempt++) {
     stm_tx_begin(tx, row, prio);
-    tx->direct = attempt == 0 && (first_visit || !STM_EARLY_LOCKS);
+    tx->direct = STM_EARLY_LOCKS ? first_visit && attempt < PRSTM_POLICY_EARLY_LOCK_ATTEMPTS : attempt == 0;
 #if !defined(__CUDA_ARCH__)
     tx->unchecked = (unsigned)(ctx->unchecked_types >> type) & 1u;
 #endif

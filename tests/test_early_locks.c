@@ -213,3 +213,40 @@ Test(early_locks, a_later_visit_of_a_row_reads_without_taking_the_lock) {
   unsigned reason = 0;
   cr_assert_eq(cmp_attempt(&f.tx, &f.ctx, 0, 0, 0, checks_its_lock, &st, &reason, 0, 0), CMP_POSTPONED);
 }
+
+/* A first visit's attempt that meets a held lock is retried the same way,
+ * locking as it reads, up to PRSTM_POLICY_EARLY_LOCK_ATTEMPTS attempts;
+ * the next one reads invisibly, and the priority rule decides from there. */
+static unsigned attempts_seen;
+static int locked_at_read[PRSTM_POLICY_EARLY_LOCK_ATTEMPTS + 2];
+
+static int restarts_until_past_the_early_attempts(prstm_tx *tx, unsigned type) {
+  (void)type;
+  const uint64_t value = prstm_read(tx, 0);
+  locked_at_read[attempts_seen] = stm_lock_is_locked(tx->ctx->locks[0]);
+  if (attempts_seen++ < PRSTM_POLICY_EARLY_LOCK_ATTEMPTS) {
+    prstm_restart(tx); /* as if another committer had held a word */
+    return PRSTM_COMMIT;
+  }
+  prstm_write(tx, 0, value + 1);
+  return PRSTM_COMMIT;
+}
+
+Test(early_locks, a_retry_of_a_first_visit_locks_as_it_reads_a_bounded_number_of_times) {
+  fixture f;
+  fixture_init(&f, 8, 1);
+  f.locks[0] = stm_lock_make(4, 0, 0);
+  stm_thread_stats st;
+  memset(&st, 0, sizeof st);
+  unsigned reason = 0;
+  attempts_seen = 0;
+  cr_assert_eq(cmp_attempt(&f.tx, &f.ctx, 0, 0, 0, restarts_until_past_the_early_attempts, &st, &reason, 0, 1),
+               TXTABLE_COMMITTED);
+  cr_assert_eq(attempts_seen, PRSTM_POLICY_EARLY_LOCK_ATTEMPTS + 1);
+  for (unsigned i = 0; i < PRSTM_POLICY_EARLY_LOCK_ATTEMPTS; i++)
+    cr_assert(locked_at_read[i], "attempt %u of a first visit must lock as it reads", i);
+  cr_assert_not(locked_at_read[PRSTM_POLICY_EARLY_LOCK_ATTEMPTS], "the attempt past them must read invisibly");
+  cr_assert_eq(st.aborts, PRSTM_POLICY_EARLY_LOCK_ATTEMPTS);
+  cr_assert_eq(f.words[0], 1);
+  cr_assert_eq(f.locks[0], stm_lock_make(5, 0, 0), "the restarts give the lock back unchanged");
+}

@@ -47,11 +47,11 @@
 #define STM_INDEXED 0
 #endif
 
-/* A row's first attempt takes the lock of each word as it reads it, in
+/* A row's first attempts take the lock of each word as they read it, in
  * code compiled with PRSTM_FIRST_ATTEMPT_LOCKS defined before the first
  * include of prstm_tx.h (a body header whose transactions write what they
- * read: a bank transfer). Its reads then cost one atomic each instead of a
- * lock load, and its commit nothing but the writes and the releases: no
+ * read: a bank transfer). Their reads then cost one atomic each instead of a
+ * lock load, and their commit nothing but the writes and the releases: no
  * CAS, no fence before them, no validation (stm_tx_read_locked). A body
  * that reads words it does not write would lock them too, shutting out
  * other readers for the length of its body, so the others keep invisible
@@ -239,8 +239,9 @@ typedef struct prstm_tx {
   /* This attempt may take its final locks directly (stm_tx_lock_direct),
    * or, compiled with STM_EARLY_LOCKS, holds the lock of every word it read
    * (stm_tx_read_locked): set by the walk on a row's first attempt only
-   * (with STM_EARLY_LOCKS, of the row's first visit: cmp_attempt), so that
-   * every retry runs the priority rule unchanged. */
+   * (with STM_EARLY_LOCKS, on the first PRSTM_POLICY_EARLY_LOCK_ATTEMPTS
+   * attempts of the row's first visit: cmp_attempt), so that every later
+   * retry runs the priority rule unchanged. */
   uint32_t direct;
   /* The counters of this attempt's blind adds are raised (stm_tx_count_adds). */
   uint32_t adds_counted;
@@ -437,12 +438,15 @@ PRSTM_INLINE uint64_t stm_tx_read_record(prstm_tx *tx, uint64_t l, uint64_t vers
  * atomic, and the value is loaded under it. What the atomic returns is the
  * word before, whose version the entry keeps.
  * - Locked before: another committer holds it, and the attempt ends as a
- *   concurrent conflict; the retry takes the ordinary path.
+ *   concurrent conflict; the retry, once the holder moved on, locks as it
+ *   reads again while the row has such attempts left
+ *   (PRSTM_POLICY_EARLY_LOCK_ATTEMPTS), and takes the ordinary path after.
  * - Pre-locked before: the pre-lock is taken away, as a validator revokes
  *   a lower one, whatever its priority; its owner's final-lock CAS then
- *   fails. Only the first attempt of a row's first visit does this, once a
- *   row however often it is postponed, so the owner meets finitely many of
- *   them and the priority rule still decides every retry.
+ *   fails. Only the first PRSTM_POLICY_EARLY_LOCK_ATTEMPTS attempts of a
+ *   row's first visit do this, a bounded number of times a row however
+ *   often it is postponed, so the owner meets finitely many of them and
+ *   the priority rule still decides every later retry.
  * - Free before: the lock is this attempt's, at that version.
  * Holding the lock of every word it read, the attempt sees a snapshot no
  * one can change until it writes: its commit has nothing to validate, and
@@ -459,8 +463,9 @@ PRSTM_INLINE uint64_t stm_tx_read_locked(prstm_tx *tx, uint64_t addr, uint64_t d
     }
     if (k < 0 && tx->nlocks == tx->cap) {
       /* The lock set, which here also holds the locks written without a
-       * read, is full where the ordinary path's read set is not: the retry
-       * decides by that path. */
+       * read, is full where the ordinary path's read set is not: the first
+       * retry past the attempts that lock as they read decides by that
+       * path. */
       stm_tx_doom(tx, STM_TX_CONFLICT);
       return 0;
     }
@@ -1499,8 +1504,8 @@ PRSTM_INLINE int stm_tx_commit_lone(prstm_tx *tx, uint64_t *sequence) {
  * are taken the same way, and with every lock held final there is nothing
  * to validate: its place in the commit order is taken, the values written
  * and every lock released at a new version. A write-only lock found held
- * gives everything back (versions unchanged), and the retry takes the
- * ordinary path. Returns 1 on commit, 0 on that conflict. */
+ * gives everything back (versions unchanged), and the attempt is retried
+ * (cmp_attempt says which way). Returns 1 on commit, 0 on that conflict. */
 PRSTM_INLINE int stm_tx_commit_early(prstm_tx *tx, uint64_t *sequence) {
   uint64_t *locks = tx->ctx->locks;
   for (uint32_t i = 0; i < tx->nlocks; i++) {

@@ -66,8 +66,8 @@
 
 /* A body whose transactions write the words they read (a bank transfer)
  * may define PRSTM_FIRST_ATTEMPT_LOCKS before the first include of this
- * header: a row's first attempt then takes each word's lock as it reads it,
- * one atomic a word, and commits without validating. A word it only reads
+ * header: a row's first attempts then take each word's lock as they read
+ * it, one atomic a word, and commit without validating. A word it only reads
  * is locked too, so bodies that read shared words they do not write (a
  * tax rate every order reads) should not define it. Not with
  * PRSTM_USES_ADD or PRSTM_USES_TICKETS; the outcome is the same either way
