@@ -204,7 +204,7 @@ PRSTM_INLINE unsigned cmp_attempt(prstm_tx *tx, const prstm_exec_ctx *ctx, uint6
         return TXTABLE_COMMITTED;
       }
     }
-    stm_tx_release_early(tx); /* a doomed first attempt may hold the locks of its reads */
+    stm_tx_release_early(tx); /* a doomed attempt that locked as it read holds its reads' locks */
     st->aborts++;
     if (STM_STOPPED(ctx)) return CMP_STOPPED;
     cmp_wait_conflict(ctx, tx, attempt);

@@ -433,7 +433,7 @@ PRSTM_INLINE uint64_t stm_tx_read_record(prstm_tx *tx, uint64_t l, uint64_t vers
 }
 
 #if STM_EARLY_LOCKS
-/* The read of a first attempt compiled with STM_EARLY_LOCKS: the word's
+/* The read of an attempt that locks as it reads (STM_EARLY_LOCKS): the word's
  * lock is taken final as it is read, by setting its locked bit with one
  * atomic, and the value is loaded under it. What the atomic returns is the
  * word before, whose version the entry keeps.
@@ -611,9 +611,11 @@ PRSTM_INLINE void stm_tx_lock_for_write(prstm_tx *tx, uint64_t addr) {
   uint64_t l = stm_lock_index(addr, tx->ctx->lock_coverage);
   if (stm_tx_find_lock(tx, l) >= 0) return;
 #if STM_EARLY_LOCKS
-  /* A first attempt's lock set also holds the locks it only read, and can
-   * fill before its write set does: it ends as a conflict, and the retry,
-   * whose lock set follows its writes alone, decides as before. */
+  /* The lock set of an attempt that locks as it reads also holds the locks
+   * it only read, and can fill before its write set does: it ends as a
+   * conflict, and the first retry past such attempts
+   * (PRSTM_POLICY_EARLY_LOCK_ATTEMPTS), whose lock set follows its writes
+   * alone, decides as before. */
   if (tx->nlocks == tx->cap) {
     stm_tx_doom(tx, STM_TX_CONFLICT);
     return;
@@ -792,7 +794,7 @@ PRSTM_INLINE void prstm_ticket(prstm_tx *tx, uint64_t counter, uint64_t dest) {
 
 PRSTM_INLINE int stm_tx_release_early(prstm_tx *tx);
 /* Forgets the attempt's writes, adds and ticket, so that it commits as a
- * decision that writes nothing (a failure). A first attempt that holds the
+ * decision that writes nothing (a failure). An attempt that holds the
  * locks of its reads gives them back first (stm_tx_release_early) and
  * commits its failure by the ordinary path, which validates the reads: a
  * failure is rare, and that path is proven. */
@@ -893,8 +895,8 @@ PRSTM_INLINE void stm_tx_release_all(prstm_tx *tx) {
   if (STM_ADDS && tx->adds_counted) stm_tx_uncount_adds(tx);
 }
 
-/* Where the attempt holds the lock of every word it read (a first attempt
- * compiled with STM_EARLY_LOCKS), gives them back with their versions
+/* Where the attempt holds the lock of every word it read (an attempt that
+ * locks as it reads, STM_EARLY_LOCKS), gives them back with their versions
  * unchanged, since nothing was written, and returns 1: the snapshot it
  * decided on was consistent, and the attempt is an ordinary one from here
  * on. Returns 0 for any other attempt, which holds no lock between its body
@@ -1499,7 +1501,7 @@ PRSTM_INLINE int stm_tx_commit_lone(prstm_tx *tx, uint64_t *sequence) {
 }
 
 #if STM_EARLY_LOCKS
-/* The commit of a first attempt that holds the lock of every word it read
+/* The commit of an attempt that holds the lock of every word it read
  * (stm_tx_read_locked): the locks of words it wrote without reading them
  * are taken the same way, and with every lock held final there is nothing
  * to validate: its place in the commit order is taken, the values written

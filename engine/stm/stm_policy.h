@@ -20,9 +20,9 @@
  * L2 and competed with the state's traffic there. */
 #define PRSTM_POLICY_SHARED_SET_MAX 4
 /* Attempts of a row's first visit that lock each word as they read it,
- * where a body header asks for it (PRSTM_FIRST_ATTEMPT_LOCKS): a first
- * attempt that met a held lock retries the same cheap way, after waiting
- * for the holder, instead of by invisible reads, validation and four CASes
+ * where a body header asks for it (PRSTM_FIRST_ATTEMPT_LOCKS): an attempt
+ * that met a held lock (or ended otherwise) retries the same cheap way,
+ * after waiting for any holder, instead of by invisible reads, validation and four CASes
  * (on 2.5M accounts, 4.5% of first attempts meet one). Each such attempt
  * may take a pre-lock away whatever its priority, so the number is bounded:
  * past it, the priority rule decides every retry. */

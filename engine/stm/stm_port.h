@@ -86,9 +86,9 @@ PRSTM_INLINE int port_cas_acquire(uint64_t *p, uint64_t expected, uint64_t desir
                : "memory");
   return old == expected;
 }
-/* Fetch-and-or with acquire order: a first attempt takes a lock word's
- * locked bit as it reads (STM_EARLY_LOCKS), and its value load must not
- * move above the lock it takes. */
+/* Fetch-and-or with acquire order: an attempt that locks as it reads
+ * (STM_EARLY_LOCKS) takes a lock word's locked bit with it, and its value
+ * load must not move above the lock it takes. */
 PRSTM_INLINE uint64_t port_fetch_or_acquire(uint64_t *p, uint64_t bits) {
   uint64_t old;
   asm volatile("atom.acquire.gpu.global.or.b64 %0, [%1], %2;" : "=l"(old) : "l"(p), "l"(bits) : "memory");

@@ -3,8 +3,8 @@
 #define BANK_BODY_H
 
 /* Every bank type writes the accounts it reads (balance and total aside,
- * which are rare in a batch), so a first attempt takes each account's lock
- * as it reads it (PRSTM_FIRST_ATTEMPT_LOCKS). */
+ * which are rare in a batch), so a row's first attempts take each account's
+ * lock as they read it (PRSTM_FIRST_ATTEMPT_LOCKS). */
 #define PRSTM_FIRST_ATTEMPT_LOCKS 1
 #include "prstm_tx.h"
 

@@ -1,6 +1,6 @@
 /* bank_gpu.cu: the bank's persistent GPU kernels, instantiated from the shared bodies. */
-/* A transfer's first attempt locks its words as it reads them and commits
- * without validating, and a retry validates two reads: the grouped validation
+/* A transfer's first attempts lock its words as they read them and commit
+ * without validating, and a later retry validates two reads: the grouped validation
  * gains these kernels nothing, and its code in them cost bank-transfers
  * 2.5% on an H200. */
 #define STM_VALIDATE_GROUPED 0
