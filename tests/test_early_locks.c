@@ -174,6 +174,14 @@ Test(early_locks, a_failure_gives_its_locks_back_and_commits_nothing) {
   cr_assert_eq(f.locks[1], stm_lock_make(0, 0, 0));
 }
 
+/* Runs row 0 of the fixture through cmp_attempt with `body`, as the row's
+ * first visit or a later one, with fresh counters in st. */
+static unsigned fixture_attempt(fixture *f, cmp_dispatch_fn body, int first_visit, stm_thread_stats *st) {
+  memset(st, 0, sizeof *st);
+  unsigned reason = 0;
+  return cmp_attempt(&f->tx, &f->ctx, 0, 0, 0, body, st, &reason, 0, first_visit);
+}
+
 /* A transfer that finds its source short postpones: cmp_attempt gives the
  * locks back, versions unchanged, and the row stays pending. */
 static int short_transfer(prstm_tx *tx, unsigned type) {
@@ -190,9 +198,7 @@ Test(early_locks, a_postponed_first_attempt_gives_its_locks_back_unchanged) {
   f.words[0] = 3;
   f.locks[0] = stm_lock_make(4, 0, 0);
   stm_thread_stats st;
-  memset(&st, 0, sizeof st);
-  unsigned reason = 0;
-  cr_assert_eq(cmp_attempt(&f.tx, &f.ctx, 0, 0, 0, short_transfer, &st, &reason, 0, 1), CMP_POSTPONED);
+  cr_assert_eq(fixture_attempt(&f, short_transfer, 1, &st), CMP_POSTPONED);
   cr_assert_eq(f.locks[0], stm_lock_make(4, 0, 0));
   cr_assert_eq(st.aborts, 0, "a postponement under held locks needs no retry");
 }
@@ -211,9 +217,7 @@ Test(early_locks, a_later_visit_of_a_row_reads_without_taking_the_lock) {
   fixture_init(&f, 8, 1);
   f.locks[0] = stm_lock_make(4, 0, 0);
   stm_thread_stats st;
-  memset(&st, 0, sizeof st);
-  unsigned reason = 0;
-  cr_assert_eq(cmp_attempt(&f.tx, &f.ctx, 0, 0, 0, checks_its_lock, &st, &reason, 0, 0), CMP_POSTPONED);
+  cr_assert_eq(fixture_attempt(&f, checks_its_lock, 0, &st), CMP_POSTPONED);
 }
 
 /* A first visit's attempt that meets a held lock is retried the same way,
@@ -244,11 +248,8 @@ Test(early_locks, a_retry_of_a_first_visit_locks_as_it_reads_a_bounded_number_of
   fixture_init(&f, 8, 1);
   f.locks[0] = stm_lock_make(4, 0, 0);
   stm_thread_stats st;
-  memset(&st, 0, sizeof st);
-  unsigned reason = 0;
   attempts_seen = 0;
-  cr_assert_eq(cmp_attempt(&f.tx, &f.ctx, 0, 0, 0, restarts_until_past_the_early_attempts, &st, &reason, 0, 1),
-               TXTABLE_COMMITTED);
+  cr_assert_eq(fixture_attempt(&f, restarts_until_past_the_early_attempts, 1, &st), TXTABLE_COMMITTED);
   cr_assert_eq(attempts_seen, PRSTM_POLICY_EARLY_LOCK_ATTEMPTS + 1);
   for (unsigned i = 0; i <= PRSTM_POLICY_EARLY_LOCK_ATTEMPTS; i++)
     cr_assert(free_before_read[i], "attempt %u must find the lock given back by the one before", i);
