@@ -152,7 +152,7 @@ PRSTM_INLINE unsigned cmp_attempt(prstm_tx *tx, const prstm_exec_ctx *ctx, uint6
                                   int first_visit) {
   /* A priority only ever meets another in a lock word: a thread alone
    * takes none, and skips the load of its type's tag. */
-  uint64_t prio = cmp_priority(stm_tx_alone(tx) ? 0u : ctx->type_tag[type], rank);
+  uint64_t prio = cmp_priority(stm_tx_alone(tx) ? 0u : ctx->type_tag[type], rank + ctx->rank_base);
   /* With verification on, every final decision takes its place in the commit
    * order, failures included: they too were decided on some snapshot. */
   uint64_t seq = 0;

@@ -33,8 +33,10 @@ typedef struct backend_stream_info {
   uint64_t slot_rows; /* rows one unit can hold, carried rows included */
   uint32_t threads;
   uint64_t gpu_bytes;
+  unsigned slots; /* units in flight at once, at most BACKEND_STREAM_SLOTS_MAX; 0: the backend's stream_slots */
   char device[128];
 } backend_stream_info;
+#define BACKEND_STREAM_SLOTS_MAX 4
 
 /* Rows of a unit that the backend copies straight from a pinned batch
  * instead of through the staging (a GPU's only): the first n rows of the
@@ -79,6 +81,10 @@ typedef struct backend_outcomes {
   const uint8_t *status;
   const uint64_t *result, *seq, *read_hash;
   uint64_t q[STM_Q_WORDS];
+  /* The unit's numbers in the commit order (seq) come from a counter every
+   * unit of the stream shares: they are the stream's numbers already, and
+   * q[STM_Q_SEQUENCE] is how many the stream has taken so far (at least). */
+  int seq_shared;
 } backend_outcomes;
 
 typedef struct backend_ops {
@@ -86,7 +92,8 @@ typedef struct backend_ops {
   /* Runs a whole batch in one execution; PRSTM_ETOOBIG when its table does
    * not fit (the engine then runs it in chunks). */
   int (*run)(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *v, prstm_results *res);
-  /* Units in flight at once: the GPU copies one while it executes another. */
+  /* Units in flight at once: the GPU copies one while it executes another
+   * (its stream_open may take more, backend_stream_info.slots). */
   unsigned stream_slots;
   /* Whether units may take direct rows from a pinned batch. */
   int takes_direct_rows;

@@ -82,13 +82,13 @@ extern "C" int prstm_gpu_kernel_max_threads(const void *kernel, uint32_t *max_th
 
 /* The kernel's threads wait for each other at quiescence, so every block must
  * be resident at once: a cooperative launch guarantees that or fails. */
-extern "C" int prstm_gpu_launch_kernel(const void *kernel, const prstm_exec_ctx *ctx, uint32_t threads, char *err,
-                                       size_t errlen) {
+extern "C" int prstm_gpu_launch_kernel(const void *kernel, const prstm_exec_ctx *ctx, uint32_t threads, void *stream,
+                                       char *err, size_t errlen) {
   const unsigned blocks = (threads + PRSTM_POLICY_BLOCK_THREADS - 1) / PRSTM_POLICY_BLOCK_THREADS;
   prstm_exec_ctx arg = *ctx;
   void *params[] = {&arg};
-  const cudaError_t launched =
-      cudaLaunchCooperativeKernel(kernel, dim3(blocks), dim3(PRSTM_POLICY_BLOCK_THREADS), params, 0, 0);
+  const cudaError_t launched = cudaLaunchCooperativeKernel(kernel, dim3(blocks), dim3(PRSTM_POLICY_BLOCK_THREADS),
+                                                           params, 0, (cudaStream_t)stream);
   if (launched == cudaSuccess) return 0;
   /* The residency checks that explain a refused launch run only then: made
    * before every launch, they were four CUDA calls a unit of a stream. */
@@ -558,7 +558,7 @@ static int gpu_execute(prstm_engine *e, const prstm_batch *b, const prstm_worker
   GPU_CHECK(cudaEventRecord(g->start));
   double t0 = engine_now();
   engine_progress_clock progress_clock = {t0, t0};
-  int rc = v->gpu_launch(ctx, threads, err, errlen);
+  int rc = v->gpu_launch(ctx, threads, NULL, err, errlen);
   if (rc) return rc;
   GPU_CHECK(cudaEventRecord(g->stop));
   rc = gpu_wait_watched(e, b, g, &progress_clock, stalled, err, errlen);
@@ -783,9 +783,10 @@ static const txtable_allocator gpu_pinned_allocator = {gpu_host_alloc, gpu_host_
 /* ---- streams (engine/stream.c): two slots, copies overlapping execution ---- */
 
 /* One device table with its pinned host staging and readback. A unit's
- * rows are copied in on the copy stream, executed on the legacy default
- * stream behind the previous unit, and read back on the readback stream, so
- * that slot k + 1 is filled while slot k executes. */
+ * rows are copied in on the copy stream, executed on the slot's execution
+ * stream, and read back on the readback stream, so that slot k + 1 is
+ * filled while slot k executes, and small units of different slots execute
+ * at once (gpu_unit_overlaps). */
 typedef struct gpu_slot {
   uint8_t *type, *status;
   uint64_t *args, *result, *quiesce, *row_id, *seq, *read_hash;
@@ -797,12 +798,17 @@ typedef struct gpu_slot {
   uint8_t *direct_status; /* the batch's status column the unit's first direct_n rows are read back into */
   uint64_t direct_n;
   cudaEvent_t copy_start, copy_end, exec_start, exec_end, back;
+  cudaStream_t exec; /* the slot's execution stream (blocking, like the legacy default stream) */
   int busy, results;
   uint64_t n;
 } gpu_slot;
 
+/* A stream's slots: two, a unit copying while another executes; four where
+ * its units are small enough to execute at once (gpu_stream_slots), so
+ * that the host can fill and launch two more while two execute. */
+#define GPU_STREAM_SLOTS_MAX 4
 /* Pinned staging buffers of a stream: seven a slot, and the zeros. */
-#define GPU_STAGING_BUFFERS 15
+#define GPU_STAGING_BUFFERS (7 * GPU_STREAM_SLOTS_MAX + 1)
 
 struct backend_stream {
   const prstm_worker_variant *v;
@@ -819,8 +825,19 @@ struct backend_stream {
    * state (engine/multi.c), which holds words [held_lo, held_lo + nwords)
    * and their locks alone. */
   uint64_t held_lo;
-  gpu_slot slot[2];
+  gpu_slot slot[GPU_STREAM_SLOTS_MAX];
+  unsigned nslots;
   cudaStream_t copy, back, monitor;
+  /* The units of the slots may execute at once (gpu_unit_overlaps): each
+   * slot's threads take ranks from slot * threads on, and, verified, every
+   * unit takes its commit numbers from the one counter `sequence`. */
+  int overlap;
+  uint64_t *sequence;
+  /* Execution time is the union of the units' kernels, measured from
+   * `epoch` (recorded when the stream opened); `executed_ms` is where the
+   * union ends so far. */
+  cudaEvent_t epoch;
+  float executed_ms;
   uint64_t *h_watch; /* pinned: the progress words as the watchdog last saw them, then the stop word */
   uint8_t *h_zeros;  /* pinned zeros: the source of each unit's cleared statuses, results and progress words */
   uint64_t zero_bytes;
@@ -850,7 +867,7 @@ static void gpu_stream_free(backend_stream *g) {
   /* A unit still in flight is told to stop, through the monitor stream
    * because the execution stream is busy with it, once its progress words
    * were zeroed by its own copy; then the device is drained before freeing. */
-  for (int k = 0; k < 2; k++) {
+  for (int k = 0; k < GPU_STREAM_SLOTS_MAX; k++) {
     gpu_slot *sl = &g->slot[k];
     if (!sl->busy || !g->monitor || !g->h_watch) continue;
     if (cudaEventSynchronize(sl->copy_end) != cudaSuccess) continue;
@@ -861,7 +878,7 @@ static void gpu_stream_free(backend_stream *g) {
   }
   cudaDeviceSynchronize();
   cudaGetLastError();
-  for (int k = 0; k < 2; k++) {
+  for (int k = 0; k < GPU_STREAM_SLOTS_MAX; k++) {
     gpu_slot *sl = &g->slot[k];
     cudaFree(sl->type);
     cudaFree(sl->status);
@@ -882,7 +899,10 @@ static void gpu_stream_free(backend_stream *g) {
     cudaEvent_t *ev[] = {&sl->copy_start, &sl->copy_end, &sl->exec_start, &sl->exec_end, &sl->back};
     for (unsigned i = 0; i < sizeof ev / sizeof ev[0]; i++)
       if (*ev[i]) cudaEventDestroy(*ev[i]);
+    if (sl->exec) cudaStreamDestroy(sl->exec);
   }
+  if (g->epoch) cudaEventDestroy(g->epoch);
+  cudaFree(g->sequence);
   cudaFree(g->words);
   cudaFree(g->locks);
   cudaFree(g->marks);
@@ -920,6 +940,7 @@ static int gpu_stream_alloc_slot(backend_stream *g, gpu_slot *sl, int results, c
   GPU_CHECK(cudaEventCreate(&sl->exec_start));
   GPU_CHECK(cudaEventCreate(&sl->exec_end));
   GPU_CHECK(cudaEventCreateWithFlags(&sl->back, cudaEventDisableTiming));
+  GPU_CHECK(cudaStreamCreate(&sl->exec));
   return 0;
 }
 
@@ -941,31 +962,45 @@ static int gpu_stream_open_checked(prstm_engine *e, backend_stream *g, int resul
   uint64_t lock_lo = 0;
   g->lock_words = engine_lock_array_words(e->wl, engine_held_locks(g->held_lo, g->nwords, cov, &lock_lo));
 
+  /* Units of different slots may execute at once where nothing needs them
+   * one after another: a unit of a co-executed or partitioned run (marks,
+   * span) hands its footprint over unit by unit, a thread alone on its
+   * state (one thread) takes no lock, and every slot's ranks must fit the
+   * lock word's owner field. A stream whose units will be small enough to
+   * overlap (gpu_unit_overlaps) takes four slots, so that the host fills
+   * and launches units while two execute; others take two. */
+  g->overlap = !e->unit_read_marks && !e->unit_span && threads > 1 &&
+               (uint64_t)GPU_STREAM_SLOTS_MAX * threads <= PRSTM_MAX_THREADS;
+  g->nslots = g->overlap && !g->threads_given && want_rows * PRSTM_POLICY_STREAM_OVERLAP_SHARE <= threads
+                  ? GPU_STREAM_SLOTS_MAX
+                  : 2;
+
   cudaDeviceProp prop;
   GPU_CHECK(cudaGetDeviceProperties(&prop, g->device));
   size_t free_b = 0;
   rc = gpu_usable_memory(&free_b, err, errlen);
   if (rc) return rc;
-  /* The state and locks stay; each of the two slots takes a unit of new
-   * rows and as many carried rows, hence four rows of table per unit row,
-   * each with room for a carried row's id and, verified, its place in the
-   * commit order and its read hash. */
+  /* The state and locks stay; each slot takes a unit of new rows and as
+   * many carried rows, hence two rows of table per slot per unit row, each
+   * with room for a carried row's id and, verified, its place in the commit
+   * order and its read hash. */
   uint64_t fixed = 8 * (g->nwords + g->lock_words) + 2 * 8 * STM_Q_WORDS + 3 * sizeof(unsigned long long);
   uint64_t row_bytes = 2 + 8ull * g->ncols + (results ? 8 : 0) + 8 + (g->verify ? 16 : 0);
   uint64_t usable = free_b - free_b / 32; /* headroom for the allocator's rounding */
-  if (fixed + 4 * row_bytes > usable) {
+  const uint64_t table_rows = 2ull * g->nslots;
+  if (fixed + table_rows * row_bytes > usable) {
     snprintf(err, errlen,
              "the state and locks need %.1f MiB of GPU memory, which leaves no room for a table on %s (%.1f MiB free "
              "for prstm): use fewer accounts, a larger lock_coverage, or --backend cpu",
              fixed / 1048576.0, prop.name, free_b / 1048576.0);
     return PRSTM_ETOOBIG;
   }
-  uint64_t fit = (usable - fixed) / (4 * row_bytes);
+  uint64_t fit = (usable - fixed) / (table_rows * row_bytes);
   uint64_t rows = want_rows < fit ? want_rows : fit;
   if (rows == 0) rows = 1;
   g->rows = 2 * rows;
   *unit_rows = rows;
-  *gpu_bytes = fixed + 4 * row_bytes * rows;
+  *gpu_bytes = fixed + table_rows * row_bytes * rows;
 
   GPU_CHECK(cudaStreamCreateWithFlags(&g->copy, cudaStreamNonBlocking));
   GPU_CHECK(cudaStreamCreateWithFlags(&g->back, cudaStreamNonBlocking));
@@ -978,7 +1013,7 @@ static int gpu_stream_open_checked(prstm_engine *e, backend_stream *g, int resul
   memset(g->h_zeros, 0, g->zero_bytes);
   GPU_CHECK(cudaMalloc((void **)&g->words, 8 * g->nwords));
   GPU_CHECK(cudaMalloc((void **)&g->locks, 8 * g->lock_words));
-  for (int k = 0; k < 2; k++) {
+  for (unsigned k = 0; k < g->nslots; k++) {
     rc = gpu_stream_alloc_slot(g, &g->slot[k], results, err, errlen);
     if (rc) return rc;
   }
@@ -986,6 +1021,12 @@ static int gpu_stream_open_checked(prstm_engine *e, backend_stream *g, int resul
   /* Cleared once: every unit gives back every lock it took, so they are
    * free from one unit to the next. */
   GPU_CHECK(cudaMemset(g->locks, 0, 8 * g->lock_words));
+  if (g->overlap && g->verify) {
+    GPU_CHECK(cudaMalloc((void **)&g->sequence, sizeof(uint64_t)));
+    GPU_CHECK(cudaMemset(g->sequence, 0, sizeof(uint64_t)));
+  }
+  GPU_CHECK(cudaEventCreate(&g->epoch));
+  GPU_CHECK(cudaEventRecord(g->epoch, 0));
   GPU_CHECK(cudaDeviceSynchronize());
 
   /* The parts of the context every unit shares; the table is set per unit. */
@@ -1047,6 +1088,7 @@ static int gpu_stream_open(prstm_engine *e, const prstm_worker_variant *v, const
   }
   info->slot_rows = g->rows;
   info->threads = g->threads;
+  info->slots = g->nslots;
   *out = g;
   return 0;
 }
@@ -1184,6 +1226,19 @@ static int gpu_unit_reserve(prstm_engine *e, backend_stream *g, unsigned slot, c
  * architectures built (cudaDeviceProp.memPitch is 2^31 - 1 on them). */
 #define GPU_MAX_COPY_PITCH ((uint64_t)INT32_MAX)
 
+/* Whether a unit of `threads` threads may execute while the units of other
+ * slots still do. Only a unit that keeps its postponed rows pending
+ * (ENGINE_RUN_KEEP_POSTPONED): a final unit abandons what is postponed at
+ * its quiescence, which must then be the whole stream's. And only a small
+ * one (at most 1 / PRSTM_POLICY_STREAM_OVERLAP_SHARE of the stream's
+ * threads): a unit of that many rows leaves most of the GPU idle while its
+ * last rows retry, where a large one fills it, and more threads in flight
+ * there would only add conflicts. */
+static int gpu_unit_overlaps(const backend_stream *g, const backend_unit *u, uint32_t threads) {
+  return g->overlap && (u->flags & ENGINE_RUN_KEEP_POSTPONED) &&
+         (uint64_t)threads * PRSTM_POLICY_STREAM_OVERLAP_SHARE <= g->threads;
+}
+
 static int gpu_stream_launch_checked(backend_stream *g, unsigned slot, const backend_unit *u, char *err,
                                      size_t errlen) {
   gpu_slot *sl = &g->slot[slot];
@@ -1238,18 +1293,22 @@ static int gpu_stream_launch_checked(backend_stream *g, unsigned slot, const bac
   if (u->carried) GPU_CHECK(cudaMemcpyAsync(sl->row_id, sl->h_row_id, 8 * u->carried, cudaMemcpyHostToDevice, g->copy));
   GPU_CHECK(cudaEventRecord(sl->copy_end, g->copy));
 
-  /* The execution stream is the legacy default stream, which the kernel
-   * launch uses; the copy and readback streams are non-blocking, so they
-   * run beside it, and events order what must be ordered. The locks stay
-   * as the last unit left them: free. Between two units the GPU runs no
-   * other kernel or memset, except a verified unit's below: each costs the
-   * host a call and the GPU a launch, which a small unit does not dwarf. */
-  GPU_CHECK(cudaStreamWaitEvent(0, sl->copy_end, 0));
+  /* The unit executes on its slot's stream; the copy and readback streams
+   * are non-blocking, so they run beside it, and events order what must be
+   * ordered. The locks stay as the last unit left them: free. Between two
+   * units the GPU runs no other kernel or memset, except a verified unit's
+   * below: each costs the host a call and the GPU a launch, which a small
+   * unit does not dwarf. A unit that may not overlap others waits for the
+   * kernels of every other slot to end. */
+  const uint32_t threads = gpu_threads_for_rows(g->threads_given, g->threads, n);
+  const int overlaps = gpu_unit_overlaps(g, u, threads);
+  GPU_CHECK(cudaStreamWaitEvent(sl->exec, sl->copy_end, 0));
+  for (unsigned k = 0; k < g->nslots && !overlaps; k++)
+    if (k != slot && g->slot[k].busy) GPU_CHECK(cudaStreamWaitEvent(sl->exec, g->slot[k].exec_end, 0));
   /* Verified, a row decided without a number recorded must show as one:
    * the column starts as "none" (all ones) for every unit. */
-  if (g->verify) GPU_CHECK(cudaMemsetAsync(sl->seq, 0xff, 8 * n, 0));
+  if (g->verify) GPU_CHECK(cudaMemsetAsync(sl->seq, 0xff, 8 * n, sl->exec));
   prstm_exec_ctx ctx = g->base;
-  const uint32_t threads = gpu_threads_for_rows(g->threads_given, g->threads, n);
   ctx.nthreads = threads;
   engine_ctx_set_lone(&ctx);
   ctx.table.n = n;
@@ -1268,11 +1327,15 @@ static int gpu_stream_launch_checked(backend_stream *g, unsigned slot, const bac
   ctx.tag_mask = u->tag_mask;
   ctx.stats = NULL; /* the counts come from the progress words */
   ctx.quiesce = sl->quiesce;
+  if (g->overlap) {
+    ctx.rank_base = slot * g->threads;
+    ctx.sequence = g->sequence;
+  }
   if (u->flags & ENGINE_RUN_KEEP_POSTPONED) ctx.semantic |= CMP_SEMANTIC_KEEP_POSTPONED;
-  GPU_CHECK(cudaEventRecord(sl->exec_start, 0));
-  int rc = g->v->gpu_launch(&ctx, threads, err, errlen);
+  GPU_CHECK(cudaEventRecord(sl->exec_start, sl->exec));
+  int rc = g->v->gpu_launch(&ctx, threads, sl->exec, err, errlen);
   if (rc) return rc;
-  GPU_CHECK(cudaEventRecord(sl->exec_end, 0));
+  GPU_CHECK(cudaEventRecord(sl->exec_end, sl->exec));
 
   GPU_CHECK(cudaStreamWaitEvent(g->back, sl->exec_end, 0));
   if (d) GPU_CHECK(cudaMemcpyAsync(direct->status, sl->status, d, cudaMemcpyDeviceToHost, g->back));
@@ -1283,6 +1346,11 @@ static int gpu_stream_launch_checked(backend_stream *g, unsigned slot, const bac
     GPU_CHECK(cudaMemcpyAsync(sl->h_read_hash, sl->read_hash, 8 * n, cudaMemcpyDeviceToHost, g->back));
   }
   GPU_CHECK(cudaMemcpyAsync(sl->h_q, sl->quiesce, 8 * STM_Q_WORDS, cudaMemcpyDeviceToHost, g->back));
+  /* The shared counter as it stands once this unit ended: it only grows,
+   * and the stream keeps the largest it was told (stream_take_outcomes). */
+  if (g->sequence)
+    GPU_CHECK(
+        cudaMemcpyAsync(&sl->h_q[STM_Q_SEQUENCE], g->sequence, sizeof(uint64_t), cudaMemcpyDeviceToHost, g->back));
   GPU_CHECK(cudaEventRecord(sl->back, g->back));
   sl->busy = 1;
   return 0;
@@ -1353,11 +1421,17 @@ static int gpu_unit_wait(prstm_engine *e, backend_stream *g, unsigned slot, back
   if (rc) return rc;
   sl->busy = 0;
   GPU_CHECK(cudaGetLastError());
-  float copy_ms = 0, exec_ms = 0;
+  float copy_ms = 0, start_ms = 0, end_ms = 0;
   GPU_CHECK(cudaEventElapsedTime(&copy_ms, sl->copy_start, sl->copy_end));
-  GPU_CHECK(cudaEventElapsedTime(&exec_ms, sl->exec_start, sl->exec_end));
+  GPU_CHECK(cudaEventElapsedTime(&start_ms, g->epoch, sl->exec_start));
+  GPU_CHECK(cudaEventElapsedTime(&end_ms, g->epoch, sl->exec_end));
   *copy_s += copy_ms / 1000.0;
-  *execute_s += exec_ms / 1000.0;
+  /* Units are retired in the order they were launched, and kernels start
+   * in that order, so the part of this kernel's time past the union so far
+   * is what it adds: kernels that ran at once count once. */
+  const float from = start_ms > g->executed_ms ? start_ms : g->executed_ms;
+  if (end_ms > from) *execute_s += (end_ms - from) / 1000.0;
+  if (end_ms > g->executed_ms) g->executed_ms = end_ms;
   if (stalled) {
     uint64_t final = 0;
     for (uint64_t i = 0; i < sl->direct_n; i++) final += sl->direct_status[i] != 0;
@@ -1376,6 +1450,7 @@ static int gpu_unit_wait(prstm_engine *e, backend_stream *g, unsigned slot, back
   out->result = sl->results ? sl->h_result : NULL;
   out->seq = g->verify ? sl->h_seq : NULL;
   out->read_hash = g->verify ? sl->h_read_hash : NULL;
+  out->seq_shared = g->sequence != NULL;
   return 0;
 }
 

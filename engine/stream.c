@@ -60,7 +60,7 @@ struct prstm_stream {
   uint64_t slot_rows;  /* the most rows of one unit */
   uint64_t limit_rows; /* options.chunk_rows or the chunked run's limit; 0: none */
   unsigned nslots, next_slot;
-  stream_unit slots[2];
+  stream_unit slots[BACKEND_STREAM_SLOTS_MAX];
   /* Helpers kept for the stream's life that share each fill of a unit's
    * staging: wanted where fills overlap running units (a GPU's two slots),
    * started by the first fill large enough to use them, so that a stream
@@ -261,12 +261,17 @@ static int stream_retire(prstm_stream *s, unsigned slot) {
 static int stream_take_outcomes(prstm_stream *s, const stream_unit *u, const backend_outcomes *gp) {
   const backend_outcomes g = *gp;
   int rc = 0;
-  unit_outcomes o = {g.status, g.result, g.seq, g.read_hash, s->seq_base};
+  unit_outcomes o = {g.status, g.result, g.seq, g.read_hash, g.seq_shared ? 0 : s->seq_base};
   const uint64_t sequences = g.q[STM_Q_SEQUENCE];
   s->res.committed += g.q[STM_Q_COMMITTED];
   s->res.failed += g.q[STM_Q_FAILED];
   s->res.abandoned += g.q[STM_Q_ABANDONED];
-  s->seq_base += sequences;
+  /* Shared numbers are the stream's already, and the counter only grows:
+   * seq_base becomes the count of every number taken. */
+  if (!g.seq_shared)
+    s->seq_base += sequences;
+  else if (sequences > s->seq_base)
+    s->seq_base = sequences;
   const uint8_t *carry_status = u->direct ? o.status : o.status + u->n_new;
   if (u->n_new) {
     stream_item *it = &s->items[u->item];
@@ -412,8 +417,10 @@ static int stream_launch(prstm_stream *s, uint64_t item, uint64_t n_new, uint64_
    * slot's kernel would put a stalled kernel out of the watchdog's reach
    * (its retire waits for it under the watchdog instead). */
   if (s->ops->unit_would_grow(s->bs, slot, &bu)) {
-    rc = stream_retire(s, (slot + 1) % s->nslots);
-    if (rc) return rc;
+    for (unsigned k = 1; k < s->nslots; k++) {
+      rc = stream_retire(s, (slot + k) % s->nslots);
+      if (rc) return rc;
+    }
   }
   backend_staging staging;
   rc = s->ops->unit_reserve(s->e, s->bs, slot, &bu, &staging);
@@ -559,6 +566,7 @@ static int stream_start(prstm_stream *s, const prstm_batch *b) {
   s->unit_rows = info.unit_rows;
   s->carry_cap = info.unit_rows;
   s->slot_rows = info.slot_rows;
+  if (info.slots) s->nslots = info.slots;
   s->res.unit_rows = info.unit_rows;
   s->res.threads = info.threads;
   s->res.gpu_bytes = info.gpu_bytes;
@@ -708,7 +716,7 @@ void prstm_stream_destroy(prstm_stream *s) {
     }
     s->ops->stream_free(s->bs);
   }
-  for (unsigned k = 0; k < 2; k++) free(s->slots[k].carry);
+  for (unsigned k = 0; k < BACKEND_STREAM_SLOTS_MAX; k++) free(s->slots[k].carry);
   engine_copy_pool_close(s->copy_pool);
   if (s->journal) {
     prstm_batch_destroy(s->journal->rows);

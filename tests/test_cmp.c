@@ -72,6 +72,45 @@ Test(priority, higher_tag_wins_then_lower_rank) {
   cr_assert_gt(cmp_priority(0, PRSTM_MAX_THREADS - 1), 0);
 }
 
+/* The priority an attempt runs at, seen from its body. */
+static uint64_t prio_seen;
+static int records_its_priority(prstm_tx *tx, unsigned type) {
+  (void)type;
+  prio_seen = tx->prio;
+  return PRSTM_COMMIT;
+}
+
+/* Two units of a GPU stream that execute at once give their threads
+ * disjoint ranks (prstm_exec_ctx.rank_base): thread 5 of a unit based at
+ * 4096 runs at rank 4101's priority, never at thread 5's of the other. */
+Test(priority, a_units_rank_base_moves_its_threads_priorities) {
+  fixture f;
+  fixture_init(&f, 8, 1);
+  stm_thread_stats st;
+  memset(&st, 0, sizeof st);
+  unsigned reason = 0;
+  cr_assert_eq(cmp_attempt(&f.tx, &f.ctx, 0, 0, 5, records_its_priority, &st, &reason, 0, 0), TXTABLE_COMMITTED);
+  cr_assert_eq(prio_seen, cmp_priority(0, 5));
+  f.ctx.rank_base = 4096;
+  cr_assert_eq(cmp_attempt(&f.tx, &f.ctx, 1, 0, 5, records_its_priority, &st, &reason, 0, 0), TXTABLE_COMMITTED);
+  cr_assert_eq(prio_seen, cmp_priority(0, 4101));
+}
+
+/* Commit numbers come from the run's own progress word, or from the
+ * counter a stream's units share (prstm_exec_ctx.sequence), which then
+ * alone moves. */
+Test(priority, commit_numbers_come_from_the_shared_counter_where_one_is_set) {
+  fixture f;
+  fixture_init(&f, 8, 1);
+  cr_assert_eq(stm_tx_take_sequence(&f.ctx), 0);
+  cr_assert_eq(stm_tx_take_sequence(&f.ctx), 1);
+  uint64_t shared = 40;
+  f.ctx.sequence = &shared;
+  cr_assert_eq(stm_tx_take_sequence(&f.ctx), 40);
+  cr_assert_eq(shared, 41);
+  cr_assert_eq(f.quiesce[STM_Q_SEQUENCE], 2, "the run's own word must not move while a shared counter is set");
+}
+
 static uint64_t q_word(uint64_t epoch, uint64_t unconfirmed, uint64_t stalled) {
   return (cmp_q_tag(epoch) << CMP_Q_EPOCH_SHIFT) | (unconfirmed << CMP_Q_COUNT_BITS) | stalled;
 }

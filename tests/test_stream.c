@@ -1140,6 +1140,41 @@ static void verified_stream_is_certified(prstm_backend backend) {
 Test(stream_cpu, verified_stream_is_certified) { verified_stream_is_certified(PRSTM_BACKEND_CPU); }
 Test(stream_gpu, verified_stream_is_certified) { verified_stream_is_certified(PRSTM_BACKEND_GPU); }
 
+/* With the default thread count a unit of a few hundred rows takes a few
+ * hundred threads, and the GPU executes it beside the other slot's unit.
+ * Their commits interleave on the same accounts, so their numbers come
+ * from one counter: a verified stream of such units of contended transfers
+ * is certified, and conserves the money. */
+Test(stream_gpu, units_that_execute_at_once_share_one_commit_order) {
+  need_backend(PRSTM_BACKEND_GPU);
+  enum { ACCOUNTS = 64, BATCHES = 8, ROWS = 4096 };
+  prstm_word words[ACCOUNTS];
+  for (int a = 0; a < ACCOUNTS; a++) words[a] = 1000;
+  prstm_engine *e = open_verified_engine(PRSTM_BACKEND_GPU, 0, words, ACCOUNTS, 512);
+  prstm_stream *s = open_stream(e);
+  prstm_batch *batches[BATCHES];
+  uint64_t seed = 99;
+  for (int i = 0; i < BATCHES; i++) {
+    batches[i] = new_batch();
+    for (int k = 0; k < ROWS; k++) {
+      seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+      const uint64_t r = seed >> 33;
+      add(batches[i], BANK_TRANSFER, r % ACCOUNTS, (r >> 6) % ACCOUNTS, 1 + (r >> 12) % 5);
+    }
+    submit_ok(s, batches[i]);
+  }
+  prstm_stream_results r;
+  close_ok(s, &r);
+  cr_assert_gt(r.runs, 2 * BATCHES, "the batches ran in units of 512 rows");
+  prstm_verify_report rep;
+  cr_assert_eq(prstm_stream_verify(s, &rep), 0, "%s", prstm_stream_error(s));
+  cr_assert(rep.ok, "%s", rep.message);
+  cr_assert_eq(rep.replayed, r.committed + r.failed);
+  cr_assert_eq(total_money(e), (uint64_t)ACCOUNTS * 1000);
+  for (int i = 0; i < BATCHES; i++) prstm_batch_destroy(batches[i]);
+  destroy_stream_and_engine(s, e);
+}
+
 /* Eight withdrawals from eight empty accounts in units of 4, then a batch
  * with the deposit that funds the first. The deposit's unit carries four
  * other withdrawals, so the funded one is still queued at the close: the

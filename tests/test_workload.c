@@ -28,7 +28,7 @@ int test_host_pages_unlock(void *p) {
 #endif
 
 #ifdef PRSTM_HAVE_CUDA
-int probe_gpu_launch(const prstm_exec_ctx *ctx, uint32_t threads, char *err, size_t errlen);
+int probe_gpu_launch(const prstm_exec_ctx *ctx, uint32_t threads, void *stream, char *err, size_t errlen);
 int probe_gpu_max_threads(uint32_t *max_threads, char *err, size_t errlen);
 #define PROBE_GPU probe_gpu_launch, probe_gpu_max_threads
 #else

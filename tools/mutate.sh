@@ -37,7 +37,7 @@ mutants=(
   "pending-row-passes-the-certificate|test_verify|engine/verify.c|s/^    if ((b->status\[i\] \& TXTABLE_STATUS_MASK) == PRSTM_PENDING)\$/    if (0)/"
   "read-hash-not-compared|test_verify|engine/verify.c|s/^    if (b->read_hash \&\& b->read_hash\[row\] != t.read_hash\[j\]) {\$/    if (0) {/"
   "decision-counts-not-compared|test_verify|engine/verify.c|s/^  if (committed != c->committed || failed != c->failed || abandoned != c->abandoned) {\$/  if (0) {/"
-  "unit-sequences-not-shifted|test_verify|engine/stream.c|s/^  s->seq_base += sequences;\$/  (void)sequences;/"
+  "unit-sequences-not-shifted|test_verify|engine/stream.c|s/^    s->seq_base += sequences;\$/    (void)sequences;/"
   "reader-ignores-adds-under-way|test_adds|engine/stm/stm_core.h|s/^  if (STM_ADDS \&\& tx->ctx->add_counts \&\& port_load_acquire(\&tx->ctx->add_counts\[r->lock\]) != 0) return 0;\$/  if (0) return 0;/"
   "list-total-not-multiplied|test_deltas|cmp/cmp_delta.h|s/^    a \*= count;\$/    a *= 1;/"
   "list-total-unbounded|test_deltas|cmp/cmp_delta.h|s/^    in_bound = count == 0 || a <= p->amount_max \/ count;\$/    in_bound = 1;/"
@@ -68,6 +68,8 @@ mutants=(
   "cpu-walk-ignores-the-stop-between-rows|test_cmp|cmp/cmp_walk.h|s/^        if ((++rows_since_stop_check \& (CMP_STOP_CHECK_ROWS - 1u)) == 0 \&\& STM_STOPPED(ctx)) {\$/        if (0 \&\& STM_STOPPED(ctx)) {/"
   "window-runs-past-its-rows|test_txtable|txtable/txtable.c|s/^  if (b->n == b->cap || nargs > b->ncols || (b->window \&\& b->n == b->limit)) {\$/  if (b->n == b->cap || nargs > b->ncols) {/"
   "first-attempt-forgets-the-lock-it-read|test_early_locks|engine/stm/stm_core.h|s/^    tx->locks\[k\].held = 2;\$/    tx->locks[k].held = 0;/"
+  "shared-commit-counter-ignored|test_cmp|engine/stm/stm_core.h|s/^  return port_fetch_add_acq_rel(ctx->sequence ? ctx->sequence : \&ctx->quiesce\[STM_Q_SEQUENCE\], 1);\$/  return port_fetch_add_acq_rel(\&ctx->quiesce[STM_Q_SEQUENCE], 1);/"
+  "unit-rank-base-ignored|test_cmp|cmp/cmp_walk.h|s/ctx->type_tag\[type\], rank + ctx->rank_base);\$/ctx->type_tag[type], rank);/"
   "narrowing-misses-a-wide-value|test_engine|engine/engine_shared.c|s/^      high |= s\[k\] >> 32;\$/      high |= s[k] >> 48;/"
 )
 

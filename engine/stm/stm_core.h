@@ -121,8 +121,18 @@ typedef struct prstm_exec_ctx {
   uint32_t nthreads;
   uint32_t semantic; /* prstm_semantic_mode, and run flags above its low byte */
   uint32_t retry_limit;
+  /* A thread's priority is that of rank + rank_base (cmp_priority). Two
+   * units of a GPU stream that execute at once take disjoint ranges of
+   * ranks, so that no two transactions in flight share a priority, which
+   * also names a lock's owner. 0 in every other run. */
+  uint32_t rank_base;
   stm_thread_stats *stats; /* one per thread, or NULL where nothing reads them */
   uint64_t *quiesce;       /* STM_Q_WORDS words */
+  /* The counter the commit order's numbers are taken from (verification):
+   * NULL for the run's own STM_Q_SEQUENCE word. The units of a GPU stream
+   * that may execute at once all take theirs from one counter, since their
+   * commits interleave. */
+  uint64_t *sequence;
   /* The footprint of a unit of a co-executed run (engine/hetero.c): one
    * byte per lock, set to 1 under every lock a decided row read, and under
    * every lock it wrote or added under. NULL in every other run. */
@@ -1273,7 +1283,7 @@ PRSTM_INLINE int stm_tx_adds_clear(prstm_tx *tx) {
  * unverified run's own, so a verified run synchronises as the runs it
  * certifies do. */
 PRSTM_INLINE uint64_t stm_tx_take_sequence(const prstm_exec_ctx *ctx) {
-  return port_fetch_add_acq_rel(&ctx->quiesce[STM_Q_SEQUENCE], 1);
+  return port_fetch_add_acq_rel(ctx->sequence ? ctx->sequence : &ctx->quiesce[STM_Q_SEQUENCE], 1);
 }
 
 #if STM_TICKETS

@@ -168,6 +168,11 @@
 #define PRSTM_POLICY_STREAM_POOL_MIN_BYTES (64ull << 10)
 #define PRSTM_POLICY_STREAM_STAGED_UNIT_MIN_BYTES (512ull << 10)
 #define PRSTM_POLICY_STREAM_STAGED_UNIT_MAX_BYTES (4ull << 20)
+/* A GPU stream's unit executes while units of other slots still do when it
+ * takes at most 1 / STREAM_OVERLAP_SHARE of the stream's threads: a unit of
+ * 10,000 rows leaves most of the GPU idle while its last rows retry, so the
+ * next ones fill it; a large unit fills it alone. */
+#define PRSTM_POLICY_STREAM_OVERLAP_SHARE 2u
 
 /* ---- Co-execution (host, engine/hetero.c) ---- */
 

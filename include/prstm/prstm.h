@@ -19,7 +19,7 @@ extern "C" {
  * lists the versions). A program that builds its own prstm_workload
  * (prstm_add_workload) is compiled against this header and needs no check;
  * it must be rebuilt with the library. */
-#define PRSTM_ABI_VERSION 16
+#define PRSTM_ABI_VERSION 17
 
 /* One table generates the error codes, their names and their messages, so the
  * three can never drift apart. Every function returns 0 or one of these. */
@@ -210,7 +210,10 @@ typedef struct prstm_state_spec {
 /* Host side of one worker instantiation, produced by PRSTM_CPU_WORKER /
  * PRSTM_GPU_WORKER (prstm_tx.h): the same bodies compiled for each substrate. */
 typedef void (*prstm_cpu_worker_fn)(const struct prstm_exec_ctx *ctx, uint32_t rank);
-typedef int (*prstm_gpu_launch_fn)(const struct prstm_exec_ctx *ctx, uint32_t threads, char *err, size_t errlen);
+/* `stream` is the CUDA stream (a cudaStream_t) the kernel is launched on;
+ * NULL for the legacy default stream. */
+typedef int (*prstm_gpu_launch_fn)(const struct prstm_exec_ctx *ctx, uint32_t threads, void *stream, char *err,
+                                   size_t errlen);
 typedef int (*prstm_gpu_max_threads_fn)(uint32_t *max_threads, char *err, size_t errlen);
 
 /* How a worker variant runs on a GPU when the run leaves the thread count

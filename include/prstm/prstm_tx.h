@@ -119,12 +119,13 @@
  * (NAME_gpu_launch, NAME_gpu_max_threads); a build without CUDA leaves them
  * out and the variant's GPU hooks NULL. */
 #ifdef __cplusplus
-#define PRSTM_GPU_WORKER_DECLARE(NAME)                                                                     \
-  extern "C" int NAME##_gpu_launch(const prstm_exec_ctx *ctx, uint32_t threads, char *err, size_t errlen); \
+#define PRSTM_GPU_WORKER_DECLARE(NAME)                                                                   \
+  extern "C" int NAME##_gpu_launch(const prstm_exec_ctx *ctx, uint32_t threads, void *stream, char *err, \
+                                   size_t errlen);                                                       \
   extern "C" int NAME##_gpu_max_threads(uint32_t *max_threads, char *err, size_t errlen)
 #else
-#define PRSTM_GPU_WORKER_DECLARE(NAME)                                                          \
-  int NAME##_gpu_launch(const prstm_exec_ctx *ctx, uint32_t threads, char *err, size_t errlen); \
+#define PRSTM_GPU_WORKER_DECLARE(NAME)                                                                        \
+  int NAME##_gpu_launch(const prstm_exec_ctx *ctx, uint32_t threads, void *stream, char *err, size_t errlen); \
   int NAME##_gpu_max_threads(uint32_t *max_threads, char *err, size_t errlen)
 #endif
 
@@ -144,8 +145,10 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-/* In the library (engine/backend_gpu.cu): checked occupancy and cooperative launch. */
-int prstm_gpu_launch_kernel(const void *kernel, const prstm_exec_ctx *ctx, uint32_t threads, char *err, size_t errlen);
+/* In the library (engine/backend_gpu.cu): checked occupancy and cooperative
+ * launch on `stream` (a cudaStream_t; NULL for the legacy default stream). */
+int prstm_gpu_launch_kernel(const void *kernel, const prstm_exec_ctx *ctx, uint32_t threads, void *stream, char *err,
+                            size_t errlen);
 int prstm_gpu_kernel_max_threads(const void *kernel, uint32_t *max_threads, char *err, size_t errlen);
 #ifdef __cplusplus
 }
@@ -183,10 +186,11 @@ int prstm_gpu_kernel_max_threads(const void *kernel, uint32_t *max_threads, char
 #define PRSTM_GPU_WORKER(NAME, DISPATCH, CAP)                                                                  \
   PRSTM_GPU_KERNEL_(NAME##_kernel, DISPATCH, CAP, 0u)                                                          \
   PRSTM_GPU_KERNEL_(NAME##_alone_kernel, DISPATCH, CAP, 1u)                                                    \
-  extern "C" int NAME##_gpu_launch(const prstm_exec_ctx *ctx, uint32_t threads, char *err, size_t errlen) {    \
+  extern "C" int NAME##_gpu_launch(const prstm_exec_ctx *ctx, uint32_t threads, void *stream, char *err,       \
+                                   size_t errlen) {                                                            \
     const void *kernel =                                                                                       \
         (ctx->semantic & STM_SEMANTIC_LONE) ? (const void *)NAME##_alone_kernel : (const void *)NAME##_kernel; \
-    return prstm_gpu_launch_kernel(kernel, ctx, threads, err, errlen);                                         \
+    return prstm_gpu_launch_kernel(kernel, ctx, threads, stream, err, errlen);                                 \
   }                                                                                                            \
   extern "C" int NAME##_gpu_max_threads(uint32_t *max_threads, char *err, size_t errlen) {                     \
     return prstm_gpu_kernel_max_threads((const void *)NAME##_kernel, max_threads, err, errlen);                \
