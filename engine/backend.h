@@ -104,7 +104,7 @@ typedef struct backend_ops {
                      backend_stream **out, backend_stream_info *info);
   /* Whether the unit needs memory the slot does not hold yet. Taking it may
    * wait for the whole device (cudaFreeHost), so the caller first retires
-   * the other slot's unit under the watchdog. */
+   * the units of every other slot under the watchdog. */
   int (*unit_would_grow)(const backend_stream *s, unsigned slot, const backend_unit *u);
   /* Makes the slot (free: waited for) ready for the unit and gives its
    * staging. */

@@ -780,7 +780,7 @@ static void gpu_host_free(void *p) {
 /* The pinned memory of prstm_batch_create_pinned's batches. */
 static const txtable_allocator gpu_pinned_allocator = {gpu_host_alloc, gpu_host_free};
 
-/* ---- streams (engine/stream.c): two slots, copies overlapping execution ---- */
+/* ---- streams (engine/stream.c): two or four slots, copies overlapping execution ---- */
 
 /* One device table with its pinned host staging and readback. A unit's
  * rows are copied in on the copy stream, executed on the slot's execution
@@ -797,16 +797,22 @@ typedef struct gpu_slot {
   uint64_t type_bytes, args_bytes, status_bytes, result_bytes, row_id_bytes, seq_bytes, read_hash_bytes;
   uint8_t *direct_status; /* the batch's status column the unit's first direct_n rows are read back into */
   uint64_t direct_n;
-  cudaEvent_t copy_start, copy_end, exec_start, exec_end, back;
+  cudaEvent_t copy_start, copy_end, exec_end, back;
+  /* The kernel's start, in two events used in turn by the slot's units, so
+   * that the unit retired before this one still has its own when this one
+   * is retired (gpu_unit_wait's union of kernel times). */
+  cudaEvent_t exec_start[2];
+  unsigned launches; /* units launched on the slot; the last one's start is exec_start[(launches - 1) & 1] */
   cudaStream_t exec; /* the slot's execution stream (blocking, like the legacy default stream) */
   int busy, results;
   uint64_t n;
 } gpu_slot;
 
 /* A stream's slots: two, a unit copying while another executes; four where
- * its units are small enough to execute at once (gpu_stream_slots), so
- * that the host can fill and launch two more while two execute. */
+ * its units are small enough to execute at once (gpu_stream_open_checked),
+ * so that the host can fill and launch two more while two execute. */
 #define GPU_STREAM_SLOTS_MAX 4
+static_assert(GPU_STREAM_SLOTS_MAX <= BACKEND_STREAM_SLOTS_MAX, "the stream keeps a unit per slot");
 /* Pinned staging buffers of a stream: seven a slot, and the zeros. */
 #define GPU_STAGING_BUFFERS (7 * GPU_STREAM_SLOTS_MAX + 1)
 
@@ -833,11 +839,18 @@ struct backend_stream {
    * unit takes its commit numbers from the one counter `sequence`. */
   int overlap;
   uint64_t *sequence;
-  /* Execution time is the union of the units' kernels, measured from
-   * `epoch` (recorded when the stream opened); `executed_ms` is where the
-   * union ends so far. */
-  cudaEvent_t epoch;
-  float executed_ms;
+  /* Execution time is the union of the units' kernels, which start in the
+   * order they were launched: `last_start` is the start event of the unit
+   * retired last (none before the first), and `union_ms` how far past it
+   * the union of the kernels retired so far reaches. Each step is measured
+   * between two nearby events, so a stream open for hours keeps the
+   * resolution of one unit's. */
+  cudaEvent_t last_start;
+  double union_ms;
+  /* The slot of the last unit that may not overlap others, while it may
+   * still execute: the units launched after it wait for it too, so that it
+   * runs alone. -1: none. */
+  int alone_slot;
   uint64_t *h_watch; /* pinned: the progress words as the watchdog last saw them, then the stop word */
   uint8_t *h_zeros;  /* pinned zeros: the source of each unit's cleared statuses, results and progress words */
   uint64_t zero_bytes;
@@ -896,12 +909,12 @@ static void gpu_stream_free(backend_stream *g) {
     gpu_pinned_give(g, sl->h_args);
     gpu_pinned_give(g, sl->h_result);
     cudaFreeHost(sl->h_q);
-    cudaEvent_t *ev[] = {&sl->copy_start, &sl->copy_end, &sl->exec_start, &sl->exec_end, &sl->back};
+    cudaEvent_t *ev[] = {&sl->copy_start,    &sl->copy_end, &sl->exec_start[0],
+                         &sl->exec_start[1], &sl->exec_end, &sl->back};
     for (unsigned i = 0; i < sizeof ev / sizeof ev[0]; i++)
       if (*ev[i]) cudaEventDestroy(*ev[i]);
     if (sl->exec) cudaStreamDestroy(sl->exec);
   }
-  if (g->epoch) cudaEventDestroy(g->epoch);
   cudaFree(g->sequence);
   cudaFree(g->words);
   cudaFree(g->locks);
@@ -937,7 +950,8 @@ static int gpu_stream_alloc_slot(backend_stream *g, gpu_slot *sl, int results, c
   GPU_CHECK(cudaHostAlloc((void **)&sl->h_q, 8 * STM_Q_WORDS, cudaHostAllocDefault));
   GPU_CHECK(cudaEventCreate(&sl->copy_start));
   GPU_CHECK(cudaEventCreate(&sl->copy_end));
-  GPU_CHECK(cudaEventCreate(&sl->exec_start));
+  GPU_CHECK(cudaEventCreate(&sl->exec_start[0]));
+  GPU_CHECK(cudaEventCreate(&sl->exec_start[1]));
   GPU_CHECK(cudaEventCreate(&sl->exec_end));
   GPU_CHECK(cudaEventCreateWithFlags(&sl->back, cudaEventDisableTiming));
   GPU_CHECK(cudaStreamCreate(&sl->exec));
@@ -984,7 +998,7 @@ static int gpu_stream_open_checked(prstm_engine *e, backend_stream *g, int resul
    * many carried rows, hence two rows of table per slot per unit row, each
    * with room for a carried row's id and, verified, its place in the commit
    * order and its read hash. */
-  uint64_t fixed = 8 * (g->nwords + g->lock_words) + 2 * 8 * STM_Q_WORDS + 3 * sizeof(unsigned long long);
+  uint64_t fixed = 8 * (g->nwords + g->lock_words) + g->nslots * 8ull * STM_Q_WORDS + 4 * sizeof(unsigned long long);
   uint64_t row_bytes = 2 + 8ull * g->ncols + (results ? 8 : 0) + 8 + (g->verify ? 16 : 0);
   uint64_t usable = free_b - free_b / 32; /* headroom for the allocator's rounding */
   const uint64_t table_rows = 2ull * g->nslots;
@@ -1025,8 +1039,7 @@ static int gpu_stream_open_checked(prstm_engine *e, backend_stream *g, int resul
     GPU_CHECK(cudaMalloc((void **)&g->sequence, sizeof(uint64_t)));
     GPU_CHECK(cudaMemset(g->sequence, 0, sizeof(uint64_t)));
   }
-  GPU_CHECK(cudaEventCreate(&g->epoch));
-  GPU_CHECK(cudaEventRecord(g->epoch, 0));
+  g->alone_slot = -1;
   GPU_CHECK(cudaDeviceSynchronize());
 
   /* The parts of the context every unit shares; the table is set per unit. */
@@ -1155,7 +1168,7 @@ static int gpu_pinned_grow(backend_stream *g, void **buf, uint64_t *have, uint64
 }
 
 /* The pinned host bytes a unit needs. One place, so that the check made
- * before retiring the other slot's unit and the growth itself can never
+ * before retiring the other slots' units and the growth itself can never
  * disagree: a growth the check missed would free pinned memory behind a
  * running kernel, outside the watchdog. */
 typedef struct gpu_unit_bytes {
@@ -1303,8 +1316,15 @@ static int gpu_stream_launch_checked(backend_stream *g, unsigned slot, const bac
   const uint32_t threads = gpu_threads_for_rows(g->threads_given, g->threads, n);
   const int overlaps = gpu_unit_overlaps(g, u, threads);
   GPU_CHECK(cudaStreamWaitEvent(sl->exec, sl->copy_end, 0));
-  for (unsigned k = 0; k < g->nslots && !overlaps; k++)
-    if (k != slot && g->slot[k].busy) GPU_CHECK(cudaStreamWaitEvent(sl->exec, g->slot[k].exec_end, 0));
+  /* The slot's last unit was retired before this one was staged. */
+  if (g->alone_slot == (int)slot) g->alone_slot = -1;
+  if (!overlaps) {
+    for (unsigned k = 0; k < g->nslots; k++)
+      if (k != slot && g->slot[k].busy) GPU_CHECK(cudaStreamWaitEvent(sl->exec, g->slot[k].exec_end, 0));
+    g->alone_slot = (int)slot;
+  } else if (g->alone_slot >= 0 && g->slot[g->alone_slot].busy) {
+    GPU_CHECK(cudaStreamWaitEvent(sl->exec, g->slot[g->alone_slot].exec_end, 0));
+  }
   /* Verified, a row decided without a number recorded must show as one:
    * the column starts as "none" (all ones) for every unit. */
   if (g->verify) GPU_CHECK(cudaMemsetAsync(sl->seq, 0xff, 8 * n, sl->exec));
@@ -1332,7 +1352,8 @@ static int gpu_stream_launch_checked(backend_stream *g, unsigned slot, const bac
     ctx.sequence = g->sequence;
   }
   if (u->flags & ENGINE_RUN_KEEP_POSTPONED) ctx.semantic |= CMP_SEMANTIC_KEEP_POSTPONED;
-  GPU_CHECK(cudaEventRecord(sl->exec_start, sl->exec));
+  GPU_CHECK(cudaEventRecord(sl->exec_start[sl->launches & 1u], sl->exec));
+  sl->launches++;
   int rc = g->v->gpu_launch(&ctx, threads, sl->exec, err, errlen);
   if (rc) return rc;
   GPU_CHECK(cudaEventRecord(sl->exec_end, sl->exec));
@@ -1421,17 +1442,25 @@ static int gpu_unit_wait(prstm_engine *e, backend_stream *g, unsigned slot, back
   if (rc) return rc;
   sl->busy = 0;
   GPU_CHECK(cudaGetLastError());
-  float copy_ms = 0, start_ms = 0, end_ms = 0;
+  float copy_ms = 0, exec_ms = 0, gap_ms = 0;
+  cudaEvent_t start = sl->exec_start[(sl->launches - 1) & 1u];
   GPU_CHECK(cudaEventElapsedTime(&copy_ms, sl->copy_start, sl->copy_end));
-  GPU_CHECK(cudaEventElapsedTime(&start_ms, g->epoch, sl->exec_start));
-  GPU_CHECK(cudaEventElapsedTime(&end_ms, g->epoch, sl->exec_end));
+  GPU_CHECK(cudaEventElapsedTime(&exec_ms, start, sl->exec_end));
   *copy_s += copy_ms / 1000.0;
-  /* Units are retired in the order they were launched, and kernels start
-   * in that order, so the part of this kernel's time past the union so far
-   * is what it adds: kernels that ran at once count once. */
-  const float from = start_ms > g->executed_ms ? start_ms : g->executed_ms;
-  if (end_ms > from) *execute_s += (end_ms - from) / 1000.0;
-  if (end_ms > g->executed_ms) g->executed_ms = end_ms;
+  /* Units are retired in the order they were launched, and their kernels
+   * start in that order (their copies end in it, and a unit that runs alone
+   * holds back those after it), so this kernel adds the part of its time
+   * past the union so far: kernels that ran at once count once. */
+  /* Two kernels that became ready together may start in either order, a
+   * few nanoseconds apart: a gap the runtime will not measure counts as 0. */
+  if (g->last_start && cudaEventElapsedTime(&gap_ms, g->last_start, start) != cudaSuccess) {
+    cudaGetLastError();
+    gap_ms = 0;
+  }
+  const double reach = g->last_start ? g->union_ms - gap_ms : 0; /* the union's end, past this start */
+  *execute_s += (exec_ms > reach ? exec_ms - (reach > 0 ? reach : 0) : 0) / 1000.0;
+  g->union_ms = exec_ms > reach ? exec_ms : reach;
+  g->last_start = start;
   if (stalled) {
     uint64_t final = 0;
     for (uint64_t i = 0; i < sl->direct_n; i++) final += sl->direct_status[i] != 0;
@@ -1468,8 +1497,9 @@ static int gpu_stream_finish(prstm_engine *e, backend_stream *g, uint64_t *abort
 }
 
 /* A unit of a co-executed run: its replica out and in, whole, and its marks
- * taken. The caller has no unit in flight, so the default stream's order
- * (the units run on it) is the only one these copies need. */
+ * taken. The caller has no unit in flight, and the units' execution
+ * streams are blocking ones, which the legacy default stream's copies here
+ * wait for and hold back, so that order is the only one these copies need. */
 static int gpu_state_read(prstm_engine *e, backend_stream *g, prstm_word *words, uint64_t from, uint64_t to) {
   char *err = e->err;
   size_t errlen = sizeof e->err;

@@ -9,8 +9,8 @@
 
 /* A unit is one execution: up to unit_rows new rows of one submitted batch,
  * then carried rows, each row remembered by its origin so that its outcome
- * lands in the batch it came from. The backend (backend.h) keeps one or two
- * units in flight (a GPU copies one while it executes the other); a unit's
+ * lands in the batch it came from. The backend (backend.h) keeps one, two or
+ * four units in flight (a GPU copies one while it executes others); a unit's
  * pending rows join the carry queue when it is retired, and a later unit
  * takes them from the front of the queue. This file knows no backend: it
  * cuts batches into units, fills their staging and scatters their outcomes
@@ -62,7 +62,7 @@ struct prstm_stream {
   unsigned nslots, next_slot;
   stream_unit slots[BACKEND_STREAM_SLOTS_MAX];
   /* Helpers kept for the stream's life that share each fill of a unit's
-   * staging: wanted where fills overlap running units (a GPU's two slots),
+   * staging: wanted where fills overlap running units (a GPU's slots),
    * started by the first fill large enough to use them, so that a stream
    * whose units are copied straight from page-locked batches, or are small,
    * starts none. NULL: copies by copy_rows' threads or the caller. */
@@ -237,7 +237,9 @@ static int stream_take_outcomes(prstm_stream *s, const stream_unit *u, const bac
 
 /* Waits for the slot's unit, writes each final row's outcome into its batch,
  * and queues the rows still pending. Units are retired in the order they
- * ran, so each one's sequence numbers come after those of every earlier one. */
+ * were launched: where they take numbers per unit (seq_shared 0), each one's
+ * come after those of every earlier one; where they share a counter, the
+ * numbers are the stream's already. */
 static int stream_retire(prstm_stream *s, unsigned slot) {
   stream_unit *u = &s->slots[slot];
   if (!u->busy) return 0;
@@ -566,7 +568,7 @@ static int stream_start(prstm_stream *s, const prstm_batch *b) {
   s->unit_rows = info.unit_rows;
   s->carry_cap = info.unit_rows;
   s->slot_rows = info.slot_rows;
-  if (info.slots) s->nslots = info.slots;
+  if (info.slots) s->nslots = info.slots < BACKEND_STREAM_SLOTS_MAX ? info.slots : BACKEND_STREAM_SLOTS_MAX;
   s->res.unit_rows = info.unit_rows;
   s->res.threads = info.threads;
   s->res.gpu_bytes = info.gpu_bytes;
