@@ -99,7 +99,7 @@ Test(priority, a_units_rank_base_moves_its_threads_priorities) {
 /* Commit numbers come from the run's own progress word, or from the
  * counter a stream's units share (prstm_exec_ctx.sequence), which then
  * alone moves. */
-Test(priority, commit_numbers_come_from_the_shared_counter_where_one_is_set) {
+Test(commit_order, numbers_come_from_the_shared_counter_where_one_is_set) {
   fixture f;
   fixture_init(&f, 8, 1);
   cr_assert_eq(stm_tx_take_sequence(&f.ctx), 0);
