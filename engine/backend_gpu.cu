@@ -866,6 +866,8 @@ struct backend_stream {
    * device (STM_SPAN_WORDS words); NULL otherwise. */
   uint64_t *span;
   prstm_exec_ctx base;
+  /* No staging: the state's copies go direct (gpu_stream_staging). */
+  gpu_staging direct;
   /* The GPU the stream runs on: every operation makes it the calling
    * thread's current device first, so that one thread may drive the units
    * of several GPUs (engine/multi.c). */
@@ -926,6 +928,17 @@ static void gpu_stream_free(backend_stream *g) {
   cudaFreeHost(g->h_watch);
   gpu_pinned_give(g, g->h_zeros);
   free(g);
+}
+
+/* The staging the state goes up through at open and comes back through at
+ * the end: the engine's pinned chunks, as for a whole run's copies
+ * (gpu_staging_for_run), so that a large state moves at the link's rate
+ * rather than pageable memory's. A unit of a co-executed or multi-GPU run
+ * (a device of its own) copies direct, as its rounds do. */
+static int gpu_stream_staging(prstm_engine *e, backend_stream *g, gpu_staging **out, char *err, size_t errlen) {
+  *out = &g->direct;
+  if (e->unit_device >= 0) return 0;
+  return gpu_staging_for_run(e, 8 * g->nwords, 0, &g->direct, out, err, errlen);
 }
 
 static int gpu_stream_alloc_slot(backend_stream *g, gpu_slot *sl, int results, char *err, size_t errlen) {
@@ -1031,7 +1044,11 @@ static int gpu_stream_open_checked(prstm_engine *e, backend_stream *g, int resul
     rc = gpu_stream_alloc_slot(g, &g->slot[k], results, err, errlen);
     if (rc) return rc;
   }
-  GPU_CHECK(cudaMemcpy(g->words, e->words + g->held_lo, 8 * g->nwords, cudaMemcpyHostToDevice));
+  gpu_staging *staging = NULL;
+  rc = gpu_stream_staging(e, g, &staging, err, errlen);
+  if (rc) return rc;
+  rc = gpu_copy_up(staging, g->words, e->words + g->held_lo, 8 * g->nwords, err, errlen);
+  if (rc) return rc;
   /* Cleared once: every unit gives back every lock it took, so they are
    * free from one unit to the next. */
   GPU_CHECK(cudaMemset(g->locks, 0, 8 * g->lock_words));
@@ -1489,7 +1506,11 @@ static int gpu_stream_finish(prstm_engine *e, backend_stream *g, uint64_t *abort
   size_t errlen = sizeof e->err;
   GPU_CHECK(cudaSetDevice(g->device));
   GPU_CHECK(cudaDeviceSynchronize());
-  GPU_CHECK(cudaMemcpy(e->words + g->held_lo, g->words, 8 * g->nwords, cudaMemcpyDeviceToHost));
+  gpu_staging *staging = NULL;
+  int rc = gpu_stream_staging(e, g, &staging, err, errlen);
+  if (rc) return rc;
+  rc = gpu_copy_down(staging, e->words + g->held_lo, g->words, 8 * g->nwords, err, errlen);
+  if (rc) return rc;
   *aborts += g->aborts;
   *postponements += g->postponements;
   *sweeps += g->sweeps;

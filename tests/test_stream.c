@@ -1175,6 +1175,47 @@ Test(stream_gpu, units_that_execute_at_once_share_one_commit_order) {
   destroy_stream_and_engine(s, e);
 }
 
+/* A state larger than a pinned chunk of the engine's (warmed up, so that it
+ * has them) goes up and comes back through them, in pieces: transfers
+ * among 6,000,000 accounts (48 MB), their last ones past the first chunk,
+ * leave the state the serial replay leaves, every word of it, and the
+ * money where it was. */
+Test(stream_gpu, a_state_larger_than_a_pinned_chunk_comes_back_whole, .timeout = 120) {
+  need_backend(PRSTM_BACKEND_GPU);
+  enum { BATCHES = 6, ROWS = 20000 };
+  const uint64_t accounts = 6000000;
+  prstm_word *words = malloc(accounts * sizeof *words);
+  cr_assert_not_null(words);
+  uint64_t money = 0;
+  for (uint64_t a = 0; a < accounts; a++) money += words[a] = 1000 + a % 7;
+  prstm_engine *e = open_verified_engine(PRSTM_BACKEND_GPU, 0, words, accounts, 10000);
+  free(words);
+  cr_assert_eq(prstm_engine_warm_up(e), 0, "%s", prstm_engine_error(e));
+  prstm_stream *s = open_stream(e);
+  prstm_batch *batches[BATCHES];
+  uint64_t seed = 7;
+  for (int i = 0; i < BATCHES; i++) {
+    batches[i] = new_batch();
+    for (int k = 0; k < ROWS; k++) {
+      seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+      const uint64_t r = seed >> 20;
+      /* Every other transfer lands in the state's last tenth. */
+      const uint64_t to = k % 2 ? accounts - 1 - r % (accounts / 10) : (r >> 7) % accounts;
+      add(batches[i], BANK_TRANSFER, r % accounts, to, 1 + r % 5);
+    }
+    submit_ok(s, batches[i]);
+  }
+  prstm_stream_results r;
+  close_ok(s, &r);
+  cr_assert_eq(r.committed + r.failed, (uint64_t)BATCHES * ROWS);
+  prstm_verify_report rep;
+  cr_assert_eq(prstm_stream_verify(s, &rep), 0, "%s", prstm_stream_error(s));
+  cr_assert(rep.ok, "%s", rep.message);
+  cr_assert_eq(total_money(e), money);
+  for (int i = 0; i < BATCHES; i++) prstm_batch_destroy(batches[i]);
+  destroy_stream_and_engine(s, e);
+}
+
 /* Eight withdrawals from eight empty accounts in units of 4, then a batch
  * with the deposit that funds the first. The deposit's unit carries four
  * other withdrawals, so the funded one is still queued at the close: the
