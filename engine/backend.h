@@ -177,6 +177,10 @@ void backend_gpu_make_current(int device);
 /* Makes `device` current on the calling thread and starts its context;
  * PRSTM_ECUDA with the message in err where it fails. */
 int backend_gpu_start(int device, char *err, size_t errlen);
+/* What a GPU's first run would otherwise pay once, taken on the current
+ * device: the workload's kernels loaded (CUDA loads each on its first use)
+ * and the driver's first pinned allocation of the process made. */
+int backend_gpu_warm(const prstm_workload *wl, char *err, size_t errlen);
 #endif
 /* Pinned host memory for batches: the GPU backend's, or NULL. */
 const txtable_allocator *backend_pinned_allocator(void);

@@ -1636,6 +1636,25 @@ extern "C" int backend_gpu_start(int device, char *err, size_t errlen) {
   return 0;
 }
 
+extern "C" int backend_gpu_warm(const prstm_workload *wl, char *err, size_t errlen) {
+  /* A worker variant's kernel is loaded by its first occupancy query,
+   * which every run and stream makes before its first launch (about a
+   * millisecond on an H200 for a workload's kernel). */
+  for (unsigned i = 0; i < wl->nvariants; i++) {
+    const prstm_worker_variant *v = &wl->variants[i];
+    if (!v->gpu_max_threads) continue;
+    uint32_t max_threads = 0;
+    int rc = v->gpu_max_threads(&max_threads, err, errlen);
+    if (rc) return rc;
+  }
+  /* The first pinned allocation of a process took about a millisecond
+   * more than later ones; a stream makes its small ones at its open. */
+  void *p = NULL;
+  GPU_CHECK(cudaHostAlloc(&p, 64, cudaHostAllocDefault));
+  GPU_CHECK(cudaFreeHost(p));
+  return 0;
+}
+
 extern "C" int backend_gpu_count(void) {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess) {

@@ -132,8 +132,10 @@ int prstm_engine_warm_up(prstm_engine *e) {
     if (e->opt.units > 0) devices = (int)e->opt.units;
   }
   int rc = 0;
-  for (int d = 0; d < devices && rc == 0; d++)
+  for (int d = 0; d < devices && rc == 0; d++) {
     rc = backend_gpu_start(e->opt.backend == PRSTM_BACKEND_MULTI ? d : first, why, sizeof why);
+    if (rc == 0) rc = backend_gpu_warm(e->wl, why, sizeof why);
+  }
   backend_gpu_make_current(first);
   /* A whole run on one GPU copies through the engine's pinned chunks: taken
    * here, they cost its first run nothing. Streams, co-executed and
