@@ -143,13 +143,14 @@ typedef struct backend_ops {
   void (*batch_unlock_pages)(prstm_batch *b, void *locked);
 } backend_ops;
 
-/* What the GPU backend keeps on an engine from one whole run to the next
- * (prstm_engine.gpu_keep): freed with the engine; nothing without CUDA. */
+/* What the GPU backend keeps on an engine from one whole run or stream to
+ * the next (prstm_engine.gpu_keep): freed with the engine; nothing without
+ * CUDA. */
 struct backend_gpu_keep;
 void backend_gpu_keep_free(struct backend_gpu_keep *keep);
 /* Takes the engine's pinned staging chunks on the current GPU now, where it
- * has none (prstm_engine_warm_up): its whole runs' copies then go through
- * them from the first run on. Returns 0, or PRSTM_ECUDA with err set. */
+ * has none (prstm_engine_warm_up): its whole runs' copies, and its streams'
+ * states, then go through them from the first run on. Returns 0, or PRSTM_ECUDA with err set. */
 int backend_gpu_keep_staging(prstm_engine *e, char *err, size_t errlen);
 
 /* The backends of this build; backend_gpu_ops is NULL without CUDA. */
@@ -178,9 +179,11 @@ void backend_gpu_make_current(int device);
  * PRSTM_ECUDA with the message in err where it fails. */
 int backend_gpu_start(int device, char *err, size_t errlen);
 /* What a GPU's first run would otherwise pay once, taken on the current
- * device: the workload's kernels loaded (CUDA loads each on its first use)
- * and the driver's first pinned allocation of the process made. */
-int backend_gpu_warm(const prstm_workload *wl, char *err, size_t errlen);
+ * device: each worker variant's kernel loaded (CUDA loads a kernel at its
+ * first use; a variant's one-thread kernel still loads at its first launch)
+ * and the driver's first pinned allocation of the process made. Best
+ * effort: a failure is left to the run, which reports it. */
+void backend_gpu_warm(const prstm_workload *wl);
 #endif
 /* Pinned host memory for batches: the GPU backend's, or NULL. */
 const txtable_allocator *backend_pinned_allocator(void);

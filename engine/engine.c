@@ -134,11 +134,11 @@ int prstm_engine_warm_up(prstm_engine *e) {
   int rc = 0;
   for (int d = 0; d < devices && rc == 0; d++) {
     rc = backend_gpu_start(e->opt.backend == PRSTM_BACKEND_MULTI ? d : first, why, sizeof why);
-    if (rc == 0) rc = backend_gpu_warm(e->wl, why, sizeof why);
+    if (rc == 0) backend_gpu_warm(e->wl);
   }
   backend_gpu_make_current(first);
-  /* A whole run on one GPU copies through the engine's pinned chunks: taken
-   * here, they cost its first run nothing. Streams, co-executed and
+  /* A whole run or a stream on one GPU copies through the engine's pinned
+   * chunks: taken here, they cost its first run nothing. Co-executed and
    * multi-GPU runs stage their own. */
   if (rc == 0 && (e->opt.backend == PRSTM_BACKEND_GPU || e->opt.backend == PRSTM_BACKEND_AUTO))
     rc = backend_gpu_keep_staging(e, why, sizeof why);

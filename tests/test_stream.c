@@ -1190,7 +1190,7 @@ Test(stream_gpu, a_state_larger_than_a_pinned_chunk_comes_back_whole, .timeout =
   for (uint64_t a = 0; a < accounts; a++) money += words[a] = 1000 + a % 7;
   prstm_engine *e = open_verified_engine(PRSTM_BACKEND_GPU, 0, words, accounts, 10000);
   free(words);
-  cr_assert_eq(prstm_engine_warm_up(e), 0, "%s", prstm_engine_error(e));
+  cr_assert_eq(prstm_engine_warm_up(e), 0, "the engine did not warm up");
   prstm_stream *s = open_stream(e);
   prstm_batch *batches[BATCHES];
   uint64_t seed = 7;

@@ -112,10 +112,11 @@
 
 /* An engine takes two pinned chunks of STAGED_COPY_CHUNK bytes when it
  * warms up (prstm_engine_warm_up, backends gpu and auto), for a run that
- * narrows its arguments (below), or once its whole runs have copied
- * STAGED_COPY_MIN_BYTES between pageable host memory and the GPU (the
- * larger way of each run, summed), and keeps them: every copy of a chunk or
- * more then goes through them, filled and emptied by every core in parts
+ * narrows its arguments (below), or once its whole runs and streams have
+ * copied STAGED_COPY_MIN_BYTES between pageable host memory and the GPU
+ * (the larger way of each run, and each stream's state once, summed), and
+ * keeps them: every copy of a chunk or more then goes through them (a
+ * stream's state at its open and close too), filled and emptied by every core in parts
  * of at least STAGED_COPY_BYTES_PER_PART (engine/backend_gpu.cu). Without
  * them a run page-locks in place instead (below). Taking them costs 5 to 12
  * ms on an H200's host, as much as the page-locking it saves a run of 200

@@ -492,16 +492,17 @@ const prstm_options *prstm_engine_options(const prstm_engine *engine);
 /* Starts ahead of time what the engine's first run would start first: the
  * context of each GPU its backend may use (the device current on the calling
  * thread, device 0 on a thread that set none; every GPU for backend multi),
- * with the workload's GPU kernels loaded, and for backends gpu and auto the
- * two pinned chunks of 32 MiB that a whole run's copies and a stream's state
- * go through (kept until the engine is destroyed); nothing for the CPU
- * backend or where no GPU is usable. Unlike every other call on an engine,
- * it may run on a thread of its own while the engine's thread loads a batch
- * or initialises the state, since it reads only the options and the
- * workload and writes only those chunks, which no call but a run uses: that
- * hides the GPU's start-up behind the loading. It must have returned before
- * the engine's first run or stream. Returns 0, or PRSTM_ECUDA where a GPU
- * fails to start, which the run then reports with its message. */
+ * with each worker variant's GPU kernel loaded, and for backends gpu and
+ * auto the two pinned chunks of 32 MiB that a whole run's copies and a
+ * stream's state go through (kept until the engine is destroyed); nothing
+ * for the CPU backend or where no GPU is usable. Unlike every other call on
+ * an engine, it may run on a thread of its own while the engine's thread
+ * loads a batch or initialises the state, since it reads only the options
+ * and the workload and writes only those chunks, which no call but a run or
+ * a stream uses: that hides the GPU's start-up behind the loading. It must
+ * have returned before the engine's first run or stream. Returns 0, or
+ * PRSTM_ECUDA where a GPU fails to start, which the run then reports with
+ * its message. */
 int prstm_engine_warm_up(prstm_engine *engine);
 /* Sets the shared words (copied); prstm_engine_state_spec is NULL after it. */
 int prstm_engine_set_state(prstm_engine *engine, const prstm_word *words, uint64_t nwords);
