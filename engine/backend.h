@@ -61,6 +61,10 @@ typedef struct backend_unit {
   int results;
   unsigned flags; /* PRSTM_RUN_* */
   const backend_direct_rows *direct;
+  /* The staged argument columns hold 32-bit values (txtable_view's
+   * narrow_args), their stride counted in them; only where the staging
+   * allowed it (backend_staging.narrow_ok). */
+  int narrow_args;
 } backend_unit;
 
 /* Where the caller writes a unit's staged rows: type[staged], args with
@@ -70,6 +74,10 @@ typedef struct backend_staging {
   uint64_t *args;
   uint64_t stride;
   uint64_t *row_id;
+  /* Whether the unit may stage its argument columns as 32-bit values, where
+   * every one fits (backend_unit.narrow_args): half the bytes to fill and
+   * to copy to the GPU. */
+  int narrow_ok;
 } backend_staging;
 
 /* What a retired unit gives back: the statuses of its rows that were not

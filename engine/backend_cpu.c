@@ -318,6 +318,8 @@ static int cpu_unit_reserve(prstm_engine *e, backend_stream *s, unsigned slot, c
   staging->type = w->type;
   staging->args = w->args;
   staging->stride = w->cap;
+  /* The CPU's walk of one thread reads its columns as 64-bit values. */
+  staging->narrow_ok = 0;
   staging->row_id = s->row_id;
   return 0;
 }

@@ -239,7 +239,7 @@ static int gpu_staging_for_run(prstm_engine *e, uint64_t bytes, int open_now, gp
 
 /* memcpy on every core. */
 static void gpu_host_copy_all(void *dst, const void *src, size_t n) {
-  const engine_copy piece = {dst, src, n};
+  const engine_copy piece = {dst, src, n, NULL};
   engine_parallel_copy(&piece, 1, engine_parallel_parts(n, PRSTM_POLICY_STAGED_COPY_BYTES_PER_PART));
 }
 
@@ -1253,6 +1253,10 @@ static int gpu_unit_reserve(prstm_engine *e, backend_stream *g, unsigned slot, c
   staging->args = sl->h_args;
   staging->stride = u->staged;
   staging->row_id = sl->h_row_id;
+  /* Narrow columns where the whole unit is staged (direct rows come wide
+   * from their batch) and its kernel has more than one thread (a thread
+   * alone reads its columns as 64-bit values, txtable_arg_wide). */
+  staging->narrow_ok = !u->direct && g->ncols > 0 && gpu_threads_for_rows(g->threads_given, g->threads, u->n) > 1;
   return 0;
 }
 
@@ -1293,7 +1297,8 @@ static int gpu_stream_launch_checked(backend_stream *g, unsigned slot, const bac
   if (d == 0) {
     GPU_CHECK(cudaMemcpyAsync(sl->type, sl->h_type, n, cudaMemcpyHostToDevice, g->copy));
     if (g->ncols)
-      GPU_CHECK(cudaMemcpyAsync(sl->args, sl->h_args, 8 * (size_t)g->ncols * n, cudaMemcpyHostToDevice, g->copy));
+      GPU_CHECK(cudaMemcpyAsync(sl->args, sl->h_args, (u->narrow_args ? 4 : 8) * (size_t)g->ncols * n,
+                                cudaMemcpyHostToDevice, g->copy));
   } else {
     /* The batch's rows go from its pinned columns to the device as they
      * are, one copy per column; the n - d carried rows after them come from
@@ -1359,6 +1364,7 @@ static int gpu_stream_launch_checked(backend_stream *g, unsigned slot, const bac
   ctx.table.type = sl->type;
   ctx.table.status = sl->status;
   ctx.table.args = sl->args;
+  ctx.table.narrow_args = (uint32_t)u->narrow_args;
   ctx.table.result = results ? sl->result : NULL;
   ctx.table.seq = g->verify ? sl->seq : NULL;
   ctx.table.read_hash = g->verify ? sl->read_hash : NULL;
@@ -1405,6 +1411,8 @@ static int gpu_unit_launch(prstm_engine *e, backend_stream *g, unsigned slot, co
     return engine_fail(e, PRSTM_EINVAL, "a unit of %llu rows exceeds the stream's slots of %llu",
                        (unsigned long long)u->n, (unsigned long long)g->rows);
   const uint64_t d = u->direct ? u->direct->n : 0;
+  if (u->narrow_args && (d || gpu_threads_for_rows(g->threads_given, g->threads, u->n) < 2))
+    return engine_fail(e, PRSTM_EINVAL, "a unit with direct rows or a thread alone cannot take narrow columns");
   if (d > u->n || d + u->staged != u->n || u->carried > u->staged)
     return engine_fail(e, PRSTM_EINVAL,
                        "a unit of %llu rows cannot take %llu rows from its batch and %llu from the staging "

@@ -149,6 +149,25 @@ typedef struct engine_copy_list {
   size_t npieces;
 } engine_copy_list;
 
+/* Values [k0, k1) of a narrowing piece (engine_copy's wide). The high
+ * halves are ORed and tested once, so that the loop stays a plain narrowing
+ * copy the compiler vectorises; several parts may find a wide value, and
+ * each stores the same 1. */
+static void engine_narrow_values(const engine_copy *c, uint64_t k0, uint64_t k1) {
+  uint32_t *d = (uint32_t *)c->dst;
+  if (!c->src) {
+    memset(d + k0, 0, (size_t)(k1 - k0) * sizeof *d);
+    return;
+  }
+  const uint64_t *s = (const uint64_t *)c->src;
+  uint64_t high = 0;
+  for (uint64_t k = k0; k < k1; k++) {
+    d[k] = (uint32_t)s[k];
+    high |= s[k] >> 32;
+  }
+  if (high) __atomic_store_n(c->wide, 1, __ATOMIC_RELAXED);
+}
+
 void engine_copy_range(const engine_copy *pieces, size_t npieces, uint64_t from, uint64_t to) {
   uint64_t at = 0;
   for (size_t j = 0; j < npieces && at < to; j++) {
@@ -157,6 +176,10 @@ void engine_copy_range(const engine_copy *pieces, size_t npieces, uint64_t from,
     at = z;
     if (z <= from) continue;
     const uint64_t lo = a > from ? a : from, hi = z < to ? z : to;
+    if (c->wide) {
+      engine_narrow_values(c, (lo - a + 7) / 8, (hi - a + 7) / 8);
+      continue;
+    }
     char *d = (char *)c->dst + (lo - a);
     if (c->src)
       memcpy(d, (const char *)c->src + (lo - a), (size_t)(hi - lo));

@@ -36,11 +36,17 @@ void *engine_alloc_zeroed_pages(size_t bytes);
 
 /* A list of copies made as one run of bytes cut into `parts` ranges by
  * engine_parallel_for, so that a few long copies and many short ones are
- * shared out alike. A piece whose src is NULL is zero-filled. */
+ * shared out alike. A piece whose src is NULL is zero-filled.
+ *
+ * A piece with `wide` set narrows: src holds len / 8 64-bit values and dst
+ * receives them as 32-bit values (len / 2 bytes), and a value that needs
+ * more than 32 bits sets *wide to 1 (dst is then not a copy). The value
+ * whose first byte falls in a part's range is that part's to narrow. */
 typedef struct engine_copy {
   void *dst;
   const void *src;
   size_t len;
+  int *wide;
 } engine_copy;
 void engine_parallel_copy(const engine_copy *pieces, size_t npieces, unsigned parts);
 /* Bytes [from, to) of the pieces, taken as if they lay end to end, on the

@@ -241,7 +241,7 @@ static void plan_copy(engine_copy *pieces, const size_t *lens, int npieces, cons
   size_t from = 0, to = 1;
   for (int j = 0; j < npieces; j++) {
     const int zero = ((unsigned)j + shift) % every == every - 1;
-    pieces[j] = (engine_copy){dst + to, zero ? NULL : src + from, lens[j]};
+    pieces[j] = (engine_copy){dst + to, zero ? NULL : src + from, lens[j], NULL};
     if (zero)
       memset(want + to, 0, lens[j]);
     else
@@ -320,6 +320,60 @@ Test(parallel, narrow_packs_the_columns_and_refuses_a_wide_value) {
   }
   free(src);
   free(dst);
+}
+
+/* Narrowing pieces (engine_copy's wide) among plain ones of odd lengths, as
+ * a stream fills a GPU unit: a type column, then argument columns as 32-bit
+ * values, one of them zero-filled. In every number of parts, and through a
+ * pool of helpers, each value lands once at its place, nothing past a
+ * column is written, and the flag stays clear; one value of 2^32 anywhere
+ * sets it, whichever part meets it. */
+static void narrow_pieces_check(unsigned parts, engine_copy_pool *pool) {
+  enum { TYPE = 37, A = 1000, B = 70001, GUARD = 0xabababab };
+  static uint64_t col_a[A], col_b[B];
+  static unsigned char type_src[TYPE], type_dst[TYPE];
+  static uint32_t dst[A + 1 + A + 1 + B + 1];
+  for (unsigned i = 0; i < TYPE; i++) type_src[i] = (unsigned char)(i * 13 + 1);
+  for (unsigned i = 0; i < A; i++) col_a[i] = 0xffffffffull - i * 7919u;
+  for (unsigned i = 0; i < B; i++) col_b[i] = (uint64_t)i * 61417u % 0xfffffffbull;
+  for (int wide_at = -1; wide_at < 3; wide_at++) {
+    uint64_t *hit = wide_at == 0 ? &col_a[0] : wide_at == 1 ? &col_b[B / 2 + 3] : wide_at == 2 ? &col_b[B - 1] : NULL;
+    const uint64_t keep = hit ? *hit : 0;
+    if (hit) *hit = 1ull << 32;
+    for (size_t i = 0; i < sizeof dst / sizeof *dst; i++) dst[i] = GUARD;
+    int wide = 0;
+    uint32_t *da = dst, *dz = dst + A + 1, *db = dst + 2 * A + 2;
+    const engine_copy pieces[] = {{type_dst, type_src, TYPE, NULL},
+                                  {da, col_a, 8 * A, &wide},
+                                  {dz, NULL, 8 * A, &wide},
+                                  {db, col_b, 8 * B, &wide}};
+    if (pool)
+      engine_copy_pool_run(pool, pieces, 4);
+    else
+      engine_parallel_copy(pieces, 4, parts);
+    cr_assert_eq(wide, hit != NULL, "wide flag %d with a wide value at %d (%u parts, pool %d)", wide, wide_at, parts,
+                 pool != NULL);
+    if (hit) {
+      *hit = keep;
+      continue;
+    }
+    cr_assert(memcmp(type_dst, type_src, TYPE) == 0, "the plain piece differs (%u parts)", parts);
+    for (unsigned i = 0; i < A; i++) {
+      cr_assert_eq(da[i], (uint32_t)col_a[i], "value %u of the first column (%u parts)", i, parts);
+      cr_assert_eq(dz[i], 0u, "value %u of the zeroed column (%u parts)", i, parts);
+    }
+    for (unsigned i = 0; i < B; i++) cr_assert_eq(db[i], (uint32_t)col_b[i], "value %u of the long column", i);
+    cr_assert(da[A] == GUARD && dz[A] == GUARD && db[B] == GUARD, "a word past a column was written (%u parts)", parts);
+  }
+}
+
+Test(parallel, narrowing_pieces_land_every_value_and_flag_a_wide_one) {
+  const unsigned parts_to_try[] = {1, 2, 3, 7, 16, ENGINE_MAX_PARTS};
+  for (unsigned t = 0; t < sizeof parts_to_try / sizeof *parts_to_try; t++) narrow_pieces_check(parts_to_try[t], NULL);
+  engine_copy_pool *pool = engine_copy_pool_open(3);
+  cr_assert_not_null(pool);
+  narrow_pieces_check(4, pool);
+  engine_copy_pool_close(pool);
 }
 
 /* A stream's pool of copying threads lands every piece exactly, copy after

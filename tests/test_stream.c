@@ -597,6 +597,53 @@ Test(stream_gpu, chunked_run_with_tiny_chunks_matches_the_whole_run) {
   chunked_run_matches_whole_run(PRSTM_BACKEND_GPU, "37", CHUNKS_BY_ENVIRONMENT);
 }
 
+/* A GPU stream stages a unit's argument columns as 32-bit values where
+ * every one fits, and whole where one does not. Here a transfer of 2^32 + 1
+ * (truncated, a transfer of 1 that would commit) sits in the middle chunk,
+ * is postponed there for want of funds, and is carried through the later
+ * units until the close abandons it: the chunked run must end exactly as
+ * the whole run, with that row abandoned and every other committed. */
+static void a_wide_argument_is_never_narrowed(prstm_backend backend) {
+  need_backend(backend);
+  enum { ACCOUNTS = 64, ROWS = 5000, WIDE_ROW = 2500 };
+  prstm_word words[ACCOUNTS];
+  for (int i = 0; i < ACCOUNTS; i++) words[i] = 1000000;
+  prstm_batch *b[2];
+  for (int k = 0; k < 2; k++) {
+    b[k] = new_batch();
+    uint64_t seed = 7;
+    for (uint64_t i = 0; i < ROWS; i++) {
+      seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+      const uint64_t r = seed >> 33;
+      if (i == WIDE_ROW)
+        add(b[k], BANK_TRANSFER, 3, 4, (1ull << 32) + 1);
+      else
+        add(b[k], BANK_TRANSFER, r % ACCOUNTS, (r >> 8) % ACCOUNTS, 1 + (r >> 16) % 100);
+    }
+  }
+  prstm_engine *whole = open_engine(backend, words, ACCOUNTS);
+  prstm_engine *chunked = open_engine_chunked(backend, words, ACCOUNTS, 1000);
+  prstm_results r1, r2;
+  cr_assert_eq(prstm_engine_run(whole, b[0], &r1), 0, "%s", prstm_engine_error(whole));
+  cr_assert_eq(prstm_engine_run(chunked, b[1], &r2), 0, "%s", prstm_engine_error(chunked));
+  cr_assert(strstr(r2.device, "chunked") != NULL, "the run was chunked: %s", r2.device);
+  cr_assert_eq(status_of(b[1], WIDE_ROW, NULL), PRSTM_ABANDONED, "the transfer of 2^32 + 1 was not abandoned");
+  cr_assert_eq(r2.committed, ROWS - 1);
+  cr_assert_eq(r2.abandoned, 1);
+  uint64_t n1 = 0, n2 = 0;
+  const prstm_word *w1 = prstm_engine_state(whole, &n1), *w2 = prstm_engine_state(chunked, &n2);
+  cr_assert_eq(n1, n2);
+  for (uint64_t i = 0; i < n1; i++) cr_assert_eq(w1[i], w2[i], "word %llu differs", (unsigned long long)i);
+  for (uint64_t i = 0; i < ROWS; i++)
+    cr_assert_eq(status_of(b[0], i, NULL), status_of(b[1], i, NULL), "row %llu differs", (unsigned long long)i);
+  for (int k = 0; k < 2; k++) prstm_batch_destroy(b[k]);
+  prstm_engine_destroy(whole);
+  prstm_engine_destroy(chunked);
+}
+
+Test(stream_cpu, a_wide_argument_is_never_narrowed) { a_wide_argument_is_never_narrowed(PRSTM_BACKEND_CPU); }
+Test(stream_gpu, a_wide_argument_is_never_narrowed) { a_wide_argument_is_never_narrowed(PRSTM_BACKEND_GPU); }
+
 /* What a GPU run page-locks of an ordinary batch: its progress reports
  * count the ones that saw the batch's argument columns (and, with
  * `columns`, its type and status columns too) page-locked. */
