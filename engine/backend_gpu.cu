@@ -788,9 +788,15 @@ static const txtable_allocator gpu_pinned_allocator = {gpu_host_alloc, gpu_host_
  * filled while slot k executes, and small units of different slots execute
  * at once (gpu_unit_overlaps). */
 typedef struct gpu_slot {
+  /* The unit's progress words and its statuses lie together, in one
+   * allocation (status = quiesce + STM_Q_WORDS) on the device and in one
+   * pinned buffer (h_qs: h_q, then h_status) on the host, so that a staged
+   * unit clears both with one copy and reads both back with one: each CUDA
+   * call costs the host microseconds, and every unit's copies queue on the
+   * stream's one copy stream. */
   uint8_t *type, *status;
   uint64_t *args, *result, *quiesce, *row_id, *seq, *read_hash;
-  uint8_t *h_type, *h_status; /* pinned */
+  uint8_t *h_type, *h_qs, *h_status; /* pinned */
   uint64_t *h_args, *h_result, *h_q, *h_row_id, *h_seq, *h_read_hash;
   /* The bytes each pinned buffer holds: each is allocated when a unit first
    * needs it (gpu_pinned_grow). */
@@ -896,7 +902,6 @@ static void gpu_stream_free(backend_stream *g) {
   for (int k = 0; k < GPU_STREAM_SLOTS_MAX; k++) {
     gpu_slot *sl = &g->slot[k];
     cudaFree(sl->type);
-    cudaFree(sl->status);
     cudaFree(sl->args);
     cudaFree(sl->result);
     cudaFree(sl->quiesce);
@@ -907,10 +912,9 @@ static void gpu_stream_free(backend_stream *g) {
     gpu_pinned_give(g, sl->h_seq);
     gpu_pinned_give(g, sl->h_read_hash);
     gpu_pinned_give(g, sl->h_type);
-    gpu_pinned_give(g, sl->h_status);
+    gpu_pinned_give(g, sl->h_qs);
     gpu_pinned_give(g, sl->h_args);
     gpu_pinned_give(g, sl->h_result);
-    cudaFreeHost(sl->h_q);
     cudaEvent_t *ev[] = {&sl->copy_start,    &sl->copy_end, &sl->exec_start[0],
                          &sl->exec_start[1], &sl->exec_end, &sl->back};
     for (unsigned i = 0; i < sizeof ev / sizeof ev[0]; i++)
@@ -950,10 +954,10 @@ static gpu_staging *gpu_stream_staging(prstm_engine *e, backend_stream *g, uint6
 static int gpu_stream_alloc_slot(backend_stream *g, gpu_slot *sl, int results, char *err, size_t errlen) {
   uint64_t r = g->rows;
   GPU_CHECK(cudaMalloc((void **)&sl->type, r));
-  GPU_CHECK(cudaMalloc((void **)&sl->status, r));
   if (g->ncols) GPU_CHECK(cudaMalloc((void **)&sl->args, 8 * (size_t)g->ncols * r));
   if (results) GPU_CHECK(cudaMalloc((void **)&sl->result, 8 * r));
-  GPU_CHECK(cudaMalloc((void **)&sl->quiesce, 8 * STM_Q_WORDS));
+  GPU_CHECK(cudaMalloc((void **)&sl->quiesce, 8 * STM_Q_WORDS + r));
+  sl->status = (uint8_t *)(sl->quiesce + STM_Q_WORDS);
   /* Carried rows' prstm_row numbers; a unit of carried rows alone fills
    * the whole slot at close. */
   GPU_CHECK(cudaMalloc((void **)&sl->row_id, 8 * r));
@@ -966,7 +970,6 @@ static int gpu_stream_alloc_slot(backend_stream *g, gpu_slot *sl, int results, c
    * and reads back its new rows in the batch's own memory, and needs them
    * only for carried rows, often none; allocated here, they took a third
    * of a short stream's time. */
-  GPU_CHECK(cudaHostAlloc((void **)&sl->h_q, 8 * STM_Q_WORDS, cudaHostAllocDefault));
   GPU_CHECK(cudaEventCreate(&sl->copy_start));
   GPU_CHECK(cudaEventCreate(&sl->copy_end));
   GPU_CHECK(cudaEventCreate(&sl->exec_start[0]));
@@ -1200,13 +1203,14 @@ static gpu_unit_bytes gpu_unit_needs(const backend_stream *g, const backend_unit
   gpu_unit_bytes b;
   b.type = u->staged;
   b.args = 8ull * g->ncols * u->staged;
-  b.status = u->staged;
+  b.status = 8 * STM_Q_WORDS + u->staged; /* the progress words, then the statuses */
   b.result = u->results ? 8 * u->n : 0;
   b.row_id = 8 * u->carried;
   b.seq = g->verify ? 8 * u->n : 0;
   b.read_hash = b.seq;
-  /* The zeros clear the staged statuses and the results alike. */
-  b.zeros = b.result > u->staged ? b.result : u->staged;
+  /* The zeros clear the progress words and staged statuses, and the
+   * results alike. */
+  b.zeros = b.result > b.status ? b.result : b.status;
   return b;
 }
 
@@ -1223,7 +1227,11 @@ static int gpu_stream_reserve_checked(backend_stream *g, gpu_slot *sl, const gpu
   int rc = gpu_pinned_grow(g, (void **)&sl->h_type, &sl->type_bytes, need->type, g->rows, err, errlen);
   if (!rc)
     rc = gpu_pinned_grow(g, (void **)&sl->h_args, &sl->args_bytes, need->args, 8ull * g->ncols * g->rows, err, errlen);
-  if (!rc) rc = gpu_pinned_grow(g, (void **)&sl->h_status, &sl->status_bytes, need->status, g->rows, err, errlen);
+  if (!rc)
+    rc =
+        gpu_pinned_grow(g, (void **)&sl->h_qs, &sl->status_bytes, need->status, 8 * STM_Q_WORDS + g->rows, err, errlen);
+  sl->h_q = (uint64_t *)sl->h_qs;
+  sl->h_status = sl->h_qs ? sl->h_qs + 8 * STM_Q_WORDS : NULL;
   if (!rc) rc = gpu_pinned_grow(g, (void **)&sl->h_result, &sl->result_bytes, need->result, 8 * g->rows, err, errlen);
   if (!rc) rc = gpu_pinned_grow(g, (void **)&sl->h_row_id, &sl->row_id_bytes, need->row_id, 8 * g->rows, err, errlen);
   if (!rc) rc = gpu_pinned_grow(g, (void **)&sl->h_seq, &sl->seq_bytes, need->seq, 8 * g->rows, err, errlen);
@@ -1325,10 +1333,14 @@ static int gpu_stream_launch_checked(backend_stream *g, unsigned slot, const bac
   /* Cleared by copies from pinned zeros rather than memsets: a memset is a
    * kernel, which would wait for the SMs the running persistent kernel
    * holds, while a copy runs on a copy engine beside it. */
-  if (d) GPU_CHECK(cudaMemcpyAsync(sl->status, direct->status, d, cudaMemcpyHostToDevice, g->copy));
-  if (staged) GPU_CHECK(cudaMemcpyAsync(sl->status + d, g->h_zeros, staged, cudaMemcpyHostToDevice, g->copy));
+  if (d == 0) {
+    GPU_CHECK(cudaMemcpyAsync(sl->quiesce, g->h_zeros, 8 * STM_Q_WORDS + n, cudaMemcpyHostToDevice, g->copy));
+  } else {
+    GPU_CHECK(cudaMemcpyAsync(sl->quiesce, g->h_zeros, 8 * STM_Q_WORDS, cudaMemcpyHostToDevice, g->copy));
+    GPU_CHECK(cudaMemcpyAsync(sl->status, direct->status, d, cudaMemcpyHostToDevice, g->copy));
+    if (staged) GPU_CHECK(cudaMemcpyAsync(sl->status + d, g->h_zeros, staged, cudaMemcpyHostToDevice, g->copy));
+  }
   if (results) GPU_CHECK(cudaMemcpyAsync(sl->result, g->h_zeros, 8 * n, cudaMemcpyHostToDevice, g->copy));
-  GPU_CHECK(cudaMemcpyAsync(sl->quiesce, g->h_zeros, 8 * STM_Q_WORDS, cudaMemcpyHostToDevice, g->copy));
   if (u->carried) GPU_CHECK(cudaMemcpyAsync(sl->row_id, sl->h_row_id, 8 * u->carried, cudaMemcpyHostToDevice, g->copy));
   GPU_CHECK(cudaEventRecord(sl->copy_end, g->copy));
 
@@ -1386,14 +1398,18 @@ static int gpu_stream_launch_checked(backend_stream *g, unsigned slot, const bac
   GPU_CHECK(cudaEventRecord(sl->exec_end, sl->exec));
 
   GPU_CHECK(cudaStreamWaitEvent(g->back, sl->exec_end, 0));
-  if (d) GPU_CHECK(cudaMemcpyAsync(direct->status, sl->status, d, cudaMemcpyDeviceToHost, g->back));
-  if (staged) GPU_CHECK(cudaMemcpyAsync(sl->h_status, sl->status + d, staged, cudaMemcpyDeviceToHost, g->back));
+  if (d == 0) {
+    GPU_CHECK(cudaMemcpyAsync(sl->h_q, sl->quiesce, 8 * STM_Q_WORDS + n, cudaMemcpyDeviceToHost, g->back));
+  } else {
+    GPU_CHECK(cudaMemcpyAsync(sl->h_q, sl->quiesce, 8 * STM_Q_WORDS, cudaMemcpyDeviceToHost, g->back));
+    GPU_CHECK(cudaMemcpyAsync(direct->status, sl->status, d, cudaMemcpyDeviceToHost, g->back));
+    if (staged) GPU_CHECK(cudaMemcpyAsync(sl->h_status, sl->status + d, staged, cudaMemcpyDeviceToHost, g->back));
+  }
   if (results) GPU_CHECK(cudaMemcpyAsync(sl->h_result, sl->result, 8 * n, cudaMemcpyDeviceToHost, g->back));
   if (g->verify) {
     GPU_CHECK(cudaMemcpyAsync(sl->h_seq, sl->seq, 8 * n, cudaMemcpyDeviceToHost, g->back));
     GPU_CHECK(cudaMemcpyAsync(sl->h_read_hash, sl->read_hash, 8 * n, cudaMemcpyDeviceToHost, g->back));
   }
-  GPU_CHECK(cudaMemcpyAsync(sl->h_q, sl->quiesce, 8 * STM_Q_WORDS, cudaMemcpyDeviceToHost, g->back));
   /* The shared counter as it stands once this unit ended: it only grows,
    * and the stream keeps the largest it was told (stream_take_outcomes). */
   if (g->sequence)
