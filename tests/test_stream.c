@@ -1187,6 +1187,55 @@ static void verified_stream_is_certified(prstm_backend backend) {
 Test(stream_cpu, verified_stream_is_certified) { verified_stream_is_certified(PRSTM_BACKEND_CPU); }
 Test(stream_gpu, verified_stream_is_certified) { verified_stream_is_certified(PRSTM_BACKEND_GPU); }
 
+/* A warmed-up engine holds two pinned chunks, and a GPU stream of small
+ * units carves its slots' pinned buffers (staging, readback, zeros) out of
+ * them instead of allocating its own. Two verified streams in turn on one
+ * such engine, with carried rows and balance reads (results), are each
+ * certified, and each reads its balances back right: the second finds the
+ * chunks as the first left them, the state having come back through them
+ * after the first's last unit. */
+Test(stream_gpu, a_warmed_engine_lends_its_pinned_chunks_to_each_stream) {
+  need_backend(PRSTM_BACKEND_GPU);
+  prstm_word words[16] = {0};
+  prstm_engine *e = open_verified_engine(PRSTM_BACKEND_GPU, 0, words, 16, 64);
+  cr_assert_eq(prstm_engine_warm_up(e), 0, "the engine did not warm up");
+  for (int round = 0; round < 2; round++) {
+    prstm_stream *s = open_stream(e);
+    prstm_batch *batches[5];
+    for (int i = 0; i < 5; i++) {
+      batches[i] = order_dependent_batch(150 + 70 * (uint64_t)i + (uint64_t)round);
+      /* A read of every account's balance after the batch's rows. */
+      for (int a = 0; a < 16; a++) add(batches[i], BANK_BALANCE, (prstm_word)a, 0, 0);
+      submit_ok(s, batches[i]);
+    }
+    prstm_stream_results r;
+    close_ok(s, &r);
+    prstm_verify_report rep;
+    cr_assert_eq(prstm_stream_verify(s, &rep), 0, "%s", prstm_stream_error(s));
+    cr_assert(rep.ok, "stream %d: %s", round, rep.message);
+    cr_assert_eq(rep.replayed, r.committed + r.failed);
+    cr_assert_gt(r.carried, 0, "some withdrawal waited for a later unit");
+    cr_assert_gt(r.runs, 5, "the batches ran in units of 64 rows");
+    /* A balance read is committed with the balance it read, which the
+     * certificate checked against the replay; each is at most the money. */
+    uint64_t reads = 0, money = total_money(e);
+    for (int i = 0; i < 5; i++)
+      for (uint64_t row = prstm_batch_size(batches[i]) - 16; row < prstm_batch_size(batches[i]); row++) {
+        prstm_word value = 0;
+        prstm_status st;
+        cr_assert_eq(prstm_batch_outcome(batches[i], row, &st, NULL, &value), 0);
+        if (st != PRSTM_COMMITTED) continue;
+        reads++;
+        cr_assert_leq(value, money, "stream %d: a balance of %llu read, more than all the money", round,
+                      (unsigned long long)value);
+      }
+    cr_assert_eq(reads, 5 * 16, "stream %d: every balance read commits", round);
+    for (int i = 0; i < 5; i++) prstm_batch_destroy(batches[i]);
+    prstm_stream_destroy(s);
+  }
+  prstm_engine_destroy(e);
+}
+
 /* With the default thread count a unit of a few hundred rows takes a few
  * hundred threads, and the GPU executes it beside the other slot's unit.
  * Their commits interleave on the same accounts, so their numbers come
