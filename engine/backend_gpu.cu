@@ -129,6 +129,7 @@ struct backend_gpu_keep {
   gpu_staging staging;
   int device;      /* the GPU the staging's stream and events belong to */
   uint64_t copied; /* bytes the engine's whole runs copied, the larger way of each */
+  int lent;        /* an open stream's pinned buffers lie in the chunks (gpu_stream_borrow_chunks) */
 };
 
 /* Pinned host memory of `bytes` made of ordinary huge pages, zeroed on
@@ -202,6 +203,9 @@ static int gpu_keep_for(prstm_engine *e, uint64_t bytes, int open_now, struct ba
   int device = 0;
   GPU_CHECK(cudaGetDevice(&device));
   if (keep->staging.bytes && keep->device != device) {
+    /* Chunks that hold an open stream's buffers stay: this copy goes
+     * direct (a warm-up on another GPU while a stream is open). */
+    if (keep->lent) return 0;
     backend_gpu_make_current(keep->device);
     gpu_staging_close(&keep->staging);
     backend_gpu_make_current(device);
@@ -869,6 +873,7 @@ struct backend_stream {
    * NULL where every buffer is the stream's own. */
   uint8_t *borrowed[2];
   uint64_t borrowed_bytes;
+  struct backend_gpu_keep *lent_from; /* the engine's keep, told at the free that its chunks are its own again */
   /* A unit of a co-executed run: its footprint marks on the device, the
    * read marks then the write marks, one byte a lock each; NULL otherwise. */
   uint8_t *marks;
@@ -904,6 +909,8 @@ static void gpu_stream_free(backend_stream *g) {
   }
   cudaDeviceSynchronize();
   cudaGetLastError();
+  /* Nothing reads or writes the borrowed buffers once the device is idle. */
+  if (g->lent_from) g->lent_from->lent = 0;
   for (int k = 0; k < GPU_STREAM_SLOTS_MAX; k++) {
     gpu_slot *sl = &g->slot[k];
     cudaFree(sl->type);
@@ -996,7 +1003,7 @@ static int gpu_stream_alloc_slot(backend_stream *g, gpu_slot *sl, int results, c
  * 0.05 ms to free 200 KiB on an H200's host). */
 static void gpu_stream_borrow_chunks(prstm_engine *e, backend_stream *g, int results) {
   if (e->unit_device >= 0 || !e->gpu_keep) return;
-  const struct backend_gpu_keep *keep = e->gpu_keep;
+  struct backend_gpu_keep *keep = e->gpu_keep;
   if (!keep->staging.bytes || keep->device != g->device) return;
   const uint64_t r = g->rows, chunk = keep->staging.bytes;
 #define GPU_BORROW_ROUND(x) (((x) + 63u) & ~(uint64_t)63u)
@@ -1045,6 +1052,8 @@ static void gpu_stream_borrow_chunks(prstm_engine *e, backend_stream *g, int res
   g->borrowed[0] = keep->staging.chunk[0];
   g->borrowed[1] = keep->staging.chunk[1];
   g->borrowed_bytes = chunk;
+  g->lent_from = keep;
+  keep->lent = 1;
 }
 
 static int gpu_stream_open_checked(prstm_engine *e, backend_stream *g, int results, uint64_t want_rows,
