@@ -992,6 +992,30 @@ static int gpu_stream_alloc_slot(backend_stream *g, gpu_slot *sl, int results, c
   return 0;
 }
 
+/* The pinned host bytes a unit needs. One place, so that the check made
+ * before retiring the other slots' units, the growth itself and the buffers
+ * carved from the engine's chunks (gpu_stream_borrow_chunks) can never
+ * disagree: a growth the check missed would free pinned memory behind a
+ * running kernel, outside the watchdog. */
+typedef struct gpu_unit_bytes {
+  uint64_t type, args, status, result, row_id, seq, read_hash, zeros;
+} gpu_unit_bytes;
+
+static gpu_unit_bytes gpu_unit_needs(const backend_stream *g, const backend_unit *u) {
+  gpu_unit_bytes b;
+  b.type = u->staged;
+  b.args = 8ull * g->ncols * u->staged;
+  b.status = 8 * STM_Q_WORDS + u->staged; /* the progress words, then the statuses */
+  b.result = u->results ? 8 * u->n : 0;
+  b.row_id = 8 * u->carried;
+  b.seq = g->verify ? 8 * u->n : 0;
+  b.read_hash = b.seq;
+  /* The zeros clear the progress words and staged statuses, and the
+   * results alike. */
+  b.zeros = b.result > b.status ? b.result : b.status;
+  return b;
+}
+
 /* Carves every slot's pinned buffers, at the most a unit can need, and the
  * zeros out of the engine's two pinned chunks, where the engine holds them
  * on this GPU and they are large enough; else the buffers are taken as
@@ -1005,16 +1029,20 @@ static void gpu_stream_borrow_chunks(prstm_engine *e, backend_stream *g, int res
   if (e->unit_device >= 0 || !e->gpu_keep) return;
   struct backend_gpu_keep *keep = e->gpu_keep;
   if (!keep->staging.bytes || keep->device != g->device) return;
-  const uint64_t r = g->rows, chunk = keep->staging.bytes;
+  const uint64_t chunk = keep->staging.bytes;
+  /* The most a unit of the slots' rows can need: new rows, carried rows
+   * and results all at once. */
+  backend_unit most;
+  memset(&most, 0, sizeof most);
+  most.n = most.staged = most.carried = g->rows;
+  most.results = results;
+  const gpu_unit_bytes need = gpu_unit_needs(g, &most);
 #define GPU_BORROW_ROUND(x) (((x) + 63u) & ~(uint64_t)63u)
-  const uint64_t zeros = GPU_BORROW_ROUND(8 * r > 8 * STM_Q_WORDS + r ? 8 * r : 8 * STM_Q_WORDS + r);
-  const uint64_t sizes[7] = {GPU_BORROW_ROUND(r),
-                             GPU_BORROW_ROUND(8ull * g->ncols * r),
-                             GPU_BORROW_ROUND(8 * STM_Q_WORDS + r),
-                             results ? GPU_BORROW_ROUND(8 * r) : 0,
-                             GPU_BORROW_ROUND(8 * r),
-                             g->verify ? GPU_BORROW_ROUND(8 * r) : 0,
-                             g->verify ? GPU_BORROW_ROUND(8 * r) : 0};
+  const uint64_t zeros = GPU_BORROW_ROUND(need.zeros);
+  const uint64_t sizes[7] = {GPU_BORROW_ROUND(need.type),     GPU_BORROW_ROUND(need.args),
+                             GPU_BORROW_ROUND(need.status),   GPU_BORROW_ROUND(need.result),
+                             GPU_BORROW_ROUND(need.row_id),   GPU_BORROW_ROUND(need.seq),
+                             GPU_BORROW_ROUND(need.read_hash)};
 #undef GPU_BORROW_ROUND
   uint64_t per_slot = 0;
   for (int i = 0; i < 7; i++) per_slot += sizes[i];
@@ -1272,29 +1300,6 @@ static int gpu_pinned_grow(backend_stream *g, void **buf, uint64_t *have, uint64
   if (rc) return rc;
   *have = want;
   return 0;
-}
-
-/* The pinned host bytes a unit needs. One place, so that the check made
- * before retiring the other slots' units and the growth itself can never
- * disagree: a growth the check missed would free pinned memory behind a
- * running kernel, outside the watchdog. */
-typedef struct gpu_unit_bytes {
-  uint64_t type, args, status, result, row_id, seq, read_hash, zeros;
-} gpu_unit_bytes;
-
-static gpu_unit_bytes gpu_unit_needs(const backend_stream *g, const backend_unit *u) {
-  gpu_unit_bytes b;
-  b.type = u->staged;
-  b.args = 8ull * g->ncols * u->staged;
-  b.status = 8 * STM_Q_WORDS + u->staged; /* the progress words, then the statuses */
-  b.result = u->results ? 8 * u->n : 0;
-  b.row_id = 8 * u->carried;
-  b.seq = g->verify ? 8 * u->n : 0;
-  b.read_hash = b.seq;
-  /* The zeros clear the progress words and staged statuses, and the
-   * results alike. */
-  b.zeros = b.result > b.status ? b.result : b.status;
-  return b;
 }
 
 static int gpu_unit_would_grow(const backend_stream *g, unsigned slot, const backend_unit *u) {
