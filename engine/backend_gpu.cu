@@ -833,6 +833,9 @@ struct backend_stream {
   int verify;        /* each unit records its commit order and read hashes */
   uint64_t rows;     /* rows of one slot */
   uint64_t *words, *locks;
+  /* The device memory of the state, its locks, the slots' columns and the
+   * shared commit counter, in one allocation (gpu_stream_carve). */
+  uint8_t *arena;
   /* Aborts, postponements and sweeps of every unit retired so far, from
    * their progress words. */
   uint64_t aborts, postponements, sweeps;
@@ -911,15 +914,9 @@ static void gpu_stream_free(backend_stream *g) {
   cudaGetLastError();
   /* Nothing reads or writes the borrowed buffers once the device is idle. */
   if (g->lent_from) g->lent_from->lent = 0;
+  cudaFree(g->arena);
   for (int k = 0; k < GPU_STREAM_SLOTS_MAX; k++) {
     gpu_slot *sl = &g->slot[k];
-    cudaFree(sl->type);
-    cudaFree(sl->args);
-    cudaFree(sl->result);
-    cudaFree(sl->quiesce);
-    cudaFree(sl->row_id);
-    cudaFree(sl->seq);
-    cudaFree(sl->read_hash);
     gpu_pinned_give(g, sl->h_row_id);
     gpu_pinned_give(g, sl->h_seq);
     gpu_pinned_give(g, sl->h_read_hash);
@@ -933,15 +930,12 @@ static void gpu_stream_free(backend_stream *g) {
       if (*ev[i]) cudaEventDestroy(*ev[i]);
     if (sl->exec) cudaStreamDestroy(sl->exec);
   }
-  cudaFree(g->sequence);
-  cudaFree(g->words);
-  cudaFree(g->locks);
   cudaFree(g->marks);
   cudaFree(g->span);
   if (g->copy) cudaStreamDestroy(g->copy);
   if (g->back) cudaStreamDestroy(g->back);
   if (g->monitor) cudaStreamDestroy(g->monitor);
-  cudaFreeHost(g->h_watch);
+  gpu_pinned_give(g, g->h_watch);
   gpu_pinned_give(g, g->h_zeros);
   free(g);
 }
@@ -963,25 +957,51 @@ static gpu_staging *gpu_stream_staging(prstm_engine *e, backend_stream *g, uint6
   return out;
 }
 
-static int gpu_stream_alloc_slot(backend_stream *g, gpu_slot *sl, int results, char *err, size_t errlen) {
-  uint64_t r = g->rows;
-  GPU_CHECK(cudaMalloc((void **)&sl->type, r));
-  if (g->ncols) GPU_CHECK(cudaMalloc((void **)&sl->args, 8 * (size_t)g->ncols * r));
-  if (results) GPU_CHECK(cudaMalloc((void **)&sl->result, 8 * r));
-  GPU_CHECK(cudaMalloc((void **)&sl->quiesce, 8 * STM_Q_WORDS + r));
-  sl->status = (uint8_t *)(sl->quiesce + STM_Q_WORDS);
-  /* Carried rows' prstm_row numbers; a unit of carried rows alone fills
-   * the whole slot at close. */
-  GPU_CHECK(cudaMalloc((void **)&sl->row_id, 8 * r));
-  if (g->verify) {
-    GPU_CHECK(cudaMalloc((void **)&sl->seq, 8 * r));
-    GPU_CHECK(cudaMalloc((void **)&sl->read_hash, 8 * r));
+/* One piece of `bytes` of an allocation being laid out: from c->base
+ * where it is set, else NULL while the pass only adds up the size. Pieces
+ * start on 256-byte boundaries, as cudaMalloc's allocations do. */
+typedef struct gpu_carver {
+  uint8_t *base;
+  size_t used;
+} gpu_carver;
+
+static void *gpu_carve(gpu_carver *c, size_t bytes) {
+  void *p = c->base ? c->base + c->used : NULL;
+  c->used += (bytes + 255) & ~(size_t)255;
+  return p;
+}
+
+/* Lays the stream's device memory out from c->base (NULL: sizes it). One
+ * allocation and one free instead of one for each column of each slot,
+ * some twenty of each for a stream of four slots: each is a call that
+ * costs the host tens of microseconds at a stream's open and close. */
+static void gpu_stream_carve(backend_stream *g, int results, gpu_carver *c) {
+  const uint64_t r = g->rows;
+  g->words = (uint64_t *)gpu_carve(c, 8 * g->nwords);
+  g->locks = (uint64_t *)gpu_carve(c, 8 * g->lock_words);
+  g->sequence = g->overlap && g->verify ? (uint64_t *)gpu_carve(c, sizeof(uint64_t)) : NULL;
+  for (unsigned k = 0; k < g->nslots; k++) {
+    gpu_slot *sl = &g->slot[k];
+    sl->type = (uint8_t *)gpu_carve(c, r);
+    sl->args = g->ncols ? (uint64_t *)gpu_carve(c, 8 * (size_t)g->ncols * r) : NULL;
+    sl->result = results ? (uint64_t *)gpu_carve(c, 8 * r) : NULL;
+    sl->quiesce = (uint64_t *)gpu_carve(c, 8 * STM_Q_WORDS + r);
+    sl->status = c->base ? (uint8_t *)(sl->quiesce + STM_Q_WORDS) : NULL;
+    /* Carried rows' prstm_row numbers; a unit of carried rows alone fills
+     * the whole slot at close. */
+    sl->row_id = (uint64_t *)gpu_carve(c, 8 * r);
+    sl->seq = g->verify ? (uint64_t *)gpu_carve(c, 8 * r) : NULL;
+    sl->read_hash = g->verify ? (uint64_t *)gpu_carve(c, 8 * r) : NULL;
   }
-  /* The pinned staging and readback columns are allocated when a unit
-   * first needs them (gpu_pinned_grow): a stream of pinned batches copies
-   * and reads back its new rows in the batch's own memory, and needs them
-   * only for carried rows, often none; allocated here, they took a third
-   * of a short stream's time. */
+}
+
+/* A slot's events and execution stream. Its pinned staging and readback
+ * columns are allocated when a unit first needs them (gpu_pinned_grow), or
+ * carved from the engine's chunks (gpu_stream_borrow_chunks): a stream of
+ * pinned batches copies and reads back its new rows in the batch's own
+ * memory, and needs them only for carried rows, often none; allocated
+ * here, they took a third of a short stream's time. */
+static int gpu_slot_create_streams(gpu_slot *sl, char *err, size_t errlen) {
   GPU_CHECK(cudaEventCreate(&sl->copy_start));
   GPU_CHECK(cudaEventCreate(&sl->copy_end));
   GPU_CHECK(cudaEventCreate(&sl->exec_start[0]));
@@ -1016,15 +1036,16 @@ static gpu_unit_bytes gpu_unit_needs(const backend_stream *g, const backend_unit
   return b;
 }
 
-/* Carves every slot's pinned buffers, at the most a unit can need, and the
- * zeros out of the engine's two pinned chunks, where the engine holds them
- * on this GPU and they are large enough; else the buffers are taken as
- * units need them (gpu_pinned_grow). The chunks are idle while a stream is
- * open: the state goes up through them before the first unit and comes
- * back through them after the last unit's outcomes were taken. Taking and
- * freeing the driver's pinned memory cost a stream of 10,000-row units
- * milliseconds at its first units and its close (about 0.15 ms to pin and
- * 0.05 ms to free 200 KiB on an H200's host). */
+/* Carves every slot's pinned buffers, at the most a unit can need, the
+ * watchdog's words and the zeros out of the engine's two pinned chunks,
+ * where the engine holds them on this GPU and they are large enough; else
+ * the buffers are taken as units need them (gpu_pinned_grow). The chunks
+ * are idle while a stream is open: the state goes up through them before
+ * the first unit and comes back through them after the last unit's
+ * outcomes were taken. Taking and freeing the driver's pinned memory cost
+ * a stream of 10,000-row units milliseconds at its first units and its
+ * close (about 0.15 ms to pin and 0.05 ms to free 200 KiB on an H200's
+ * host; 1.1 ms for the watchdog's 80 bytes, the process's first). */
 static void gpu_stream_borrow_chunks(prstm_engine *e, backend_stream *g, int results) {
   if (e->unit_device >= 0 || !e->gpu_keep) return;
   struct backend_gpu_keep *keep = e->gpu_keep;
@@ -1038,6 +1059,7 @@ static void gpu_stream_borrow_chunks(prstm_engine *e, backend_stream *g, int res
   most.results = results;
   const gpu_unit_bytes need = gpu_unit_needs(g, &most);
 #define GPU_BORROW_ROUND(x) (((x) + 63u) & ~(uint64_t)63u)
+  const uint64_t watch = GPU_BORROW_ROUND(8 * (STM_Q_WORDS + 1));
   const uint64_t zeros = GPU_BORROW_ROUND(need.zeros);
   const uint64_t sizes[7] = {GPU_BORROW_ROUND(need.type),     GPU_BORROW_ROUND(need.args),
                              GPU_BORROW_ROUND(need.status),   GPU_BORROW_ROUND(need.result),
@@ -1046,12 +1068,14 @@ static void gpu_stream_borrow_chunks(prstm_engine *e, backend_stream *g, int res
 #undef GPU_BORROW_ROUND
   uint64_t per_slot = 0;
   for (int i = 0; i < 7; i++) per_slot += sizes[i];
-  /* Whole slots to a chunk: the zeros and as many slots as fit in the
-   * first, the rest in the second. */
-  if (zeros > chunk || per_slot > chunk) return;
-  const uint64_t first = (chunk - zeros) / per_slot;
+  /* Whole slots to a chunk: the watchdog's words, the zeros and as many
+   * slots as fit in the first, the rest in the second. */
+  if (watch + zeros > chunk || per_slot > chunk) return;
+  const uint64_t first = (chunk - watch - zeros) / per_slot;
   if (first < g->nslots && (g->nslots - first) * per_slot > chunk) return;
   uint8_t *at[2] = {keep->staging.chunk[0], keep->staging.chunk[1]};
+  g->h_watch = (uint64_t *)at[0];
+  at[0] += watch;
   g->h_zeros = at[0];
   g->zero_bytes = zeros;
   memset(g->h_zeros, 0, zeros);
@@ -1145,11 +1169,13 @@ static int gpu_stream_open_checked(prstm_engine *e, backend_stream *g, int resul
   GPU_CHECK(cudaStreamCreateWithFlags(&g->copy, cudaStreamNonBlocking));
   GPU_CHECK(cudaStreamCreateWithFlags(&g->back, cudaStreamNonBlocking));
   GPU_CHECK(cudaStreamCreateWithFlags(&g->monitor, cudaStreamNonBlocking));
-  GPU_CHECK(cudaHostAlloc((void **)&g->h_watch, 8 * (STM_Q_WORDS + 1), cudaHostAllocDefault));
-  GPU_CHECK(cudaMalloc((void **)&g->words, 8 * g->nwords));
-  GPU_CHECK(cudaMalloc((void **)&g->locks, 8 * g->lock_words));
+  gpu_carver carver = {NULL, 0};
+  gpu_stream_carve(g, results, &carver);
+  GPU_CHECK(cudaMalloc((void **)&g->arena, carver.used));
+  carver = (gpu_carver){g->arena, 0};
+  gpu_stream_carve(g, results, &carver);
   for (unsigned k = 0; k < g->nslots; k++) {
-    rc = gpu_stream_alloc_slot(g, &g->slot[k], results, err, errlen);
+    rc = gpu_slot_create_streams(&g->slot[k], err, errlen);
     if (rc) return rc;
   }
   rc =
@@ -1158,15 +1184,13 @@ static int gpu_stream_open_checked(prstm_engine *e, backend_stream *g, int resul
   /* Cleared once: every unit gives back every lock it took, so they are
    * free from one unit to the next. */
   GPU_CHECK(cudaMemset(g->locks, 0, 8 * g->lock_words));
-  if (g->overlap && g->verify) {
-    GPU_CHECK(cudaMalloc((void **)&g->sequence, sizeof(uint64_t)));
-    GPU_CHECK(cudaMemset(g->sequence, 0, sizeof(uint64_t)));
-  }
+  if (g->sequence) GPU_CHECK(cudaMemset(g->sequence, 0, sizeof(uint64_t)));
   g->alone_slot = -1;
   GPU_CHECK(cudaDeviceSynchronize());
   /* The state went up through the engine's chunks, if at all, and is on
    * the device: the chunks may now hold the slots' buffers. */
   gpu_stream_borrow_chunks(e, g, results);
+  if (!g->h_watch) GPU_CHECK(cudaHostAlloc((void **)&g->h_watch, 8 * (STM_Q_WORDS + 1), cudaHostAllocDefault));
   if (!g->h_zeros) {
     /* Enough zeros for the progress words; gpu_stream_reserve_checked
      * grows them to what a unit's cleared columns need. */
