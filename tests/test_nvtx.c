@@ -123,6 +123,13 @@ static int pushed(const range_log *log, const char *name) {
   return 0;
 }
 
+/* The first push of `name`, or MAX_RANGES where there is none. */
+static unsigned first_push(const range_log *log, const char *name) {
+  for (unsigned i = 0; i < log->pushes && i < MAX_RANGES; i++)
+    if (strcmp(log->names[i], name) == 0) return i;
+  return MAX_RANGES;
+}
+
 static void assert_ranges(const range_log *log, const char *const *want) {
   cr_assert_gt(log->pushes, 0, "no NVTX range was recorded: is the recorder loaded?");
   cr_assert(log->balanced, "the ranges do not nest: %u pushes, %u pops", log->pushes, log->pops);
@@ -149,6 +156,10 @@ Test(nvtx_gpu, gpu_run_marks_every_phase) {
   cr_assert_eq(run_recorded((const char *const[]){"--backend", "gpu", NULL}, 1, &log), 0);
   assert_ranges(&log,
                 (const char *const[]){"load", "warm-up", "plan", "transfer", "execute", "readback", "free", NULL});
+  /* The contention sample runs beside the upload, and `plan` marks only
+   * the wait for it once the table is up. */
+  cr_assert_lt(first_push(&log, "transfer"), first_push(&log, "plan"),
+               "a GPU run's plan is waited for after its transfer, not before it");
 }
 
 /* A chunked run goes through a stream: its opening, each unit's phases and
