@@ -149,23 +149,28 @@ typedef struct engine_copy_list {
   size_t npieces;
 } engine_copy_list;
 
-/* Values [k0, k1) of a narrowing piece (engine_copy's wide). The high
- * halves are ORed and tested once, so that the loop stays a plain narrowing
- * copy the compiler vectorises; several parts may find a wide value, and
- * each stores the same 1. */
+/* Narrows m values of s into d and returns the OR of their high halves,
+ * which the caller tests once: the loop stays a plain narrowing copy that
+ * the compiler vectorises. */
+static uint64_t engine_narrow_stretch(uint32_t *d, const uint64_t *s, uint64_t m) {
+  uint64_t high = 0;
+  for (uint64_t k = 0; k < m; k++) {
+    d[k] = (uint32_t)s[k];
+    high |= s[k] >> 32;
+  }
+  return high;
+}
+
+/* Values [k0, k1) of a narrowing piece (engine_copy's wide); several parts
+ * may find a wide value, and each stores the same 1. */
 static void engine_narrow_values(const engine_copy *c, uint64_t k0, uint64_t k1) {
   uint32_t *d = (uint32_t *)c->dst;
   if (!c->src) {
     memset(d + k0, 0, (size_t)(k1 - k0) * sizeof *d);
     return;
   }
-  const uint64_t *s = (const uint64_t *)c->src;
-  uint64_t high = 0;
-  for (uint64_t k = k0; k < k1; k++) {
-    d[k] = (uint32_t)s[k];
-    high |= s[k] >> 32;
-  }
-  if (high) __atomic_store_n(c->wide, 1, __ATOMIC_RELAXED);
+  if (engine_narrow_stretch(d + k0, (const uint64_t *)c->src + k0, k1 - k0))
+    __atomic_store_n(c->wide, 1, __ATOMIC_RELAXED);
 }
 
 void engine_copy_range(const engine_copy *pieces, size_t npieces, uint64_t from, uint64_t to) {
@@ -217,13 +222,7 @@ static void engine_narrow_part(void *arg, unsigned part, uint64_t from, uint64_t
     const uint64_t col = i / j->n, row = i % j->n;
     const uint64_t m = j->n - row < end - i ? j->n - row : end - i;
     const uint64_t *s = j->src + col * j->stride + row;
-    uint32_t *d = j->dst + (i - j->from);
-    /* One OR of every value's high half, tested once per stretch: the loop
-     * stays a plain narrowing copy the compiler vectorises. */
-    for (uint64_t k = 0; k < m; k++) {
-      d[k] = (uint32_t)s[k];
-      high |= s[k] >> 32;
-    }
+    high |= engine_narrow_stretch(j->dst + (i - j->from), s, m);
     if (high) break;
     i += m;
   }

@@ -70,7 +70,7 @@ mutants=(
   "first-attempt-forgets-the-lock-it-read|test_early_locks|engine/stm/stm_core.h|s/^    tx->locks\[k\].held = 2;\$/    tx->locks[k].held = 0;/"
   "shared-commit-counter-ignored|test_cmp|engine/stm/stm_core.h|s/^  return port_fetch_add_acq_rel(ctx->sequence ? ctx->sequence : \&ctx->quiesce\[STM_Q_SEQUENCE\], 1);\$/  return port_fetch_add_acq_rel(\&ctx->quiesce[STM_Q_SEQUENCE], 1);/"
   "unit-rank-base-ignored|test_cmp|cmp/cmp_walk.h|s/ctx->type_tag\[type\], rank + ctx->rank_base);\$/ctx->type_tag[type], rank);/"
-  "narrowing-misses-a-wide-value|test_engine|engine/engine_shared.c|s/^      high |= s\[k\] >> 32;\$/      high |= s[k] >> 48;/"
+  "narrowing-misses-a-wide-value|test_engine|engine/engine_shared.c|s/^    high |= s\[k\] >> 32;\$/    high |= s[k] >> 48;/"
 )
 
 # Each mutant must still change its line: a mutant that no longer applies
