@@ -21,15 +21,20 @@ typedef struct hetero_run {
 /* Opens a co-executed run of `workload`: deltas in `deltas` mode, and with
  * `rounds` the units share every batch (engine.hetero_rounds), else the
  * scheduler may give it to one. The caller sets the state. */
-static void open_hetero(hetero_run *r, const char *workload, prstm_deltas_mode deltas, int rounds) {
+static void open_hetero_on(hetero_run *r, const char *workload, prstm_deltas_mode deltas, int rounds,
+                           uint32_t threads) {
   memset(r, 0, sizeof *r);
   r->wl = prstm_workload_find(workload);
   cr_assert_not_null(r->wl);
   prstm_options opt;
-  test_options(&opt, PRSTM_BACKEND_HETERO, UNIT_THREADS, 1);
+  test_options(&opt, PRSTM_BACKEND_HETERO, threads, 1);
   opt.deltas = deltas;
   opt.hetero_rounds = rounds;
   test_open(r->wl, &opt, &r->engine, &r->batch);
+}
+
+static void open_hetero(hetero_run *r, const char *workload, prstm_deltas_mode deltas, int rounds) {
+  open_hetero_on(r, workload, deltas, rounds, UNIT_THREADS);
 }
 
 /* A bank of `accounts` holding `balance` each, co-executed with the delta
@@ -304,16 +309,18 @@ Test(hetero_gpu, hot_batch_off_the_delta_path_runs_on_the_cpu_alone) {
  * batch is shared in rounds. Both are verified. The probe's two rates move
  * with the host's load and came within the policy's 1.5 of each other in
  * about one run in four, so each test of an outcome sets the ratio
- * (PRSTM_HETERO_ALONE_RATIO) that makes it certain. */
-static void vacation_open(hetero_run *r, int rounds, uint64_t rows) {
-  open_hetero(r, "vacation", PRSTM_DELTAS_OFF, rounds);
+ * (PRSTM_HETERO_ALONE_RATIO) that makes it certain. vacation_open opens
+ * the state and a generated batch of `rows` on an engine of `threads` CPU
+ * threads beside the GPU. */
+static void vacation_open(hetero_run *r, int rounds, uint64_t rows, uint32_t threads) {
+  open_hetero_on(r, "vacation", PRSTM_DELTAS_OFF, rounds, threads);
   prstm_state_spec s;
   prstm_state_spec_init(r->wl, &s);
   cr_assert_eq(prstm_engine_init_state(r->engine, &s), 0, "%s", prstm_engine_error(r->engine));
   generate(r, rows, NULL, 17);
 }
 static void vacation_on(hetero_run *r, int rounds) {
-  vacation_open(r, rounds, 300000);
+  vacation_open(r, rounds, 300000, UNIT_THREADS);
   test_run_verified(r->engine, r->batch, &r->res, "hetero vacation run");
   cr_assert_eq(r->res.committed + r->res.failed + r->res.abandoned, 300000);
   test_expect_invariant(r->wl, r->engine, r->batch);
@@ -348,21 +355,6 @@ Test(hetero_gpu, probe_within_the_ratio_shares_the_batch_in_rounds) {
   run_close(&r);
 }
 
-/* Opens vacation's state and a generated batch of `rows` on an engine of
- * one CPU thread beside the GPU. */
-static void vacation_one_cpu_thread(hetero_run *r, uint64_t rows) {
-  memset(r, 0, sizeof *r);
-  r->wl = prstm_workload_find("vacation");
-  prstm_options opt;
-  test_options(&opt, PRSTM_BACKEND_HETERO, 1, 1);
-  opt.deltas = PRSTM_DELTAS_OFF;
-  test_open(r->wl, &opt, &r->engine, &r->batch);
-  prstm_state_spec s;
-  prstm_state_spec_init(r->wl, &s);
-  cr_assert_eq(prstm_engine_init_state(r->engine, &s), 0, "%s", prstm_engine_error(r->engine));
-  generate(r, rows, NULL, 17);
-}
-
 /* One CPU thread takes several times the GPU's time over vacation's probe
  * rows: at a ratio of 1 it is stopped once the GPU has finished them
  * instead of being waited for, and the GPU runs the batch alone, verified.
@@ -376,10 +368,10 @@ static void vacation_one_cpu_thread(hetero_run *r, uint64_t rows) {
 Test(hetero_gpu, probe_stops_a_cpu_slower_than_the_ratio) {
   test_need_backend(prstm_workload_find("vacation"), PRSTM_BACKEND_GPU);
   hetero_run r;
-  vacation_one_cpu_thread(&r, 20000);
+  vacation_open(&r, 0, 20000, 1);
   cr_assert_eq(prstm_engine_run(r.engine, r.batch, &r.res), 0, "%s", prstm_engine_error(r.engine));
   run_close(&r);
-  vacation_one_cpu_thread(&r, 100000);
+  vacation_open(&r, 0, 100000, 1);
   cr_assert_eq(setenv("PRSTM_HETERO_ALONE_RATIO", "1", 1), 0);
   test_run_verified(r.engine, r.batch, &r.res, "hetero vacation run");
   unsetenv("PRSTM_HETERO_ALONE_RATIO");
@@ -394,7 +386,7 @@ Test(hetero_gpu, probe_stops_a_cpu_slower_than_the_ratio) {
 Test(hetero_gpu, a_bad_probe_ratio_is_refused_by_name) {
   test_need_backend(prstm_workload_find("vacation"), PRSTM_BACKEND_GPU);
   hetero_run r;
-  vacation_open(&r, 0, 20000);
+  vacation_open(&r, 0, 20000, UNIT_THREADS);
   const char *bad[] = {"0.5", "fast", "2x"};
   for (unsigned i = 0; i < 3; i++) {
     cr_assert_eq(setenv("PRSTM_HETERO_ALONE_RATIO", bad[i], 1), 0);
