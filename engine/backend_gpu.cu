@@ -1106,7 +1106,8 @@ static gpu_unit_bytes gpu_unit_needs(const backend_stream *g, const backend_unit
  * outcomes were taken. Taking and freeing the driver's pinned memory cost
  * a stream of 10,000-row units milliseconds at its first units and its
  * close (about 0.15 ms to pin and 0.05 ms to free 200 KiB on an H200's
- * host; 1.1 ms for the watchdog's 80 bytes, the process's first). */
+ * host; 1.1 ms for the watchdog's 80 bytes, after the warm-up's own small
+ * pinned allocation). */
 static void gpu_stream_borrow_chunks(prstm_engine *e, backend_stream *g, int results) {
   if (e->unit_device >= 0 || !e->gpu_keep) return;
   struct backend_gpu_keep *keep = e->gpu_keep;
