@@ -813,8 +813,7 @@ static int gpu_run(prstm_engine *e, prstm_batch *b, const prstm_worker_variant *
   gpu_planner planner;
   memset(&planner, 0, sizeof planner);
   int rc = gpu_run_checked(e, b, v, res, &g, &planner, e->err, sizeof e->err);
-  /* A run that failed before the plan's end (a table too large for the
-   * GPU, which then runs in chunks) still waits for it: the plan writes
+  /* A run whose upload failed still waits for its plan: the plan writes
    * its job here and reads the batch, which the caller may free. */
   if (planner.running) pthread_join(planner.thread, NULL);
   ENGINE_RANGE_PUSH("free");

@@ -117,18 +117,14 @@ static int run_recorded(const char *const *extra, int inject, range_log *log) {
   return run_recorded_config(config, extra, inject, log);
 }
 
-static int pushed(const range_log *log, const char *name) {
-  for (unsigned i = 0; i < log->pushes && i < MAX_RANGES; i++)
-    if (strcmp(log->names[i], name) == 0) return 1;
-  return 0;
-}
-
 /* The first push of `name`, or MAX_RANGES where there is none. */
 static unsigned first_push(const range_log *log, const char *name) {
   for (unsigned i = 0; i < log->pushes && i < MAX_RANGES; i++)
     if (strcmp(log->names[i], name) == 0) return i;
   return MAX_RANGES;
 }
+
+static int pushed(const range_log *log, const char *name) { return first_push(log, name) < MAX_RANGES; }
 
 static void assert_ranges(const range_log *log, const char *const *want) {
   cr_assert_gt(log->pushes, 0, "no NVTX range was recorded: is the recorder loaded?");
