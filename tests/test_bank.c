@@ -874,3 +874,46 @@ Test(bank_generator, same_rows_whatever_the_thread_count) {
     prstm_batch_destroy(one);
   }
 }
+
+/* A Zipfian draw searches the head's ranks from its bucket's guide: it
+ * finds the rank a search of the whole head finds, draw for draw, at skews
+ * where the head holds nearly every draw (2.5) or few (0.3), for key spaces
+ * within the head, of exactly its size and past it (where tail draws keep
+ * their stream in step). */
+static uint64_t zipf_whole_head_search(const wl_zipf *z, uint64_t *rng) {
+  const double u = wl_unit(rng) * z->total;
+  if (!(u < z->head_sum)) return UINT64_MAX; /* a tail draw */
+  uint64_t lo = 0, hi = z->head - 1;
+  while (lo < hi) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    if (z->cumulative[mid] > u)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return lo;
+}
+
+Test(bank_generator, zipf_guide_finds_the_rank_a_whole_search_finds) {
+  static const double thetas[] = {0.3, 0.99, 1.0, 1.2, 2.5};
+  static const uint64_t sizes[] = {1, 7, 1000, WL_ZIPF_HEAD, 3000000};
+  for (unsigned t = 0; t < sizeof thetas / sizeof thetas[0]; t++)
+    for (unsigned s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+      wl_zipf z;
+      cr_assert_eq(wl_zipf_init(&z, sizes[s], thetas[t], 1 + s % 3), 0);
+      uint64_t a = 99 + s, b = 99 + s, head = 0;
+      for (int i = 0; i < 200000; i++) {
+        const uint64_t want = zipf_whole_head_search(&z, &a), got = wl_zipf_draw(&z, &b);
+        if (want == UINT64_MAX) {
+          cr_assert_geq(got, z.head, "theta %g, %llu keys: a tail draw gave a head rank", thetas[t],
+                        (unsigned long long)sizes[s]);
+          continue;
+        }
+        head++;
+        cr_assert_eq(got, want, "theta %g, %llu keys, draw %d: rank %llu, the whole search finds %llu", thetas[t],
+                     (unsigned long long)sizes[s], i, (unsigned long long)got, (unsigned long long)want);
+      }
+      cr_assert_gt(head, 1000, "theta %g: too few head draws to compare", thetas[t]);
+      wl_zipf_free(&z);
+    }
+}

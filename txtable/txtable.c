@@ -243,14 +243,7 @@ int prstm_batch_append(prstm_batch *b, unsigned type, const prstm_word *args, un
     int rc = txtable_reshape(b, cap, nargs > b->ncols ? nargs : b->ncols);
     if (rc) return txtable_fail(b, rc, "cannot grow the batch past %llu rows: out of memory", (unsigned long long)b->n);
   }
-  uint64_t row = b->n++;
-  b->type[row] = (uint8_t)type;
-  b->status[row] = 0;
-  if (nargs > b->widest) b->widest = nargs;
-  for (uint32_t c = 0; c < b->ncols; c++) b->args[(uint64_t)c * b->cap + row] = c < nargs ? args[c] : 0;
-  b->tag_mask |= 1u << t->tag;
-  if (type < 64) b->type_mask |= 1ull << type;
-  if (t->read_only) b->has_read_only = 1;
+  txtable_put_row(b, type, t, args, nargs);
   return 0;
 }
 

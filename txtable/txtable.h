@@ -96,6 +96,35 @@ void txtable_move_rows(prstm_batch *b, uint64_t from, uint64_t to, uint64_t n);
 /* Bytes a table of this shape takes on the GPU (type, status, args, results). */
 uint64_t txtable_device_bytes(const prstm_batch *batch, int verify);
 
+/* Writes row b->n from type `type` (described by t) and nargs argument
+ * words, the batch having room for it (a row below cap, and below limit in
+ * a window, and nargs at most its columns): the part of
+ * prstm_batch_append after its checks. */
+static inline void txtable_put_row(prstm_batch *b, unsigned type, const prstm_type_desc *t, const prstm_word *args,
+                                   unsigned nargs) {
+  const uint64_t row = b->n++;
+  b->type[row] = (uint8_t)type;
+  b->status[row] = 0;
+  if (nargs > b->widest) b->widest = nargs;
+  for (uint32_t c = 0; c < b->ncols; c++) b->args[(uint64_t)c * b->cap + row] = c < nargs ? args[c] : 0;
+  b->tag_mask |= 1u << t->tag;
+  if (type < 64) b->type_mask |= 1ull << type;
+  if (t->read_only) b->has_read_only = 1;
+}
+
+/* A generator's append of a row it made itself, of one of its workload's
+ * types and at most PRSTM_MAX_COLUMNS words: written in place while the
+ * batch has room for it, and through prstm_batch_append (which grows the
+ * batch or refuses the row) when not. A generator makes a row every few
+ * tens of nanoseconds, and the call and the checks of a row it knows to be
+ * valid were a tenth of that. */
+static inline int txtable_append_generated(prstm_batch *b, unsigned type, const prstm_word *args, unsigned nargs) {
+  if (b->n == b->cap || nargs > b->ncols || (b->window && b->n == b->limit))
+    return prstm_batch_append(b, type, args, nargs);
+  txtable_put_row(b, type, &b->wl->types[type], args, nargs);
+  return 0;
+}
+
 #ifdef __cplusplus
 }
 #endif

@@ -150,18 +150,18 @@ static int bank_emit_random(bank_gen *g) {
     case BANK_WITHDRAW:
       args[0] = a;
       args[1] = bank_amount(g);
-      return prstm_batch_append(g->batch, type, args, 2);
+      return txtable_append_generated(g->batch, type, args, 2);
     case BANK_BALANCE:
       args[0] = a;
-      return prstm_batch_append(g->batch, BANK_BALANCE, args, 1);
+      return txtable_append_generated(g->batch, BANK_BALANCE, args, 1);
     case BANK_TOTAL:
-      return prstm_batch_append(g->batch, BANK_TOTAL, NULL, 0);
+      return txtable_append_generated(g->batch, BANK_TOTAL, NULL, 0);
     default:
       if (k <= 2) {
         args[0] = a;
         args[1] = bank_other_account(g, a);
         args[2] = bank_amount(g);
-        return prstm_batch_append(g->batch, BANK_TRANSFER, args, 3);
+        return txtable_append_generated(g->batch, BANK_TRANSFER, args, 3);
       }
       /* k accounts: k - 1 sources and one target, distinct where the state allows. */
       args[0] = a;
@@ -178,7 +178,7 @@ static int bank_emit_random(bank_gen *g) {
         } while (++tries < 16);
         args[3 + i] = s;
       }
-      return prstm_batch_append(g->batch, BANK_TRANSFER_MULTI, args, 3 + (k - 1));
+      return txtable_append_generated(g->batch, BANK_TRANSFER_MULTI, args, 3 + (k - 1));
   }
 }
 
@@ -192,17 +192,17 @@ static int bank_emit_pair_member(bank_gen *g, uint64_t account, uint64_t amount,
   if (funding) {
     args[0] = account;
     args[1] = amount;
-    return prstm_batch_append(g->batch, BANK_DEPOSIT, args, 2);
+    return txtable_append_generated(g->batch, BANK_DEPOSIT, args, 2);
   }
   if (as_transfer) {
     args[0] = account;
     args[1] = to;
     args[2] = extra + amount;
-    return prstm_batch_append(g->batch, BANK_TRANSFER, args, 3);
+    return txtable_append_generated(g->batch, BANK_TRANSFER, args, 3);
   }
   args[0] = account;
   args[1] = extra + amount;
-  return prstm_batch_append(g->batch, BANK_WITHDRAW, args, 2);
+  return txtable_append_generated(g->batch, BANK_WITHDRAW, args, 2);
 }
 
 /* What every block of a generated batch shares: the generator's settings
@@ -302,7 +302,7 @@ static int bank_generate(const prstm_generate_spec *spec, const prstm_state_spec
   wl_zipf zipf;
   const double skew = spec->params[BANK_P_SKEW];
   if (skew > 0) {
-    if (wl_zipf_init(&zipf, g.accounts, skew) != 0) {
+    if (wl_zipf_init(&zipf, g.accounts, skew, spec->threads) != 0) {
       snprintf(err, errlen, "cannot allocate the generator's Zipfian table");
       return PRSTM_ENOMEM;
     }

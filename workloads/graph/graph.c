@@ -159,11 +159,11 @@ static int graph_make_block(const void *ctx, prstm_batch *part, uint64_t first, 
     prstm_word args[2];
     if (graph_slot_is_query(z, slot)) {
       args[0] = graph_below(rng, z->vertices);
-      rc = prstm_batch_append(part, GRAPH_VALUE, args, 1);
+      rc = txtable_append_generated(part, GRAPH_VALUE, args, 1);
     } else {
       args[0] = vertex++;
       args[1] = 0;
-      rc = prstm_batch_append(part, GRAPH_PUSH, args, 2);
+      rc = txtable_append_generated(part, GRAPH_PUSH, args, 2);
     }
   }
   return rc;
@@ -250,7 +250,7 @@ static int graph_next_round(const prstm_engine *engine, const prstm_batch *done,
   for (uint64_t v = 0; v < nv; v++) {
     if (changed[v] != (prstm_word)round + 1) continue;
     args[0] = v;
-    int rc = prstm_batch_append(next, GRAPH_PUSH, args, 2);
+    int rc = txtable_append_generated(next, GRAPH_PUSH, args, 2);
     if (rc) {
       snprintf(err, errlen, "cannot append the push of vertex %llu: %s", (unsigned long long)v, prstm_strerror(rc));
       return rc;

@@ -137,7 +137,7 @@ static int kmeans_make_block(const void *ctx, prstm_batch *part, uint64_t first,
     uint64_t x, y;
     kmeans_point(kr->k, at % points, &x, &y);
     prstm_word args[2] = {x, y};
-    rc = prstm_batch_append(part, (unsigned)(at / points), args, 2);
+    rc = txtable_append_generated(part, (unsigned)(at / points), args, 2);
   }
   return rc;
 }

@@ -122,7 +122,7 @@ static int kv_make_block(const void *ctx, prstm_batch *part, uint64_t first, uin
     prstm_word args[2];
     args[0] = kb->zipf ? wl_zipf_draw(kb->zipf, rng) : wl_below(rng, kb->keys);
     args[1] = first + t + 1;
-    rc = prstm_batch_append(part, type, args, type == KV_SET ? 2 : 1);
+    rc = txtable_append_generated(part, type, args, type == KV_SET ? 2 : 1);
   }
   return rc;
 }
@@ -149,7 +149,7 @@ static int kv_generate(const prstm_generate_spec *spec, const prstm_state_spec *
   wl_zipf zipf;
   const double skew = spec->params[KP_SKEW];
   if (skew > 0) {
-    if (wl_zipf_init(&zipf, blocks.keys, skew) != 0) {
+    if (wl_zipf_init(&zipf, blocks.keys, skew, spec->threads) != 0) {
       snprintf(err, errlen, "cannot allocate the Zipfian table");
       return PRSTM_ENOMEM;
     }

@@ -178,6 +178,12 @@ typedef struct sl_blocks {
   wl_perm pairs;        /* places the semantic pairs */
   uint64_t npairs, nblocks;
   wl_pair_rows pair_rows; /* the pairs' rows */
+  /* sl_outside_key's guide: for each bucket of 2^guide_shift ranks, the
+   * number of initial keys that lie below the bucket's first rank's key
+   * (nguide + 1 entries, the last one every key). */
+  uint64_t *guide;
+  uint64_t nguide;
+  unsigned guide_shift;
 } sl_blocks;
 
 typedef struct sl_gen {
@@ -189,21 +195,45 @@ typedef struct sl_gen {
 } sl_gen;
 
 /* The key of rank j among those of 1 .. key_range outside the sorted
- * initial keys: j + 1 plus the initial keys below it, found by a search of
- * keys[i] - 1 - i (how many keys outside the set lie below keys[i], which
- * never decreases). The search halves its range without a branch on the
- * comparison: j is random, so a branch on it would mispredict half the
- * time, and this search took most of the generator's time. */
+ * initial keys: j + 1 plus the initial keys below it, that is the keys[i]
+ * with keys[i] - 1 - i (how many keys outside the set lie below keys[i],
+ * which never decreases) at most j. j's bucket of the guide bounds that
+ * count on both sides, so the search covers the few keys of one bucket
+ * where a search of every key took most of the generator's time. */
+static uint64_t sl_outside_below(const uint64_t *keys, uint64_t i) { return keys[i] - 1 - i; }
+
 static uint64_t sl_outside_key(const sl_blocks *sb, uint64_t j) {
-  const uint64_t *keys = sb->keys;
-  uint64_t base = 0, n = sb->k.initial_keys; /* the count lies in [base, base + n] */
-  if (n == 0) return j + 1;
-  while (n > 1) {
-    const uint64_t half = n / 2, last = base + half - 1;
-    base += keys[last] - 1 - last <= j ? half : 0;
-    n -= half;
+  const uint64_t b = j >> sb->guide_shift; /* below nguide: j is below the ranks outside */
+  /* Keys before guide[b] count (they lie below the bucket's first rank);
+   * keys from guide[b + 1] on do not (they lie at or past the next one). */
+  uint64_t lo = sb->guide[b], hi = sb->guide[b + 1];
+  while (lo < hi) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    if (sl_outside_below(sb->keys, mid) <= j)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
-  return j + 1 + base + (keys[base] - 1 - base <= j);
+  return j + 1 + lo;
+}
+
+/* Builds sb->guide over the ranks of the keys outside the initial set, in
+ * buckets of a power of two ranks, about one bucket a key. */
+static int sl_guide_init(sl_blocks *sb) {
+  const uint64_t nkeys = sb->k.initial_keys, outside = sb->k.key_range - nkeys;
+  unsigned shift = 0;
+  while (shift < 63 && (outside >> shift) > (nkeys ? nkeys : 1)) shift++;
+  sb->guide_shift = shift;
+  sb->nguide = (outside >> shift) + 1;
+  sb->guide = malloc((size_t)(sb->nguide + 1) * sizeof *sb->guide);
+  if (!sb->guide) return PRSTM_ENOMEM;
+  uint64_t i = 0;
+  for (uint64_t b = 0; b < sb->nguide; b++) {
+    while (i < nkeys && sl_outside_below(sb->keys, i) < (b << shift)) i++;
+    sb->guide[b] = i;
+  }
+  sb->guide[sb->nguide] = nkeys;
+  return 0;
 }
 
 static uint64_t sl_fresh_key(const sl_blocks *sb, uint64_t row) {
@@ -212,7 +242,7 @@ static uint64_t sl_fresh_key(const sl_blocks *sb, uint64_t row) {
 
 static int sl_emit(sl_gen *g, unsigned type, uint64_t key, uint64_t height) {
   prstm_word args[2] = {key, height};
-  return prstm_batch_append(g->batch, type, args, type == SKIPLIST_INSERT ? 2 : 1);
+  return txtable_append_generated(g->batch, type, args, type == SKIPLIST_INSERT ? 2 : 1);
 }
 
 static int sl_emit_insert(sl_gen *g, uint64_t row) {
@@ -302,6 +332,12 @@ static int skiplist_generate(const prstm_generate_spec *spec, const prstm_state_
     return PRSTM_ENOMEM;
   }
   sb.keys = keys;
+  if (sl_guide_init(&sb) != 0) {
+    free(keys);
+    snprintf(err, errlen, "cannot allocate the generator's tables for %llu keys",
+             (unsigned long long)sb.k.initial_keys);
+    return PRSTM_ENOMEM;
+  }
   sb.nblocks = (n + WL_BLOCK_ROWS - 1) / WL_BLOCK_ROWS;
   sb.npairs = (uint64_t)(spec->semantic_ratio * (double)n / 2.0);
   wl_perm_init(&sb.fresh, spec->seed ^ 0x66726573686b6579ull, sb.k.key_range - sb.k.initial_keys); /* "freshkey" */
@@ -310,6 +346,7 @@ static int skiplist_generate(const prstm_generate_spec *spec, const prstm_state_
   wl_pair_rows_init(&sb.pair_rows, &sb.pairs, sb.npairs, n, spec->threads);
   rc = wl_generate_blocks(batch, n, spec->seed, spec->threads, 2, sl_make_block, &sb);
   wl_pair_rows_free(&sb.pair_rows);
+  free(sb.guide);
   free(keys);
   return wl_generated(batch, rc, spec->presorted, err, errlen);
 }

@@ -213,7 +213,7 @@ static int tpcc_make_block(const void *ctx, prstm_batch *part, uint64_t first, u
       args[2] = c;
       args[3] = quantities;
       args[4] = n;
-      rc = prstm_batch_append(part, TPCC_NEW_ORDER, args, (unsigned)(5 + n));
+      rc = txtable_append_generated(part, TPCC_NEW_ORDER, args, (unsigned)(5 + n));
     } else {
       uint64_t cw = w, cd = d;
       if (wl_unit(rng) < tb->remote_payment && l->warehouses > 1) {
@@ -233,7 +233,7 @@ static int tpcc_make_block(const void *ctx, prstm_batch *part, uint64_t first, u
       args[4] = who;
       args[5] = (uint64_t)by_name;
       args[6] = 100 + wl_below(rng, 500000 - 100 + 1);
-      rc = prstm_batch_append(part, TPCC_PAYMENT, args, 7);
+      rc = txtable_append_generated(part, TPCC_PAYMENT, args, 7);
     }
   }
   return rc;

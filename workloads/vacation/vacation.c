@@ -295,7 +295,7 @@ static uint64_t vacation_pick_customer(vacation_gen *g, uint64_t t) {
 
 static int vacation_append(vacation_gen *g, unsigned type, uint64_t a0, uint64_t a1) {
   prstm_word args[2] = {a0, a1};
-  return prstm_batch_append(g->batch, type, args, type == VACATION_FREE_ROOMS ? 1 : 2);
+  return txtable_append_generated(g->batch, type, args, type == VACATION_FREE_ROOMS ? 1 : 2);
 }
 
 /* A random book of an open type; 1 when none is possible now. */

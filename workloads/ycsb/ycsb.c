@@ -101,6 +101,10 @@ static int ycsb_make_block(const void *ctx, prstm_batch *part, uint64_t first, u
   const ycsb_blocks *yb = ctx;
   const unsigned ops = yb->ops;
   prstm_word args[YCSB_MAX_OPS + 2];
+  /* Operation i's field, i % fields, taken once a block, not a division an
+   * operation. */
+  uint64_t field[YCSB_MAX_OPS];
+  for (unsigned i = 0; i < ops; i++) field[i] = i % yb->s.fields;
   int rc = 0;
   (void)first;
   for (uint64_t t = 0; rc == 0 && t < rows; t++) {
@@ -108,15 +112,15 @@ static int ycsb_make_block(const void *ctx, prstm_batch *part, uint64_t first, u
     prstm_word *keys = type == YCSB_UPDATE ? args + 2 : args + 1;
     for (unsigned i = 0; i < ops; i++) {
       const uint64_t record = yb->zipf ? wl_zipf_draw(yb->zipf, rng) : wl_below(rng, yb->s.records);
-      keys[i] = record * yb->s.fields + i % yb->s.fields;
+      keys[i] = record * yb->s.fields + field[i];
     }
     if (type == YCSB_UPDATE) {
       args[0] = yb->kinds;
       args[1] = ops;
-      rc = prstm_batch_append(part, YCSB_UPDATE, args, ops + 2);
+      rc = txtable_append_generated(part, YCSB_UPDATE, args, ops + 2);
     } else {
       args[0] = ops;
-      rc = prstm_batch_append(part, YCSB_READ, args, ops + 1);
+      rc = txtable_append_generated(part, YCSB_READ, args, ops + 1);
     }
   }
   return rc;
@@ -146,7 +150,7 @@ static int ycsb_generate(const prstm_generate_spec *spec, const prstm_state_spec
     return rc;
   wl_zipf zipf;
   const int skewed = skew > 0;
-  if (skewed && wl_zipf_init(&zipf, s.records, skew) != 0) {
+  if (skewed && wl_zipf_init(&zipf, s.records, skew, spec->threads) != 0) {
     snprintf(err, errlen, "cannot allocate the Zipfian table");
     return PRSTM_ENOMEM;
   }
