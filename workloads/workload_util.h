@@ -13,6 +13,14 @@
 #include "prstm.h"
 #include "txtable.h"
 
+/* A hint that the cache line at p will be read soon, where the compiler
+ * has one. */
+#if defined(__GNUC__)
+#define WL_PREFETCH(p) __builtin_prefetch(p)
+#else
+#define WL_PREFETCH(p) ((void)(p))
+#endif
+
 /* ---- The random stream ----
  *
  * splitmix64: small, fast, and the same stream on every machine for a seed,
