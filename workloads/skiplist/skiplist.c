@@ -179,9 +179,11 @@ typedef struct sl_blocks {
   uint64_t npairs, nblocks;
   wl_pair_rows pair_rows; /* the pairs' rows */
   /* sl_outside_key's guide: for each bucket of 2^guide_shift ranks, the
-   * number of initial keys that lie below the bucket's first rank's key
-   * (nguide + 1 entries, the last one every key). */
-  uint64_t *guide;
+   * number of initial keys with fewer keys outside the set below them
+   * than the bucket's first rank (nguide + 1 entries, the last one every
+   * key). About one bucket for every two keys, four bytes each: a quarter
+   * of the memory of the keys themselves (initial_keys is below 2^31). */
+  uint32_t *guide;
   uint64_t nguide;
   unsigned guide_shift;
 } sl_blocks;
@@ -204,8 +206,10 @@ static uint64_t sl_outside_below(const uint64_t *keys, uint64_t i) { return keys
 
 static uint64_t sl_outside_key(const sl_blocks *sb, uint64_t j) {
   const uint64_t b = j >> sb->guide_shift; /* below nguide: j is below the ranks outside */
-  /* Keys before guide[b] count (they lie below the bucket's first rank);
-   * keys from guide[b + 1] on do not (they lie at or past the next one). */
+  /* Keys before guide[b] count (fewer outside keys lie below them than
+   * the bucket's first rank, which j is at least); keys from guide[b + 1]
+   * on do not (at least the next bucket's first rank lie below them, which
+   * j is below). */
   uint64_t lo = sb->guide[b], hi = sb->guide[b + 1];
   while (lo < hi) {
     const uint64_t mid = lo + (hi - lo) / 2;
@@ -218,11 +222,11 @@ static uint64_t sl_outside_key(const sl_blocks *sb, uint64_t j) {
 }
 
 /* Builds sb->guide over the ranks of the keys outside the initial set, in
- * buckets of a power of two ranks, about one bucket a key. */
+ * buckets of a power of two ranks, about one bucket for every two keys. */
 static int sl_guide_init(sl_blocks *sb) {
   const uint64_t nkeys = sb->k.initial_keys, outside = sb->k.key_range - nkeys;
   unsigned shift = 0;
-  while (shift < 63 && (outside >> shift) > (nkeys ? nkeys : 1)) shift++;
+  while (shift < 63 && (outside >> shift) > (nkeys > 1 ? nkeys / 2 : 1)) shift++;
   sb->guide_shift = shift;
   sb->nguide = (outside >> shift) + 1;
   sb->guide = malloc((size_t)(sb->nguide + 1) * sizeof *sb->guide);
@@ -230,9 +234,9 @@ static int sl_guide_init(sl_blocks *sb) {
   uint64_t i = 0;
   for (uint64_t b = 0; b < sb->nguide; b++) {
     while (i < nkeys && sl_outside_below(sb->keys, i) < (b << shift)) i++;
-    sb->guide[b] = i;
+    sb->guide[b] = (uint32_t)i;
   }
-  sb->guide[sb->nguide] = nkeys;
+  sb->guide[sb->nguide] = (uint32_t)nkeys;
   return 0;
 }
 

@@ -144,8 +144,9 @@ static int vacation_build(const vacation_shape *s, prstm_word **out, char *err, 
   /* The random customers tried, drawn VACATION_BUILD_AHEAD tries ahead of
    * their use, each one's slots prefetched when drawn: every try takes the
    * stream's next draw, whatever the try before it found, so the customers
-   * are the same, and a state of 150,000 customers was mostly waiting for
-   * their slots' cache lines (90,000 bookings, 5 to 14 ms on one core). */
+   * are the same. The default state's 90,000 bookings among 150,000
+   * customers spent most of a warm build (3 ms on one core) waiting for
+   * the customers' slots. */
   uint64_t ahead[VACATION_BUILD_AHEAD];
   for (unsigned k = 0; k < VACATION_BUILD_AHEAD; k++) {
     ahead[k] = wl_below(&rng, s->customers);
@@ -390,8 +391,9 @@ static int vacation_gen_model(vacation_gen *g, const prstm_word *w, const uint64
   if (!g->free_rooms || !g->used || !g->with_slot || !g->with_slot_at || (bits / 8 < (512ull << 20) && !g->ever))
     return PRSTM_ENOMEM;
   for (uint64_t c = 0; c < ncust; c++) {
-    /* The customers are random ones of the state: their slots' lines are
-     * asked for some customers ahead. */
+    /* A block's customers are random ones of the state (those set apart
+     * for the pairs' bookers are consecutive): their slots are asked for
+     * some customers ahead. */
     if (c + VACATION_BUILD_AHEAD < ncust) WL_PREFETCH(w + s->customers_base + ids[c + VACATION_BUILD_AHEAD] * s->slots);
     const prstm_word *slot = w + s->customers_base + ids[c] * s->slots;
     for (uint64_t i = 0; i < s->slots; i++) {
