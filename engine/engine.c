@@ -54,6 +54,10 @@ int prstm_engine_create(prstm_engine **out, const prstm_workload *wl, const prst
                  "a warp's unpublished decisions fit a packed field");
   if (e->opt.threads > PRSTM_MAX_THREADS)
     return engine_fail(e, PRSTM_EINVAL, "threads must be at most %u", PRSTM_MAX_THREADS);
+  if ((unsigned)e->opt.hetero_policy > (unsigned)PRSTM_HETERO_BALANCED)
+    return engine_fail(e, PRSTM_EINVAL,
+                       "hetero_policy must be PRSTM_HETERO_GPU_INVALIDATION, "
+                       "PRSTM_HETERO_FAVOUR_FASTEST or PRSTM_HETERO_BALANCED");
   return 0;
 }
 
@@ -175,6 +179,8 @@ void prstm_results_add(prstm_results *total, const prstm_results *run) {
   total->rounds += run->rounds;
   total->second_unit_rows += run->second_unit_rows;
   total->discarded_rows += run->discarded_rows;
+  total->first_unit_discarded_rows += run->first_unit_discarded_rows;
+  total->reordered_rounds += run->reordered_rounds;
   if (run->gpu_bytes > total->gpu_bytes) total->gpu_bytes = run->gpu_bytes;
 }
 

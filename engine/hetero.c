@@ -15,10 +15,12 @@
  * its own replica, postponing as always, and marks the locks its decided
  * rows read and wrote. The round is then serialised as A's rows followed by
  * B's: that order is what both units saw unless B read or wrote under a
- * lock that A wrote under. Without such a conflict each unit's writes are
- * copied into the other's replica and both parts are kept; with one, B's
- * part is discarded (the GPU-invalidation policy), B's replica is reset to
- * A's, and B's rows run again in a later round. Rows still postponed at the
+ * lock that A wrote under; failing that, as B's rows followed by A's, under
+ * the same rule the other way. Where one order holds, each unit's writes
+ * are copied into the other's replica and both parts are kept; where
+ * neither does, the engine's policy gives up one part (the GPU's under
+ * GPU invalidation, the default), the other unit's replica is copied into
+ * its replica, and its rows run again in a later round. Rows still postponed at the
  * end of a round are carried into the next one; once every row has been
  * handed out, unit A runs what is left to the end, abandoning only what
  * the final state cannot fund. So each row is decided once, and the run's
@@ -40,6 +42,7 @@ typedef struct hetero_run {
   uint8_t *reserved; /* one byte a lock: A's rows touch it in B's range this round */
   uint64_t *reserved_list;
   uint64_t nreserved, reserved_cap;
+  int a_loses_next; /* PRSTM_HETERO_BALANCED: unit A gives up its part at the next conflict */
 } hetero_run;
 
 /* The words under lock l. */
@@ -75,25 +78,64 @@ static int hetero_copy_replica(hetero_run *h, int from_b, double *copy_s) {
   return 0;
 }
 
-/* Reconciles the replicas after a round: *kept is 1 when B's part is kept
- * (no lock A wrote under was read or written by B), 0 when it is
- * discarded; either way both replicas end equal. */
-static int hetero_reconcile(hetero_run *h, int *kept, double *copy_s) {
+/* What a reconciliation kept of a round, and in which commit order. */
+typedef enum hetero_verdict {
+  HETERO_KEEP_BOTH,         /* A's rows, then B's */
+  HETERO_KEEP_BOTH_B_FIRST, /* B's rows, then A's */
+  HETERO_KEEP_A,            /* B's part given up */
+  HETERO_KEEP_B             /* A's part given up */
+} hetero_verdict;
+
+/* Decided rows of a unit's part: committed, failed or abandoned. */
+static uint64_t part_decided(const unit *u) { return u->n - unit_pending(u); }
+
+/* The part to give up where the round's parts conflict in both orders,
+ * after the engine's policy (prstm_hetero_policy). */
+static hetero_verdict hetero_resolve(hetero_run *h) {
+  switch (h->e->opt.hetero_policy) {
+    case PRSTM_HETERO_FAVOUR_FASTEST:
+      /* The part that decided more rows is kept; a tie keeps the CPU's. */
+      return part_decided(&h->unit[1]) > part_decided(&h->unit[0]) ? HETERO_KEEP_B : HETERO_KEEP_A;
+    case PRSTM_HETERO_BALANCED: {
+      /* The units lose in turn, the second unit first. */
+      const hetero_verdict v = h->a_loses_next ? HETERO_KEEP_B : HETERO_KEEP_A;
+      h->a_loses_next = !h->a_loses_next;
+      return v;
+    }
+    case PRSTM_HETERO_GPU_INVALIDATION:
+    default:
+      return HETERO_KEEP_A;
+  }
+}
+
+/* Reconciles the replicas after a round and says what was kept (*verdict).
+ * Both parts ran from the same state, so the round is serialisable as A's
+ * rows then B's unless B read or wrote under a lock that A wrote under,
+ * and as B's then A's unless A read or wrote under a lock that B wrote
+ * under. Where neither order holds, the policy gives up one part. Either
+ * way both replicas end equal. */
+static int hetero_reconcile(hetero_run *h, hetero_verdict *verdict, double *copy_s) {
   unit *a = &h->unit[0], *bu = &h->unit[1];
   int rc = 0;
   if (bu->ops->footprint_take && (rc = bu->ops->footprint_take(bu->e, bu->bs)) != 0)
     return engine_fail(h->e, rc, "GPU unit: %s", bu->e->err);
+  *verdict = HETERO_KEEP_BOTH;
   if (!a->n || !bu->n) {
     /* One unit ran alone: nothing to compare, its replica is copied whole. */
-    *kept = 1;
     return hetero_copy_replica(h, bu->n != 0, copy_s);
   }
-  /* B comes after A, so what A read may be what B overwrote: A's reads
-   * take no part. */
-  const uint8_t *wa = a->e->unit_write_marks;
+  const uint8_t *ra = a->e->unit_read_marks, *wa = a->e->unit_write_marks;
   const uint8_t *rb = bu->e->unit_read_marks, *wb = bu->e->unit_write_marks;
-  int conflict = 0;
-  for (uint64_t l = 0; l < h->nlocks && !conflict; l++) conflict = wa[l] && (rb[l] | wb[l]);
+  int a_first_fails = 0, b_first_fails = 0;
+  for (uint64_t l = 0; l < h->nlocks && !(a_first_fails && b_first_fails); l++) {
+    a_first_fails |= wa[l] && (rb[l] | wb[l]);
+    b_first_fails |= wb[l] && (ra[l] | wa[l]);
+  }
+  if (a_first_fails) *verdict = b_first_fails ? hetero_resolve(h) : HETERO_KEEP_BOTH_B_FIRST;
+  /* Where both parts are kept, no lock was written by both: each unit's
+   * written locks go to the other replica. Where one part is given up, the
+   * kept part's replica holds every lock either wrote. */
+  const int to_a = *verdict == HETERO_KEEP_B, to_b = *verdict == HETERO_KEEP_A;
   prstm_word *aw = a->e->words;
   prstm_word *bw = bu->e->words;
   double t0 = engine_now();
@@ -108,10 +150,9 @@ static int hetero_reconcile(hetero_run *h, int *kept, double *copy_s) {
     uint64_t from, to;
     lock_words(h, l, &from, &to);
     const size_t bytes = (size_t)(to - from) * sizeof *aw;
-    if (!conflict && wb[l]) {
+    if (to_a || (!to_b && wb[l])) {
       memcpy(aw + from, bw + from, bytes);
     } else {
-      /* A's write, or a lock B wrote under in a discarded part: A's value. */
       memcpy(bw + from, aw + from, bytes);
       b_changed = 1;
     }
@@ -122,7 +163,6 @@ static int hetero_reconcile(hetero_run *h, int *kept, double *copy_s) {
   }
   *copy_s += engine_now() - t0;
   hetero_clear_marks(h);
-  *kept = !conflict;
   return 0;
 }
 
@@ -131,6 +171,18 @@ static int hetero_keep(hetero_run *h, unit *u, prstm_results *res, uint64_t *dec
   int rc = unit_keep(h->e, h->b, u, h->seq_base, res, decided, &h->carry, NULL);
   if (!rc) h->seq_base += u->out.q[STM_Q_SEQUENCE];
   return rc;
+}
+
+/* Gives up a part lost to a conflict: its rows, decided or not, wait for a
+ * later round. */
+static int hetero_give_up(hetero_run *h, unit *u, prstm_results *res) {
+  for (uint64_t k = 0; k < u->n; k++) {
+    int rc = unit_rowlist_push(h->e, &h->carry, u->rows[k]);
+    if (rc) return rc;
+  }
+  res->discarded_rows += u->n;
+  if (u == &h->unit[0]) res->first_unit_discarded_rows += u->n;
+  return 0;
 }
 
 /* Locks unit A's rows of this round touch in B's range (routed rounds),
@@ -502,7 +554,7 @@ static int hetero_run_rounds(hetero_run *h, prstm_results *res, hetero_probe *pr
   /* Rounds run while new rows remain, and a few more on the carried rows
    * alone while they still decide some. */
   unsigned rounds_after_new = 0;
-  double work_a = 0, time_a = 0, work_b = 0, ran_work_b = 0, time_b = 0;
+  double work_a = 0, ran_work_a = 0, time_a = 0, work_b = 0, ran_work_b = 0, time_b = 0;
   unsigned lost_rounds = 0;
   uint64_t decided_last = 1;
   while (h->next_new < b->n ||
@@ -510,37 +562,38 @@ static int hetero_run_rounds(hetero_run *h, prstm_results *res, hetero_probe *pr
     rc = hetero_plan(h, round_rows, share_b);
     if (!rc) rc = hetero_round(h);
     /* A solo unit's replica alone moves on; the other takes it at the end. */
-    int kept = 1;
-    if (!rc && solo < 0) rc = hetero_reconcile(h, &kept, &res->transfer_s);
+    hetero_verdict verdict = HETERO_KEEP_BOTH;
+    if (!rc && solo < 0) rc = hetero_reconcile(h, &verdict, &res->transfer_s);
+    const int keep_a = verdict != HETERO_KEEP_B, keep_b = verdict != HETERO_KEEP_A;
     uint64_t decided_a = 0, decided_b = 0;
-    if (!rc && a->n) rc = hetero_keep(h, a, res, &decided_a);
-    if (!rc && bu->n) {
-      if (kept) {
-        rc = hetero_keep(h, bu, res, &decided_b);
-        res->second_unit_rows += decided_b;
-      } else {
-        for (uint64_t k = 0; k < bu->n && !rc; k++) rc = unit_rowlist_push(h->e, &h->carry, bu->rows[k]);
-        res->discarded_rows += bu->n;
-      }
-    }
+    /* The parts are kept in the round's commit order. */
+    if (!rc && bu->n && verdict == HETERO_KEEP_BOTH_B_FIRST) rc = hetero_keep(h, bu, res, &decided_b);
+    if (!rc && a->n) rc = keep_a ? hetero_keep(h, a, res, &decided_a) : hetero_give_up(h, a, res);
+    if (!rc && bu->n && verdict != HETERO_KEEP_BOTH_B_FIRST)
+      rc = keep_b ? hetero_keep(h, bu, res, &decided_b) : hetero_give_up(h, bu, res);
     if (rc) return rc;
+    res->second_unit_rows += decided_b;
+    res->reordered_rounds += verdict == HETERO_KEEP_BOTH_B_FIRST;
+    const int lost = (!keep_a && a->n) || (!keep_b && bu->n);
+    const uint64_t ran_a = keep_a ? decided_a : part_decided(a), ran_b = keep_b ? decided_b : part_decided(bu);
     res->rounds++;
     decided_last = decided_a + decided_b;
     if (bu->is_gpu) res->transfer_s += bu->copy_s;
     /* Each unit's share follows the rows it decided and kept per second of
      * its own time, over the rounds so far with the older ones weighing
      * less (a part's fixed costs make one small part look slow); a part
-     * lost to a conflict counts as nothing decided. Its speed alone counts
-     * the rows it decided, kept or not. */
-    const uint64_t ran_b = kept ? decided_b : bu->n - unit_pending(bu);
+     * given up to a conflict counts as nothing decided. Its speed alone
+     * counts the rows it decided, kept or not. */
     work_a = work_a / 2 + (double)decided_a;
+    ran_work_a = ran_work_a / 2 + (double)ran_a;
     time_a = time_a / 2 + (a->n ? a->busy_s : 0);
     work_b = work_b / 2 + (double)decided_b;
     ran_work_b = ran_work_b / 2 + (double)ran_b;
     time_b = time_b / 2 + (bu->n ? bu->busy_s : 0);
-    lost_rounds += bu->n && !kept;
+    lost_rounds += lost;
     const double rate_a = time_a > 0 ? work_a / time_a : 0;
     const double rate_b = time_b > 0 ? work_b / time_b : 0;
+    const double speed_a = time_a > 0 ? ran_work_a / time_a : 0;
     const double speed_b = time_b > 0 ? ran_work_b / time_b : 0;
     if (solo < 0 && time_a > 0 && time_b > 0 && rate_a + rate_b > 0) {
       share_b = rate_b / (rate_a + rate_b);
@@ -548,17 +601,17 @@ static int hetero_run_rounds(hetero_run *h, prstm_results *res, hetero_probe *pr
       if (share_b > 1 - min_share) share_b = 1 - min_share;
     }
     /* The scheduler settles on one unit when the other would add little:
-     * one decides rows SOLO_RATIO times faster than the other (B's speed
-     * counting its lost parts too: a conflict says nothing of it), or B's parts
+     * one decides rows SOLO_RATIO times faster than the other (each speed
+     * counting its lost parts too: a conflict says nothing of it), or parts
      * were lost to conflicts in SOLO_LOST_ROUNDS rounds (the faster
      * unit alone then beats both together). Both units ran the first
      * round, half of it each, so each has been measured. */
     if (solo < 0 && time_a > 0 && time_b > 0) {
       if (lost_rounds >= PRSTM_POLICY_HETERO_SOLO_LOST_ROUNDS)
-        solo = speed_b > rate_a ? 1 : 0;
-      else if (speed_b >= PRSTM_POLICY_HETERO_SOLO_RATIO * rate_a)
+        solo = speed_b > speed_a ? 1 : 0;
+      else if (speed_b >= PRSTM_POLICY_HETERO_SOLO_RATIO * speed_a)
         solo = 1;
-      else if (rate_a >= PRSTM_POLICY_HETERO_SOLO_RATIO * speed_b)
+      else if (speed_a >= PRSTM_POLICY_HETERO_SOLO_RATIO * speed_b)
         solo = 0;
       if (solo >= 0) {
         share_b = solo;
@@ -567,7 +620,7 @@ static int hetero_run_rounds(hetero_run *h, prstm_results *res, hetero_probe *pr
     }
     /* The period adapts to the conflicts: a longer round costs less
      * reconciliation per row, a shorter one loses less to a conflict. */
-    if (!kept && bu->n) {
+    if (lost) {
       round_rows /= 2;
       if (round_rows < min_round) round_rows = min_round;
     } else if (round_rows < max_round) {

@@ -139,9 +139,9 @@ static int copy_path(const cfg_ctx *c, const char *where, char *dst, size_t dstl
 }
 
 static int parse_engine(const cfg_ctx *c, const cJSON *root, prstm_options *opt) {
-  static const char *const keys[] = {
-      "backend",    "threads", "lock_coverage", "semantic",      "retry_limit",     "verify", "watchdog_s",
-      "chunk_rows", "deltas",  "units",         "hetero_rounds", "partition_state", NULL};
+  static const char *const keys[] = {"backend",       "threads",       "lock_coverage",   "semantic", "retry_limit",
+                                     "verify",        "watchdog_s",    "chunk_rows",      "deltas",   "units",
+                                     "hetero_rounds", "hetero_policy", "partition_state", NULL};
   const cJSON *eng;
   int rc = get_object(c, root, "engine", "engine", 0, &eng);
   if (rc != 0 || eng == NULL) return rc;
@@ -199,6 +199,20 @@ static int parse_engine(const cfg_ctx *c, const cJSON *root, prstm_options *opt)
   }
   if ((rc = get_bool(c, eng, "verify", "engine.verify", &opt->verify)) != 0) return rc;
   if ((rc = get_bool(c, eng, "hetero_rounds", "engine.hetero_rounds", &opt->hetero_rounds)) != 0) return rc;
+  if ((rc = get_string(c, eng, "hetero_policy", "engine.hetero_policy", 0, &s)) != 0) return rc;
+  if (s != NULL) {
+    if (strcmp(s, "gpu-invalidation") == 0)
+      opt->hetero_policy = PRSTM_HETERO_GPU_INVALIDATION;
+    else if (strcmp(s, "favour-fastest") == 0)
+      opt->hetero_policy = PRSTM_HETERO_FAVOUR_FASTEST;
+    else if (strcmp(s, "balanced") == 0)
+      opt->hetero_policy = PRSTM_HETERO_BALANCED;
+    else {
+      loaders_errf(c->err, c->errlen,
+                   "%s: engine.hetero_policy: expected 'gpu-invalidation', 'favour-fastest' or 'balanced'", c->file);
+      return PRSTM_ECONFIG;
+    }
+  }
   if ((rc = get_bool(c, eng, "partition_state", "engine.partition_state", &opt->partition_state)) != 0) return rc;
   if ((rc = get_u32(c, eng, "watchdog_s", "engine.watchdog_s", 0, &opt->watchdog_s)) != 0) return rc;
   /* 0 keeps the default: chunks only when the table does not fit the GPU. */

@@ -1,4 +1,4 @@
-/* test_hetero.c: behaviour of co-execution (backend hetero): rows routed to two units on replicas of the state and kept, a second unit's part discarded on a conflict and run again, postponed rows funded across units, other workloads verified, streams refusing it, and the GPU as the second unit where there is one. */
+/* test_hetero.c: behaviour of co-execution (backend hetero): rows routed to two units on replicas of the state and kept, parts kept in either order, a part given up on a conflict (by the policy) and run again, postponed rows funded across units, other workloads verified, streams refusing it, and the GPU as the second unit where there is one. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,8 +21,8 @@ typedef struct hetero_run {
 /* Opens a co-executed run of `workload`: deltas in `deltas` mode, and with
  * `rounds` the units share every batch (engine.hetero_rounds), else the
  * scheduler may give it to one. The caller sets the state. */
-static void open_hetero_on(hetero_run *r, const char *workload, prstm_deltas_mode deltas, int rounds,
-                           uint32_t threads) {
+static void open_hetero_policy(hetero_run *r, const char *workload, prstm_deltas_mode deltas, int rounds,
+                               uint32_t threads, prstm_hetero_policy policy) {
   memset(r, 0, sizeof *r);
   r->wl = prstm_workload_find(workload);
   cr_assert_not_null(r->wl);
@@ -30,7 +30,13 @@ static void open_hetero_on(hetero_run *r, const char *workload, prstm_deltas_mod
   test_options(&opt, PRSTM_BACKEND_HETERO, threads, 1);
   opt.deltas = deltas;
   opt.hetero_rounds = rounds;
+  opt.hetero_policy = policy;
   test_open(r->wl, &opt, &r->engine, &r->batch);
+}
+
+static void open_hetero_on(hetero_run *r, const char *workload, prstm_deltas_mode deltas, int rounds,
+                           uint32_t threads) {
+  open_hetero_policy(r, workload, deltas, rounds, threads, PRSTM_HETERO_GPU_INVALIDATION);
 }
 
 static void open_hetero(hetero_run *r, const char *workload, prstm_deltas_mode deltas, int rounds) {
@@ -95,6 +101,18 @@ Test(hetero, routed_transfers_keep_both_units_parts) {
   run_close(&r);
 }
 
+/* Runs n rows over the two accounts, verified: a deposit every eleventh
+ * row, totals in between. */
+static void run_deposits_beside_totals(hetero_run *r, uint64_t n) {
+  for (uint64_t i = 0; i < n; i++) {
+    if (i % 11 == 0)
+      test_append2(r->batch, "deposit", i % 2, 1 + i % 5, 2);
+    else
+      test_append2(r->batch, "total", 0, 0, 0);
+  }
+  test_run_verified(r->engine, r->batch, &r->res, "hetero run");
+}
+
 /* Rows whose words the host cannot see (totals read every account; two
  * accounts, as many as the narrow rows' sets hold), ten rows in eleven, are
  * split blindly (fewer than one row in eight names its words); the second unit's totals then read accounts the CPU
@@ -105,13 +123,7 @@ Test(hetero, routed_transfers_keep_both_units_parts) {
 Test(hetero, conflicting_second_part_is_discarded_and_run_again) {
   hetero_run r;
   open_bank(&r, 2, 1000);
-  for (uint64_t i = 0; i < 120000; i++) {
-    if (i % 11 == 0)
-      test_append2(r.batch, "deposit", i % 2, 1 + i % 5, 2);
-    else
-      test_append2(r.batch, "total", 0, 0, 0);
-  }
-  test_run_verified(r.engine, r.batch, &r.res, "hetero run");
+  run_deposits_beside_totals(&r, 120000);
   cr_assert_eq(r.res.committed, 120000, "committed %llu failed %llu abandoned %llu",
                (unsigned long long)r.res.committed, (unsigned long long)r.res.failed,
                (unsigned long long)r.res.abandoned);
@@ -121,6 +133,114 @@ Test(hetero, conflicting_second_part_is_discarded_and_run_again) {
                 PRSTM_POLICY_HETERO_SOLO_LOST_ROUNDS, (unsigned long long)r.res.discarded_rows);
   test_expect_invariant(r.wl, r.engine, r.batch);
   run_close(&r);
+}
+
+/* A bank of two accounts under `policy`, the units sharing every batch in
+ * rounds, the delta path off. */
+static void open_bank_policy(hetero_run *r, prstm_hetero_policy policy) {
+  open_hetero_policy(r, "bank", PRSTM_DELTAS_OFF, 1, UNIT_THREADS, policy);
+  prstm_state_spec s;
+  prstm_state_spec_init(r->wl, &s);
+  s.accounts = 2;
+  s.initial_balance = 1000;
+  cr_assert_eq(prstm_engine_init_state(r->engine, &s), 0, "%s", prstm_engine_error(r->engine));
+}
+
+/* The first round's rows: its first half, the second unit's part, and its
+ * second half, the first unit's. The batches below name their words (the
+ * deposits' and withdrawals' accounts) in fewer than one row in eight, so
+ * the rounds are split blindly, in that way. */
+#define FIRST_ROUND_HALF (PRSTM_POLICY_HETERO_FIRST_ROUND_ROWS / 2)
+
+/* The second unit's part only reads (totals) while the first unit's
+ * deposits write the accounts those totals read: the order CPU then GPU
+ * does not hold, but GPU then CPU does, so both parts are kept in that
+ * order, nothing is given up, and the replay agrees with every total. */
+Test(hetero, parts_kept_in_the_other_order_when_only_that_one_holds) {
+  hetero_run r;
+  open_bank_policy(&r, PRSTM_HETERO_GPU_INVALIDATION);
+  const uint64_t n = 4 * FIRST_ROUND_HALF;
+  for (uint64_t i = 0; i < n; i++) {
+    if (i >= FIRST_ROUND_HALF && i < 2 * FIRST_ROUND_HALF && i % 11 == 0)
+      test_append2(r.batch, "deposit", i % 2, 1 + i % 5, 2);
+    else
+      test_append2(r.batch, "total", 0, 0, 0);
+  }
+  test_run_verified(r.engine, r.batch, &r.res, "hetero run");
+  cr_assert_eq(r.res.committed, n);
+  cr_assert_geq(r.res.reordered_rounds, 1, "the first round's totals read what its deposits wrote");
+  cr_assert_eq(r.res.discarded_rows, 0, "one order held in every round: %llu rows given up",
+               (unsigned long long)r.res.discarded_rows);
+  test_expect_invariant(r.wl, r.engine, r.batch);
+  run_close(&r);
+}
+
+/* Both parts of the first round deposit into the accounts that the other
+ * part's totals read, so neither order holds; the first unit's part also
+ * holds withdrawals nothing funds, which stay pending, so it decides fewer
+ * rows than the second unit's. Rows after the first round only read. */
+static void conflicting_parts_with_a_slow_first(hetero_run *r, prstm_hetero_policy policy) {
+  open_bank_policy(r, policy);
+  const uint64_t n = 4 * FIRST_ROUND_HALF;
+  for (uint64_t i = 0; i < n; i++) {
+    if (i < 2 * FIRST_ROUND_HALF && i % 13 == 0)
+      test_append2(r->batch, "deposit", i % 2, 1 + i % 5, 2);
+    else if (i >= FIRST_ROUND_HALF && i < 2 * FIRST_ROUND_HALF && i % 26 == 5)
+      test_append2(r->batch, "withdraw", i % 2, 1000000000, 2);
+    else
+      test_append2(r->batch, "total", 0, 0, 0);
+  }
+  test_run_verified(r->engine, r->batch, &r->res, "hetero run");
+  cr_assert_gt(r->res.discarded_rows, 0, "the first round's parts conflict in both orders");
+  cr_assert_eq(r->res.committed + r->res.abandoned, n, "committed %llu abandoned %llu failed %llu",
+               (unsigned long long)r->res.committed, (unsigned long long)r->res.abandoned,
+               (unsigned long long)r->res.failed);
+  test_expect_invariant(r->wl, r->engine, r->batch);
+}
+
+/* GPU invalidation gives up the second unit's part, whatever each
+ * decided; favour-fastest gives up the part that decided fewer rows, in
+ * the first round the first unit's, and keeps the second unit's. */
+Test(hetero, policy_chooses_the_part_given_up) {
+  hetero_run r;
+  conflicting_parts_with_a_slow_first(&r, PRSTM_HETERO_GPU_INVALIDATION);
+  cr_assert_eq(r.res.first_unit_discarded_rows, 0, "GPU invalidation keeps the CPU's part");
+  run_close(&r);
+  conflicting_parts_with_a_slow_first(&r, PRSTM_HETERO_FAVOUR_FASTEST);
+  cr_assert_geq(r.res.first_unit_discarded_rows, FIRST_ROUND_HALF,
+                "favour-fastest gives up the part that decided fewer rows: %llu of the first unit's rows",
+                (unsigned long long)r.res.first_unit_discarded_rows);
+  cr_assert_lt(r.res.discarded_rows - r.res.first_unit_discarded_rows, FIRST_ROUND_HALF,
+               "the second unit's first part decided more rows and is kept: %llu of its rows given up",
+               (unsigned long long)(r.res.discarded_rows - r.res.first_unit_discarded_rows));
+  run_close(&r);
+}
+
+/* Under the balanced policy the units give up their parts in turn: over
+ * the two lost rounds before the scheduler settles on one unit, each unit
+ * gave up one part. */
+Test(hetero, balanced_policy_gives_up_each_units_part_in_turn) {
+  hetero_run r;
+  open_bank_policy(&r, PRSTM_HETERO_BALANCED);
+  run_deposits_beside_totals(&r, 120000);
+  cr_assert_eq(r.res.committed, 120000);
+  cr_assert_gt(r.res.first_unit_discarded_rows, 0, "the first unit must give up a part in its turn");
+  cr_assert_gt(r.res.discarded_rows, r.res.first_unit_discarded_rows, "the second unit must give up one too");
+  test_expect_invariant(r.wl, r.engine, r.batch);
+  run_close(&r);
+}
+
+/* An unknown policy is refused when the engine is created. */
+Test(hetero, unknown_policy_is_refused) {
+  const prstm_workload *wl = prstm_workload_find("bank");
+  prstm_options opt;
+  prstm_options_init(&opt);
+  opt.backend = PRSTM_BACKEND_HETERO;
+  opt.hetero_policy = (prstm_hetero_policy)7;
+  prstm_engine *e = NULL;
+  cr_assert_eq(prstm_engine_create(&e, wl, &opt), PRSTM_EINVAL);
+  cr_assert(strstr(prstm_engine_error(e), "hetero_policy") != NULL, "%s", prstm_engine_error(e));
+  prstm_engine_destroy(e);
 }
 
 /* Withdrawals come before the deposits that fund them, in rows that land

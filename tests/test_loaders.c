@@ -461,6 +461,19 @@ Test(loaders, hetero_rounds_must_be_true_or_false) {
   expect_config_error("bad_hetero_rounds.json", PRSTM_ECONFIG, ": engine.hetero_rounds: expected true or false");
 }
 
+Test(loaders, hetero_policy_is_read) {
+  prstm_config cfg;
+  err[0] = '\0';
+  cr_assert_eq(prstm_config_load(data_path("hetero_policy.json"), &cfg, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(cfg.options.hetero_policy, PRSTM_HETERO_FAVOUR_FASTEST);
+  prstm_config_free(&cfg);
+}
+
+Test(loaders, unknown_hetero_policy_is_rejected) {
+  expect_config_error("bad_hetero_policy.json", PRSTM_ECONFIG,
+                      ": engine.hetero_policy: expected 'gpu-invalidation', 'favour-fastest' or 'balanced'");
+}
+
 Test(loaders, partition_state_is_read) {
   prstm_config cfg;
   err[0] = '\0';

@@ -384,6 +384,15 @@ typedef enum prstm_path {
   PRSTM_PATH_DELTAS = 1 /* the proven batch order, applied as sums of declared steps */
 } prstm_path;
 
+/* Backend HETERO: whose part of a round is given up when the two units'
+ * parts conflict in both orders (docs/HETERO.md, "Conflicts"). The part
+ * given up runs again in a later round. */
+typedef enum prstm_hetero_policy {
+  PRSTM_HETERO_GPU_INVALIDATION = 0, /* the CPU's part is kept, the GPU's given up (default) */
+  PRSTM_HETERO_FAVOUR_FASTEST = 1,   /* the part that decided more rows is kept */
+  PRSTM_HETERO_BALANCED = 2          /* the units give up their parts in turn, so that neither starves */
+} prstm_hetero_policy;
+
 typedef struct prstm_options {
   prstm_backend backend;
   uint32_t threads;       /* 0: every host core (CPU), or on a GPU the worker variant's
@@ -412,6 +421,9 @@ typedef struct prstm_options {
    * co-execution itself); 0 (default) lets the scheduler choose
    * (docs/HETERO.md). */
   int hetero_rounds;
+  /* Backend HETERO: whose part is given up on a conflict (default
+   * PRSTM_HETERO_GPU_INVALIDATION). */
+  prstm_hetero_policy hetero_policy;
   /* Backend MULTI: 1 partitions the state among the units, so that each
    * GPU holds only its range of the words (a state up to the units' memory
    * together, not one GPU's), and the host's cores run the rows that span
@@ -454,10 +466,13 @@ typedef struct prstm_results {
   uint64_t snapshot_rows;
   double snapshot_s;
   /* A co-executed run (PRSTM_BACKEND_HETERO): its rounds, the rows the
-   * second unit (the GPU) decided and kept, and the rows it decided but
-   * gave up to a conflict with the CPU unit's writes, which ran again in a
-   * later round; 0 in every other run. */
-  uint64_t rounds, second_unit_rows, discarded_rows;
+   * second unit (the GPU) decided and kept, and the rows of the parts
+   * either unit gave up to a conflict with the other's part, which ran
+   * again in a later round; first_unit_discarded_rows counts those of the
+   * first unit (the CPU), and reordered_rounds the rounds kept whole in
+   * the order GPU then CPU because the order CPU then GPU did not hold
+   * (docs/HETERO.md, "Conflicts"); 0 in every other run. */
+  uint64_t rounds, second_unit_rows, discarded_rows, first_unit_discarded_rows, reordered_rounds;
   /* A co-executed run that the scheduler gave whole to one unit, the
    * faster by far (docs/HETERO.md): PRSTM_BACKEND_CPU or PRSTM_BACKEND_GPU,
    * and why; PRSTM_BACKEND_AUTO and empty where the units shared it, or

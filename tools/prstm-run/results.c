@@ -9,6 +9,13 @@
 
 #define SAMPLE_LIMIT 100
 
+/* The config's name of a co-execution policy. */
+static const char *hetero_policy_name(prstm_hetero_policy p) {
+  return p == PRSTM_HETERO_FAVOUR_FASTEST ? "favour-fastest"
+         : p == PRSTM_HETERO_BALANCED     ? "balanced"
+                                          : "gpu-invalidation";
+}
+
 /* Lists up to SAMPLE_LIMIT transactions of one status with their reasons.
  * The run's count of that status (all rounds together, so at least the
  * batch's) ends the scan once that many are listed: a batch of 10^7 rows
@@ -84,7 +91,10 @@ char *cli_results_json(const prstm_config *cfg, const prstm_engine *e, const prs
     if (co) {
       cJSON_AddNumberToObject(co, "rounds", (double)r->rounds);
       cJSON_AddNumberToObject(co, "second_unit_rows", (double)r->second_unit_rows);
+      cJSON_AddStringToObject(co, "policy", hetero_policy_name(cfg->options.hetero_policy));
       cJSON_AddNumberToObject(co, "discarded_rows", (double)r->discarded_rows);
+      cJSON_AddNumberToObject(co, "first_unit_discarded_rows", (double)r->first_unit_discarded_rows);
+      cJSON_AddNumberToObject(co, "reordered_rounds", (double)r->reordered_rounds);
       if (r->alone != PRSTM_BACKEND_AUTO) {
         cJSON_AddStringToObject(co, "alone", r->alone == PRSTM_BACKEND_GPU ? "gpu" : "cpu");
         cJSON_AddStringToObject(co, "alone_why", r->alone_why);
@@ -180,9 +190,12 @@ void cli_print_summary(const prstm_config *cfg, const prstm_results *r, const ru
            r->alone == PRSTM_BACKEND_GPU ? "GPU" : "CPU", r->alone_why);
   else if (r->backend == PRSTM_BACKEND_HETERO)
     printf(
-        "  co-execution       %llu rounds; the second unit decided %llu kept rows and gave up %llu to conflicts "
-        "(run again)\n",
-        (unsigned long long)r->rounds, (unsigned long long)r->second_unit_rows, (unsigned long long)r->discarded_rows);
+        "  co-execution       %llu rounds; the second unit decided %llu kept rows; %llu rows given up to conflicts "
+        "and run again (%llu of them the first unit's, policy %s); %llu rounds kept with the second unit's part "
+        "first\n",
+        (unsigned long long)r->rounds, (unsigned long long)r->second_unit_rows, (unsigned long long)r->discarded_rows,
+        (unsigned long long)r->first_unit_discarded_rows, hetero_policy_name(cfg->options.hetero_policy),
+        (unsigned long long)r->reordered_rounds);
   if (r->backend == PRSTM_BACKEND_MULTI && r->state_partitioned)
     printf(
         "  units              %u, state partitioned, %llu rounds; %llu rows ran on the host (their words span "
