@@ -516,7 +516,8 @@ static int exp_oltp(bench_ctx *c) {
  * dataset's size: a larger one leaves fewer rows to wait for a later round
  * because a row of the CPU's touched their accounts); kv's mixes A, B and C
  * on Zipfian keys; and vacation and kmeans, whose bodies compute their
- * words, so that their rounds are split blindly. Every point's runs are
+ * words, so that their rounds are split blindly, also in rounds under each
+ * conflict policy. Every point's runs are
  * checked against the workload's invariant and verified against their
  * serial replay. */
 static bench_point hetero_point(const bench_ctx *c, const prstm_workload *wl, const char *series, uint64_t n) {
@@ -586,6 +587,31 @@ static int exp_hetero(bench_ctx *c) {
     p.x_name = "workload";
     p.x = i;
     run_point(c, &p, f, rows);
+  }
+  /* The conflict policies on the same two workloads, whose blindly split
+   * rounds conflict: the units sharing every batch in rounds under each
+   * policy (x 0 gpu-invalidation, 1 favour-fastest, 2 balanced), beside
+   * the GPU, the CPU backend and one CPU thread once, at x 0. */
+  static const char *const policy_series[] = {"hetero-policy-vacation", "hetero-policy-kmeans"};
+  for (unsigned i = 0; i < 2; i++) {
+    for (unsigned k = 0; k < 3; k++) {
+      bench_point p;
+      if (i == 0) {
+        p = vacation_point(c, "hetero", policy_series[i], 0.0, 0);
+      } else if (workload_point(c, "kmeans", &p) != 0) {
+        status = PRSTM_EUNKNOWN;
+        break;
+      }
+      p.experiment = "hetero";
+      p.series = policy_series[i];
+      p.runners = RUNNER_BIT(R_HETERO_ROUNDS);
+      if (k == 0) p.runners |= RUNNER_BIT(R_GPU_POSTPONE) | RUNNER_BIT(R_CPU_POSTPONE) | RUNNER_BIT(R_CPU_SERIAL);
+      p.verify = 1;
+      p.hetero_policy = (prstm_hetero_policy)k;
+      p.x_name = "policy";
+      p.x = k;
+      run_point(c, &p, f, rows);
+    }
   }
   fclose(f);
   return status;

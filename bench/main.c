@@ -12,12 +12,29 @@
 
 #include "bench.h"
 
-const char *const series_names[SERIES_COUNT] = {
-    "update",      "ro20",        "unsorted",  "presorted",        "transfers",
-    "skiplist",    "kmeans",      "graph",     "accounts",         "skew",
-    "vacation",    "wide",        "tpcc",      "tpcc-payment",     "ycsb",
-    "ycsb-chunks", "hetero-bank", "hetero-kv", "hetero-workloads", "multigpu-bank",
-    "multigpu-kv"};
+const char *const series_names[SERIES_COUNT] = {"update",
+                                                "ro20",
+                                                "unsorted",
+                                                "presorted",
+                                                "transfers",
+                                                "skiplist",
+                                                "kmeans",
+                                                "graph",
+                                                "accounts",
+                                                "skew",
+                                                "vacation",
+                                                "wide",
+                                                "tpcc",
+                                                "tpcc-payment",
+                                                "ycsb",
+                                                "ycsb-chunks",
+                                                "hetero-bank",
+                                                "hetero-kv",
+                                                "hetero-workloads",
+                                                "hetero-policy-vacation",
+                                                "hetero-policy-kmeans",
+                                                "multigpu-bank",
+                                                "multigpu-kv"};
 
 static const char usage_text[] =
     "usage: prstm-bench [options] [EXPERIMENT...]\n"
@@ -54,7 +71,8 @@ static const char usage_text[] =
     "                      and one CPU thread, every point verified (docs/OLTP.md)\n"
     "  hetero              co-execution (the CPU and the GPU on one batch) against each alone\n"
     "                      and one CPU thread: transfers over 10^4 to 10^7 accounts, kv's\n"
-    "                      mixes A, B and C, vacation and kmeans; every point verified\n"
+    "                      mixes A, B and C, vacation and kmeans (also in rounds under each\n"
+    "                      conflict policy); every point verified\n"
     "                      (docs/HETERO.md)\n"
     "  multigpu            one batch on 1, 2, 4 and 8 GPUs as far as the host has them (1 and\n"
     "                      2 sets of CPU threads without one) against one GPU, the CPU\n"
@@ -90,6 +108,7 @@ static const char usage_text[] =
     "                          unsorted, presorted, transfers, skiplist, kmeans, graph,\n"
     "                          accounts, skew, vacation, wide, tpcc, tpcc-payment, ycsb,\n"
     "                          ycsb-chunks, hetero-bank, hetero-kv, hetero-workloads,\n"
+    "                          hetero-policy-vacation, hetero-policy-kmeans,\n"
     "                          multigpu-bank, multigpu-kv; the\n"
     "                          points of other series are neither run nor written (targets\n"
     "                          always runs whole)\n"

@@ -171,6 +171,7 @@ static int engine_run_once(const bench_ctx *c, const bench_point *p, runner_id i
   opt.chunk_rows = p->chunk_rows;
   opt.units = p->units;
   opt.hetero_rounds = id == R_HETERO_ROUNDS;
+  opt.hetero_policy = p->hetero_policy;
   opt.watchdog_s = (uint32_t)(c->o.timeout_point_s > 1 ? c->o.timeout_point_s : 1);
   prstm_engine *e = NULL;
   prstm_batch *current = batch;
