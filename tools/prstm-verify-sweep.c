@@ -43,7 +43,9 @@ static const char usage_text[] =
     "                                half the cases with a partitioned state)\n"
     "                       hetero   the batch co-executed by two units on\n"
     "                                replicas (backend hetero: the CPU and the\n"
-    "                                GPU, or two sets of CPU threads)\n"
+    "                                GPU, or two sets of CPU threads; half the\n"
+    "                                cases shared in rounds; a random conflict\n"
+    "                                policy)\n"
     "                     --backend does not apply to multi and hetero, which\n"
     "                     take their units as the library does\n"
     "  --workloads LIST   comma-separated workloads to draw from (default all\n"
@@ -260,9 +262,21 @@ static int draw_case(const sweep_settings *set, uint64_t index, sweep_case *c) {
   /* Their units may be CPU threads on any host (more units than GPUs, or
    * the hetero backend's CPU unit), so they take the CPU's thread counts. */
   if (c->runner == RUNNER_MULTI || c->runner == RUNNER_HETERO) c->opt.threads = (uint32_t)log_between(&s, 1, 96);
-  char units[32] = "";
+  /* Half the hetero cases share their batch in rounds, whatever the
+   * scheduler would choose, so that reconciliation in both orders and the
+   * conflict policies run; the policy is drawn for every hetero case. These
+   * draws come last, so the knobs above are those of earlier campaigns. */
+  static const char *const policy_names[] = {"gpu-invalidation", "favour-fastest", "balanced"};
+  if (c->runner == RUNNER_HETERO) {
+    c->opt.hetero_rounds = (int)below(&s, 2);
+    c->opt.hetero_policy = (prstm_hetero_policy)below(&s, 3);
+  }
+  char units[64] = "";
   if (c->runner == RUNNER_MULTI)
     snprintf(units, sizeof units, ", %u units%s", c->opt.units, c->opt.partition_state ? " partitioned" : "");
+  if (c->runner == RUNNER_HETERO)
+    snprintf(units, sizeof units, ", %spolicy %s", c->opt.hetero_rounds ? "rounds, " : "",
+             policy_names[c->opt.hetero_policy]);
   snprintf(c->what, sizeof c->what,
            "%s, %s%s, %u threads, lock_coverage %u, %s%s, deltas %s, chunk_rows %llu, %u stream batches, "
            "generate seed %llu, semantic_ratio %.2f, read_only %.2f, %llu rows asked",
