@@ -278,9 +278,9 @@ Test(cli, help_exits_0_and_prints_usage_naming_every_option) {
   assert_status(r, 0);
   cr_assert_str_empty(r->err, "stderr should be empty, got:\n%s", r->err);
   cr_assert_eq(strncmp(r->out, "usage: prstm-run CONFIG", 23), 0, "help does not open with the usage:\n%s", r->out);
-  static const char *const options[] = {"--backend",     "--threads", "--lock-coverage", "--results",
-                                        "--final-state", "--verify",  "--watchdog",      "--chunk-rows",
-                                        "--deltas",      "--quiet",   "--help",          "--version"};
+  static const char *const options[] = {"--backend", "--threads",  "--lock-coverage", "--results", "--final-state",
+                                        "--verify",  "--watchdog", "--chunk-rows",    "--deltas",  "--quiet",
+                                        "--help",    "--version",  "--hetero-policy"};
   for (size_t i = 0; i < sizeof options / sizeof options[0]; i++) assert_contains(r->out, options[i], "help");
   assert_contains(r->out, "exit status", "help");
   assert_workdir_holds_only(NULL);
@@ -354,6 +354,25 @@ Test(cli, zero_chunk_rows_exits_2_naming_the_value) {
 Test(cli, unknown_deltas_mode_exits_2_naming_the_value) {
   assert_usage_error(RUN(cli_data("good.json"), "--deltas", "sideways"), "--deltas");
   assert_contains(last.err, "'sideways'", "stderr");
+}
+
+Test(cli, unknown_hetero_policy_exits_2_naming_the_value) {
+  assert_usage_error(RUN(cli_data("good.json"), "--backend", "hetero", "--hetero-policy", "cpu-first"),
+                     "--hetero-policy");
+  assert_contains(last.err, "'cpu-first'", "stderr");
+}
+
+/* --hetero-policy replaces the config's policy: the results file of a
+ * co-executed run names the one it ran under. */
+Test(cli, hetero_policy_reaches_the_results_file) {
+  const run_result *r = RUN(cli_data("good.json"), "--backend", "hetero", "--hetero-policy", "balanced");
+  assert_status(r, 0);
+  cJSON *root = parse_json_file(work_path("results.json"));
+  const cJSON *co = cJSON_GetObjectItemCaseSensitive(root, "co_execution");
+  const cJSON *policy = cJSON_GetObjectItemCaseSensitive(co, "policy");
+  cr_assert(cJSON_IsString(policy), "co_execution.policy is not a string");
+  cr_assert_str_eq(policy->valuestring, "balanced");
+  cJSON_Delete(root);
 }
 
 /* The summary says which path ran: the delta path on a batch of transfers

@@ -42,6 +42,11 @@ static const char usage_text[] =
     "                           reconciled after every round (docs/HETERO.md); multi:\n"
     "                           several GPUs, each owning a range of the words, rows\n"
     "                           routed to the GPU that owns them (docs/MULTIGPU.md)\n"
+    "  --hetero-policy gpu-invalidation|favour-fastest|balanced\n"
+    "                           backend hetero: whose part of a round is given up when\n"
+    "                           the two units' parts conflict: the GPU's, the part that\n"
+    "                           decided fewer rows, or each unit's in turn (default:\n"
+    "                           engine.hetero_policy, else gpu-invalidation)\n"
     "  --units N                backend multi: the GPUs to run on (default: engine.units,\n"
     "                           else every GPU; sets of CPU threads, two by default,\n"
     "                           without a GPU or with fewer GPUs than N)\n"
@@ -147,6 +152,7 @@ typedef struct cli_args {
   const char *chunk_rows;
   const char *units;
   const char *deltas;
+  const char *hetero_policy;
   const char *results;
   const char *final_state;
   const char *batch;      /* --batch: a JSON Lines file or binary batch folder instead of the config's batch */
@@ -217,6 +223,19 @@ static int apply_overrides(const cli_args *a, prstm_config *cfg) {
       cfg->options.deltas = PRSTM_DELTAS_OFF;
     else {
       fprintf(stderr, "prstm-run: --deltas: expected auto, on or off, got '%s'\n", a->deltas);
+      return -1;
+    }
+  }
+  if (a->hetero_policy) {
+    if (strcmp(a->hetero_policy, "gpu-invalidation") == 0)
+      cfg->options.hetero_policy = PRSTM_HETERO_GPU_INVALIDATION;
+    else if (strcmp(a->hetero_policy, "favour-fastest") == 0)
+      cfg->options.hetero_policy = PRSTM_HETERO_FAVOUR_FASTEST;
+    else if (strcmp(a->hetero_policy, "balanced") == 0)
+      cfg->options.hetero_policy = PRSTM_HETERO_BALANCED;
+    else {
+      fprintf(stderr, "prstm-run: --hetero-policy: expected gpu-invalidation, favour-fastest or balanced, got '%s'\n",
+              a->hetero_policy);
       return -1;
     }
   }
@@ -341,6 +360,7 @@ static int parse_args(int argc, char **argv, cli_args *a) {
                                            {"units", required_argument, NULL, 'u'},
                                            {"partition-state", no_argument, NULL, 'P'},
                                            {"deltas", required_argument, NULL, 'd'},
+                                           {"hetero-policy", required_argument, NULL, 'H'},
                                            {"batch", required_argument, NULL, 'B'},
                                            {"save-batch", required_argument, NULL, 'S'},
                                            {"outcomes", required_argument, NULL, 'O'},
@@ -369,6 +389,9 @@ static int parse_args(int argc, char **argv, cli_args *a) {
         break;
       case 'd':
         a->deltas = optarg;
+        break;
+      case 'H':
+        a->hetero_policy = optarg;
         break;
       case 'B':
         a->batch = optarg;
