@@ -78,23 +78,29 @@ static int hetero_copy_replica(hetero_run *h, int from_b, double *copy_s) {
   return 0;
 }
 
-/* What a reconciliation kept of a round, and in which commit order. */
+/* What a reconciliation kept of a round, and in which commit order: the
+ * order decides whose commit numbers come first, and a part given up
+ * waits for a later round. */
 typedef enum hetero_verdict {
-  HETERO_KEEP_BOTH,         /* A's rows, then B's */
-  HETERO_KEEP_BOTH_B_FIRST, /* B's rows, then A's */
-  HETERO_KEEP_A,            /* B's part given up */
-  HETERO_KEEP_B             /* A's part given up */
+  HETERO_KEEP_BOTH,         /* Both parts are kept, A's rows first. */
+  HETERO_KEEP_BOTH_B_FIRST, /* Both parts are kept, B's rows first. */
+  HETERO_KEEP_A,            /* B's part is given up. */
+  HETERO_KEEP_B             /* A's part is given up. */
 } hetero_verdict;
 
 /* Decided rows of a unit's part: committed, failed or abandoned. */
 static uint64_t part_decided(const unit *u) { return u->n - unit_pending(u); }
 
-/* The part to give up where the round's parts conflict in both orders,
- * after the engine's policy (prstm_hetero_policy). */
-static hetero_verdict hetero_resolve(hetero_run *h) {
+/* The part to give up where the round's parts conflict in both orders, so
+ * that one of them must go: the engine's policy (prstm_hetero_policy)
+ * chooses which. */
+static hetero_verdict hetero_policy_verdict(hetero_run *h) {
   switch (h->e->opt.hetero_policy) {
     case PRSTM_HETERO_FAVOUR_FASTEST:
-      /* The part that decided more rows is kept; a tie keeps the CPU's. */
+      /* The part that decided more rows is kept, HeterosTM's "most commits
+       * since the last synchronisation": parts are sized by each unit's
+       * rate, so the faster unit's part is the larger. A tie keeps the
+       * CPU's. */
       return part_decided(&h->unit[1]) > part_decided(&h->unit[0]) ? HETERO_KEEP_B : HETERO_KEEP_A;
     case PRSTM_HETERO_BALANCED: {
       /* The units lose in turn, the second unit first. */
@@ -131,11 +137,11 @@ static int hetero_reconcile(hetero_run *h, hetero_verdict *verdict, double *copy
     a_first_fails |= wa[l] && (rb[l] | wb[l]);
     b_first_fails |= wb[l] && (ra[l] | wa[l]);
   }
-  if (a_first_fails) *verdict = b_first_fails ? hetero_resolve(h) : HETERO_KEEP_BOTH_B_FIRST;
+  if (a_first_fails) *verdict = b_first_fails ? hetero_policy_verdict(h) : HETERO_KEEP_BOTH_B_FIRST;
   /* Where both parts are kept, no lock was written by both: each unit's
    * written locks go to the other replica. Where one part is given up, the
    * kept part's replica holds every lock either wrote. */
-  const int to_a = *verdict == HETERO_KEEP_B, to_b = *verdict == HETERO_KEEP_A;
+  const int only_b_to_a = *verdict == HETERO_KEEP_B, only_a_to_b = *verdict == HETERO_KEEP_A;
   prstm_word *aw = a->e->words;
   prstm_word *bw = bu->e->words;
   double t0 = engine_now();
@@ -150,7 +156,7 @@ static int hetero_reconcile(hetero_run *h, hetero_verdict *verdict, double *copy
     uint64_t from, to;
     lock_words(h, l, &from, &to);
     const size_t bytes = (size_t)(to - from) * sizeof *aw;
-    if (to_a || (!to_b && wb[l])) {
+    if (only_b_to_a || (!only_a_to_b && wb[l])) {
       memcpy(aw + from, bw + from, bytes);
     } else {
       memcpy(bw + from, aw + from, bytes);

@@ -271,16 +271,16 @@ static int draw_case(const sweep_settings *set, uint64_t index, sweep_case *c) {
     c->opt.hetero_rounds = (int)below(&s, 2);
     c->opt.hetero_policy = (prstm_hetero_policy)below(&s, 3);
   }
-  char units[64] = "";
+  char unit_knobs[64] = "";
   if (c->runner == RUNNER_MULTI)
-    snprintf(units, sizeof units, ", %u units%s", c->opt.units, c->opt.partition_state ? " partitioned" : "");
+    snprintf(unit_knobs, sizeof unit_knobs, ", %u units%s", c->opt.units, c->opt.partition_state ? " partitioned" : "");
   if (c->runner == RUNNER_HETERO)
-    snprintf(units, sizeof units, ", %spolicy %s", c->opt.hetero_rounds ? "rounds, " : "",
+    snprintf(unit_knobs, sizeof unit_knobs, ", %spolicy %s", c->opt.hetero_rounds ? "rounds, " : "",
              policy_names[c->opt.hetero_policy]);
   snprintf(c->what, sizeof c->what,
            "%s, %s%s, %u threads, lock_coverage %u, %s%s, deltas %s, chunk_rows %llu, %u stream batches, "
            "generate seed %llu, semantic_ratio %.2f, read_only %.2f, %llu rows asked",
-           c->wl->name, runner_names[c->runner], units, c->opt.threads, c->opt.lock_coverage,
+           c->wl->name, runner_names[c->runner], unit_knobs, c->opt.threads, c->opt.lock_coverage,
            c->opt.semantic == PRSTM_SEMANTIC_RETRY ? "retry" : "postpone", c->gen.presorted ? ", presorted" : "",
            deltas == 0   ? "auto"
            : deltas == 1 ? "on"

@@ -222,8 +222,8 @@
  * (docs/HETERO.md). */
 #define PRSTM_POLICY_HETERO_PROBE_ROWS 8192ull
 #define PRSTM_POLICY_HETERO_ALONE_RATIO 1.5
-/* After this many rounds (not only consecutive ones) whose B part was lost to a conflict, the
- * faster unit takes every later round alone. */
+/* After this many rounds (not only consecutive ones) in which a unit's part was given up to a
+ * conflict, the faster unit takes every later round alone. */
 #define PRSTM_POLICY_HETERO_SOLO_LOST_ROUNDS 2u
 /* Once every row was handed out, rounds of both units go on over the
  * carried rows at most this many times (while they decide some) before
