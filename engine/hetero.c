@@ -545,6 +545,9 @@ static int hetero_run_rounds(hetero_run *h, prstm_results *res, hetero_probe *pr
    * GPU's fixed costs do not hide its speed. */
   uint64_t round_rows = b->n / PRSTM_POLICY_HETERO_FIRST_ROUND_PARTS;
   if (round_rows < PRSTM_POLICY_HETERO_FIRST_ROUND_ROWS) round_rows = PRSTM_POLICY_HETERO_FIRST_ROUND_ROWS;
+  /* A fixed period (options.hetero_period) sets every round's rows. */
+  const uint64_t fixed_period = e->opt.hetero_period;
+  if (fixed_period) round_rows = fixed_period;
   if (round_rows > max_round) round_rows = max_round;
   if (round_rows < 1) round_rows = 1;
   const double min_share = 1.0 / PRSTM_POLICY_HETERO_MIN_SHARE_PARTS;
@@ -625,11 +628,14 @@ static int hetero_run_rounds(hetero_run *h, prstm_results *res, hetero_probe *pr
       }
     }
     /* The period adapts to the conflicts: a longer round costs less
-     * reconciliation per row, a shorter one loses less to a conflict. */
-    if (lost) {
+     * reconciliation per row, a shorter one loses less to a conflict. A
+     * solo unit reconciles nothing, so its rounds are the longest; a
+     * fixed period holds until then. */
+    const int adapts = !fixed_period || solo >= 0;
+    if (adapts && lost) {
       round_rows /= 2;
       if (round_rows < min_round) round_rows = min_round;
-    } else if (round_rows < max_round) {
+    } else if (adapts && round_rows < max_round) {
       round_rows = 2 * round_rows < max_round ? 2 * round_rows : max_round;
     }
     if (round_rows > max_round) round_rows = max_round;

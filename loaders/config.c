@@ -139,9 +139,10 @@ static int copy_path(const cfg_ctx *c, const char *where, char *dst, size_t dstl
 }
 
 static int parse_engine(const cfg_ctx *c, const cJSON *root, prstm_options *opt) {
-  static const char *const keys[] = {"backend",       "threads",       "lock_coverage",   "semantic", "retry_limit",
-                                     "verify",        "watchdog_s",    "chunk_rows",      "deltas",   "units",
-                                     "hetero_rounds", "hetero_policy", "partition_state", NULL};
+  static const char *const keys[] = {
+      "backend",       "threads",       "lock_coverage", "semantic",        "retry_limit",
+      "verify",        "watchdog_s",    "chunk_rows",    "deltas",          "units",
+      "hetero_rounds", "hetero_policy", "hetero_period", "partition_state", NULL};
   const cJSON *eng;
   int rc = get_object(c, root, "engine", "engine", 0, &eng);
   if (rc != 0 || eng == NULL) return rc;
@@ -213,6 +214,9 @@ static int parse_engine(const cfg_ctx *c, const cJSON *root, prstm_options *opt)
       return PRSTM_ECONFIG;
     }
   }
+  /* 0 keeps the default: the period adapts to the conflicts. */
+  if ((rc = get_uint(c, eng, "hetero_period", "engine.hetero_period", 0, 0, UINT64_MAX, &opt->hetero_period)) != 0)
+    return rc;
   if ((rc = get_bool(c, eng, "partition_state", "engine.partition_state", &opt->partition_state)) != 0) return rc;
   if ((rc = get_u32(c, eng, "watchdog_s", "engine.watchdog_s", 0, &opt->watchdog_s)) != 0) return rc;
   /* 0 keeps the default: chunks only when the table does not fit the GPU. */

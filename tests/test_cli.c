@@ -278,9 +278,9 @@ Test(cli, help_exits_0_and_prints_usage_naming_every_option) {
   assert_status(r, 0);
   cr_assert_str_empty(r->err, "stderr should be empty, got:\n%s", r->err);
   cr_assert_eq(strncmp(r->out, "usage: prstm-run CONFIG", 23), 0, "help does not open with the usage:\n%s", r->out);
-  static const char *const options[] = {"--backend", "--threads",  "--lock-coverage", "--results", "--final-state",
-                                        "--verify",  "--watchdog", "--chunk-rows",    "--deltas",  "--quiet",
-                                        "--help",    "--version",  "--hetero-policy"};
+  static const char *const options[] = {"--backend", "--threads",  "--lock-coverage", "--results",      "--final-state",
+                                        "--verify",  "--watchdog", "--chunk-rows",    "--deltas",       "--quiet",
+                                        "--help",    "--version",  "--hetero-policy", "--hetero-period"};
   for (size_t i = 0; i < sizeof options / sizeof options[0]; i++) assert_contains(r->out, options[i], "help");
   assert_contains(r->out, "exit status", "help");
   assert_workdir_holds_only(NULL);
@@ -372,6 +372,24 @@ Test(cli, hetero_policy_reaches_the_results_file) {
   const cJSON *policy = cJSON_GetObjectItemCaseSensitive(co, "policy");
   cr_assert(cJSON_IsString(policy), "co_execution.policy is not a string");
   cr_assert_str_eq(policy->valuestring, "balanced");
+  cJSON_Delete(root);
+}
+
+Test(cli, bad_hetero_period_exits_2_naming_the_value) {
+  assert_usage_error(RUN(cli_data("good.json"), "--backend", "hetero", "--hetero-period", "often"), "--hetero-period");
+  assert_contains(last.err, "'often'", "stderr");
+}
+
+/* --hetero-period replaces the config's period: the results file of a
+ * co-executed run gives the rows of its rounds. */
+Test(cli, hetero_period_reaches_the_results_file) {
+  const run_result *r = RUN(cli_data("good.json"), "--backend", "hetero", "--hetero-period", "4096");
+  assert_status(r, 0);
+  cJSON *root = parse_json_file(work_path("results.json"));
+  const cJSON *co = cJSON_GetObjectItemCaseSensitive(root, "co_execution");
+  const cJSON *period = cJSON_GetObjectItemCaseSensitive(co, "period_rows");
+  cr_assert(cJSON_IsNumber(period), "co_execution.period_rows is not a number");
+  cr_assert_eq(period->valuedouble, 4096);
   cJSON_Delete(root);
 }
 

@@ -1,4 +1,4 @@
-/* test_hetero.c: behaviour of co-execution (backend hetero): rows routed to two units on replicas of the state and kept, parts kept in either order, a part given up on a conflict (by the policy) and run again, postponed rows funded across units, other workloads verified, streams refusing it, and the GPU as the second unit where there is one. */
+/* test_hetero.c: behaviour of co-execution (backend hetero): rows routed to two units on replicas of the state and kept, rounds of a fixed period, parts kept in either order, a part given up on a conflict (by the policy) and run again, postponed rows funded across units, other workloads verified, streams refusing it, and the GPU as the second unit where there is one. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,6 +99,46 @@ Test(hetero, routed_transfers_keep_both_units_parts) {
   cr_assert_eq(r.res.discarded_rows, 0, "routed parts share no lock");
   test_expect_invariant(r.wl, r.engine, r.batch);
   run_close(&r);
+}
+
+/* A fixed synchronisation period (options.hetero_period) sets every
+ * round's rows: the same routed batch takes at least as many rounds as the
+ * period divides it into, where the adaptive period, doubling from a
+ * sixteenth of the batch (at least 65,536 rows), takes three for its new
+ * rows. Both units run on CPU threads (no GPU is made visible), so that
+ * neither is 20 times the other's speed and the scheduler never settles on
+ * one, which would lengthen the rounds. */
+Test(hetero, fixed_period_sets_every_rounds_rows) {
+  cr_assert_eq(setenv("CUDA_VISIBLE_DEVICES", "", 1), 0);
+  const uint64_t n = 300000, period = 25000;
+  uint64_t rounds[2];
+  for (int fixed = 0; fixed < 2; fixed++) {
+    hetero_run r;
+    memset(&r, 0, sizeof r);
+    r.wl = prstm_workload_find("bank");
+    cr_assert_not_null(r.wl);
+    prstm_options opt;
+    test_options(&opt, PRSTM_BACKEND_HETERO, UNIT_THREADS, 1);
+    opt.hetero_rounds = 1;
+    opt.hetero_period = fixed ? period : 0;
+    test_open(r.wl, &opt, &r.engine, &r.batch);
+    prstm_state_spec s;
+    prstm_state_spec_init(r.wl, &s);
+    s.accounts = 100000;
+    s.initial_balance = 1000000;
+    cr_assert_eq(prstm_engine_init_state(r.engine, &s), 0, "%s", prstm_engine_error(r.engine));
+    generate(&r, n, "transfer", 7);
+    test_run_verified(r.engine, r.batch, &r.res, "hetero run");
+    cr_assert_eq(r.res.committed, n);
+    cr_assert_eq(r.res.discarded_rows, 0, "routed parts share no lock");
+    rounds[fixed] = r.res.rounds;
+    test_expect_invariant(r.wl, r.engine, r.batch);
+    run_close(&r);
+  }
+  cr_assert_geq(rounds[1], n / period, "rounds of %llu rows: %llu rounds", (unsigned long long)period,
+                (unsigned long long)rounds[1]);
+  cr_assert_lt(rounds[0], n / period, "the adaptive period lengthens its rounds: %llu rounds",
+               (unsigned long long)rounds[0]);
 }
 
 /* Runs n rows over the two accounts, verified: a deposit every eleventh

@@ -469,6 +469,19 @@ Test(loaders, hetero_policy_is_read) {
   prstm_config_free(&cfg);
 }
 
+Test(loaders, hetero_period_is_read) {
+  prstm_config cfg;
+  err[0] = '\0';
+  cr_assert_eq(prstm_config_load(data_path("hetero_period.json"), &cfg, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(cfg.options.hetero_period, 4096);
+  prstm_config_free(&cfg);
+}
+
+Test(loaders, negative_hetero_period_is_rejected) {
+  expect_config_error("bad_hetero_period.json", PRSTM_ECONFIG,
+                      ": engine.hetero_period: expected a non-negative integer");
+}
+
 Test(loaders, unknown_hetero_policy_is_rejected) {
   expect_config_error("bad_hetero_policy.json", PRSTM_ECONFIG,
                       ": engine.hetero_policy: expected 'gpu-invalidation', 'favour-fastest' or 'balanced'");

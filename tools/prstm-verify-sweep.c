@@ -264,19 +264,22 @@ static int draw_case(const sweep_settings *set, uint64_t index, sweep_case *c) {
   if (c->runner == RUNNER_MULTI || c->runner == RUNNER_HETERO) c->opt.threads = (uint32_t)log_between(&s, 1, 96);
   /* Half the hetero cases share their batch in rounds, whatever the
    * scheduler would choose, so that reconciliation in both orders and the
-   * conflict policies run; the policy is drawn for every hetero case. These
-   * draws come last, so the knobs above are those of earlier campaigns. */
+   * conflict policies run; the policy is drawn for every hetero case, and
+   * half of them synchronise at a fixed period of 1 row to the whole batch.
+   * These draws come last, so the knobs above are those of earlier
+   * campaigns. */
   static const char *const policy_names[] = {"gpu-invalidation", "favour-fastest", "balanced"};
   if (c->runner == RUNNER_HETERO) {
     c->opt.hetero_rounds = (int)below(&s, 2);
     c->opt.hetero_policy = (prstm_hetero_policy)below(&s, 3);
+    c->opt.hetero_period = below(&s, 2) ? log_between(&s, 1, rows) : 0;
   }
-  char unit_knobs[64] = "";
+  char unit_knobs[96] = "";
   if (c->runner == RUNNER_MULTI)
     snprintf(unit_knobs, sizeof unit_knobs, ", %u units%s", c->opt.units, c->opt.partition_state ? " partitioned" : "");
   if (c->runner == RUNNER_HETERO)
-    snprintf(unit_knobs, sizeof unit_knobs, ", %spolicy %s", c->opt.hetero_rounds ? "rounds, " : "",
-             policy_names[c->opt.hetero_policy]);
+    snprintf(unit_knobs, sizeof unit_knobs, ", %spolicy %s, period %llu", c->opt.hetero_rounds ? "rounds, " : "",
+             policy_names[c->opt.hetero_policy], (unsigned long long)c->opt.hetero_period);
   snprintf(c->what, sizeof c->what,
            "%s, %s%s, %u threads, lock_coverage %u, %s%s, deltas %s, chunk_rows %llu, %u stream batches, "
            "generate seed %llu, semantic_ratio %.2f, read_only %.2f, %llu rows asked",

@@ -47,6 +47,9 @@ static const char usage_text[] =
     "                           the two units' parts conflict in both orders: the GPU's,\n"
     "                           the part that decided fewer rows, or each unit's in turn\n"
     "                           (default: engine.hetero_policy, else gpu-invalidation)\n"
+    "  --hetero-period N        backend hetero: every round's rows, that is how often the\n"
+    "                           units synchronise; 0 lets the period adapt to the\n"
+    "                           conflicts (default: engine.hetero_period, else 0)\n"
     "  --units N                backend multi: the GPUs to run on (default: engine.units,\n"
     "                           else every GPU; sets of CPU threads, two by default,\n"
     "                           without a GPU or with fewer GPUs than N)\n"
@@ -153,6 +156,7 @@ typedef struct cli_args {
   const char *units;
   const char *deltas;
   const char *hetero_policy;
+  const char *hetero_period;
   const char *results;
   const char *final_state;
   const char *batch;      /* --batch: a JSON Lines file or binary batch folder instead of the config's batch */
@@ -238,6 +242,11 @@ static int apply_overrides(const cli_args *a, prstm_config *cfg) {
               a->hetero_policy);
       return -1;
     }
+  }
+  if (a->hetero_period && parse_u64(a->hetero_period, &cfg->options.hetero_period)) {
+    fprintf(stderr, "prstm-run: --hetero-period: expected a number of rows (0: adaptive), got '%s'\n",
+            a->hetero_period);
+    return -1;
   }
   if (a->verify) cfg->options.verify = 1;
   if ((a->results && strlen(a->results) >= sizeof cfg->results_path) ||
@@ -361,6 +370,7 @@ static int parse_args(int argc, char **argv, cli_args *a) {
                                            {"partition-state", no_argument, NULL, 'P'},
                                            {"deltas", required_argument, NULL, 'd'},
                                            {"hetero-policy", required_argument, NULL, 'H'},
+                                           {"hetero-period", required_argument, NULL, 'R'},
                                            {"batch", required_argument, NULL, 'B'},
                                            {"save-batch", required_argument, NULL, 'S'},
                                            {"outcomes", required_argument, NULL, 'O'},
@@ -392,6 +402,9 @@ static int parse_args(int argc, char **argv, cli_args *a) {
         break;
       case 'H':
         a->hetero_policy = optarg;
+        break;
+      case 'R':
+        a->hetero_period = optarg;
         break;
       case 'B':
         a->batch = optarg;

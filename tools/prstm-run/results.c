@@ -92,6 +92,8 @@ char *cli_results_json(const prstm_config *cfg, const prstm_engine *e, const prs
       cJSON_AddNumberToObject(co, "rounds", (double)r->rounds);
       cJSON_AddNumberToObject(co, "second_unit_rows", (double)r->second_unit_rows);
       cJSON_AddStringToObject(co, "policy", hetero_policy_name(cfg->options.hetero_policy));
+      /* 0: the period adapted to the conflicts. */
+      cJSON_AddNumberToObject(co, "period_rows", (double)cfg->options.hetero_period);
       cJSON_AddNumberToObject(co, "discarded_rows", (double)r->discarded_rows);
       cJSON_AddNumberToObject(co, "first_unit_discarded_rows", (double)r->first_unit_discarded_rows);
       cJSON_AddNumberToObject(co, "reordered_rounds", (double)r->reordered_rounds);
