@@ -38,8 +38,9 @@ static void open_bank(multi_case *r, uint32_t units, uint64_t accounts, uint64_t
 }
 
 /* Transfers; with partitions > 0 each row's accounts lie in one of that
- * many equal ranges of the accounts. */
-static void generate_transfers(multi_case *r, uint64_t n, uint64_t seed, unsigned partitions) {
+ * many equal ranges of the accounts, but for a share `cross` of rows whose
+ * other account is anywhere. */
+static void generate_crossing_transfers(multi_case *r, uint64_t n, uint64_t seed, unsigned partitions, double cross) {
   prstm_generate_spec g;
   prstm_generate_spec_init(r->wl, &g);
   g.transactions = n;
@@ -48,8 +49,13 @@ static void generate_transfers(multi_case *r, uint64_t n, uint64_t seed, unsigne
   g.mix_names[0] = "transfer";
   g.mix_weights[0] = 1;
   test_set_knob(r->wl, g.params, "partitions", partitions);
+  test_set_knob(r->wl, g.params, "cross_share", cross);
   char err[256] = "";
   cr_assert_eq(r->wl->generate(&g, prstm_engine_state_spec(r->engine), r->batch, err, sizeof err), 0, "%s", err);
+}
+
+static void generate_transfers(multi_case *r, uint64_t n, uint64_t seed, unsigned partitions) {
+  generate_crossing_transfers(r, n, seed, partitions, 0);
 }
 
 /* Transfers kept within four ranges of the accounts run wholly on the unit
@@ -91,6 +97,22 @@ Test(multi, transfers_across_ranges_run_on_the_first_unit_or_the_host) {
     test_expect_invariant(r.wl, r.engine, r.batch);
     test_close(r.engine, r.batch);
   }
+}
+
+/* The bank's cross_share lets a share of the partitioned transfers take
+ * their other account from anywhere: a fifth of them here, of which half
+ * land in the other unit's half of the accounts, so about a tenth of the
+ * rows span the two units' ranges and run on the first unit. */
+Test(multi, a_share_of_crossing_transfers_spans_the_ranges) {
+  multi_case r;
+  open_bank(&r, 2, 100000, 1000000);
+  generate_crossing_transfers(&r, 300000, 7, 2, 0.2);
+  test_run_verified(r.engine, r.batch, &r.res, "multi run");
+  cr_assert_eq(r.res.committed, 300000);
+  cr_assert_gt(r.res.cross_rows, 300000 / 20, "%llu cross rows", (unsigned long long)r.res.cross_rows);
+  cr_assert_lt(r.res.cross_rows, 300000 * 3 / 20, "%llu cross rows", (unsigned long long)r.res.cross_rows);
+  test_expect_invariant(r.wl, r.engine, r.batch);
+  test_close(r.engine, r.batch);
 }
 
 /* Withdrawals come before the deposits that fund them, on accounts of

@@ -87,7 +87,7 @@ static const unsigned bank_mix_fold[BANK_NTYPES] = {BANK_DEPOSIT, BANK_WITHDRAW,
                                                     BANK_BALANCE, BANK_TRANSFER, BANK_TOTAL};
 
 /* The bank's own knob of batch.generate. */
-enum { BANK_P_SKEW = 0, BANK_P_PARTITIONS, BANK_NPARAMS };
+enum { BANK_P_SKEW = 0, BANK_P_PARTITIONS, BANK_P_CROSS_SHARE, BANK_NPARAMS };
 static const prstm_param_desc bank_params[BANK_NPARAMS] = {
     {"skew", PRSTM_PARAM_GENERATE, 0.0, 0.0, 4.0, 0,
      "Zipfian skew of the accounts random rows touch (YCSB's theta: 0 uniform, 0.99 YCSB's default; account 0 "
@@ -96,6 +96,10 @@ static const prstm_param_desc bank_params[BANK_NPARAMS] = {
      "cut the accounts into this many equal ranges and keep every random row's accounts in the range of its "
      "first (0: no ranges), so that a run on as many GPUs, or a divisor of them, routes every row to one "
      "(backend multi)"},
+    {"cross_share", PRSTM_PARAM_GENERATE, 0.0, 0.0, 1.0, 0,
+     "with partitions, the share of random rows whose other accounts are drawn from all the accounts, not the "
+     "first's range: rows that span the ranges, so that the units sharing the accounts (backend multi or "
+     "hetero) meet on them"},
 };
 
 typedef struct bank_gen {
@@ -111,10 +115,18 @@ static uint64_t bank_amount(bank_gen *g) {
   return g->spec->amount_min + wl_below(&g->rng, g->spec->amount_max - g->spec->amount_min + 1);
 }
 
-static uint64_t bank_other_account(bank_gen *g, uint64_t a) {
+/* Whether a transfer's other accounts leave its first's range (the
+ * cross_share knob). Drawn only where asked, so that a batch without
+ * crossing rows is the same as before the knob. */
+static int bank_row_crosses(bank_gen *g) {
+  const double cross = g->spec->params[BANK_P_CROSS_SHARE];
+  return g->spec->params[BANK_P_PARTITIONS] > 1 && cross > 0 && wl_unit(&g->rng) < cross;
+}
+
+static uint64_t bank_other_account(bank_gen *g, uint64_t a, int crosses) {
   if (g->accounts < 2) return a;
   const uint64_t parts = (uint64_t)g->spec->params[BANK_P_PARTITIONS];
-  if (parts > 1 && !g->zipf) {
+  if (parts > 1 && !g->zipf && !crosses) {
     /* Range p holds accounts [accounts * p / parts, accounts * (p + 1) / parts),
      * the ranges backend multi gives its units. */
     uint64_t p = a * parts / g->accounts;
@@ -145,6 +157,7 @@ static int bank_emit_random(bank_gen *g) {
   uint64_t a = bank_account(g);
   prstm_word args[PRSTM_MAX_COLUMNS];
   unsigned k = g->spec->accounts_per_tx;
+  int crosses;
   switch (type) {
     case BANK_DEPOSIT:
     case BANK_WITHDRAW:
@@ -157,9 +170,10 @@ static int bank_emit_random(bank_gen *g) {
     case BANK_TOTAL:
       return txtable_append_generated(g->batch, BANK_TOTAL, NULL, 0);
     default:
+      crosses = bank_row_crosses(g);
       if (k <= 2) {
         args[0] = a;
-        args[1] = bank_other_account(g, a);
+        args[1] = bank_other_account(g, a, crosses);
         args[2] = bank_amount(g);
         return txtable_append_generated(g->batch, BANK_TRANSFER, args, 3);
       }
@@ -171,7 +185,7 @@ static int bank_emit_random(bank_gen *g) {
         uint64_t s;
         int tries = 0;
         do {
-          s = bank_other_account(g, a);
+          s = bank_other_account(g, a, crosses);
           int dup = 0;
           for (unsigned j = 0; j < i; j++) dup |= args[3 + j] == s;
           if (!dup) break;
