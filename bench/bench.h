@@ -11,7 +11,7 @@
 enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2, EXIT_INCOMPLETE = 3 };
 
 /* The series of the sweeps, which --series selects from. */
-#define SERIES_COUNT 23
+#define SERIES_COUNT 26
 extern const char *const series_names[SERIES_COUNT];
 
 /* ---- Runners: the ways one point's batch is executed. ---- */
@@ -104,6 +104,7 @@ typedef struct bench_point {
   uint64_t chunk_rows; /* the engine's options.chunk_rows: 0 the whole batch at once (unless it does not fit) */
   uint32_t units;      /* the multi runner's options.units */
   prstm_hetero_policy hetero_policy; /* the hetero runners' options.hetero_policy */
+  uint64_t hetero_period;            /* the hetero runners' options.hetero_period (0: adaptive) */
 } bench_point;
 
 /* incomplete: retry mode gave up on transactions at its retry limit, so a

@@ -517,7 +517,9 @@ static int exp_oltp(bench_ctx *c) {
  * because a row of the CPU's touched their accounts); kv's mixes A, B and C
  * on Zipfian keys; and vacation and kmeans, whose bodies compute their
  * words, so that their rounds are split blindly, also in rounds under each
- * conflict policy. Every point's runs are
+ * conflict policy; transfers of which a swept share span the units' ranges
+ * (inter-unit conflicts); and the synchronisation period swept, fixed
+ * against adaptive. Every point's runs are
  * checked against the workload's invariant and verified against their
  * serial replay. */
 static bench_point hetero_point(const bench_ctx *c, const prstm_workload *wl, const char *series, uint64_t n) {
@@ -610,6 +612,56 @@ static int exp_hetero(bench_ctx *c) {
       p.hetero_policy = (prstm_hetero_policy)k;
       p.x_name = "policy";
       p.x = k;
+      run_point(c, &p, f, rows);
+    }
+  }
+  /* Inter-unit conflicts: transfers among 10^6 accounts [10^4] kept in 64
+   * ranges of them, but for a share of rows (x) whose other account is
+   * anywhere. Wherever the split between the units' ranges falls, those
+   * rows are the ones that span it: each must run on the CPU's side, or
+   * wait for a later round. */
+  static const double full_cross[] = {0, 0.01, 0.05, 0.2, 0.5, 1}, quick_cross[] = {0, 0.5};
+  const double bank_accounts = c->o.quick ? 1e4 : 1e6;
+  for (unsigned i = 0; i < (c->o.quick ? 2u : 6u); i++) {
+    bench_point p = bank_point(c, "hetero", "hetero-conflict", n, 0.0);
+    p.runners = RUNNER_BIT(R_GPU_POSTPONE) | RUNNER_BIT(R_CPU_POSTPONE) | RUNNER_BIT(R_CPU_SERIAL) |
+                RUNNER_BIT(R_HETERO) | RUNNER_BIT(R_HETERO_ROUNDS);
+    p.verify = 1;
+    p.state.accounts = (uint64_t)bank_accounts;
+    const double cross = (c->o.quick ? quick_cross : full_cross)[i];
+    if (bench_set_param(&prstm_workload_bank, p.gen.params, "partitions", 64) ||
+        bench_set_param(&prstm_workload_bank, p.gen.params, "cross_share", cross))
+      status = PRSTM_EUNKNOWN;
+    p.x_name = "cross_share";
+    p.x = cross;
+    run_point(c, &p, f, rows);
+  }
+  /* The synchronisation period: the units sharing every batch in rounds of
+   * a fixed number of rows (x; 0 the adaptive period), on the conflict
+   * series' transfers with 5% of them crossing (routed: no part is given
+   * up) and on vacation (split blindly: its parts conflict), beside the
+   * GPU, the CPU backend and one CPU thread once, at x 0. */
+  static const double full_period[] = {0, 16384, 65536, 262144, 1048576, 4194304}, quick_period[] = {0, 4096};
+  for (unsigned w = 0; w < 2; w++) {
+    for (unsigned i = 0; i < (c->o.quick ? 2u : 6u); i++) {
+      bench_point p;
+      if (w == 0) {
+        p = bank_point(c, "hetero", "hetero-period-bank", n, 0.0);
+        p.state.accounts = (uint64_t)bank_accounts;
+        if (bench_set_param(&prstm_workload_bank, p.gen.params, "partitions", 64) ||
+            bench_set_param(&prstm_workload_bank, p.gen.params, "cross_share", 0.05))
+          status = PRSTM_EUNKNOWN;
+      } else {
+        p = vacation_point(c, "hetero", "hetero-period-vacation", 0.0, 0);
+        p.experiment = "hetero";
+        p.series = "hetero-period-vacation";
+      }
+      p.runners = RUNNER_BIT(R_HETERO_ROUNDS);
+      if (i == 0) p.runners |= RUNNER_BIT(R_GPU_POSTPONE) | RUNNER_BIT(R_CPU_POSTPONE) | RUNNER_BIT(R_CPU_SERIAL);
+      p.verify = 1;
+      p.hetero_period = (uint64_t)(c->o.quick ? quick_period : full_period)[i];
+      p.x_name = "period_rows";
+      p.x = (double)p.hetero_period;
       run_point(c, &p, f, rows);
     }
   }

@@ -33,6 +33,9 @@ const char *const series_names[SERIES_COUNT] = {"update",
                                                 "hetero-workloads",
                                                 "hetero-policy-vacation",
                                                 "hetero-policy-kmeans",
+                                                "hetero-conflict",
+                                                "hetero-period-bank",
+                                                "hetero-period-vacation",
                                                 "multigpu-bank",
                                                 "multigpu-kv"};
 
@@ -109,6 +112,7 @@ static const char usage_text[] =
     "                          accounts, skew, vacation, wide, tpcc, tpcc-payment, ycsb,\n"
     "                          ycsb-chunks, hetero-bank, hetero-kv, hetero-workloads,\n"
     "                          hetero-policy-vacation, hetero-policy-kmeans,\n"
+    "                          hetero-conflict, hetero-period-bank, hetero-period-vacation,\n"
     "                          multigpu-bank, multigpu-kv; the\n"
     "                          points of other series are neither run nor written (targets\n"
     "                          always runs whole)\n"

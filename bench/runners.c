@@ -172,6 +172,7 @@ static int engine_run_once(const bench_ctx *c, const bench_point *p, runner_id i
   opt.units = p->units;
   opt.hetero_rounds = id == R_HETERO_ROUNDS;
   opt.hetero_policy = p->hetero_policy;
+  opt.hetero_period = p->hetero_period;
   opt.watchdog_s = (uint32_t)(c->o.timeout_point_s > 1 ? c->o.timeout_point_s : 1);
   prstm_engine *e = NULL;
   prstm_batch *current = batch;
@@ -308,6 +309,13 @@ static void run_engine_runner(bench_ctx *c, const bench_point *p, runner_id id, 
     row->e2e_s = median(e2e, done);
     row_take_counts(row, &run);
     row->gpu_bytes = run.sum.gpu_bytes;
+    /* What co-execution did, from the last timed run: the rounds, and the
+     * rows each unit kept or gave up. */
+    if (hetero)
+      row_note(row,
+               "co-execution: %llu rounds; %llu rows kept on the second unit; %llu given up (%llu the first unit's)",
+               (unsigned long long)run.sum.rounds, (unsigned long long)run.sum.second_unit_rows,
+               (unsigned long long)run.sum.discarded_rows, (unsigned long long)run.sum.first_unit_discarded_rows);
     if (gpu && !c->gpu_device[0]) snprintf(c->gpu_device, sizeof c->gpu_device, "%s", run.sum.device);
   }
   free(kernel);
