@@ -313,9 +313,11 @@ static void run_engine_runner(bench_ctx *c, const bench_point *p, runner_id id, 
      * rows each unit kept or gave up. */
     if (hetero)
       row_note(row,
-               "co-execution: %llu rounds; %llu rows kept on the second unit; %llu given up (%llu the first unit's)",
+               "co-execution: %llu rounds; %llu rows kept on the second unit; %llu given up (%llu the first unit's); "
+               "the first unit stopped in %llu",
                (unsigned long long)run.sum.rounds, (unsigned long long)run.sum.second_unit_rows,
-               (unsigned long long)run.sum.discarded_rows, (unsigned long long)run.sum.first_unit_discarded_rows);
+               (unsigned long long)run.sum.discarded_rows, (unsigned long long)run.sum.first_unit_discarded_rows,
+               (unsigned long long)run.sum.stopped_rounds);
     if (gpu && !c->gpu_device[0]) snprintf(c->gpu_device, sizeof c->gpu_device, "%s", run.sum.device);
   }
   free(kernel);

@@ -181,6 +181,7 @@ void prstm_results_add(prstm_results *total, const prstm_results *run) {
   total->discarded_rows += run->discarded_rows;
   total->first_unit_discarded_rows += run->first_unit_discarded_rows;
   total->reordered_rounds += run->reordered_rounds;
+  total->stopped_rounds += run->stopped_rounds;
   if (run->gpu_bytes > total->gpu_bytes) total->gpu_bytes = run->gpu_bytes;
 }
 

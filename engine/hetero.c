@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "unit.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,7 +43,9 @@ typedef struct hetero_run {
   uint8_t *reserved; /* one byte a lock: A's rows touch it in B's range this round */
   uint64_t *reserved_list;
   uint64_t nreserved, reserved_cap;
-  int a_loses_next; /* PRSTM_HETERO_BALANCED: unit A gives up its part at the next conflict */
+  int a_loses_next;  /* PRSTM_HETERO_BALANCED: unit A gives up its part at the next conflict */
+  double stop_ratio; /* A's part is stopped at this many times B's time (hetero_round) */
+  int a_stopped;     /* A's part of the last round was stopped */
 } hetero_run;
 
 /* The words under lock l. */
@@ -345,13 +348,68 @@ static int hetero_plan(hetero_run *h, uint64_t round_rows, double share_b) {
   return 0;
 }
 
+/* A round in which both units have rows and A's part is not the last:
+ * B's part started (a GPU's asynchronously, a CPU's on a thread of its
+ * own), A's on a thread of its own, and B's waited for first. A then has
+ * until h->stop_ratio times B's time, and is stopped there (its threads
+ * look for the stop between rows): the round no longer waits for the
+ * slower unit, and the rows A had not decided are pending, carried into a
+ * later round like postponed ones. */
+static int hetero_round_with_deadline(hetero_run *h) {
+  unit *a = &h->unit[0], *bu = &h->unit[1];
+  bu->busy_s = a->busy_s = 0;
+  a->e->unit_stopped = 0;
+  a->e->unit_stop_at_ns = 0;
+  a->e->unit_deadline_armed = 1;
+  const double t0 = engine_now();
+  pthread_t tid_b = 0;
+  int threaded_b = 0, rc_b = 0;
+  if (bu->is_gpu) {
+    rc_b = unit_launch(bu);
+    if (rc_b) {
+      a->e->unit_deadline_armed = 0;
+      return engine_fail(h->e, rc_b, "GPU unit: %s", bu->e->err);
+    }
+  } else {
+    bu->rc = 0;
+    threaded_b = pthread_create(&tid_b, NULL, unit_launch_thread, bu) == 0;
+    if (!threaded_b) bu->rc = unit_launch(bu);
+  }
+  pthread_t tid_a;
+  a->rc = 0;
+  const int threaded_a = pthread_create(&tid_a, NULL, unit_launch_thread, a) == 0;
+  if (!threaded_a) {
+    /* Inline, A runs before B is waited for: no deadline. */
+    a->e->unit_deadline_armed = 0;
+    a->rc = unit_launch(a);
+  }
+  if (threaded_b) pthread_join(tid_b, NULL);
+  if (!bu->is_gpu && bu->rc) rc_b = engine_fail(h->e, bu->rc, "second CPU unit: %s", bu->e->err);
+  if (!rc_b) rc_b = unit_wait(h->e, bu);
+  if (threaded_a) {
+    /* A failed B leaves nothing to wait for: A stops at once. */
+    const double stop_ns = (rc_b ? engine_now() : t0 + h->stop_ratio * (engine_now() - t0)) * 1e9;
+    if (stop_ns < 1e19) __atomic_store_n(&a->e->unit_stop_at_ns, (uint64_t)stop_ns + 1u, __ATOMIC_RELEASE);
+    pthread_join(tid_a, NULL);
+  }
+  a->e->unit_deadline_armed = 0;
+  h->a_stopped = a->e->unit_stopped;
+  if (rc_b) return rc_b;
+  if (a->rc) return engine_fail(h->e, a->rc, "CPU unit: %s", a->e->err);
+  return unit_wait(h->e, a);
+}
+
 /* One round: B's part started (a GPU's asynchronously, a CPU's on a thread
- * of its own), A's run here, both waited for. */
+ * of its own), A's run here, both waited for; or, where both units have
+ * rows and A's part is not the last, with a deadline for A
+ * (hetero_round_with_deadline). */
 static int hetero_round(hetero_run *h) {
   unit *a = &h->unit[0], *bu = &h->unit[1];
   int rc = 0;
   pthread_t tid;
   int threaded = 0;
+  h->a_stopped = 0;
+  if (a->n && bu->n && !a->final && h->stop_ratio > 0) return hetero_round_with_deadline(h);
   bu->busy_s = a->busy_s = 0;
   if (bu->n) {
     if (bu->is_gpu) {
@@ -413,6 +471,23 @@ static int hetero_alone_ratio(prstm_engine *e, double *ratio) {
   const double r = strtod(s, &end);
   if (end == s || *end != '\0' || !(r >= 1.0))
     return engine_fail(e, PRSTM_EINVAL, "PRSTM_HETERO_ALONE_RATIO is '%s': expected a number of at least 1", s);
+  *ratio = r;
+  return 0;
+}
+
+/* The times B's time that A's part of a round may take before it is
+ * stopped: PRSTM_POLICY_HETERO_ROUND_STOP_RATIO, or the environment's
+ * PRSTM_HETERO_STOP_RATIO, a positive number (a huge one never stops A;
+ * the tests set a tiny one to stop A every round). Returns 0, or a
+ * negative code with the engine's message. */
+static int hetero_stop_ratio(prstm_engine *e, double *ratio) {
+  *ratio = PRSTM_POLICY_HETERO_ROUND_STOP_RATIO;
+  const char *s = getenv("PRSTM_HETERO_STOP_RATIO");
+  if (!s || !*s) return 0;
+  char *end = NULL;
+  const double r = strtod(s, &end);
+  if (end == s || *end != '\0' || !(r > 0.0) || !isfinite(r))
+    return engine_fail(e, PRSTM_EINVAL, "PRSTM_HETERO_STOP_RATIO is '%s': expected a positive number", s);
   *ratio = r;
   return 0;
 }
@@ -539,6 +614,8 @@ static int hetero_run_rounds(hetero_run *h, prstm_results *res, hetero_probe *pr
     rc = hetero_probe_units(h, probe);
     if (rc || probe->alone != PRSTM_BACKEND_AUTO) return rc;
   }
+  rc = hetero_stop_ratio(e, &h->stop_ratio);
+  if (rc) return rc;
   /* The rounds' execution counts a probe that gave no unit the batch. */
   const double probe_s = probe->wall_s;
   /* The first round measures both units, on parts large enough that a
@@ -570,6 +647,7 @@ static int hetero_run_rounds(hetero_run *h, prstm_results *res, hetero_probe *pr
          (h->carry.n && decided_last && rounds_after_new++ < PRSTM_POLICY_HETERO_ROUNDS_AFTER_NEW)) {
     rc = hetero_plan(h, round_rows, share_b);
     if (!rc) rc = hetero_round(h);
+    if (!rc) res->stopped_rounds += h->a_stopped;
     /* A solo unit's replica alone moves on; the other takes it at the end. */
     hetero_verdict verdict = HETERO_KEEP_BOTH;
     if (!rc && solo < 0) rc = hetero_reconcile(h, &verdict, &res->transfer_s);

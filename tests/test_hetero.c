@@ -1,4 +1,4 @@
-/* test_hetero.c: behaviour of co-execution (backend hetero): rows routed to two units on replicas of the state and kept, rounds of a fixed period, parts kept in either order, a part given up on a conflict (by the policy) and run again, postponed rows funded across units, other workloads verified, streams refusing it, and the GPU as the second unit where there is one. */
+/* test_hetero.c: behaviour of co-execution (backend hetero): rows routed to two units on replicas of the state and kept, rounds of a fixed period, a first part stopped when the second has ended, parts kept in either order, a part given up on a conflict (by the policy) and run again, postponed rows funded across units, other workloads verified, streams refusing it, and the GPU as the second unit where there is one. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,6 +139,54 @@ Test(hetero, fixed_period_sets_every_rounds_rows) {
                 (unsigned long long)rounds[1]);
   cr_assert_lt(rounds[0], n / period, "the adaptive period lengthens its rounds: %llu rounds",
                (unsigned long long)rounds[0]);
+}
+
+/* A routed batch of transfers on two CPU units (no GPU is made visible),
+ * in rounds, verified. */
+static void run_routed_transfers_on_cpu_units(hetero_run *r, uint64_t n, uint64_t seed) {
+  cr_assert_eq(setenv("CUDA_VISIBLE_DEVICES", "", 1), 0);
+  open_bank(r, 100000, 1000000);
+  generate(r, n, "transfer", seed);
+  test_run_verified(r->engine, r->batch, &r->res, "hetero run");
+  cr_assert_eq(r->res.committed, n);
+  cr_assert_eq(r->res.discarded_rows, 0, "routed parts share no lock");
+  test_expect_invariant(r->wl, r->engine, r->batch);
+}
+
+/* Once the second unit's part of a round has ended, the first unit's is
+ * stopped at PRSTM_HETERO_STOP_RATIO times the second's time; the rows it
+ * had not decided run in a later round, once, and the run is the serial
+ * replay's. A tiny ratio stops the first unit wherever it is still running
+ * when the second ends, which two units of the same speed leave to chance
+ * in each round: over five batches it must happen. */
+Test(hetero, a_stopped_first_part_leaves_its_rows_for_a_later_round) {
+  cr_assert_eq(setenv("PRSTM_HETERO_STOP_RATIO", "1e-6", 1), 0);
+  uint64_t stopped = 0;
+  for (uint64_t seed = 1; seed <= 5 && !stopped; seed++) {
+    hetero_run r;
+    run_routed_transfers_on_cpu_units(&r, 300000, seed);
+    stopped += r.res.stopped_rounds;
+    run_close(&r);
+  }
+  cr_assert_gt(stopped, 0, "the first unit must be stopped in some round");
+}
+
+/* A stop ratio that is not a positive number fails the run by name. */
+Test(hetero, a_bad_stop_ratio_is_refused_by_name) {
+  cr_assert_eq(setenv("CUDA_VISIBLE_DEVICES", "", 1), 0);
+  const char *bad[] = {"0", "-1", "soon", "2x"};
+  for (unsigned i = 0; i < 4; i++) {
+    hetero_run r;
+    open_bank(&r, 1000, 1000000);
+    generate(&r, 1000, "transfer", 3);
+    cr_assert_eq(setenv("PRSTM_HETERO_STOP_RATIO", bad[i], 1), 0);
+    const int rc = prstm_engine_run(r.engine, r.batch, &r.res);
+    unsetenv("PRSTM_HETERO_STOP_RATIO");
+    cr_assert_eq(rc, PRSTM_EINVAL, "%s: %d", bad[i], rc);
+    cr_assert(strstr(prstm_engine_error(r.engine), "PRSTM_HETERO_STOP_RATIO") != NULL, "%s",
+              prstm_engine_error(r.engine));
+    run_close(&r);
+  }
 }
 
 /* Runs n rows over the two accounts, verified: a deposit every eleventh
@@ -594,6 +642,22 @@ Test(hetero_gpu, a_bad_probe_ratio_is_refused_by_name) {
     cr_assert(strstr(prstm_engine_error(r.engine), "PRSTM_HETERO_ALONE_RATIO") != NULL, "%s",
               prstm_engine_error(r.engine));
   }
+  run_close(&r);
+}
+
+/* In rounds of transfers among 10^6 accounts the GPU decides its part
+ * many times faster than the CPU decides its own: the CPU's part is
+ * stopped at PRSTM_POLICY_HETERO_ROUND_STOP_RATIO times the GPU's time
+ * instead of holding the round, and its rows left run later, verified. */
+Test(hetero_gpu, the_cpu_part_is_stopped_when_the_gpu_part_ends) {
+  test_need_backend(prstm_workload_find("bank"), PRSTM_BACKEND_GPU);
+  hetero_run r;
+  open_bank(&r, 1000000, 1000000);
+  generate(&r, 1000000, "transfer", 5);
+  test_run_verified(r.engine, r.batch, &r.res, "hetero run");
+  cr_assert_eq(r.res.committed, 1000000);
+  cr_assert_geq(r.res.stopped_rounds, 1, "the CPU's cold part must be stopped when the GPU's ends");
+  test_expect_invariant(r.wl, r.engine, r.batch);
   run_close(&r);
 }
 

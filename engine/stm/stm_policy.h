@@ -222,6 +222,14 @@
  * (docs/HETERO.md). */
 #define PRSTM_POLICY_HETERO_PROBE_ROWS 8192ull
 #define PRSTM_POLICY_HETERO_ALONE_RATIO 1.5
+/* In a round, once the second unit's part has ended, the first unit (the
+ * CPU) has until ROUND_STOP_RATIO times the second's time, and is stopped
+ * there; the rows it had not decided wait for a later round. Without it a
+ * round waits for the slower unit: in rounds of transfers where the GPU
+ * was over 20 times as fast, the first round's CPU half took most of the
+ * batch's time (docs/HETERO.md, "Measured"). The environment's
+ * PRSTM_HETERO_STOP_RATIO replaces it. */
+#define PRSTM_POLICY_HETERO_ROUND_STOP_RATIO 1.25
 /* After this many rounds (not only consecutive ones) in which a unit's part was given up to a
  * conflict, the faster unit takes every later round alone. */
 #define PRSTM_POLICY_HETERO_SOLO_LOST_ROUNDS 2u

@@ -477,6 +477,10 @@ typedef struct prstm_results {
    * the order GPU then CPU because the order CPU then GPU did not hold
    * (docs/HETERO.md, "Conflicts"); 0 in every other run. */
   uint64_t rounds, second_unit_rows, discarded_rows, first_unit_discarded_rows, reordered_rounds;
+  /* Backend HETERO: the rounds in which the first unit's part was stopped
+   * at PRSTM_HETERO_STOP_RATIO times the second unit's time, its rows not
+   * yet decided left for a later round (docs/HETERO.md); 0 elsewhere. */
+  uint64_t stopped_rounds;
   /* A co-executed run that the scheduler gave whole to one unit, the
    * faster by far (docs/HETERO.md): PRSTM_BACKEND_CPU or PRSTM_BACKEND_GPU,
    * and why; PRSTM_BACKEND_AUTO and empty where the units shared it, or

@@ -97,6 +97,7 @@ char *cli_results_json(const prstm_config *cfg, const prstm_engine *e, const prs
       cJSON_AddNumberToObject(co, "discarded_rows", (double)r->discarded_rows);
       cJSON_AddNumberToObject(co, "first_unit_discarded_rows", (double)r->first_unit_discarded_rows);
       cJSON_AddNumberToObject(co, "reordered_rounds", (double)r->reordered_rounds);
+      cJSON_AddNumberToObject(co, "stopped_rounds", (double)r->stopped_rounds);
       if (r->alone != PRSTM_BACKEND_AUTO) {
         cJSON_AddStringToObject(co, "alone", r->alone == PRSTM_BACKEND_GPU ? "gpu" : "cpu");
         cJSON_AddStringToObject(co, "alone_why", r->alone_why);
@@ -194,10 +195,10 @@ void cli_print_summary(const prstm_config *cfg, const prstm_results *r, const ru
     printf(
         "  co-execution       %llu rounds; the second unit decided %llu kept rows; %llu rows given up to conflicts "
         "and run again (%llu of them the first unit's, policy %s); %llu rounds kept with the second unit's part "
-        "first\n",
+        "first; the first unit stopped in %llu rounds when the second had ended\n",
         (unsigned long long)r->rounds, (unsigned long long)r->second_unit_rows, (unsigned long long)r->discarded_rows,
         (unsigned long long)r->first_unit_discarded_rows, hetero_policy_name(cfg->options.hetero_policy),
-        (unsigned long long)r->reordered_rounds);
+        (unsigned long long)r->reordered_rounds, (unsigned long long)r->stopped_rounds);
   if (r->backend == PRSTM_BACKEND_MULTI && r->state_partitioned)
     printf(
         "  units              %u, state partitioned, %llu rounds; %llu rows ran on the host (their words span "
