@@ -45,7 +45,7 @@ static const char usage_text[] =
     "                                replicas (backend hetero: the CPU and the\n"
     "                                GPU, or two sets of CPU threads; half the\n"
     "                                cases shared in rounds; a random conflict\n"
-    "                                policy)\n"
+    "                                policy; half the cases at a fixed period)\n"
     "                     --backend does not apply to multi and hetero, which\n"
     "                     take their units as the library does\n"
     "  --workloads LIST   comma-separated workloads to draw from (default all\n"
