@@ -153,7 +153,10 @@ int backend_cpu_run_on_locks(prstm_engine *e, prstm_batch *b, const prstm_worker
       pause_ns = watchdog_next_pause_ns(pause_ns);
       if (e->unit_deadline_armed && !e->unit_stopped) {
         const uint64_t stop_at = __atomic_load_n(&e->unit_stop_at_ns, __ATOMIC_ACQUIRE);
-        if (stop_at && engine_now() * 1e9 >= (double)stop_at) {
+        /* A run whose threads all finished while the watcher slept was not
+         * stopped, even past its deadline: its caller counts stops. */
+        if (stop_at && engine_now() * 1e9 >= (double)stop_at &&
+            __atomic_load_n(&quiesce[STM_Q_FINISHED], __ATOMIC_ACQUIRE) < threads) {
           e->unit_stopped = 1;
           __atomic_store_n(&quiesce[STM_Q_STOP], 1, __ATOMIC_RELEASE);
         }

@@ -425,8 +425,9 @@ typedef struct prstm_options {
    * PRSTM_HETERO_GPU_INVALIDATION). */
   prstm_hetero_policy hetero_policy;
   /* Backend HETERO: the rows of every round, that is how often the units
-   * synchronise (at most the GPU's slots); 0 (default) lets the period adapt
-   * to the conflicts (docs/HETERO.md, "What adapts"). */
+   * synchronise (at most 8M rows, the batch or the GPU's slots); 0
+   * (default) lets the period adapt to the conflicts (docs/HETERO.md,
+   * "What adapts"). */
   uint64_t hetero_period;
   /* Backend MULTI: 1 partitions the state among the units, so that each
    * GPU holds only its range of the words (a state up to the units' memory
