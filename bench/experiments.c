@@ -653,8 +653,6 @@ static int exp_hetero(bench_ctx *c) {
           status = PRSTM_EUNKNOWN;
       } else {
         p = vacation_point(c, "hetero", "hetero-period-vacation", 0.0, 0);
-        p.experiment = "hetero";
-        p.series = "hetero-period-vacation";
       }
       p.runners = RUNNER_BIT(R_HETERO_ROUNDS);
       if (i == 0) p.runners |= RUNNER_BIT(R_GPU_POSTPONE) | RUNNER_BIT(R_CPU_POSTPONE) | RUNNER_BIT(R_CPU_SERIAL);

@@ -2,7 +2,7 @@
 #define _GNU_SOURCE
 #include "unit.h"
 
-#include <math.h>
+#include <float.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -457,39 +457,41 @@ static double hetero_part_rate(const unit *u) {
   return (double)(u->n - unit_pending(u)) / u->busy_s;
 }
 
+/* A ratio from the environment variable `name`, or `fallback` where it is
+ * unset or empty; a value that is not a number of at least `min` fails the
+ * run with the engine's message, which names the variable and `expected`.
+ * Returns 0, or a negative code. */
+static int hetero_env_ratio(prstm_engine *e, const char *name, double fallback, double min, const char *expected,
+                            double *ratio) {
+  *ratio = fallback;
+  const char *s = getenv(name);
+  if (!s || !*s) return 0;
+  char *end = NULL;
+  const double r = strtod(s, &end);
+  if (end == s || *end != '\0' || !(r >= min))
+    return engine_fail(e, PRSTM_EINVAL, "%s is '%s': expected %s", name, s, expected);
+  *ratio = r;
+  return 0;
+}
+
 /* The ratio by which a unit must beat the other in the probe to run the
  * batch alone: PRSTM_POLICY_HETERO_ALONE_RATIO, or the environment's
  * PRSTM_HETERO_ALONE_RATIO, a number of at least 1 (1: the faster unit
  * always runs alone; a huge one: the units always share the batch). The
  * probe's rates move with the host's load, so the tests of either outcome
- * set it. Returns 0, or a negative code with the engine's message. */
+ * set it. */
 static int hetero_alone_ratio(prstm_engine *e, double *ratio) {
-  *ratio = PRSTM_POLICY_HETERO_ALONE_RATIO;
-  const char *s = getenv("PRSTM_HETERO_ALONE_RATIO");
-  if (!s || !*s) return 0;
-  char *end = NULL;
-  const double r = strtod(s, &end);
-  if (end == s || *end != '\0' || !(r >= 1.0))
-    return engine_fail(e, PRSTM_EINVAL, "PRSTM_HETERO_ALONE_RATIO is '%s': expected a number of at least 1", s);
-  *ratio = r;
-  return 0;
+  return hetero_env_ratio(e, "PRSTM_HETERO_ALONE_RATIO", PRSTM_POLICY_HETERO_ALONE_RATIO, 1.0, "a number of at least 1",
+                          ratio);
 }
 
 /* The times B's time that A's part of a round may take before it is
  * stopped: PRSTM_POLICY_HETERO_ROUND_STOP_RATIO, or the environment's
- * PRSTM_HETERO_STOP_RATIO, a positive number (a huge one never stops A;
- * the tests set a tiny one to stop A every round). Returns 0, or a
- * negative code with the engine's message. */
+ * PRSTM_HETERO_STOP_RATIO, a positive number (a huge one, or inf, never
+ * stops A; the tests set a tiny one to stop A every round). */
 static int hetero_stop_ratio(prstm_engine *e, double *ratio) {
-  *ratio = PRSTM_POLICY_HETERO_ROUND_STOP_RATIO;
-  const char *s = getenv("PRSTM_HETERO_STOP_RATIO");
-  if (!s || !*s) return 0;
-  char *end = NULL;
-  const double r = strtod(s, &end);
-  if (end == s || *end != '\0' || !(r > 0.0) || !isfinite(r))
-    return engine_fail(e, PRSTM_EINVAL, "PRSTM_HETERO_STOP_RATIO is '%s': expected a positive number", s);
-  *ratio = r;
-  return 0;
+  return hetero_env_ratio(e, "PRSTM_HETERO_STOP_RATIO", PRSTM_POLICY_HETERO_ROUND_STOP_RATIO, DBL_MIN,
+                          "a positive number", ratio);
 }
 
 /* The probe's round: the GPU (unit B) and the CPU (unit A, on a thread of
