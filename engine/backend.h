@@ -149,6 +149,11 @@ typedef struct backend_ops {
    * CPU). */
   void *(*batch_lock_pages)(prstm_batch *b);
   void (*batch_unlock_pages)(prstm_batch *b, void *locked);
+  /* Waits until the slot's unit in flight no longer reads its staging, so
+   * that the next unit's rows may be filled into it while that unit still
+   * executes (stream.c's prefill); NULL where a unit runs on its staging to
+   * its end (the CPU). */
+  int (*unit_staging_wait)(prstm_engine *e, backend_stream *s, unsigned slot);
 } backend_ops;
 
 /* What the GPU backend keeps on an engine from one whole run or stream to

@@ -1593,6 +1593,18 @@ static int gpu_stream_launch_checked(backend_stream *g, unsigned slot, const bac
   return 0;
 }
 
+/* Waits until the slot's last unit has been copied to the device: its
+ * staging may then take the next unit's rows while that unit still
+ * executes. The copy stream holds copies alone, so this wait ends whatever
+ * the kernels do. */
+static int gpu_unit_staging_wait(prstm_engine *e, backend_stream *g, unsigned slot) {
+  char *err = e->err;
+  size_t errlen = sizeof e->err;
+  GPU_CHECK(cudaSetDevice(g->device));
+  if (g->slot[slot].busy) GPU_CHECK(cudaEventSynchronize(g->slot[slot].copy_end));
+  return 0;
+}
+
 static int gpu_unit_launch(prstm_engine *e, backend_stream *g, unsigned slot, const backend_unit *u) {
   if (cudaSetDevice(g->device) != cudaSuccess)
     return engine_fail(e, PRSTM_ECUDA, "cannot select GPU %d: %s", g->device, cudaGetErrorString(cudaGetLastError()));
@@ -1808,6 +1820,7 @@ static const backend_ops gpu_ops = {
     gpu_state_device,
     gpu_batch_lock_pages,
     gpu_batch_unlock_pages,
+    gpu_unit_staging_wait,
 };
 
 extern "C" const backend_ops *backend_gpu_ops(void) { return &gpu_ops; }

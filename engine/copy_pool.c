@@ -44,6 +44,7 @@ struct engine_copy_pool {
   const engine_copy *pieces;
   size_t npieces;
   uint64_t total;
+  int out; /* a copy is set out that finish has not completed */
 };
 
 /* A hint to the core that this thread only spins. */
@@ -127,7 +128,8 @@ engine_copy_pool *engine_copy_pool_open(unsigned helpers) {
   return p;
 }
 
-void engine_copy_pool_run(engine_copy_pool *p, const engine_copy *pieces, size_t npieces) {
+void engine_copy_pool_start(engine_copy_pool *p, const engine_copy *pieces, size_t npieces) {
+  engine_copy_pool_finish(p);
   uint64_t total = 0;
   for (size_t j = 0; j < npieces; j++) total += pieces[j].len;
   const uint64_t chunks = (total + ENGINE_COPY_POOL_CHUNK - 1) / ENGINE_COPY_POOL_CHUNK;
@@ -152,12 +154,25 @@ void engine_copy_pool_run(engine_copy_pool *p, const engine_copy *pieces, size_t
   atomic_store_explicit(&p->claim, word, memory_order_release);
   pthread_cond_broadcast(&p->wake);
   pthread_mutex_unlock(&p->mu);
+  p->out = 1;
+}
+
+void engine_copy_pool_finish(engine_copy_pool *p) {
+  if (!p || !p->out) return;
+  const uint64_t copy = p->copies & ((1ull << (64u - COPY_POOL_COPY_SHIFT)) - 1u);
   copy_pool_work(p, copy);
-  while (atomic_load_explicit(&p->done, memory_order_acquire) != total) copy_pool_relax();
+  while (atomic_load_explicit(&p->done, memory_order_acquire) != p->total) copy_pool_relax();
+  p->out = 0;
+}
+
+void engine_copy_pool_run(engine_copy_pool *p, const engine_copy *pieces, size_t npieces) {
+  engine_copy_pool_start(p, pieces, npieces);
+  engine_copy_pool_finish(p);
 }
 
 void engine_copy_pool_close(engine_copy_pool *p) {
   if (!p) return;
+  engine_copy_pool_finish(p);
   pthread_mutex_lock(&p->mu);
   p->stop = 1;
   pthread_cond_broadcast(&p->wake);

@@ -66,11 +66,18 @@ int engine_parallel_narrow(uint32_t *dst, const uint64_t *src, uint64_t stride, 
  * (copy_pool.c): engine_copy_pool_run takes the pieces as one run of bytes,
  * as engine_parallel_copy does, cut into 64 KiB chunks that the caller and
  * the helpers claim one at a time, and returns when all are copied; calls
- * must not overlap. Open returns NULL for 0 helpers or when no thread
- * could be started (copy without it then). */
+ * must not overlap. engine_copy_pool_start sets a copy out to the helpers
+ * alone and returns at once, so that the caller can do other work while
+ * they copy; engine_copy_pool_finish then copies what nobody has claimed
+ * yet and waits for the rest (the pieces, and what their `wide` flags point
+ * to, must live until it returns). A start, a run or a close finishes the
+ * copy out first. Open returns NULL for 0 helpers or when no thread could
+ * be started (copy without it then). */
 typedef struct engine_copy_pool engine_copy_pool;
 engine_copy_pool *engine_copy_pool_open(unsigned helpers);
 void engine_copy_pool_run(engine_copy_pool *pool, const engine_copy *pieces, size_t npieces);
+void engine_copy_pool_start(engine_copy_pool *pool, const engine_copy *pieces, size_t npieces);
+void engine_copy_pool_finish(engine_copy_pool *pool);
 void engine_copy_pool_close(engine_copy_pool *pool);
 
 #ifdef __cplusplus

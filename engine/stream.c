@@ -72,6 +72,19 @@ struct prstm_stream {
   uint64_t nitems, items_alloc, first_open;
   stream_origin *queue; /* carried rows waiting, FIFO from queue_head */
   uint64_t queue_head, queue_len, queue_alloc;
+  /* The next unit of a batch being submitted, prepared while the unit
+   * before it launches (stream_prefill): its plan, its slot's staging, the
+   * fill of its new rows set out to the copy pool, and what says whether
+   * its narrow columns held every value. */
+  struct {
+    int ready;
+    unsigned slot;
+    stream_unit u;
+    backend_unit bu;
+    backend_staging st;
+    engine_copy *jobs; /* 1 + ncols pieces */
+    int narrow, wide, wide_carried;
+  } pre;
   prstm_stream_done_fn done_fn;
   void *done_user;
   prstm_stream_results res;
@@ -324,6 +337,51 @@ static int stream_drain(prstm_stream *s) {
 
 /* ---- launching a unit ---- */
 
+/* The copies of a unit's new rows into its staging (none for a unit of
+ * carried rows alone): the type column, then every argument column at the
+ * staging's stride, as 32-bit values where `narrow` (a value that does not
+ * fit sets *wide), the columns a narrower batch lacks zeroed. jobs holds
+ * 1 + s->ncols pieces; returns how many it set. */
+static size_t stream_fill_new_jobs(prstm_stream *s, const stream_unit *u, const backend_staging *st, int narrow,
+                                   int *wide, engine_copy *jobs) {
+  if (!u->n_new) return 0;
+  const prstm_batch *b = s->items[u->item].b;
+  uint32_t *args32 = (uint32_t *)st->args;
+  size_t nj = 0;
+  jobs[nj++] = (engine_copy){st->type, b->type + u->off, (size_t)u->n_new, NULL};
+  for (uint32_t c = 0; c < s->ncols; c++)
+    jobs[nj++] = (engine_copy){
+        narrow ? (void *)(args32 + (uint64_t)c * st->stride) : (void *)(st->args + (uint64_t)c * st->stride),
+        c < b->ncols ? (const void *)(b->args + (uint64_t)c * b->cap + u->off) : NULL,
+        (size_t)u->n_new * sizeof *st->args, narrow ? wide : NULL};
+  return nj;
+}
+
+/* Fills a unit's carried rows into its staging after `at0` staged rows,
+ * with their prstm_row numbers; returns 1 when narrow and a value needed
+ * 64 bits. */
+static int stream_fill_carried(prstm_stream *s, const stream_unit *u, const backend_staging *st, uint64_t at0,
+                               int narrow) {
+  uint64_t high = 0;
+  uint32_t *args32 = (uint32_t *)st->args;
+  for (uint64_t k = 0; k < u->n_carry; k++) {
+    const prstm_batch *b = s->items[u->carry[k].item].b;
+    uint64_t row = u->carry[k].row, at = at0 + k;
+    st->row_id[k] = s->items[u->carry[k].item].first + row;
+    st->type[at] = b->type[row];
+    for (uint32_t c = 0; c < s->ncols; c++) {
+      const uint64_t v = c < b->ncols ? b->args[(uint64_t)c * b->cap + row] : 0;
+      if (narrow) {
+        args32[(uint64_t)c * st->stride + at] = (uint32_t)v;
+        high |= v >> 32;
+      } else {
+        st->args[(uint64_t)c * st->stride + at] = v;
+      }
+    }
+  }
+  return high != 0;
+}
+
 /* Fills a unit's staging: the new rows, then the carried ones, every column
  * at the staging's stride, the columns a narrower batch lacks zeroed, and
  * the carried rows' prstm_row numbers (the new rows' follow from their
@@ -337,42 +395,15 @@ static int stream_drain(prstm_stream *s) {
  * GPU's one copy stream, where a small unit's columns took about as long
  * as its kernel. */
 static int stream_fill(prstm_stream *s, const stream_unit *u, const backend_staging *st, int with_new, int *narrow) {
-  uint8_t *type = st->type;
-  uint64_t *args = st->args;
-  uint32_t *args32 = (uint32_t *)st->args;
-  const uint64_t stride = st->stride;
   int wide = 0;
-  size_t maxjobs = 1 + s->ncols;
-  engine_copy *jobs = malloc(maxjobs * sizeof *jobs);
+  engine_copy *jobs = malloc((1 + (size_t)s->ncols) * sizeof *jobs);
   if (!jobs) return engine_fail(s->e, PRSTM_ENOMEM, "cannot plan the copy of a unit");
-  size_t nj = 0;
-  if (u->n_new && with_new) {
-    const prstm_batch *b = s->items[u->item].b;
-    jobs[nj++] = (engine_copy){type, b->type + u->off, (size_t)u->n_new, NULL};
-    for (uint32_t c = 0; c < s->ncols; c++)
-      jobs[nj++] =
-          (engine_copy){*narrow ? (void *)(args32 + (uint64_t)c * stride) : (void *)(args + (uint64_t)c * stride),
-                        c < b->ncols ? (const void *)(b->args + (uint64_t)c * b->cap + u->off) : NULL,
-                        (size_t)u->n_new * sizeof *args, *narrow ? &wide : NULL};
-    copy_rows(s, jobs, nj);
+  if (with_new) {
+    size_t nj = stream_fill_new_jobs(s, u, st, *narrow, &wide, jobs);
+    if (nj) copy_rows(s, jobs, nj);
   }
   free(jobs);
-  uint64_t high = 0;
-  for (uint64_t k = 0; k < u->n_carry; k++) {
-    const prstm_batch *b = s->items[u->carry[k].item].b;
-    uint64_t row = u->carry[k].row, at = (with_new ? u->n_new : 0) + k;
-    st->row_id[k] = s->items[u->carry[k].item].first + row;
-    type[at] = b->type[row];
-    for (uint32_t c = 0; c < s->ncols; c++) {
-      const uint64_t v = c < b->ncols ? b->args[(uint64_t)c * b->cap + row] : 0;
-      if (*narrow) {
-        args32[(uint64_t)c * stride + at] = (uint32_t)v;
-        high |= v >> 32;
-      } else {
-        args[(uint64_t)c * stride + at] = v;
-      }
-    }
-  }
+  const int high = stream_fill_carried(s, u, st, with_new ? u->n_new : 0, *narrow);
   if (*narrow && (high || __atomic_load_n(&wide, __ATOMIC_RELAXED))) {
     *narrow = 0;
     return stream_fill(s, u, st, with_new, narrow);
@@ -380,17 +411,17 @@ static int stream_fill(prstm_stream *s, const stream_unit *u, const backend_stag
   return 0;
 }
 
-/* Starts one unit on the backend: n_new rows of `item` from its next row,
- * and up to max_carry rows from the front of the carry queue. */
-static int stream_launch(prstm_stream *s, uint64_t item, uint64_t n_new, uint64_t max_carry, int final) {
-  unsigned slot = s->next_slot;
-  int rc = stream_retire(s, slot);
-  if (rc) return rc;
+/* How many carried rows a unit of n_new new rows takes from the front of
+ * the queue: at most max_carry, and what the slot leaves beside them. */
+static uint64_t stream_carry_count(const prstm_stream *s, uint64_t n_new, uint64_t max_carry) {
   uint64_t n_carry = s->queue_len < max_carry ? s->queue_len : max_carry;
   if (n_new + n_carry > s->slot_rows) n_carry = s->slot_rows - n_new;
-  uint64_t n = n_new + n_carry;
-  if (n == 0) return 0;
-  stream_unit *u = &s->slots[slot];
+  return n_carry;
+}
+
+/* Describes in u a unit of n_new rows of `item` from its next row and
+ * n_carry rows taken from the front of the carry queue. */
+static int stream_plan(prstm_stream *s, stream_unit *u, uint64_t item, uint64_t n_new, uint64_t n_carry) {
   if (n_carry > u->carry_alloc) {
     stream_origin *c = realloc(u->carry, (size_t)n_carry * sizeof *c);
     if (!c)
@@ -414,50 +445,170 @@ static int stream_launch(prstm_stream *s, uint64_t item, uint64_t n_new, uint64_
     u->results = s->e->wl->types[s->items[u->carry[k].item].b->type[u->carry[k].row]].read_only;
   s->res.runs++;
   s->res.carry_runs += n_carry;
-  s->next_slot = (slot + 1) % s->nslots;
-  /* A pinned batch with every column the unit needs is copied to the
-   * device straight from its own memory, and its statuses come back
-   * straight into it: no staging copy on the host, and only the carried
-   * rows are staged. */
-  backend_direct_rows direct = {NULL, NULL, 0, 0, NULL};
-  if (u->n_new && s->ops->takes_direct_rows) {
-    prstm_batch *b = s->items[item].b;
-    if ((prstm_batch_pinned(b) || b->registered) && b->ncols == s->ncols)
-      direct = (backend_direct_rows){b->type + u->off, b->args ? b->args + u->off : NULL, b->cap, u->n_new,
-                                     b->status + u->off};
-  }
-  u->direct = direct.n != 0;
+  return 0;
+}
+
+/* Whether a unit's new rows from `item` go to the device straight from a
+ * pinned batch with every column the unit needs: no staging copy on the
+ * host, and only the carried rows are staged. */
+static int stream_takes_direct(const prstm_stream *s, uint64_t item) {
+  const prstm_batch *b = s->items[item].b;
+  return s->ops->takes_direct_rows && (prstm_batch_pinned(b) || b->registered) && b->ncols == s->ncols;
+}
+
+/* The backend's view of a planned unit of n rows, the first `direct` of
+ * them straight from their batch. */
+static backend_unit stream_backend_unit(const prstm_stream *s, const stream_unit *u, int final,
+                                        const backend_direct_rows *direct) {
   backend_unit bu;
+  const uint64_t n = u->n_new + u->n_carry;
   bu.n = n;
-  bu.staged = direct.n ? n_carry : n;
-  bu.carried = n_carry;
-  bu.row_base = n_new ? s->items[item].first + u->off : 0;
+  bu.staged = direct ? u->n_carry : n;
+  bu.carried = u->n_carry;
+  bu.row_base = u->n_new ? s->items[u->item].first + u->off : 0;
   bu.tag_mask = s->tag_mask;
   bu.results = u->results;
   bu.flags = ENGINE_RUN_QUIET | (final ? 0u : ENGINE_RUN_KEEP_POSTPONED);
-  bu.direct = direct.n ? &direct : NULL;
+  bu.direct = direct;
   bu.narrow_args = 0;
-  /* Device memory is taken again only with no unit in flight: freeing
-   * pinned memory waits for the whole GPU, and waiting there for the other
-   * slot's kernel would put a stalled kernel out of the watchdog's reach
-   * (its retire waits for it under the watchdog instead). */
-  if (s->ops->unit_would_grow(s->bs, slot, &bu)) {
-    for (unsigned k = 1; k < s->nslots; k++) {
-      rc = stream_retire(s, (slot + k) % s->nslots);
-      if (rc) return rc;
-    }
+  return bu;
+}
+
+/* Prepares the next unit while the one before it launches: n_new new rows
+ * of `item` (the rest of the batch being submitted) and the carried rows
+ * queued now, in the next slot. Its staging is reserved and its new rows'
+ * fill set out to the stream's copying threads, which work while this
+ * thread launches the unit before it and retires the slot's last one;
+ * stream_launch then only waits for the fill. The pending rows of the
+ * slot's last unit therefore join a unit later than they would otherwise,
+ * as any carried row may. Nothing is prepared where there is nothing worth
+ * sharing out (a small unit, direct rows from a pinned batch, a backend
+ * whose units run on their staging), or where the slot's buffers must grow
+ * first: that waits for every unit in flight. */
+static int stream_prefill(prstm_stream *s, uint64_t item, uint64_t n_new, uint64_t max_carry, int final) {
+  if (!s->copy_pool_wanted || !s->ops->unit_staging_wait || stream_takes_direct(s, item)) return 0;
+  if (n_new * (1 + 8 * (uint64_t)s->ncols) < PRSTM_POLICY_STREAM_POOL_MIN_BYTES) return 0;
+  if (!s->copy_pool) s->copy_pool = engine_copy_pool_open(copy_parts() - 1);
+  if (!s->copy_pool) {
+    s->copy_pool_wanted = 0;
+    return 0;
   }
-  backend_staging staging;
-  rc = s->ops->unit_reserve(s->e, s->bs, slot, &bu, &staging);
-  if (rc) return rc;
-  double t0 = engine_now();
-  ENGINE_RANGE_PUSH("unit fill");
-  int narrow = staging.narrow_ok;
-  rc = stream_fill(s, u, &staging, direct.n == 0, &narrow);
+  if (!s->pre.jobs) {
+    s->pre.jobs = malloc((1 + (size_t)s->ncols) * sizeof *s->pre.jobs);
+    if (!s->pre.jobs) return engine_fail(s->e, PRSTM_ENOMEM, "cannot plan the copy of a unit");
+  }
+  const unsigned slot = s->next_slot;
+  stream_unit *u = &s->pre.u;
+  /* Planned as a look first, so that a slot that must grow takes no rows
+   * from the queue. */
+  stream_unit look = {0};
+  look.item = item;
+  look.n_new = n_new;
+  look.off = s->items[item].next_row;
+  look.n_carry = stream_carry_count(s, n_new, max_carry);
+  look.results = 1; /* the most the unit can need */
+  backend_unit bu = stream_backend_unit(s, &look, final, NULL);
+  if (s->ops->unit_would_grow(s->bs, slot, &bu)) return 0;
+  ENGINE_RANGE_PUSH("unit prefill");
+  int rc = s->ops->unit_staging_wait(s->e, s->bs, slot);
+  if (!rc) rc = stream_plan(s, u, item, n_new, look.n_carry);
+  u->direct = 0;
+  if (!rc) {
+    bu = stream_backend_unit(s, u, final, NULL);
+    rc = s->ops->unit_reserve(s->e, s->bs, slot, &bu, &s->pre.st);
+  }
+  if (!rc) {
+    s->pre.narrow = s->pre.st.narrow_ok;
+    s->pre.wide = 0;
+    size_t nj = stream_fill_new_jobs(s, u, &s->pre.st, s->pre.narrow, &s->pre.wide, s->pre.jobs);
+    engine_copy_pool_start(s->copy_pool, s->pre.jobs, nj);
+    s->pre.wide_carried = stream_fill_carried(s, u, &s->pre.st, u->n_new, s->pre.narrow);
+    s->pre.bu = bu;
+    s->pre.slot = slot;
+    s->pre.ready = 1;
+  }
   ENGINE_RANGE_POP();
-  if (rc) return rc;
+  return rc;
+}
+
+/* Starts one unit on the backend: n_new rows of `item` from its next row,
+ * and up to max_carry rows from the front of the carry queue; next_new > 0
+ * says that a unit of that many rows of the same item follows at once,
+ * which may then be prepared while this one starts (stream_prefill). */
+static int stream_launch(prstm_stream *s, uint64_t item, uint64_t n_new, uint64_t max_carry, int final,
+                         uint64_t next_new) {
+  unsigned slot = s->next_slot;
+  stream_unit *u = &s->slots[slot];
+  backend_unit bu;
+  backend_direct_rows direct = {NULL, NULL, 0, 0, NULL};
+  int narrow = 0;
+  int rc;
+  if (s->pre.ready) {
+    /* Prepared while the unit before it launched: the slot's last unit is
+     * retired now, and the fill the copying threads were given is waited
+     * for (and made whole where a value needed 64 bits). */
+    if (s->pre.slot != slot || s->pre.u.item != item || s->pre.u.n_new != n_new)
+      return engine_fail(s->e, PRSTM_EINVAL, "a stream's next unit is not the one it prepared");
+    rc = stream_retire(s, slot);
+    if (rc) return rc;
+    const stream_unit planned = s->pre.u;
+    s->pre.u = *u; /* keeps the slot's carry buffer for the next plan */
+    s->pre.u.busy = 0;
+    *u = planned;
+    s->pre.ready = 0;
+    bu = s->pre.bu;
+    ENGINE_RANGE_PUSH("unit fill");
+    engine_copy_pool_finish(s->copy_pool);
+    narrow = s->pre.narrow;
+    if (narrow && (s->pre.wide_carried || __atomic_load_n(&s->pre.wide, __ATOMIC_RELAXED))) {
+      narrow = 0;
+      rc = stream_fill(s, u, &s->pre.st, 1, &narrow);
+    }
+    ENGINE_RANGE_POP();
+    if (rc) return rc;
+  } else {
+    rc = stream_retire(s, slot);
+    if (rc) return rc;
+    const uint64_t n_carry = stream_carry_count(s, n_new, max_carry);
+    if (n_new + n_carry == 0) return 0;
+    rc = stream_plan(s, u, item, n_new, n_carry);
+    if (rc) return rc;
+    if (u->n_new && stream_takes_direct(s, item)) {
+      prstm_batch *b = s->items[item].b;
+      direct = (backend_direct_rows){b->type + u->off, b->args ? b->args + u->off : NULL, b->cap, u->n_new,
+                                     b->status + u->off};
+    }
+    u->direct = direct.n != 0;
+    bu = stream_backend_unit(s, u, final, direct.n ? &direct : NULL);
+    /* Device memory is taken again only with no unit in flight: freeing
+     * pinned memory waits for the whole GPU, and waiting there for the other
+     * slot's kernel would put a stalled kernel out of the watchdog's reach
+     * (its retire waits for it under the watchdog instead). */
+    if (s->ops->unit_would_grow(s->bs, slot, &bu)) {
+      for (unsigned k = 1; k < s->nslots; k++) {
+        rc = stream_retire(s, (slot + k) % s->nslots);
+        if (rc) return rc;
+      }
+    }
+    backend_staging staging;
+    rc = s->ops->unit_reserve(s->e, s->bs, slot, &bu, &staging);
+    if (rc) return rc;
+    double t0 = engine_now();
+    ENGINE_RANGE_PUSH("unit fill");
+    narrow = staging.narrow_ok;
+    rc = stream_fill(s, u, &staging, direct.n == 0, &narrow);
+    ENGINE_RANGE_POP();
+    if (rc) return rc;
+    if (s->ops->staging_is_copy) s->res.copy_s += engine_now() - t0;
+  }
   bu.narrow_args = narrow;
-  if (s->ops->staging_is_copy) s->res.copy_s += engine_now() - t0;
+  s->next_slot = (slot + 1) % s->nslots;
+  /* The next unit's fill is set out before this one launches, so that the
+   * copying threads work through the launch. */
+  if (next_new) {
+    rc = stream_prefill(s, item, next_new, max_carry, final);
+    if (rc) return rc;
+  }
   ENGINE_RANGE_PUSH("unit launch");
   rc = s->ops->unit_launch(s->e, s->bs, slot, &bu);
   ENGINE_RANGE_POP();
@@ -647,10 +798,14 @@ int prstm_stream_submit(prstm_stream *s, prstm_batch *b) {
   s->tag_mask |= b->tag_mask;
   s->res.batches++;
   s->res.transactions += b->n;
-  while (s->items[idx].next_row < b->n) {
-    uint64_t left = b->n - s->items[idx].next_row;
-    rc = stream_launch(s, idx, left < s->unit_rows ? left : s->unit_rows, s->carry_cap, 0);
+  /* The cursor, not the item's next row: a unit prepared while the one
+   * before it launches has taken its rows already. */
+  for (uint64_t at = 0; at < b->n;) {
+    const uint64_t left = b->n - at;
+    const uint64_t now = left < s->unit_rows ? left : s->unit_rows, after = left - now;
+    rc = stream_launch(s, idx, now, s->carry_cap, 0, after < s->unit_rows ? after : s->unit_rows);
     if (rc) return stream_failed(s, rc);
+    at += now;
   }
   rc = stream_notify_done(s);
   if (rc) return stream_failed(s, rc);
@@ -678,7 +833,7 @@ static int stream_finish_rows(prstm_stream *s) {
   if (rc) return rc;
   while (s->queue_len) {
     if (s->queue_len <= s->slot_rows) {
-      rc = stream_launch(s, 0, 0, s->queue_len, 1);
+      rc = stream_launch(s, 0, 0, s->queue_len, 1, 0);
       if (rc) return rc;
       rc = stream_drain(s);
       if (rc) return rc;
@@ -688,7 +843,7 @@ static int stream_finish_rows(prstm_stream *s) {
     uint64_t before = s->res.committed, left = s->queue_len;
     while (left) {
       uint64_t k = left < s->slot_rows ? left : s->slot_rows;
-      rc = stream_launch(s, 0, 0, k, 0);
+      rc = stream_launch(s, 0, 0, k, 0, 0);
       if (rc) return rc;
       left -= k;
     }
@@ -734,6 +889,8 @@ int prstm_stream_close(prstm_stream *s, prstm_stream_results *out) {
 
 void prstm_stream_destroy(prstm_stream *s) {
   if (!s) return;
+  /* A fill set out to the copying threads ends before its staging goes. */
+  engine_copy_pool_finish(s->copy_pool);
   if (s->bs) {
     /* A stream given up: what already ran is kept, when the backend can
      * say (a GPU's state is read back). */
@@ -744,6 +901,8 @@ void prstm_stream_destroy(prstm_stream *s) {
     s->ops->stream_free(s->bs);
   }
   for (unsigned k = 0; k < BACKEND_STREAM_SLOTS_MAX; k++) free(s->slots[k].carry);
+  free(s->pre.u.carry);
+  free(s->pre.jobs);
   engine_copy_pool_close(s->copy_pool);
   if (s->journal) {
     prstm_batch_destroy(s->journal->rows);

@@ -180,7 +180,8 @@ Test(nvtx_gpu, gpu_chunked_run_marks_the_stream_and_its_pages) {
 
 /* Units of middling size (here 50,000 transfers, 1.3 MB) are staged by the
  * stream's copying threads instead, where the host has the cores for them
- * (four or more): the batch is never page-locked. */
+ * (four or more): the batch is never page-locked, and each unit after the
+ * first few is prepared while the one before it launches. */
 Test(nvtx_gpu, gpu_chunked_run_of_middling_units_stages_them) {
   char cfg[PATH_MAX];
   snprintf(cfg, sizeof cfg, "%s", test_path(workdir, "middling.json"));
@@ -196,10 +197,12 @@ Test(nvtx_gpu, gpu_chunked_run_of_middling_units_stages_them) {
       run_recorded_config(cfg, (const char *const[]){"--backend", "gpu", "--chunk-rows", "50000", NULL}, 1, &log), 0);
   assert_ranges(&log, (const char *const[]){"run", "stream open", "unit fill", "unit launch", "unit wait", NULL});
   const long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  if (cores >= 4)
+  if (cores >= 4) {
     cr_assert(!pushed(&log, "lock pages"), "units of 1.3 MB on a host of %ld cores are staged, not page-locked", cores);
-  else
+    cr_assert(pushed(&log, "unit prefill"), "no unit of 1.3 MB was prepared while the one before it launched");
+  } else {
     cr_assert(pushed(&log, "lock pages"), "no copying threads on a host of %ld cores, yet no page-locking", cores);
+  }
 }
 
 /* A JSON Lines batch marks its parse and the join of its parts inside the

@@ -1155,6 +1155,46 @@ Test(stream_gpu, chunked_order_dependent_runs_are_certified) {
   chunked_order_dependent_runs_are_certified(PRSTM_BACKEND_GPU, GPU_THREADS);
 }
 
+/* Units of a pageable batch large enough for the stream's copying threads
+ * (5,000 rows of 25 bytes) are filled while the unit before them launches,
+ * their carried rows taken from the queue as it stands then. The run must
+ * still be certified: serializable across the units, every abandoned row
+ * blocked on the final state, and the money conserved; and a deposit of
+ * 2^32 + 1 in a later unit must arrive whole (its unit staged wide again).
+ */
+Test(stream_gpu, units_filled_ahead_are_certified) {
+  need_backend(PRSTM_BACKEND_GPU);
+  enum { ROWS = 40000, WIDE_ROW = 27000, ALONE = 16 };
+  prstm_word words[ALONE + 1] = {0};
+  prstm_engine *e = open_verified_engine(PRSTM_BACKEND_GPU, GPU_THREADS, words, ALONE + 1, 5000);
+  prstm_batch *b = order_dependent_batch(ROWS);
+  /* The other rows use accounts 0 to 15 only. */
+  b->type[WIDE_ROW] = BANK_DEPOSIT;
+  b->args[WIDE_ROW] = ALONE;
+  b->args[b->cap + WIDE_ROW] = (1ull << 32) + 1;
+  prstm_results r;
+  cr_assert_eq(prstm_engine_run(e, b, &r), 0, "%s", prstm_engine_error(e));
+  cr_assert(strstr(r.device, "chunked") != NULL, "%s", r.device);
+  cr_assert_eq(b->registered, 0, "the batch was page-locked, so no unit was staged");
+  prstm_verify_report rep;
+  cr_assert_eq(prstm_engine_verify(e, b, &rep), 0, "%s", prstm_engine_error(e));
+  cr_assert(rep.ok, "%s", rep.message);
+  cr_assert_eq(rep.replayed, r.committed + r.failed);
+  cr_assert_eq(rep.checked_blocked, r.abandoned);
+  cr_assert_eq(r.committed + r.abandoned + r.failed, ROWS);
+  cr_assert_gt(r.abandoned, 0, "the batch must leave some withdrawal unfunded");
+  cr_assert_eq(status_of(b, WIDE_ROW, NULL), PRSTM_COMMITTED);
+  int ok = 0;
+  char msg[512];
+  cr_assert_eq(prstm_engine_check_invariant(e, b, &ok, msg, sizeof msg), 0);
+  cr_assert(ok, "bank invariant: %s", msg);
+  uint64_t n = 0;
+  const prstm_word *w = prstm_engine_state(e, &n);
+  cr_assert_eq(w[ALONE], (1ull << 32) + 1, "the deposit of 2^32 + 1 arrived as %llu", (unsigned long long)w[ALONE]);
+  prstm_batch_destroy(b);
+  prstm_engine_destroy(e);
+}
+
 /* A verified stream of order-dependent batches in small units: one commit
  * order spans the batches and the units, and the certificate replays it
  * from the state at open, after the caller has emptied every batch. */

@@ -29,7 +29,7 @@ wanted=("$@")
 mutants=(
   "verify-mismatch-exits-0|test_cli|tools/prstm-run/main.c|s/^    status = EXIT_VERIFY;\$/    status = EXIT_OK;/"
   "violated-invariant-exits-0|test_cli|tools/prstm-run/main.c|s/^  status = rep.invariant_ok ? EXIT_OK : EXIT_RUNTIME;\$/  status = EXIT_OK;/"
-  "close-abandons-without-the-final-run|test_stream|engine/stream.c|s/^      rc = stream_launch(s, 0, 0, s->queue_len, 1);\$/      stream_abandon_queue(s); break;/"
+  "close-abandons-without-the-final-run|test_stream|engine/stream.c|s/^      rc = stream_launch(s, 0, 0, s->queue_len, 1, 0);\$/      stream_abandon_queue(s); break;/"
   "lower-tags-first-in-a-sweep|test_cmp|cmp/cmp_walk.h|s/^    for (int tag = 15; tag >= 0; tag--) {\$/    for (int tag = 0; tag <= 15; tag++) {/"
   "results-written-in-place|test_loaders|loaders/write_atomic.c|s/^  return write_atomic_regular(path, text, len, err, errlen);\$/  return write_in_place(path, text, len, err, errlen);/"
   "read-validation-removed|test_bank|engine/stm/stm_core.h|s/^    if (stm_lock_is_locked(w) || stm_lock_version(w) != r->version) return 0;\$/    if (0) return 0;/"
