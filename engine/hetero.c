@@ -348,14 +348,15 @@ static int hetero_plan(hetero_run *h, uint64_t round_rows, double share_b) {
   return 0;
 }
 
-/* A round in which both units have rows and A's part is not the last:
- * B's part started (a GPU's asynchronously, a CPU's on a thread of its
- * own), A's on a thread of its own, and B's waited for first. A then has
- * until h->stop_ratio times B's time, and is stopped there (its threads
- * look for the stop between rows): the round no longer waits for the
- * slower unit, and the rows A had not decided are pending, carried into a
- * later round like postponed ones. */
-static int hetero_round_with_deadline(hetero_run *h) {
+/* A round in which both units have rows and A's part is not the last (and
+ * the probe's round): B's part started (a GPU's asynchronously, a CPU's on
+ * a thread of its own), A's on a thread of its own, and B's waited for
+ * first. A then has until `ratio` times B's time, and is stopped there (its
+ * threads look for the stop between rows): the round no longer waits for
+ * the slower unit, and the rows A had not decided are pending, carried
+ * into a later round like postponed ones. *b_s and *a_s, where given, get
+ * the time from the round's start to B's end and to A's. */
+static int hetero_round_with_deadline(hetero_run *h, double ratio, double *b_s, double *a_s) {
   unit *a = &h->unit[0], *bu = &h->unit[1];
   bu->busy_s = a->busy_s = 0;
   a->e->unit_stopped = 0;
@@ -386,13 +387,17 @@ static int hetero_round_with_deadline(hetero_run *h) {
   if (threaded_b) pthread_join(tid_b, NULL);
   if (!bu->is_gpu && bu->rc) rc_b = engine_fail(h->e, bu->rc, "second CPU unit: %s", bu->e->err);
   if (!rc_b) rc_b = unit_wait(h->e, bu);
+  const double b_end = engine_now();
+  if (b_s) *b_s = b_end - t0;
   if (threaded_a) {
-    /* A failed B leaves nothing to wait for: A stops at once. */
-    const double stop_ns = (rc_b ? engine_now() : t0 + h->stop_ratio * (engine_now() - t0)) * 1e9;
+    /* A failed B leaves nothing to wait for: A stops at once. A ratio that
+     * no unit can beat (the tests' 1e30) sets no deadline. */
+    const double stop_ns = (rc_b ? b_end : t0 + ratio * (b_end - t0)) * 1e9;
     if (stop_ns < 1e19) __atomic_store_n(&a->e->unit_stop_at_ns, (uint64_t)stop_ns + 1u, __ATOMIC_RELEASE);
     pthread_join(tid_a, NULL);
   }
   a->e->unit_deadline_armed = 0;
+  if (a_s) *a_s = engine_now() - t0;
   h->a_stopped = a->e->unit_stopped;
   if (rc_b) return rc_b;
   if (a->rc) return engine_fail(h->e, a->rc, "CPU unit: %s", a->e->err);
@@ -409,7 +414,7 @@ static int hetero_round(hetero_run *h) {
   pthread_t tid;
   int threaded = 0;
   h->a_stopped = 0;
-  if (a->n && bu->n && !a->final && h->stop_ratio > 0) return hetero_round_with_deadline(h);
+  if (a->n && bu->n && !a->final && h->stop_ratio > 0) return hetero_round_with_deadline(h, h->stop_ratio, NULL, NULL);
   bu->busy_s = a->busy_s = 0;
   if (bu->n) {
     if (bu->is_gpu) {
@@ -503,40 +508,9 @@ static int hetero_stop_ratio(prstm_engine *e, double *ratio) {
  * decided in about 2.3 ms. Where the CPU finishes first, both run to their
  * end, as in any round. */
 static int hetero_probe_round(hetero_run *h, double ratio, hetero_probe *probe) {
-  unit *a = &h->unit[0], *bu = &h->unit[1];
-  a->busy_s = bu->busy_s = 0;
-  a->e->unit_stopped = 0;
-  a->e->unit_stop_at_ns = 0;
-  a->e->unit_deadline_armed = 1;
-  const double t0 = engine_now();
-  int rc = unit_launch(bu);
-  if (rc) {
-    a->e->unit_deadline_armed = 0;
-    return engine_fail(h->e, rc, "GPU unit: %s", bu->e->err);
-  }
-  pthread_t tid;
-  a->rc = 0;
-  const int threaded = pthread_create(&tid, NULL, unit_launch_thread, a) == 0;
-  if (!threaded) {
-    /* Inline, the CPU runs before the GPU is waited for: no deadline. */
-    a->e->unit_deadline_armed = 0;
-    a->rc = unit_launch(a);
-  }
-  const int rc_b = unit_wait(h->e, bu);
-  probe->gpu_s = engine_now() - t0;
-  if (threaded) {
-    /* A failed GPU leaves nothing to wait for: the CPU stops at once. */
-    const double stop_ns = (rc_b ? engine_now() : t0 + ratio * probe->gpu_s) * 1e9;
-    /* A ratio that no unit can beat (the tests' 1e30) sets no deadline. */
-    if (stop_ns < 1e19) __atomic_store_n(&a->e->unit_stop_at_ns, (uint64_t)stop_ns + 1u, __ATOMIC_RELEASE);
-    pthread_join(tid, NULL);
-  }
-  a->e->unit_deadline_armed = 0;
-  probe->cpu_s = engine_now() - t0;
-  probe->cpu_stopped = a->e->unit_stopped;
-  if (rc_b) return rc_b;
-  if (a->rc) return engine_fail(h->e, a->rc, "CPU unit: %s", a->e->err);
-  rc = unit_wait(h->e, a);
+  unit *a = &h->unit[0];
+  int rc = hetero_round_with_deadline(h, ratio, &probe->gpu_s, &probe->cpu_s);
+  probe->cpu_stopped = h->a_stopped;
   if (!rc) probe->cpu_decided = a->n - unit_pending(a);
   return rc;
 }

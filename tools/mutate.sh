@@ -58,7 +58,7 @@ mutants=(
   "co-execution-never-reorders-parts|test_hetero|engine/hetero.c|s/ : HETERO_KEEP_BOTH_B_FIRST;\$/ : hetero_policy_verdict(h);/"
   "favour-fastest-keeps-the-slower-part|test_hetero|engine/hetero.c|s/^      return part_decided(\&h->unit\[1\]) > part_decided/      return part_decided(\&h->unit[1]) < part_decided/"
   "fixed-period-adapts|test_hetero|engine/hetero.c|s/^    const int adapts = !fixed_period || solo >= 0;\$/    const int adapts = 1;/"
-  "rounds-never-stop-the-first-unit|test_hetero|engine/hetero.c|s/^  if (a->n \&\& bu->n \&\& !a->final \&\& h->stop_ratio > 0) return hetero_round_with_deadline(h);\$/  (void)0;/"
+  "rounds-never-stop-the-first-unit|test_hetero|engine/hetero.c|s/^  if (a->n \&\& bu->n \&\& !a->final \&\& h->stop_ratio > 0) return hetero_round_with_deadline(h, h->stop_ratio, NULL, NULL);\$/  (void)0;/"
   "balanced-policy-never-turns|test_hetero|engine/hetero.c|s/^      h->a_loses_next = !h->a_loses_next;\$/      (void)0;/"
   "multi-span-drops-the-last-lock|test_multi|engine/multi.c|s/? span\[STM_SPAN_WRITE_HI\] \* cov : m->e->nwords;\$/? (span[STM_SPAN_WRITE_HI] - 1) * cov : m->e->nwords;/"
   "multi-skips-the-exchange|test_multi|engine/multi.c|s/^    if (m->n > 1) rc = multi_exchange(m, lo, hi);\$/    (void)0;/"
