@@ -419,6 +419,17 @@ static uint64_t stream_carry_count(const prstm_stream *s, uint64_t n_new, uint64
   return n_carry;
 }
 
+/* Whether a unit of n_new rows of `item` and the carried rows carry[0,
+ * n_carry) has a read-only row: the results column travels only then,
+ * since on the GPU it would otherwise cost a readback of 8 bytes a row. */
+static int stream_unit_results(const prstm_stream *s, uint64_t item, uint64_t n_new, const stream_origin *carry,
+                               uint64_t n_carry) {
+  if (n_new && s->items[item].b->has_read_only) return 1;
+  for (uint64_t k = 0; s->results && k < n_carry; k++)
+    if (s->e->wl->types[s->items[carry[k].item].b->type[carry[k].row]].read_only) return 1;
+  return 0;
+}
+
 /* Describes in u a unit of n_new rows of `item` from its next row and
  * n_carry rows taken from the front of the carry queue. */
 static int stream_plan(prstm_stream *s, stream_unit *u, uint64_t item, uint64_t n_new, uint64_t n_carry) {
@@ -438,11 +449,7 @@ static int stream_plan(prstm_stream *s, stream_unit *u, uint64_t item, uint64_t 
   u->off = n_new ? s->items[item].next_row : 0;
   u->n_carry = n_carry;
   if (n_new) s->items[item].next_row += n_new;
-  /* The results column travels only when a row of the unit is read-only:
-   * on the GPU it would otherwise cost a readback of 8 bytes a row. */
-  u->results = n_new && s->items[item].b->has_read_only;
-  for (uint64_t k = 0; s->results && !u->results && k < n_carry; k++)
-    u->results = s->e->wl->types[s->items[u->carry[k].item].b->type[u->carry[k].row]].read_only;
+  u->results = stream_unit_results(s, item, n_new, u->carry, n_carry);
   s->res.runs++;
   s->res.carry_runs += n_carry;
   return 0;
@@ -506,7 +513,7 @@ static int stream_prefill(prstm_stream *s, uint64_t item, uint64_t n_new, uint64
   look.n_new = n_new;
   look.off = s->items[item].next_row;
   look.n_carry = stream_carry_count(s, n_new, max_carry);
-  look.results = 1; /* the most the unit can need */
+  look.results = stream_unit_results(s, item, n_new, look.n_carry ? s->queue + s->queue_head : NULL, look.n_carry);
   backend_unit bu = stream_backend_unit(s, &look, final, NULL);
   if (s->ops->unit_would_grow(s->bs, slot, &bu)) return 0;
   ENGINE_RANGE_PUSH("unit prefill");
