@@ -1527,7 +1527,7 @@ static int gpu_stream_launch_checked(backend_stream *g, unsigned slot, const bac
   const uint32_t threads = gpu_threads_for_rows(g->threads_given, g->threads, n);
   const int overlaps = gpu_unit_overlaps(g, u, threads);
   GPU_CHECK(cudaStreamWaitEvent(sl->exec, sl->copy_end, 0));
-  /* The slot's last unit was retired before this one was staged. */
+  /* The slot's last unit was retired before this one is launched. */
   if (g->alone_slot == (int)slot) g->alone_slot = -1;
   if (!overlaps) {
     for (unsigned k = 0; k < g->nslots; k++)

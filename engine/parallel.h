@@ -67,7 +67,8 @@ int engine_parallel_narrow(uint32_t *dst, const uint64_t *src, uint64_t stride, 
  * as engine_parallel_copy does, cut into 64 KiB chunks that the caller and
  * the helpers claim one at a time, and returns when all are copied; calls
  * must not overlap. engine_copy_pool_start sets a copy out to the helpers
- * alone and returns at once, so that the caller can do other work while
+ * alone and returns at once (a copy of 2^20 chunks or more is made there
+ * and then, on every thread), so that the caller can do other work while
  * they copy; engine_copy_pool_finish then copies what nobody has claimed
  * yet and waits for the rest (the pieces, and what their `wide` flags point
  * to, must live until it returns). A start, a run or a close finishes the

