@@ -154,6 +154,21 @@ typedef struct backend_ops {
    * executes (stream.c's prefill); NULL where a unit runs on its staging to
    * its end (the CPU). */
   int (*unit_staging_wait)(prstm_engine *e, backend_stream *s, unsigned slot);
+  /* A unit of a co-executed run whose marks stay on its device (a GPU),
+   * with no unit in flight: the round's logs compared there
+   * (footprint_log.h). lock[0, nwritten) are the locks the other unit wrote
+   * under and lock[nwritten, n) those it only read under (its address log).
+   * *fails gets the FOOTPRINT_* bits; *written the locks this unit wrote
+   * under (*nwritten_here of them, in no particular order), valid until the
+   * unit's next call; the unit's marks are cleared. NULL on the CPU, whose
+   * marks are the engine's own. */
+  int (*log_compare)(prstm_engine *e, backend_stream *s, const uint64_t *lock, uint64_t nwritten, uint64_t n,
+                     unsigned *fails, const uint64_t **written, uint64_t *nwritten_here);
+  /* The words under locks lock[0, n) of the replica, copied out into or in
+   * from a compact copy: lock k's words at compact + k * lock_coverage
+   * (footprint_lock_words). NULL on the CPU. */
+  int (*locks_read)(prstm_engine *e, backend_stream *s, const uint64_t *lock, uint64_t n, prstm_word *compact);
+  int (*locks_write)(prstm_engine *e, backend_stream *s, const uint64_t *lock, uint64_t n, const prstm_word *compact);
 } backend_ops;
 
 /* What the GPU backend keeps on an engine from one whole run or stream to

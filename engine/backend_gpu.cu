@@ -10,6 +10,7 @@
 #include "backend.h"
 #include "cuda_check.h"
 #include "delta.h"
+#include "footprint_log.h"
 #include "parallel.h"
 #include "watchdog.h"
 
@@ -944,6 +945,21 @@ struct backend_stream {
   /* A unit of a run over several units: the span of its footprint on the
    * device (STM_SPAN_WORDS words); NULL otherwise. */
   uint64_t *span;
+  /* A co-executed unit's reconciliation (gpu_log_compare): the other
+   * unit's log or a list of locks (d_locks), this unit's written locks
+   * (d_written, room for every lock), words of listed locks (d_compact)
+   * and the comparison's flags on the device; the pinned halves that
+   * uploads go through (h_put, two of PRSTM_POLICY_HETERO_LOG_CHUNK
+   * bytes) and the pinned copies of what comes back. Taken at a unit's
+   * first reconciliation, grown as rounds need. */
+  uint64_t *d_locks, *d_written, *d_compact;
+  uint64_t d_locks_bytes, d_compact_bytes;
+  unsigned long long *d_flags;
+  uint8_t *h_put;
+  cudaEvent_t put_done[2];
+  uint64_t *h_written, *h_compact;
+  uint64_t h_written_bytes, h_compact_bytes;
+  unsigned long long *h_flags;
   prstm_exec_ctx base;
   /* No staging: the state's copies go direct (gpu_stream_staging). */
   gpu_staging direct;
@@ -992,6 +1008,16 @@ static void gpu_stream_free(backend_stream *g) {
   }
   cudaFree(g->marks);
   cudaFree(g->span);
+  cudaFree(g->d_locks);
+  cudaFree(g->d_written);
+  cudaFree(g->d_compact);
+  cudaFree(g->d_flags);
+  for (int k = 0; k < 2; k++)
+    if (g->put_done[k]) cudaEventDestroy(g->put_done[k]);
+  gpu_pinned_give(g, g->h_put);
+  gpu_pinned_give(g, g->h_written);
+  gpu_pinned_give(g, g->h_compact);
+  gpu_pinned_give(g, g->h_flags);
   if (g->copy) cudaStreamDestroy(g->copy);
   if (g->back) cudaStreamDestroy(g->back);
   if (g->monitor) cudaStreamDestroy(g->monitor);
@@ -1773,6 +1799,155 @@ static int gpu_footprint_take(prstm_engine *e, backend_stream *g) {
   return 0;
 }
 
+/* Device memory of at least `need` bytes at *p, its contents not kept;
+ * doubled as it grows, so that rounds take it a few times, not every time. */
+static int gpu_device_grow(void **p, uint64_t *have, uint64_t need, char *err, size_t errlen) {
+  if (need <= *have) return 0;
+  uint64_t want = *have ? 2 * *have : 65536;
+  if (want < need) want = need;
+  cudaFree(*p);
+  *p = NULL;
+  *have = 0;
+  GPU_CHECK(cudaMalloc(p, want));
+  *have = want;
+  return 0;
+}
+
+/* What a unit's reconciliation needs before its first round: the flags,
+ * the upload halves and their events, and room for every lock in the
+ * list of its written ones. */
+static int gpu_log_ready(backend_stream *g, char *err, size_t errlen) {
+  if (g->d_flags) return 0;
+  if (!g->marks || g->held_lo) {
+    snprintf(err, errlen, "the GPU unit keeps no footprint marks of the whole state");
+    return PRSTM_EINVAL;
+  }
+  GPU_CHECK(cudaMalloc((void **)&g->d_written, 8 * (g->nlocks ? g->nlocks : 1)));
+  int rc = gpu_pinned_take(g, (void **)&g->h_put, 2 * PRSTM_POLICY_HETERO_LOG_CHUNK, err, errlen);
+  if (!rc) rc = gpu_pinned_take(g, (void **)&g->h_flags, 2 * sizeof *g->h_flags, err, errlen);
+  if (rc) return rc;
+  for (int k = 0; k < 2; k++) GPU_CHECK(cudaEventCreateWithFlags(&g->put_done[k], cudaEventDisableTiming));
+  GPU_CHECK(cudaMalloc((void **)&g->d_flags, 2 * sizeof *g->d_flags));
+  return 0;
+}
+
+/* Uploads bytes from host memory to dst through the two pinned halves on
+ * the copy stream: the host fills one half while the other goes up. Where
+ * `then` is given, each piece's entries of lock list dst, once up, are
+ * compared on `compare_on` (the log's comparison, so that it runs while
+ * the next piece goes up). Returns with the copies queued; the caller
+ * waits for the copy stream. */
+typedef struct gpu_log_compare_args {
+  cudaStream_t on;
+  uint64_t nwritten;
+  const uint8_t *read_marks, *write_marks;
+  unsigned long long *flags;
+} gpu_log_compare_args;
+
+static int gpu_log_put(backend_stream *g, void *dst, const void *src, uint64_t bytes, const gpu_log_compare_args *then,
+                       char *err, size_t errlen) {
+  const uint64_t chunk = PRSTM_POLICY_HETERO_LOG_CHUNK;
+  for (uint64_t off = 0, k = 0; off < bytes; off += chunk, k++) {
+    const int half = (int)(k & 1);
+    const uint64_t n = bytes - off < chunk ? bytes - off : chunk;
+    /* The half's last piece, of this upload or the one before, must be up
+     * before the host refills it. */
+    GPU_CHECK(cudaEventSynchronize(g->put_done[half]));
+    memcpy(g->h_put + half * chunk, (const uint8_t *)src + off, (size_t)n);
+    GPU_CHECK(cudaMemcpyAsync((uint8_t *)dst + off, g->h_put + half * chunk, n, cudaMemcpyHostToDevice, g->copy));
+    GPU_CHECK(cudaEventRecord(g->put_done[half], g->copy));
+    if (!then) continue;
+    GPU_CHECK(cudaStreamWaitEvent(then->on, g->put_done[half], 0));
+    int rc = footprint_gpu_compare((const uint64_t *)dst, off / 8, n / 8, then->nwritten, then->read_marks,
+                                   then->write_marks, then->flags, then->on, err, errlen);
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+static int gpu_log_compare(prstm_engine *e, backend_stream *g, const uint64_t *lock, uint64_t nwritten, uint64_t n,
+                           unsigned *fails, const uint64_t **written, uint64_t *nwritten_here) {
+  char *err = e->err;
+  size_t errlen = sizeof e->err;
+  GPU_CHECK(cudaSetDevice(g->device));
+  int rc = gpu_log_ready(g, err, errlen);
+  if (!rc) rc = gpu_device_grow((void **)&g->d_locks, &g->d_locks_bytes, 8 * n, err, errlen);
+  if (rc) return rc;
+  const uint8_t *read_marks = g->marks, *write_marks = g->marks + g->nlocks;
+  /* The unit's written locks are listed on one stream while the other
+   * unit's log goes up and is compared, piece by piece, on another. */
+  cudaStream_t list_on = g->slot[0].exec, compare_on = g->slot[1].exec;
+  GPU_CHECK(cudaMemsetAsync(g->d_flags, 0, 2 * sizeof *g->d_flags, list_on));
+  GPU_CHECK(cudaStreamSynchronize(list_on));
+  rc = footprint_gpu_list_written(write_marks, g->nlocks, g->d_written, g->d_flags, list_on, err, errlen);
+  const gpu_log_compare_args then = {compare_on, nwritten, read_marks, write_marks, g->d_flags};
+  if (!rc) rc = gpu_log_put(g, g->d_locks, lock, 8 * n, &then, err, errlen);
+  if (rc) return rc;
+  GPU_CHECK(cudaStreamSynchronize(compare_on));
+  GPU_CHECK(cudaMemcpyAsync(g->h_flags, g->d_flags, 2 * sizeof *g->d_flags, cudaMemcpyDeviceToHost, list_on));
+  GPU_CHECK(cudaStreamSynchronize(list_on));
+  const uint64_t count = g->h_flags[1];
+  rc = gpu_pinned_grow(g, (void **)&g->h_written, &g->h_written_bytes, 8 * count, 8 * g->nlocks, err, errlen);
+  if (rc) return rc;
+  if (count) GPU_CHECK(cudaMemcpyAsync(g->h_written, g->d_written, 8 * count, cudaMemcpyDeviceToHost, list_on));
+  GPU_CHECK(cudaMemsetAsync(g->marks, 0, 2 * g->nlocks, list_on));
+  GPU_CHECK(cudaStreamSynchronize(list_on));
+  *fails = (unsigned)g->h_flags[0];
+  *written = g->h_written;
+  *nwritten_here = count;
+  return 0;
+}
+
+/* What moving the words of n listed locks needs (locks_read, locks_write):
+ * the lists' memory, room for their compact copy (*bytes of it) on the
+ * device, and the list itself on its way up. */
+static int gpu_locks_begin(prstm_engine *e, backend_stream *g, const uint64_t *lock, uint64_t n, uint64_t *bytes) {
+  char *err = e->err;
+  size_t errlen = sizeof e->err;
+  GPU_CHECK(cudaSetDevice(g->device));
+  *bytes = 8 * n * e->opt.lock_coverage;
+  int rc = gpu_log_ready(g, err, errlen);
+  if (!rc) rc = gpu_device_grow((void **)&g->d_locks, &g->d_locks_bytes, 8 * n, err, errlen);
+  if (!rc) rc = gpu_device_grow((void **)&g->d_compact, &g->d_compact_bytes, *bytes, err, errlen);
+  if (!rc) rc = gpu_log_put(g, g->d_locks, lock, 8 * n, NULL, err, errlen);
+  return rc;
+}
+
+static int gpu_locks_read(prstm_engine *e, backend_stream *g, const uint64_t *lock, uint64_t n, prstm_word *compact) {
+  char *err = e->err;
+  size_t errlen = sizeof e->err;
+  uint64_t bytes = 0;
+  if (!n) return 0;
+  int rc = gpu_locks_begin(e, g, lock, n, &bytes);
+  if (!rc) rc = gpu_pinned_grow(g, (void **)&g->h_compact, &g->h_compact_bytes, bytes, 8 * g->nwords, err, errlen);
+  if (rc) return rc;
+  cudaStream_t on = g->slot[0].exec;
+  GPU_CHECK(cudaStreamSynchronize(g->copy));
+  rc = footprint_gpu_gather(g->d_locks, n, g->words, g->nwords, e->opt.lock_coverage, g->d_compact, on, err, errlen);
+  if (rc) return rc;
+  GPU_CHECK(cudaMemcpyAsync(g->h_compact, g->d_compact, bytes, cudaMemcpyDeviceToHost, on));
+  GPU_CHECK(cudaStreamSynchronize(on));
+  memcpy(compact, g->h_compact, (size_t)bytes);
+  return 0;
+}
+
+static int gpu_locks_write(prstm_engine *e, backend_stream *g, const uint64_t *lock, uint64_t n,
+                           const prstm_word *compact) {
+  char *err = e->err;
+  size_t errlen = sizeof e->err;
+  uint64_t bytes = 0;
+  if (!n) return 0;
+  int rc = gpu_locks_begin(e, g, lock, n, &bytes);
+  if (!rc) rc = gpu_log_put(g, g->d_compact, compact, bytes, NULL, err, errlen);
+  if (rc) return rc;
+  cudaStream_t on = g->slot[0].exec;
+  GPU_CHECK(cudaStreamSynchronize(g->copy));
+  rc = footprint_gpu_scatter(g->d_locks, n, g->words, g->nwords, e->opt.lock_coverage, g->d_compact, on, err, errlen);
+  if (rc) return rc;
+  GPU_CHECK(cudaStreamSynchronize(on));
+  return 0;
+}
+
 static uint64_t *gpu_state_device(backend_stream *g) { return g->words - g->held_lo; }
 
 /* A chunked run's batch: locked whole or not at all, since a unit copies
@@ -1821,6 +1996,9 @@ static const backend_ops gpu_ops = {
     gpu_batch_lock_pages,
     gpu_batch_unlock_pages,
     gpu_unit_staging_wait,
+    gpu_log_compare,
+    gpu_locks_read,
+    gpu_locks_write,
 };
 
 extern "C" const backend_ops *backend_gpu_ops(void) { return &gpu_ops; }

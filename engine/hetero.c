@@ -1,6 +1,7 @@
 /* hetero.c: one batch co-executed by two units (the CPU, and a GPU or a second set of CPU threads), each on its own replica of the state, reconciled through footprint marks after every round. */
 #define _GNU_SOURCE
 #include "unit.h"
+#include "footprint_log.h"
 
 #include <float.h>
 #include <pthread.h>
@@ -33,10 +34,16 @@ typedef struct hetero_run {
   const prstm_worker_variant *v;
   unit unit[2]; /* A (the CPU), B */
   uint64_t nlocks;
-  prstm_word *b_words; /* host copy of B's replica, where it lives on a GPU */
-  unit_rowlist carry;  /* rows postponed or discarded, waiting for a round */
-  uint64_t next_new;   /* rows [0, next_new) were handed to some round */
-  uint64_t seq_base;   /* commit-order numbers of the rounds kept so far */
+  /* A round's reconciliation: A's address log (its written locks, then
+   * those it only read), the locks B wrote, and the words of listed locks
+   * in a compact copy (hetero_move_words). */
+  uint64_t *log, *b_log;
+  uint64_t log_n, log_cap, b_log_cap;
+  prstm_word *compact;
+  uint64_t compact_cap;
+  unit_rowlist carry; /* rows postponed or discarded, waiting for a round */
+  uint64_t next_new;  /* rows [0, next_new) were handed to some round */
+  uint64_t seq_base;  /* commit-order numbers of the rounds kept so far */
   int results;
   uint64_t *cand; /* the candidates of a round */
   uint64_t cand_cap;
@@ -47,13 +54,6 @@ typedef struct hetero_run {
   double stop_ratio; /* A's part is stopped at this many times B's time (hetero_round) */
   int a_stopped;     /* A's part of the last round was stopped */
 } hetero_run;
-
-/* The words under lock l. */
-static void lock_words(const hetero_run *h, uint64_t l, uint64_t *from, uint64_t *to) {
-  const uint64_t cov = h->e->opt.lock_coverage;
-  *from = l * cov;
-  *to = *from + cov < h->e->nwords ? *from + cov : h->e->nwords;
-}
 
 /* Clears both units' marks for the next round. */
 static void hetero_clear_marks(hetero_run *h) {
@@ -117,61 +117,161 @@ static hetero_verdict hetero_policy_verdict(hetero_run *h) {
   }
 }
 
+/* Room for n entries in a list of locks that grows as needed. */
+static int hetero_grow(hetero_run *h, uint64_t **list, uint64_t *cap, uint64_t n) {
+  if (n <= *cap) return 0;
+  uint64_t want = *cap ? 2 * *cap : 4096;
+  if (want < n) want = n;
+  uint64_t *l = realloc(*list, (size_t)want * sizeof *l);
+  if (!l) return engine_fail(h->e, PRSTM_ENOMEM, "cannot hold a round's log of %llu locks", (unsigned long long)n);
+  *list = l;
+  *cap = want;
+  return 0;
+}
+
+/* Appends to h->log the locks whose marks `want` says to take: the ones
+ * written (a_read NULL), or the ones read and not written. Marks are
+ * tested eight at a time, since most locks of a large state are untouched. */
+static int hetero_log_take(hetero_run *h, const uint8_t *a_read, const uint8_t *a_write) {
+  const uint8_t *m = a_read ? a_read : a_write;
+  for (uint64_t l = 0; l < h->nlocks;) {
+    if (l + 8 <= h->nlocks) {
+      uint64_t eight;
+      memcpy(&eight, m + l, 8);
+      if (!eight) {
+        l += 8;
+        continue;
+      }
+    }
+    for (const uint64_t end = l + 8 < h->nlocks ? l + 8 : h->nlocks; l < end; l++) {
+      if (!m[l] || (a_read && a_write[l])) continue;
+      int rc = hetero_grow(h, &h->log, &h->log_cap, h->log_n + 1);
+      if (rc) return rc;
+      h->log[h->log_n++] = l;
+    }
+  }
+  return 0;
+}
+
+/* The words of listed locks, between a replica in host memory and a
+ * compact copy (lock k's words at compact + k * lock_coverage). */
+static void hetero_words_get(const hetero_run *h, const prstm_word *words, const uint64_t *lock, uint64_t n,
+                             prstm_word *compact) {
+  const uint64_t cov = h->e->opt.lock_coverage;
+  for (uint64_t k = 0; k < n; k++)
+    memcpy(compact + k * cov, words + lock[k] * cov,
+           (size_t)footprint_lock_words(lock[k], cov, h->e->nwords) * sizeof *words);
+}
+
+static void hetero_words_put(const hetero_run *h, prstm_word *words, const uint64_t *lock, uint64_t n,
+                             const prstm_word *compact) {
+  const uint64_t cov = h->e->opt.lock_coverage;
+  for (uint64_t k = 0; k < n; k++)
+    memcpy(words + lock[k] * cov, compact + k * cov,
+           (size_t)footprint_lock_words(lock[k], cov, h->e->nwords) * sizeof *words);
+}
+
+/* Room in the compact copy for the words of n locks. */
+static int hetero_compact_room(hetero_run *h, uint64_t n) {
+  const uint64_t words = n * h->e->opt.lock_coverage;
+  return hetero_grow(h, &h->compact, &h->compact_cap, words ? words : 1);
+}
+
+/* Copies the words of listed locks from A's replica into B's (a_to_b),
+ * or from B's into A's, through the compact copy: on a GPU only those
+ * words cross the link. */
+static int hetero_move_words(hetero_run *h, int a_to_b, const uint64_t *lock, uint64_t n) {
+  unit *a = &h->unit[0], *bu = &h->unit[1];
+  if (!n) return 0;
+  int rc = hetero_compact_room(h, n);
+  if (rc) return rc;
+  if (a_to_b) {
+    if (!bu->ops->locks_write) {
+      hetero_words_get(h, a->e->words, lock, n, h->compact);
+      hetero_words_put(h, bu->e->words, lock, n, h->compact);
+      return 0;
+    }
+    hetero_words_get(h, a->e->words, lock, n, h->compact);
+    rc = bu->ops->locks_write(bu->e, bu->bs, lock, n, h->compact);
+  } else {
+    if (!bu->ops->locks_read) {
+      hetero_words_get(h, bu->e->words, lock, n, h->compact);
+      hetero_words_put(h, a->e->words, lock, n, h->compact);
+      return 0;
+    }
+    rc = bu->ops->locks_read(bu->e, bu->bs, lock, n, h->compact);
+    if (!rc) hetero_words_put(h, a->e->words, lock, n, h->compact);
+  }
+  return rc ? engine_fail(h->e, rc, "GPU unit: %s", bu->e->err) : 0;
+}
+
+/* Compares A's log (h->log: its first `nwritten` locks written) with B's
+ * marks where they are, and lists the locks B wrote under. Where B's marks
+ * are on its GPU, the comparison runs there (log_compare); elsewhere here,
+ * the same check over the same log. B's marks are cleared. */
+static int hetero_compare(hetero_run *h, uint64_t nwritten, unsigned *fails, const uint64_t **b_written,
+                          uint64_t *nb_written) {
+  unit *bu = &h->unit[1];
+  if (bu->ops->log_compare) {
+    int rc = bu->ops->log_compare(bu->e, bu->bs, h->log, nwritten, h->log_n, fails, b_written, nb_written);
+    return rc ? engine_fail(h->e, rc, "GPU unit: %s", bu->e->err) : 0;
+  }
+  const uint8_t *rb = bu->e->unit_read_marks, *wb = bu->e->unit_write_marks;
+  *fails = 0;
+  for (uint64_t k = 0; k < h->log_n; k++) *fails |= footprint_log_check(k < nwritten, rb[h->log[k]], wb[h->log[k]]);
+  const uint64_t log_n = h->log_n;
+  int rc = hetero_log_take(h, NULL, wb);
+  if (rc) return rc;
+  *b_written = h->log + log_n;
+  *nb_written = h->log_n - log_n;
+  unit_clear_footprint(bu, h->nlocks);
+  return 0;
+}
+
 /* Reconciles the replicas after a round and says what was kept (*verdict).
  * Both parts ran from the same state, so the round is serialisable as A's
  * rows then B's unless B read or wrote under a lock that A wrote under,
  * and as B's then A's unless A read or wrote under a lock that B wrote
- * under. Where neither order holds, the policy gives up one part. Either
- * way both replicas end equal. */
+ * under. A's address log (the locks it wrote under, then those it only
+ * read under) is compared with B's marks where they lie, on B's GPU where
+ * it has one (footprint_log.h). Where neither order holds, the policy gives
+ * up one part. Either way both replicas end equal, and only the words of
+ * written locks move between them. */
 static int hetero_reconcile(hetero_run *h, hetero_verdict *verdict, double *copy_s) {
   unit *a = &h->unit[0], *bu = &h->unit[1];
   int rc = 0;
-  if (bu->ops->footprint_take && (rc = bu->ops->footprint_take(bu->e, bu->bs)) != 0)
-    return engine_fail(h->e, rc, "GPU unit: %s", bu->e->err);
   *verdict = HETERO_KEEP_BOTH;
   if (!a->n || !bu->n) {
     /* One unit ran alone: nothing to compare, its replica is copied whole. */
+    if (bu->ops->footprint_take && (rc = bu->ops->footprint_take(bu->e, bu->bs)) != 0)
+      return engine_fail(h->e, rc, "GPU unit: %s", bu->e->err);
     return hetero_copy_replica(h, bu->n != 0, copy_s);
   }
-  const uint8_t *ra = a->e->unit_read_marks, *wa = a->e->unit_write_marks;
-  const uint8_t *rb = bu->e->unit_read_marks, *wb = bu->e->unit_write_marks;
-  int a_first_fails = 0, b_first_fails = 0;
-  for (uint64_t l = 0; l < h->nlocks && !(a_first_fails && b_first_fails); l++) {
-    a_first_fails |= wa[l] && (rb[l] | wb[l]);
-    b_first_fails |= wb[l] && (ra[l] | wa[l]);
-  }
-  if (a_first_fails) *verdict = b_first_fails ? hetero_policy_verdict(h) : HETERO_KEEP_BOTH_B_FIRST;
+  const double t0 = engine_now();
+  h->log_n = 0;
+  rc = hetero_log_take(h, NULL, a->e->unit_write_marks);
+  const uint64_t a_written = h->log_n;
+  if (!rc) rc = hetero_log_take(h, a->e->unit_read_marks, a->e->unit_write_marks);
+  unsigned fails = 0;
+  const uint64_t *b_written = NULL;
+  uint64_t nb_written = 0;
+  if (!rc) rc = hetero_compare(h, a_written, &fails, &b_written, &nb_written);
+  if (rc) return rc;
+  if (fails & FOOTPRINT_A_FIRST_FAILS)
+    *verdict = fails & FOOTPRINT_B_FIRST_FAILS ? hetero_policy_verdict(h) : HETERO_KEEP_BOTH_B_FIRST;
   /* Where both parts are kept, no lock was written by both: each unit's
    * written locks go to the other replica. Where one part is given up, the
-   * kept part's replica holds every lock either wrote. */
-  const int only_b_to_a = *verdict == HETERO_KEEP_B, only_a_to_b = *verdict == HETERO_KEEP_A;
-  prstm_word *aw = a->e->words;
-  prstm_word *bw = bu->e->words;
-  double t0 = engine_now();
-  if (bu->ops->state_read) {
-    rc = bu->ops->state_read(bu->e, bu->bs, h->b_words, 0, h->e->nwords);
-    if (rc) return engine_fail(h->e, rc, "GPU unit: %s", bu->e->err);
-    bw = h->b_words;
-  }
-  int b_changed = 0;
-  for (uint64_t l = 0; l < h->nlocks; l++) {
-    if (!wa[l] && !wb[l]) continue;
-    uint64_t from, to;
-    lock_words(h, l, &from, &to);
-    const size_t bytes = (size_t)(to - from) * sizeof *aw;
-    if (only_b_to_a || (!only_a_to_b && wb[l])) {
-      memcpy(aw + from, bw + from, bytes);
-    } else {
-      memcpy(bw + from, aw + from, bytes);
-      b_changed = 1;
-    }
-  }
-  if (b_changed && bu->ops->state_write) {
-    rc = bu->ops->state_write(bu->e, bu->bs, h->b_words, 0, h->e->nwords);
-    if (rc) return engine_fail(h->e, rc, "GPU unit: %s", bu->e->err);
-  }
+   * kept part's replica holds every lock either wrote. B's list is copied
+   * first, since a GPU's next call reuses the memory that holds it. */
+  rc = hetero_grow(h, &h->b_log, &h->b_log_cap, nb_written ? nb_written : 1);
+  if (rc) return rc;
+  if (nb_written) memcpy(h->b_log, b_written, (size_t)nb_written * sizeof *h->b_log);
+  const int b_to_a = *verdict != HETERO_KEEP_A, a_to_b = *verdict != HETERO_KEEP_B;
+  rc = hetero_move_words(h, !b_to_a, h->b_log, nb_written);
+  if (!rc) rc = hetero_move_words(h, a_to_b, h->log, a_written);
+  if (rc) return rc;
   *copy_s += engine_now() - t0;
-  hetero_clear_marks(h);
+  unit_clear_footprint(a, h->nlocks);
   return 0;
 }
 
@@ -582,10 +682,6 @@ static int hetero_run_rounds(hetero_run *h, prstm_results *res, hetero_probe *pr
   if (!rc) rc = unit_open(e, bu, &shape, gpu ? PRSTM_BACKEND_GPU : PRSTM_BACKEND_CPU, gpu ? 0 : cpu_threads, 0, 0, 0);
   if (rc) return rc;
   if (bu->info.slot_rows < max_round) max_round = bu->info.slot_rows;
-  if (gpu) {
-    h->b_words = malloc((size_t)e->nwords * sizeof *h->b_words);
-    if (!h->b_words) return engine_fail(e, PRSTM_ENOMEM, "cannot allocate the GPU unit's host replica");
-  }
   if (gpu && probe->allowed) {
     rc = hetero_probe_units(h, probe);
     if (rc || probe->alone != PRSTM_BACKEND_AUTO) return rc;
@@ -867,7 +963,9 @@ static int hetero_rounds(prstm_engine *e, prstm_batch *b, const prstm_worker_var
   free(h.reserved_list);
   free(h.cand);
   for (int k = 0; k < 2; k++) unit_close(&h.unit[k]);
-  free(h.b_words);
+  free(h.log);
+  free(h.b_log);
+  free(h.compact);
   free(h.carry.row);
   return rc;
 }

@@ -189,6 +189,11 @@
 /* Nor shorter than one row for this many locks: reconciling scans the
  * marks of every lock. */
 #define PRSTM_POLICY_HETERO_LOCKS_PER_ROUND_ROW 16u
+/* A GPU unit's reconciliation sends the CPU's log and words up in pieces
+ * of this many bytes, through two pinned halves, so that the host fills
+ * one while the other goes up and the comparison of each piece runs
+ * while the next one goes up. */
+#define PRSTM_POLICY_HETERO_LOG_CHUNK (1ull << 20)
 /* Neither unit's share of a round falls below one part in this many, so a
  * unit that lost its rows to conflicts keeps being measured. */
 #define PRSTM_POLICY_HETERO_MIN_SHARE_PARTS 64u
