@@ -690,10 +690,11 @@ static int hetero_run_rounds(hetero_run *h, prstm_results *res, hetero_probe *pr
   if (rc) return rc;
   /* The rounds' execution counts a probe that gave no unit the batch. */
   const double probe_s = probe->wall_s;
-  /* The first round measures both units, on parts large enough that a
-   * GPU's fixed costs do not hide its speed. */
-  uint64_t round_rows = b->n / PRSTM_POLICY_HETERO_FIRST_ROUND_PARTS;
-  if (round_rows < PRSTM_POLICY_HETERO_FIRST_ROUND_ROWS) round_rows = PRSTM_POLICY_HETERO_FIRST_ROUND_ROWS;
+  /* The first round measures both units; it is short, whatever the
+   * batch, since a round of a part in sixteen set the cost of whole runs
+   * (docs/HETERO.md, "Measured"), and later rounds double while nothing
+   * is given up. */
+  uint64_t round_rows = PRSTM_POLICY_HETERO_FIRST_ROUND_ROWS;
   /* A fixed period (options.hetero_period) sets every round's rows. */
   const uint64_t fixed_period = e->opt.hetero_period;
   if (fixed_period) round_rows = fixed_period;

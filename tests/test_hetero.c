@@ -107,9 +107,8 @@ Test(hetero, routed_transfers_keep_both_units_parts) {
 
 /* A fixed synchronisation period (options.hetero_period) sets every
  * round's rows: the same routed batch takes at least as many rounds as the
- * period divides it into, where the adaptive period, doubling from a
- * sixteenth of the batch (at least 65,536 rows), takes three for its new
- * rows. Both units run on CPU threads (no GPU is made visible), so that
+ * period divides it into, where the adaptive period, doubling from
+ * 65,536 rows, takes three for its new rows. Both units run on CPU threads (no GPU is made visible), so that
  * neither is 20 times the other's speed and the scheduler never settles on
  * one, which would lengthen the rounds. */
 Test(hetero, fixed_period_sets_every_rounds_rows) {

@@ -177,9 +177,10 @@
 
 /* ---- Co-execution (host, engine/hetero.c) ---- */
 
-/* A co-executed run's first round: a part in FIRST_ROUND_PARTS of the
- * batch and at least FIRST_ROUND_ROWS rows, half on each unit, to measure
- * how fast each one decides rows before the shares are set. */
+/* A co-executed run's first round: FIRST_ROUND_ROWS rows, half on each
+ * unit, to measure how fast each one decides rows before the shares are
+ * set. Backend multi's first round is a part in FIRST_ROUND_PARTS of the
+ * batch and at least FIRST_ROUND_ROWS rows. */
 #define PRSTM_POLICY_HETERO_FIRST_ROUND_ROWS 65536ull
 #define PRSTM_POLICY_HETERO_FIRST_ROUND_PARTS 16u
 /* Rounds shrink by half after a conflict and grow by double after a round
