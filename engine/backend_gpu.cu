@@ -1800,10 +1800,12 @@ static int gpu_footprint_take(prstm_engine *e, backend_stream *g) {
 }
 
 /* Device memory of at least `need` bytes at *p, its contents not kept;
- * doubled as it grows, so that rounds take it a few times, not every time. */
-static int gpu_device_grow(void **p, uint64_t *have, uint64_t need, char *err, size_t errlen) {
+ * doubled as it grows, so that rounds take it a few times, not every time,
+ * but never past `most`, the most any round can need. */
+static int gpu_device_grow(void **p, uint64_t *have, uint64_t need, uint64_t most, char *err, size_t errlen) {
   if (need <= *have) return 0;
   uint64_t want = *have ? 2 * *have : 65536;
+  if (want > most) want = most;
   if (want < need) want = need;
   cudaFree(*p);
   *p = NULL;
@@ -1812,6 +1814,10 @@ static int gpu_device_grow(void **p, uint64_t *have, uint64_t need, char *err, s
   *have = want;
   return 0;
 }
+
+/* The bytes of the longest list of locks a round can move: every lock
+ * once. */
+static uint64_t gpu_list_most(const backend_stream *g) { return 8 * (g->nlocks ? g->nlocks : 1); }
 
 /* What a unit's reconciliation needs before its first round: the flags,
  * the upload halves and their events, and room for every lock in the
@@ -1822,11 +1828,14 @@ static int gpu_log_ready(backend_stream *g, char *err, size_t errlen) {
     snprintf(err, errlen, "the GPU unit keeps no footprint marks of the whole state");
     return PRSTM_EINVAL;
   }
-  GPU_CHECK(cudaMalloc((void **)&g->d_written, 8 * (g->nlocks ? g->nlocks : 1)));
-  int rc = gpu_pinned_take(g, (void **)&g->h_put, 2 * PRSTM_POLICY_HETERO_LOG_CHUNK, err, errlen);
-  if (!rc) rc = gpu_pinned_take(g, (void **)&g->h_flags, 2 * sizeof *g->h_flags, err, errlen);
+  /* Each step is taken once, so that a call after one that failed part of
+   * the way takes only what is still missing. */
+  if (!g->d_written) GPU_CHECK(cudaMalloc((void **)&g->d_written, 8 * (g->nlocks ? g->nlocks : 1)));
+  int rc = g->h_put ? 0 : gpu_pinned_take(g, (void **)&g->h_put, 2 * PRSTM_POLICY_HETERO_LOG_CHUNK, err, errlen);
+  if (!rc && !g->h_flags) rc = gpu_pinned_take(g, (void **)&g->h_flags, 2 * sizeof *g->h_flags, err, errlen);
   if (rc) return rc;
-  for (int k = 0; k < 2; k++) GPU_CHECK(cudaEventCreateWithFlags(&g->put_done[k], cudaEventDisableTiming));
+  for (int k = 0; k < 2; k++)
+    if (!g->put_done[k]) GPU_CHECK(cudaEventCreateWithFlags(&g->put_done[k], cudaEventDisableTiming));
   GPU_CHECK(cudaMalloc((void **)&g->d_flags, 2 * sizeof *g->d_flags));
   return 0;
 }
@@ -1843,6 +1852,10 @@ typedef struct gpu_log_compare_args {
   const uint8_t *read_marks, *write_marks;
   unsigned long long *flags;
 } gpu_log_compare_args;
+
+/* Pieces of whole lock numbers: each piece's comparison starts at its
+ * first entry. */
+static_assert(PRSTM_POLICY_HETERO_LOG_CHUNK % 8 == 0, "the log's pieces must hold whole entries");
 
 static int gpu_log_put(backend_stream *g, void *dst, const void *src, uint64_t bytes, const gpu_log_compare_args *then,
                        char *err, size_t errlen) {
@@ -1871,7 +1884,7 @@ static int gpu_log_compare(prstm_engine *e, backend_stream *g, const uint64_t *l
   size_t errlen = sizeof e->err;
   GPU_CHECK(cudaSetDevice(g->device));
   int rc = gpu_log_ready(g, err, errlen);
-  if (!rc) rc = gpu_device_grow((void **)&g->d_locks, &g->d_locks_bytes, 8 * n, err, errlen);
+  if (!rc) rc = gpu_device_grow((void **)&g->d_locks, &g->d_locks_bytes, 8 * n, gpu_list_most(g), err, errlen);
   if (rc) return rc;
   const uint8_t *read_marks = g->marks, *write_marks = g->marks + g->nlocks;
   /* The unit's written locks are listed on one stream while the other
@@ -1907,8 +1920,10 @@ static int gpu_locks_begin(prstm_engine *e, backend_stream *g, const uint64_t *l
   GPU_CHECK(cudaSetDevice(g->device));
   *bytes = 8 * n * e->opt.lock_coverage;
   int rc = gpu_log_ready(g, err, errlen);
-  if (!rc) rc = gpu_device_grow((void **)&g->d_locks, &g->d_locks_bytes, 8 * n, err, errlen);
-  if (!rc) rc = gpu_device_grow((void **)&g->d_compact, &g->d_compact_bytes, *bytes, err, errlen);
+  if (!rc) rc = gpu_device_grow((void **)&g->d_locks, &g->d_locks_bytes, 8 * n, gpu_list_most(g), err, errlen);
+  if (!rc)
+    rc = gpu_device_grow((void **)&g->d_compact, &g->d_compact_bytes, *bytes, gpu_list_most(g) * e->opt.lock_coverage,
+                         err, errlen);
   if (!rc) rc = gpu_log_put(g, g->d_locks, lock, 8 * n, NULL, err, errlen);
   return rc;
 }
