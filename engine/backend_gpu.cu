@@ -1830,7 +1830,7 @@ static int gpu_log_ready(backend_stream *g, char *err, size_t errlen) {
   }
   /* Each step is taken once, so that a call after one that failed part of
    * the way takes only what is still missing. */
-  if (!g->d_written) GPU_CHECK(cudaMalloc((void **)&g->d_written, 8 * (g->nlocks ? g->nlocks : 1)));
+  if (!g->d_written) GPU_CHECK(cudaMalloc((void **)&g->d_written, gpu_list_most(g)));
   int rc = g->h_put ? 0 : gpu_pinned_take(g, (void **)&g->h_put, 2 * PRSTM_POLICY_HETERO_LOG_CHUNK, err, errlen);
   if (!rc && !g->h_flags) rc = gpu_pinned_take(g, (void **)&g->h_flags, 2 * sizeof *g->h_flags, err, errlen);
   if (rc) return rc;

@@ -186,20 +186,16 @@ static int hetero_move_words(hetero_run *h, int a_to_b, const uint64_t *lock, ui
   int rc = hetero_compact_room(h, n);
   if (rc) return rc;
   if (a_to_b) {
-    if (!bu->ops->locks_write) {
-      hetero_words_get(h, a->e->words, lock, n, h->compact);
-      hetero_words_put(h, bu->e->words, lock, n, h->compact);
-      return 0;
-    }
     hetero_words_get(h, a->e->words, lock, n, h->compact);
-    rc = bu->ops->locks_write(bu->e, bu->bs, lock, n, h->compact);
+    if (bu->ops->locks_write)
+      rc = bu->ops->locks_write(bu->e, bu->bs, lock, n, h->compact);
+    else
+      hetero_words_put(h, bu->e->words, lock, n, h->compact);
   } else {
-    if (!bu->ops->locks_read) {
+    if (bu->ops->locks_read)
+      rc = bu->ops->locks_read(bu->e, bu->bs, lock, n, h->compact);
+    else
       hetero_words_get(h, bu->e->words, lock, n, h->compact);
-      hetero_words_put(h, a->e->words, lock, n, h->compact);
-      return 0;
-    }
-    rc = bu->ops->locks_read(bu->e, bu->bs, lock, n, h->compact);
     if (!rc) hetero_words_put(h, a->e->words, lock, n, h->compact);
   }
   return rc ? engine_fail(h->e, rc, "GPU unit: %s", bu->e->err) : 0;
