@@ -848,17 +848,17 @@ static const txtable_allocator gpu_pinned_allocator = {gpu_host_alloc, gpu_host_
 /* ---- streams (engine/stream.c): two or four slots, copies overlapping execution ---- */
 
 /* One device table with its pinned host staging and readback. A unit's
- * rows are copied in on the copy stream, executed on the slot's execution
- * stream, and read back on the readback stream, so that slot k + 1 is
- * filled while slot k executes, and small units of different slots execute
- * at once (gpu_unit_overlaps). */
+ * rows are copied in and executed on the slot's execution stream, and read
+ * back on the readback stream, so that slot k + 1 is filled while slot k
+ * executes, and small units of different slots execute at once
+ * (gpu_unit_overlaps). */
 typedef struct gpu_slot {
   /* The unit's progress words and its statuses lie together, in one
-   * allocation (status = quiesce + STM_Q_WORDS) on the device and in one
-   * pinned buffer (h_qs: h_q, then h_status) on the host, so that a staged
-   * unit clears both with one copy and reads both back with one: each CUDA
-   * call costs the host microseconds, and every unit's copies queue on the
-   * stream's one copy stream. */
+   * allocation (status = quiesce + STM_Q_WORDS, then the results) on the
+   * device and in one pinned buffer (h_qs: h_q, then h_status) on the
+   * host, so that a staged unit clears them with one copy and reads the
+   * words and statuses back with one: each CUDA call costs the host
+   * microseconds. */
   uint8_t *type, *status;
   uint64_t *args, *result, *quiesce, *row_id, *seq, *read_hash;
   uint8_t *h_type, *h_qs, *h_status; /* pinned */
@@ -869,6 +869,7 @@ typedef struct gpu_slot {
   uint8_t *direct_status; /* the batch's status column the unit's first direct_n rows are read back into */
   uint64_t direct_n;
   cudaEvent_t copy_start, copy_end, exec_end, back;
+  cudaEvent_t copied; /* the unit's copies ended: copy_end, or the kernel's start where nothing came between */
   /* The kernel's start, in two events used in turn by the slot's units, so
    * that the unit retired before this one still has its own when this one
    * is retired (gpu_unit_wait's union of kernel times). */
@@ -980,7 +981,7 @@ static void gpu_stream_free(backend_stream *g) {
   for (int k = 0; k < GPU_STREAM_SLOTS_MAX; k++) {
     gpu_slot *sl = &g->slot[k];
     if (!sl->busy || !g->monitor || !g->h_watch) continue;
-    if (cudaEventSynchronize(sl->copy_end) != cudaSuccess) continue;
+    if (cudaEventSynchronize(sl->copied) != cudaSuccess) continue;
     g->h_watch[STM_Q_WORDS] = 1;
     if (cudaMemcpyAsync(&sl->quiesce[STM_Q_STOP], &g->h_watch[STM_Q_WORDS], sizeof(uint64_t), cudaMemcpyHostToDevice,
                         g->monitor) == cudaSuccess)
@@ -1051,6 +1052,8 @@ typedef struct gpu_carver {
   size_t used;
 } gpu_carver;
 
+#define GPU_ROUND8(x) (((x) + 7u) & ~(uint64_t)7u)
+
 static void *gpu_carve(gpu_carver *c, size_t bytes) {
   void *p = c->base ? c->base + c->used : NULL;
   c->used += (bytes + 255) & ~(size_t)255;
@@ -1070,9 +1073,11 @@ static void gpu_stream_carve(backend_stream *g, int results, gpu_carver *c) {
     gpu_slot *sl = &g->slot[k];
     sl->type = (uint8_t *)gpu_carve(c, r);
     sl->args = g->ncols ? (uint64_t *)gpu_carve(c, 8 * (size_t)g->ncols * r) : NULL;
-    sl->result = results ? (uint64_t *)gpu_carve(c, 8 * r) : NULL;
-    sl->quiesce = (uint64_t *)gpu_carve(c, 8 * STM_Q_WORDS + r);
+    /* The progress words, the statuses and the results in one piece, so
+     * that one copy clears the three for a staged unit. */
+    sl->quiesce = (uint64_t *)gpu_carve(c, 8 * STM_Q_WORDS + GPU_ROUND8(r) + (results ? 8 * r : 0));
     sl->status = c->base ? (uint8_t *)(sl->quiesce + STM_Q_WORDS) : NULL;
+    sl->result = c->base && results ? (uint64_t *)(sl->status + GPU_ROUND8(r)) : NULL;
     /* Carried rows' prstm_row numbers; a unit of carried rows alone fills
      * the whole slot at close. */
     sl->row_id = (uint64_t *)gpu_carve(c, 8 * r);
@@ -1117,8 +1122,11 @@ static gpu_unit_bytes gpu_unit_needs(const backend_stream *g, const backend_unit
   b.seq = g->verify ? 8 * u->n : 0;
   b.read_hash = b.seq;
   /* The zeros clear the progress words and staged statuses, and the
-   * results alike. */
+   * results alike; a staged unit's all three at once, with the statuses
+   * past its rows that lie between them (gpu_stream_carve). */
   b.zeros = b.result > b.status ? b.result : b.status;
+  const uint64_t together = u->results ? 8 * STM_Q_WORDS + GPU_ROUND8(g->rows) + 8 * u->n : 0;
+  if (together > b.zeros) b.zeros = together;
   return b;
 }
 
@@ -1500,61 +1508,71 @@ static int gpu_stream_launch_checked(backend_stream *g, unsigned slot, const bac
   sl->results = results;
   sl->direct_n = d;
   sl->direct_status = d ? direct->status : NULL;
-  GPU_CHECK(cudaEventRecord(sl->copy_start, g->copy));
+  /* The unit's copies go on its slot's execution stream, ahead of its
+   * kernel, which the stream orders after them without an event: the
+   * slot's last unit was retired before, so nothing holds the stream. */
+  cudaStream_t up = sl->exec;
+  GPU_CHECK(cudaEventRecord(sl->copy_start, up));
   if (d == 0) {
-    GPU_CHECK(cudaMemcpyAsync(sl->type, sl->h_type, n, cudaMemcpyHostToDevice, g->copy));
+    GPU_CHECK(cudaMemcpyAsync(sl->type, sl->h_type, n, cudaMemcpyHostToDevice, up));
     if (g->ncols)
       GPU_CHECK(cudaMemcpyAsync(sl->args, sl->h_args, (u->narrow_args ? 4 : 8) * (size_t)g->ncols * n,
-                                cudaMemcpyHostToDevice, g->copy));
+                                cudaMemcpyHostToDevice, up));
   } else {
     /* The batch's rows go from its pinned columns to the device as they
      * are, one copy per column; the n - d carried rows after them come from
      * the staging, where the host packed them at column stride n - d. */
     const uint64_t carried = n - d;
-    GPU_CHECK(cudaMemcpyAsync(sl->type, direct->type, d, cudaMemcpyHostToDevice, g->copy));
-    if (carried) GPU_CHECK(cudaMemcpyAsync(sl->type + d, sl->h_type, carried, cudaMemcpyHostToDevice, g->copy));
+    GPU_CHECK(cudaMemcpyAsync(sl->type, direct->type, d, cudaMemcpyHostToDevice, up));
+    if (carried) GPU_CHECK(cudaMemcpyAsync(sl->type + d, sl->h_type, carried, cudaMemcpyHostToDevice, up));
     /* Every column's direct rows in one two-dimensional copy where the
      * pitches allow it: each CUDA call costs the host microseconds, and a
      * small unit of a wide batch made one per column. */
     const int one_copy = g->ncols > 1 && 8 * direct->stride <= GPU_MAX_COPY_PITCH && 8 * n <= GPU_MAX_COPY_PITCH;
     if (one_copy)
       GPU_CHECK(cudaMemcpy2DAsync(sl->args, 8 * n, direct->args, 8 * direct->stride, 8 * d, g->ncols,
-                                  cudaMemcpyHostToDevice, g->copy));
+                                  cudaMemcpyHostToDevice, up));
     for (uint32_t c = 0; c < g->ncols; c++) {
       if (!one_copy)
         GPU_CHECK(cudaMemcpyAsync(sl->args + (size_t)c * n, direct->args + (size_t)c * direct->stride, 8 * d,
-                                  cudaMemcpyHostToDevice, g->copy));
+                                  cudaMemcpyHostToDevice, up));
       if (carried)
         GPU_CHECK(cudaMemcpyAsync(sl->args + (size_t)c * n + d, sl->h_args + (size_t)c * carried, 8 * carried,
-                                  cudaMemcpyHostToDevice, g->copy));
+                                  cudaMemcpyHostToDevice, up));
     }
   }
   /* Cleared by copies from pinned zeros rather than memsets: a memset is a
    * kernel, which would wait for the SMs the running persistent kernel
    * holds, while a copy runs on a copy engine beside it. */
   if (d == 0) {
-    GPU_CHECK(cudaMemcpyAsync(sl->quiesce, g->h_zeros, 8 * STM_Q_WORDS + n, cudaMemcpyHostToDevice, g->copy));
+    const uint64_t zeros = results ? 8 * STM_Q_WORDS + GPU_ROUND8(g->rows) + 8 * n : 8 * STM_Q_WORDS + n;
+    GPU_CHECK(cudaMemcpyAsync(sl->quiesce, g->h_zeros, zeros, cudaMemcpyHostToDevice, up));
   } else {
-    GPU_CHECK(cudaMemcpyAsync(sl->quiesce, g->h_zeros, 8 * STM_Q_WORDS, cudaMemcpyHostToDevice, g->copy));
-    GPU_CHECK(cudaMemcpyAsync(sl->status, direct->status, d, cudaMemcpyHostToDevice, g->copy));
-    if (staged) GPU_CHECK(cudaMemcpyAsync(sl->status + d, g->h_zeros, staged, cudaMemcpyHostToDevice, g->copy));
+    GPU_CHECK(cudaMemcpyAsync(sl->quiesce, g->h_zeros, 8 * STM_Q_WORDS, cudaMemcpyHostToDevice, up));
+    GPU_CHECK(cudaMemcpyAsync(sl->status, direct->status, d, cudaMemcpyHostToDevice, up));
+    if (staged) GPU_CHECK(cudaMemcpyAsync(sl->status + d, g->h_zeros, staged, cudaMemcpyHostToDevice, up));
   }
-  if (results) GPU_CHECK(cudaMemcpyAsync(sl->result, g->h_zeros, 8 * n, cudaMemcpyHostToDevice, g->copy));
-  if (u->carried) GPU_CHECK(cudaMemcpyAsync(sl->row_id, sl->h_row_id, 8 * u->carried, cudaMemcpyHostToDevice, g->copy));
-  GPU_CHECK(cudaEventRecord(sl->copy_end, g->copy));
+  if (results && d) GPU_CHECK(cudaMemcpyAsync(sl->result, g->h_zeros, 8 * n, cudaMemcpyHostToDevice, up));
+  if (u->carried) GPU_CHECK(cudaMemcpyAsync(sl->row_id, sl->h_row_id, 8 * u->carried, cudaMemcpyHostToDevice, up));
 
-  /* The unit executes on its slot's stream; the copy and readback streams
-   * are non-blocking, so they run beside it, and events order what must be
-   * ordered. The locks stay as the last unit left them: free. Between two
+  /* The unit executes on its slot's stream, behind its copies; the
+   * readback stream is non-blocking, so it runs beside it, and events
+   * order what must be ordered. The locks stay as the last unit left them: free. Between two
    * units the GPU runs no other kernel or memset, except a verified unit's
    * below: each costs the host a call and the GPU a launch, which a small
    * unit does not dwarf. A unit that may not overlap others waits for the
    * kernels of every other slot to end. */
   const uint32_t threads = gpu_threads_for_rows(g->threads_given, g->threads, n);
   const int overlaps = gpu_unit_overlaps(g, u, threads);
-  GPU_CHECK(cudaStreamWaitEvent(sl->exec, sl->copy_end, 0));
   /* The slot's last unit was retired before this one is launched. */
   if (g->alone_slot == (int)slot) g->alone_slot = -1;
+  /* The copies' end is the kernel's start event, unless something comes
+   * between them on the stream (waits for other slots' kernels, a verified
+   * unit's memset): then it has an event of its own, so that a wait for
+   * the copies (gpu_unit_staging_wait) never waits for kernels. */
+  const int between = !overlaps || (g->alone_slot >= 0 && g->slot[g->alone_slot].busy) || g->verify;
+  sl->copied = between ? sl->copy_end : sl->exec_start[sl->launches & 1u];
+  if (between) GPU_CHECK(cudaEventRecord(sl->copy_end, up));
   if (!overlaps) {
     for (unsigned k = 0; k < g->nslots; k++)
       if (k != slot && g->slot[k].busy) GPU_CHECK(cudaStreamWaitEvent(sl->exec, g->slot[k].exec_end, 0));
@@ -1627,7 +1645,7 @@ static int gpu_unit_staging_wait(prstm_engine *e, backend_stream *g, unsigned sl
   char *err = e->err;
   size_t errlen = sizeof e->err;
   GPU_CHECK(cudaSetDevice(g->device));
-  if (g->slot[slot].busy) GPU_CHECK(cudaEventSynchronize(g->slot[slot].copy_end));
+  if (g->slot[slot].busy) GPU_CHECK(cudaEventSynchronize(g->slot[slot].copied));
   return 0;
 }
 
@@ -1700,7 +1718,7 @@ static int gpu_unit_wait(prstm_engine *e, backend_stream *g, unsigned slot, back
   GPU_CHECK(cudaGetLastError());
   float copy_ms = 0, exec_ms = 0, gap_ms = 0;
   cudaEvent_t start = sl->exec_start[(sl->launches - 1) & 1u];
-  GPU_CHECK(cudaEventElapsedTime(&copy_ms, sl->copy_start, sl->copy_end));
+  GPU_CHECK(cudaEventElapsedTime(&copy_ms, sl->copy_start, sl->copied));
   GPU_CHECK(cudaEventElapsedTime(&exec_ms, start, sl->exec_end));
   *copy_s += copy_ms / 1000.0;
   /* Units are retired in the order they were launched, and their kernels
