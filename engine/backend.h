@@ -36,7 +36,7 @@ typedef struct backend_stream_info {
   unsigned slots; /* units in flight at once, at most BACKEND_STREAM_SLOTS_MAX; 0: the backend's stream_slots */
   char device[128];
 } backend_stream_info;
-#define BACKEND_STREAM_SLOTS_MAX 4
+#define BACKEND_STREAM_SLOTS_MAX 8
 
 /* Rows of a unit that the backend copies straight from a pinned batch
  * instead of through the staging (a GPU's only): the first n rows of the

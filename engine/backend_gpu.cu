@@ -845,7 +845,7 @@ static void gpu_host_free(void *p) {
 /* The pinned memory of prstm_batch_create_pinned's batches. */
 static const txtable_allocator gpu_pinned_allocator = {gpu_host_alloc, gpu_host_free};
 
-/* ---- streams (engine/stream.c): two or four slots, copies overlapping execution ---- */
+/* ---- streams (engine/stream.c): two or eight slots, copies overlapping execution ---- */
 
 /* One device table with its pinned host staging and readback. A unit's
  * rows are copied in and executed on the slot's execution stream, and read
@@ -880,10 +880,16 @@ typedef struct gpu_slot {
   uint64_t n;
 } gpu_slot;
 
-/* A stream's slots: two, a unit copying while another executes; four where
- * its units are small enough to execute at once (gpu_stream_open_checked),
- * so that the host can fill and launch two more while two execute. */
-#define GPU_STREAM_SLOTS_MAX 4
+/* A stream's slots: two, a unit copying while another executes; eight
+ * where its units are small enough to execute at once
+ * (gpu_stream_open_checked). Of those, at most GPU_STREAM_LANES execute at
+ * once: slot k's kernel waits for the kernel of the unit launched
+ * GPU_STREAM_LANES units before it, so that it starts as that one ends,
+ * its rows already copied, instead of once the host has seen that end,
+ * retired that unit and launched the next. More kernels at once abort
+ * each other on hot records. */
+#define GPU_STREAM_SLOTS_MAX 8
+#define GPU_STREAM_LANES 4
 static_assert(GPU_STREAM_SLOTS_MAX <= BACKEND_STREAM_SLOTS_MAX, "the stream keeps a unit per slot");
 /* Pinned staging buffers of a stream: seven a slot, and the zeros. */
 #define GPU_STAGING_BUFFERS (7 * GPU_STREAM_SLOTS_MAX + 1)
@@ -1570,7 +1576,12 @@ static int gpu_stream_launch_checked(backend_stream *g, unsigned slot, const bac
    * between them on the stream (waits for other slots' kernels, a verified
    * unit's memset): then it has an event of its own, so that a wait for
    * the copies (gpu_unit_staging_wait) never waits for kernels. */
-  const int between = !overlaps || (g->alone_slot >= 0 && g->slot[g->alone_slot].busy) || g->verify;
+  /* The lane's last unit, launched GPU_STREAM_LANES units before, where
+   * it still runs. */
+  const gpu_slot *lane_before =
+      overlaps && g->nslots > GPU_STREAM_LANES ? &g->slot[(slot + g->nslots - GPU_STREAM_LANES) % g->nslots] : NULL;
+  if (lane_before && !lane_before->busy) lane_before = NULL;
+  const int between = !overlaps || (g->alone_slot >= 0 && g->slot[g->alone_slot].busy) || g->verify || lane_before;
   sl->copied = between ? sl->copy_end : sl->exec_start[sl->launches & 1u];
   if (between) GPU_CHECK(cudaEventRecord(sl->copy_end, up));
   if (!overlaps) {
@@ -1580,6 +1591,7 @@ static int gpu_stream_launch_checked(backend_stream *g, unsigned slot, const bac
   } else if (g->alone_slot >= 0 && g->slot[g->alone_slot].busy) {
     GPU_CHECK(cudaStreamWaitEvent(sl->exec, g->slot[g->alone_slot].exec_end, 0));
   }
+  if (lane_before) GPU_CHECK(cudaStreamWaitEvent(sl->exec, lane_before->exec_end, 0));
   /* Verified, a row decided without a number recorded must show as one:
    * the column starts as "none" (all ones) for every unit. */
   if (g->verify) GPU_CHECK(cudaMemsetAsync(sl->seq, 0xff, 8 * n, sl->exec));

@@ -10,7 +10,7 @@
 /* A unit is one execution: up to unit_rows new rows of one submitted batch,
  * then carried rows, each row remembered by its origin so that its outcome
  * lands in the batch it came from. The backend (backend.h) keeps one, two or
- * four units in flight (a GPU copies one while it executes others); a unit's
+ * eight units in flight (a GPU copies one while it executes others); a unit's
  * pending rows join the carry queue when it is retired, and a later unit
  * takes them from the front of the queue. This file knows no backend: it
  * cuts batches into units, fills their staging and scatters their outcomes

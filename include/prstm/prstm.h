@@ -770,7 +770,7 @@ int prstm_stream_set_done(prstm_stream *stream, prstm_stream_done_fn fn, void *u
 /* Queues a batch of the engine's workload and returns once it is queued.
  * The batch is borrowed, not copied: the stream writes its outcomes into it,
  * and the caller must leave it alone until the done observer reports it or
- * the stream is closed. It may block while two to four batches are in
+ * the stream is closed. It may block while two to eight batches are in
  * flight. A
  * stream's row width (argument words) is set by its first batch, at least
  * that of the workload's widest fixed-argument type; a wider batch later is
