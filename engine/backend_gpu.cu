@@ -116,14 +116,19 @@ extern "C" int prstm_gpu_launch_kernel(const void *kernel, const prstm_exec_ctx 
  * up (prstm_engine_warm_up), for its first run that narrows its arguments
  * (gpu_copy_args_narrow), or once its whole runs have copied
  * PRSTM_POLICY_STAGED_COPY_MIN_BYTES (the larger way of each run, summed),
- * and keeps them for its later runs until it is destroyed. A copy smaller
- * than a chunk, or from or to memory that is pinned already, goes direct. */
+ * and keeps them for its later runs until it is destroyed. A copy of less
+ * than PRSTM_POLICY_STAGED_COPY_LEAST_BYTES, or from or to memory that is
+ * pinned already, goes direct. */
 typedef struct gpu_staging {
   uint8_t *chunk[2];
   cudaEvent_t done[2]; /* the chunk's last copy on `stream` ended */
   cudaStream_t stream;
   size_t bytes; /* of each chunk; 0: every copy goes direct */
   unsigned next;
+  /* Threads kept with the chunks that fill and empty them with the caller:
+   * a thread started for each copy cost about what staging a few MiB
+   * saved. NULL: each copy starts its own (engine_parallel_copy). */
+  engine_copy_pool *pool;
 } gpu_staging;
 
 /* What the GPU backend keeps on an engine between whole runs. */
@@ -168,6 +173,8 @@ static int gpu_staging_open(gpu_staging *s, char *err, size_t errlen) {
     }
   }
   s->bytes = PRSTM_POLICY_STAGED_COPY_CHUNK;
+  const unsigned parts = engine_parallel_parts(PRSTM_POLICY_STAGED_COPY_CHUNK, PRSTM_POLICY_STAGED_COPY_BYTES_PER_PART);
+  s->pool = parts > 1 ? engine_copy_pool_open(parts - 1) : NULL;
   GPU_CHECK(cudaStreamCreate(&s->stream));
   GPU_CHECK(cudaEventCreateWithFlags(&s->done[0], cudaEventDisableTiming));
   GPU_CHECK(cudaEventCreateWithFlags(&s->done[1], cudaEventDisableTiming));
@@ -181,6 +188,7 @@ static void gpu_staging_close(gpu_staging *s) {
     gpu_locked_pages_give(s->chunk[k]);
   }
   if (s->stream) cudaStreamDestroy(s->stream);
+  if (s->pool) engine_copy_pool_close(s->pool);
   memset(s, 0, sizeof *s);
 }
 
@@ -243,15 +251,18 @@ static int gpu_staging_for_run(prstm_engine *e, uint64_t bytes, int open_now, gp
   return 0;
 }
 
-/* memcpy on every core. */
-static void gpu_host_copy_all(void *dst, const void *src, size_t n) {
+/* memcpy on every core: the staging's kept threads, else threads of its own. */
+static void gpu_host_copy_all(gpu_staging *s, void *dst, const void *src, size_t n) {
   const engine_copy piece = {dst, src, n, NULL};
-  engine_parallel_copy(&piece, 1, engine_parallel_parts(n, PRSTM_POLICY_STAGED_COPY_BYTES_PER_PART));
+  if (s->pool)
+    engine_copy_pool_run(s->pool, &piece, 1);
+  else
+    engine_parallel_copy(&piece, 1, engine_parallel_parts(n, PRSTM_POLICY_STAGED_COPY_BYTES_PER_PART));
 }
 
 /* Whether the copy of n bytes from or to host memory p goes direct. */
 static int gpu_staging_direct(const gpu_staging *s, const void *p, size_t n) {
-  if (!s->bytes || n < s->bytes) return 1;
+  if (!s->bytes || n < PRSTM_POLICY_STAGED_COPY_LEAST_BYTES) return 1;
   cudaPointerAttributes a;
   if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
     cudaGetLastError();
@@ -271,7 +282,7 @@ static int gpu_copy_up(gpu_staging *s, void *dst, const void *src, size_t n, cha
   for (size_t off = 0; off < n; off += s->bytes, s->next ^= 1u) {
     const size_t m = n - off < s->bytes ? n - off : s->bytes;
     GPU_CHECK(cudaEventSynchronize(s->done[s->next]));
-    gpu_host_copy_all(s->chunk[s->next], (const uint8_t *)src + off, m);
+    gpu_host_copy_all(s, s->chunk[s->next], (const uint8_t *)src + off, m);
     GPU_CHECK(cudaMemcpyAsync((uint8_t *)dst + off, s->chunk[s->next], m, cudaMemcpyHostToDevice, s->stream));
     GPU_CHECK(cudaEventRecord(s->done[s->next], s->stream));
   }
@@ -343,7 +354,7 @@ static int gpu_copy_down(gpu_staging *s, void *dst, const void *src, size_t n, c
     }
     if (filled) {
       GPU_CHECK(cudaEventSynchronize(s->done[s->next ^ 1u]));
-      gpu_host_copy_all((uint8_t *)dst + filled_off, s->chunk[s->next ^ 1u], filled);
+      gpu_host_copy_all(s, (uint8_t *)dst + filled_off, s->chunk[s->next ^ 1u], filled);
     }
     if (!m) return 0;
     filled_off = off;
@@ -504,12 +515,12 @@ static int gpu_upload(prstm_engine *e, const prstm_batch *b, uint32_t threads, p
   const int narrow_worth = threads > 1 && gpu_args_narrow_worth(b);
   int rc = gpu_staging_for_run(e, up > down ? up : down, narrow_worth, &g->direct, &g->staging, err, errlen);
   if (rc) return rc;
-  /* The large ranges the run copies up or back that do not go through the
-   * engine's staging chunks (all of them without chunks; with them, those
-   * smaller than a chunk) are page-locked where they lie, so that the
-   * copies go at the link's rate instead of through the driver's small
-   * staging: staging a range of a few MiB through the chunks was no
-   * faster than the driver's copy (H200's host, 8 MiB: 0.9 to 1.3 ms). */
+  /* The large ranges the run copies up or back (LOCK_PAGES_MIN_BYTES or
+   * more) are page-locked where they lie where they do not go through the
+   * engine's staging chunks in pieces (all of them without chunks; with
+   * them, those smaller than a chunk), so that the copies go at the link's
+   * rate instead of through the driver's small staging. Smaller ranges go
+   * through the chunks from STAGED_COPY_LEAST_BYTES on (gpu_staging_direct). */
   const int staged = g->staging != &g->direct;
   const size_t least = PRSTM_POLICY_LOCK_PAGES_MIN_BYTES, most = staged ? g->staging->bytes - 1 : SIZE_MAX;
   if (!staged) gpu_lock_batch_columns(&g->locked, b, least);

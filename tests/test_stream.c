@@ -1315,15 +1315,15 @@ Test(stream_gpu, units_that_execute_at_once_share_one_commit_order) {
   destroy_stream_and_engine(s, e);
 }
 
-/* A state larger than a pinned chunk of the engine's (warmed up, so that it
- * has them) goes up and comes back through them, in pieces: transfers
- * among 6,000,000 accounts (48 MB), their last ones past the first chunk,
- * leave the state the serial replay leaves, every word of it, and the
- * money where it was. */
-Test(stream_gpu, a_state_larger_than_a_pinned_chunk_comes_back_whole, .timeout = 120) {
+/* Transfers among `accounts` accounts in a stream of a warmed-up engine
+ * (which holds its pinned chunks), every other one into the state's last
+ * tenth and each batch's first into its last word, leave the state the
+ * serial replay leaves, every word of it, and
+ * the money where it was: the state went up at the open and came back at
+ * the close through the chunks. */
+static void state_comes_back_whole(uint64_t accounts) {
   need_backend(PRSTM_BACKEND_GPU);
   enum { BATCHES = 6, ROWS = 20000 };
-  const uint64_t accounts = 6000000;
   prstm_word *words = malloc(accounts * sizeof *words);
   cr_assert_not_null(words);
   uint64_t money = 0;
@@ -1339,8 +1339,9 @@ Test(stream_gpu, a_state_larger_than_a_pinned_chunk_comes_back_whole, .timeout =
     for (int k = 0; k < ROWS; k++) {
       seed = seed * 6364136223846793005ull + 1442695040888963407ull;
       const uint64_t r = seed >> 20;
-      /* Every other transfer lands in the state's last tenth. */
-      const uint64_t to = k % 2 ? accounts - 1 - r % (accounts / 10) : (r >> 7) % accounts;
+      /* Each batch's first transfer pays the state's last word, so that a
+       * copy that drops the end of the state is seen. */
+      const uint64_t to = k == 0 ? accounts - 1 : k % 2 ? accounts - 1 - r % (accounts / 10) : (r >> 7) % accounts;
       add(batches[i], BANK_TRANSFER, r % accounts, to, 1 + r % 5);
     }
     submit_ok(s, batches[i]);
@@ -1354,6 +1355,18 @@ Test(stream_gpu, a_state_larger_than_a_pinned_chunk_comes_back_whole, .timeout =
   cr_assert_eq(total_money(e), money);
   for (int i = 0; i < BATCHES; i++) prstm_batch_destroy(batches[i]);
   destroy_stream_and_engine(s, e);
+}
+
+/* 6,000,000 accounts (48 MB): larger than a chunk, in pieces, the last
+ * transfers past the first chunk. */
+Test(stream_gpu, a_state_larger_than_a_pinned_chunk_comes_back_whole, .timeout = 120) {
+  state_comes_back_whole(6000000);
+}
+
+/* 1,000,000 accounts (8 MB): smaller than a chunk, in one piece, which
+ * the chunks' threads fill and empty. */
+Test(stream_gpu, a_state_smaller_than_a_pinned_chunk_comes_back_whole, .timeout = 120) {
+  state_comes_back_whole(1000000);
 }
 
 /* Eight withdrawals from eight empty accounts in units of 4, then a batch

@@ -115,14 +115,20 @@
  * narrows its arguments (below), or once its whole runs and streams have
  * copied STAGED_COPY_MIN_BYTES between pageable host memory and the GPU
  * (the larger way of each run, and each stream's state once, summed), and
- * keeps them: every copy of a chunk or more then goes through them (a
- * stream's state at its open and close too), filled and emptied by every core in parts
- * of at least STAGED_COPY_BYTES_PER_PART (engine/backend_gpu.cu). Without
- * them a run page-locks in place instead (below). Taking them costs 5 to 12
- * ms on an H200's host, as much as the page-locking it saves a run of 200
- * MB, so an engine that does not warm up takes them on need only. */
+ * keeps them: every copy of STAGED_COPY_LEAST_BYTES or more from or to
+ * pageable memory then goes through them (a stream's state at its open
+ * and close too), filled and emptied in parts of at least
+ * STAGED_COPY_BYTES_PER_PART by threads the chunks keep
+ * (engine/backend_gpu.cu). An 8 MiB copy took 0.38 to 0.47 ms up and 0.26
+ * to 0.34 ms down that way on an H200's host, against 0.70 to 1.34 ms and
+ * 0.61 to 0.64 ms direct from pageable memory; below a MiB the threads'
+ * wake-up is not worth it. Without the chunks a run page-locks in place
+ * instead (below). Taking them costs 5 to 12 ms on an H200's host, as much
+ * as the page-locking it saves a run of 200 MB, so an engine that does not
+ * warm up takes them on need only. */
 #define PRSTM_POLICY_STAGED_COPY_MIN_BYTES (512ull << 20)
 #define PRSTM_POLICY_STAGED_COPY_CHUNK (32ull << 20)
+#define PRSTM_POLICY_STAGED_COPY_LEAST_BYTES (1ull << 20)
 #define PRSTM_POLICY_STAGED_COPY_BYTES_PER_PART (1ull << 20)
 /* Without the chunks, a run page-locks in place (cudaHostRegister) each
  * range of ordinary host memory of at least LOCK_PAGES_MIN_BYTES that it
