@@ -1574,24 +1574,25 @@ static int gpu_stream_launch_checked(backend_stream *g, unsigned slot, const bac
 
   /* The unit executes on its slot's stream, behind its copies; the
    * readback stream is non-blocking, so it runs beside it, and events
-   * order what must be ordered. The locks stay as the last unit left them: free. Between two
-   * units the GPU runs no other kernel or memset, except a verified unit's
-   * below: each costs the host a call and the GPU a launch, which a small
-   * unit does not dwarf. A unit that may not overlap others waits for the
-   * kernels of every other slot to end. */
+   * order what must be ordered. The locks stay as the last unit left them:
+   * free. Between two units the GPU runs no other kernel or memset, except
+   * a verified unit's below: each costs the host a call and the GPU a
+   * launch, which a small unit does not dwarf. A unit that may not overlap
+   * others waits for the kernels of every other slot to end. */
   const uint32_t threads = gpu_threads_for_rows(g->threads_given, g->threads, n);
   const int overlaps = gpu_unit_overlaps(g, u, threads);
   /* The slot's last unit was retired before this one is launched. */
   if (g->alone_slot == (int)slot) g->alone_slot = -1;
-  /* The copies' end is the kernel's start event, unless something comes
-   * between them on the stream (waits for other slots' kernels, a verified
-   * unit's memset): then it has an event of its own, so that a wait for
-   * the copies (gpu_unit_staging_wait) never waits for kernels. */
   /* The lane's last unit, launched GPU_STREAM_LANES units before, where
-   * it still runs. */
+   * it still runs: this unit's kernel waits for it. */
   const gpu_slot *lane_before =
       overlaps && g->nslots > GPU_STREAM_LANES ? &g->slot[(slot + g->nslots - GPU_STREAM_LANES) % g->nslots] : NULL;
   if (lane_before && !lane_before->busy) lane_before = NULL;
+  /* The copies' end is the kernel's start event, unless something comes
+   * between them on the stream (waits for other slots' kernels, the
+   * lane's last among them, or a verified unit's memset): then it has an
+   * event of its own, so that a wait for the copies (gpu_unit_staging_wait,
+   * the stop at a stream's free) never waits for kernels. */
   const int between = !overlaps || (g->alone_slot >= 0 && g->slot[g->alone_slot].busy) || g->verify || lane_before;
   sl->copied = between ? sl->copy_end : sl->exec_start[sl->launches & 1u];
   if (between) GPU_CHECK(cudaEventRecord(sl->copy_end, up));
