@@ -174,6 +174,7 @@ void prstm_results_add(prstm_results *total, const prstm_results *run) {
   total->transfer_s += run->transfer_s;
   total->execute_s += run->execute_s;
   total->wall_s += run->wall_s;
+  total->setup_s += run->setup_s;
   total->snapshot_rows += run->snapshot_rows;
   total->snapshot_s += run->snapshot_s;
   total->rounds += run->rounds;

@@ -996,6 +996,7 @@ int engine_run_chunked(prstm_engine *e, prstm_batch *b, prstm_backend backend, c
   res->sweeps = sr.sweeps;
   res->transfer_s = sr.copy_s;
   res->execute_s = sr.execute_s;
+  res->setup_s = sr.setup_s;
   res->backend = sr.backend;
   res->threads = sr.threads;
   res->lock_coverage = e->opt.lock_coverage;

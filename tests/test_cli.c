@@ -412,6 +412,27 @@ Test(cli, chunk_rows_with_verify_runs_in_chunks_and_verifies_them) {
   cJSON_Delete(root);
 }
 
+/* A chunked run says how much of its time took the state and gave it back,
+ * and its rate without that; a whole run reports no such set-up. */
+Test(cli, chunked_run_reports_its_set_up_apart) {
+  const run_result *r = RUN(cli_data("good.json"), "--backend", "cpu", "--chunk-rows", "2");
+  assert_status(r, 0);
+  assert_contains(r->out, "  chunked run        ", "the summary");
+  assert_contains(r->out, "with the state resident", "the summary");
+  cJSON *root = parse_json_file(work_path("results.json"));
+  const cJSON *times = cJSON_GetObjectItemCaseSensitive(root, "time_s");
+  const double run = json_number(times, "run"), setup = json_number(times, "setup");
+  cr_assert(setup > 0 && setup < run, "set-up %g s of a %g s run", setup, run);
+  cr_assert_leq(run, json_number(times, "total"));
+  cJSON_Delete(root);
+  r = RUN(cli_data("good.json"), "--backend", "cpu");
+  assert_status(r, 0);
+  cr_assert(strstr(r->out, "chunked run") == NULL, "a whole run has no chunked line: %s", r->out);
+  root = parse_json_file(work_path("results.json"));
+  cr_assert_eq(json_number(cJSON_GetObjectItemCaseSensitive(root, "time_s"), "setup"), 0.0);
+  cJSON_Delete(root);
+}
+
 Test(cli, unknown_backend_exits_2_naming_it) {
   assert_usage_error(RUN(cli_data("good.json"), "--backend", "foo"), "'foo'");
   assert_contains(last.err, "--backend", "stderr");

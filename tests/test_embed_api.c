@@ -280,11 +280,11 @@ Test(embed, results_of_two_runs_add_up) {
   memset(&second, 0, sizeof second);
   total.transactions = 10, total.committed = 7, total.abandoned = 2, total.failed = 1;
   total.aborts = 5, total.postponements = 3, total.sweeps = 4;
-  total.transfer_s = 0.5, total.execute_s = 1.0, total.gpu_bytes = 100, total.threads = 64;
+  total.transfer_s = 0.5, total.execute_s = 1.0, total.setup_s = 0.125, total.gpu_bytes = 100, total.threads = 64;
   snprintf(total.device, sizeof total.device, "first");
   second.transactions = 20, second.committed = 20;
   second.aborts = 1, second.postponements = 2, second.sweeps = 6;
-  second.transfer_s = 0.25, second.execute_s = 2.0, second.gpu_bytes = 50, second.threads = 8;
+  second.transfer_s = 0.25, second.execute_s = 2.0, second.setup_s = 0.25, second.gpu_bytes = 50, second.threads = 8;
   snprintf(second.device, sizeof second.device, "second");
   prstm_results_add(&total, &second);
   cr_assert_eq(total.transactions, 30);
@@ -296,6 +296,7 @@ Test(embed, results_of_two_runs_add_up) {
   cr_assert_eq(total.sweeps, 10);
   cr_assert_float_eq(total.transfer_s, 0.75, 1e-12);
   cr_assert_float_eq(total.execute_s, 3.0, 1e-12);
+  cr_assert_float_eq(total.setup_s, 0.375, 1e-12);
   cr_assert_eq(total.gpu_bytes, 100);
   cr_assert_eq(total.threads, 64);
   cr_assert_str_eq(total.device, "first");

@@ -38,6 +38,7 @@ mutants=(
   "read-hash-not-compared|test_verify|engine/verify.c|s/^    if (b->read_hash \&\& b->read_hash\[row\] != t.read_hash\[j\]) {\$/    if (0) {/"
   "decision-counts-not-compared|test_verify|engine/verify.c|s/^  if (committed != c->committed || failed != c->failed || abandoned != c->abandoned) {\$/  if (0) {/"
   "unit-sequences-not-shifted|test_verify|engine/stream.c|s/^    s->seq_base += sequences;\$/    (void)sequences;/"
+  "chunked-run-set-up-not-reported|test_cli,test_stream|engine/stream.c|s/^  res->setup_s = sr.setup_s;\$/  (void)sr.setup_s;/"
   "reader-ignores-adds-under-way|test_adds|engine/stm/stm_core.h|s/^  if (STM_ADDS \&\& tx->ctx->add_counts \&\& port_load_acquire(\&tx->ctx->add_counts\[r->lock\]) != 0) return 0;\$/  if (0) return 0;/"
   "list-total-not-multiplied|test_deltas|cmp/cmp_delta.h|s/^    a \*= count;\$/    a *= 1;/"
   "list-total-unbounded|test_deltas|cmp/cmp_delta.h|s/^    in_bound = count == 0 || a <= p->amount_max \/ count;\$/    in_bound = 1;/"

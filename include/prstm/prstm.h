@@ -501,6 +501,12 @@ typedef struct prstm_results {
    * too. */
   uint32_t state_partitioned;
   uint64_t away_rows;
+  /* A chunked run (options.chunk_rows, or a batch too large for the GPU):
+   * the part of wall_s its stream spent taking the state at the open and
+   * giving it back at the close (prstm_stream_results.setup_s), so that
+   * wall_s - setup_s is the chunks' own time with the state resident;
+   * 0 for every other run. */
+  double setup_s;
 } prstm_results;
 
 /* The engine: a workload, its shared state and options. Not thread-safe; one
@@ -562,7 +568,8 @@ typedef int (*prstm_round_fn)(unsigned round, struct prstm_batch *batch, const p
 int prstm_engine_run_rounds(prstm_engine *engine, struct prstm_batch **batch, prstm_round_fn each, void *user,
                             prstm_results *total, unsigned *rounds);
 /* Adds one run's counts and times to `total` (rounds of a multi-round
- * workload, repeated runs): counts and transfer, execute and wall times add up,
+ * workload, repeated runs): counts and transfer, execute, wall and set-up
+ * times add up,
  * gpu_bytes keeps the largest; the backend, device, thread count and
  * fallback stay those of `total`, so start it as a copy of the first run. */
 void prstm_results_add(prstm_results *total, const prstm_results *run);
