@@ -1,4 +1,4 @@
-/* prstm-stream-bench.c: measures a stream of bank-transfer batches against the kernel alone and the pinned copy alone, and runs one huge batch through chunking; checks the bank invariant of both. */
+/* prstm-stream-bench.c: measures a stream of bank-transfer or YCSB batches against the kernel alone and the pinned copy alone, and runs one huge batch through chunking; checks each workload's invariant. */
 #define _GNU_SOURCE
 #include <getopt.h>
 #include <stdio.h>
@@ -15,33 +15,42 @@
 static const char usage_text[] =
     "usage: prstm-stream-bench [options]\n"
     "\n"
-    "Stream mode (default): makes BATCHES batches of SIZE random two-account\n"
-    "bank transfers over ACCOUNTS accounts, then measures, in this one run:\n"
+    "Stream mode (default): makes BATCHES batches of SIZE rows (random two-account\n"
+    "bank transfers over ACCOUNTS accounts, or with --workload ycsb YCSB\n"
+    "transactions of 9 reads and 1 read-modify-write over RECORDS records, by the\n"
+    "ycsb generator), then measures, in this one run:\n"
     "  kernel   the same batches run one by one with prstm_engine_run, counting\n"
     "           only the execution (the kernel's time, without any copy);\n"
-    "  copy     the bytes a stream copies (26 a row) host to device, from pinned\n"
-    "           memory, alone\n"
+    "  copy     the bytes a stream copies (a type byte, the argument words and a\n"
+    "           status byte a row) host to device, from pinned memory, alone\n"
     "           (cudaMemcpyAsync, GPU only);\n"
-    "  stream   the batches submitted to a stream and the stream closed;\n"
+    "  stream   the batches submitted to a stream and the stream closed, over its\n"
+    "           whole wall and with the state resident (without the set-up that\n"
+    "           takes the state to the GPU and gives it back);\n"
     "and prints each rate, and the stream's rate against the slower of kernel\n"
     "and copy. Single mode (--single N): one batch of N transfers through\n"
     "prstm_engine_run, chunked when it does not fit the GPU (or by\n"
-    "--chunk-rows). Both check that money is conserved and every transaction\n"
-    "is final, and exit 1 when not. Each engine is warmed up first\n"
-    "(prstm_engine_warm_up), so the times leave out the GPU's start.\n"
+    "--chunk-rows). Each run's invariant is checked (transfers: money conserved,\n"
+    "every transaction final, every abandoned one unfundable; YCSB: every\n"
+    "transaction committed and every record its first value plus its\n"
+    "read-modify-writes), and the program exits 1 when one fails. Each engine is\n"
+    "warmed up first (prstm_engine_warm_up), so the times leave out the GPU's\n"
+    "start.\n"
     "\n"
     "options:\n"
+    "  --workload W      bank (default) or ycsb\n"
     "  --batches N       batches in the stream (default 100)\n"
-    "  --batch-size N    transfers per batch (default 1000000)\n"
-    "  --accounts N      accounts (default 2500000)\n"
-    "  --initial-balance N  each account's money at the start (default 1000: some\n"
-    "                    transfers then wait for money, and some never get it)\n"
+    "  --batch-size N    rows per batch (default 1000000)\n"
+    "  --accounts N      bank: accounts (default 2500000)\n"
+    "  --initial-balance N  bank: each account's money at the start (default 1000:\n"
+    "                    some transfers then wait for money, and some never get it)\n"
+    "  --records N       ycsb: records of one word (default 1000000)\n"
     "  --single N        single mode with N transfers (e.g. 200000000)\n"
     "  --chunk-rows N    the most rows of one run (options.chunk_rows; default:\n"
     "                    PRSTM_CHUNK_ROWS, else what fits the GPU)\n"
     "  --backend B       auto|gpu|cpu (default auto)\n"
-    "  --threads N       executing threads (0: 512 per SM of a GPU for these transfers,\n"
-    "                    or every core)\n"
+    "  --threads N       executing threads (0: the engine's default: for transfers 512 per\n"
+    "                    SM of a GPU, or every core)\n"
     "  --skip-kernel     leave out the kernel-alone measure\n"
     "  --pinned          build the batches in pinned memory (prstm_batch_create_pinned),\n"
     "                    which the GPU copies from directly, without a staging copy\n"
@@ -67,6 +76,14 @@ static uint64_t rng_next(uint64_t *s) {
   return x ^ (x >> 32);
 }
 
+/* What a run measures: bank transfers, or YCSB transactions. */
+typedef struct bench_workload {
+  const prstm_workload *wl;
+  int ycsb;
+  uint64_t accounts, balance; /* bank */
+  uint64_t records;           /* ycsb, one word a record */
+} bench_workload;
+
 /* Random transfers of 1 to 100 between two distinct accounts. */
 static int make_batch(const prstm_workload *bank, unsigned transfer, uint64_t n, uint64_t accounts, uint64_t *seed,
                       int pinned, prstm_batch **out) {
@@ -86,20 +103,73 @@ static int make_batch(const prstm_workload *bank, unsigned transfer, uint64_t n,
   return 0;
 }
 
-static int make_engine(const prstm_workload *bank, const prstm_options *opt, uint64_t accounts, uint64_t balance,
-                       prstm_engine **out) {
-  int rc = prstm_engine_create(out, bank, opt);
+static int make_engine(const bench_workload *w, const prstm_options *opt, prstm_engine **out) {
+  int rc = prstm_engine_create(out, w->wl, opt);
   if (rc) return rc;
   prstm_state_spec spec;
-  prstm_state_spec_init(bank, &spec);
-  spec.accounts = accounts;
-  spec.initial_balance = balance;
+  prstm_state_spec_init(w->wl, &spec);
+  if (w->ycsb) {
+    spec.params[prstm_param_find(w->wl, "records")] = (double)w->records;
+  } else {
+    spec.accounts = w->accounts;
+    spec.initial_balance = w->balance;
+  }
   rc = prstm_engine_init_state(*out, &spec);
   /* The GPU's context, kernels and pinned chunks are the engine's set-up,
    * as an embedding that streams small batches would take them: without
    * them a stream's first units pin their own staging, which took longer
    * than a stream of 200 batches of 10,000 rows executes. */
   return rc ? rc : prstm_engine_warm_up(*out);
+}
+
+/* YCSB batches: one batch of batches x size rows from the workload's own
+ * generator (its defaults: 10 operations, the last a read-modify-write,
+ * keys uniform over the records), cut into `batches` batches of `size`
+ * rows, in pinned memory where asked. */
+static int make_ycsb_batches(const bench_workload *w, uint64_t batches, uint64_t size, uint64_t seed, int pinned,
+                             prstm_batch **b) {
+  prstm_generate_spec g;
+  prstm_state_spec spec;
+  prstm_generate_spec_init(w->wl, &g);
+  prstm_state_spec_init(w->wl, &spec);
+  spec.params[prstm_param_find(w->wl, "records")] = (double)w->records;
+  g.transactions = batches * size;
+  g.seed = seed;
+  prstm_batch *all = NULL;
+  char err[512] = "";
+  int rc = prstm_batch_create(&all, w->wl);
+  if (!rc) rc = w->wl->generate(&g, &spec, all, err, sizeof err);
+  if (rc) {
+    fprintf(stderr, "prstm-stream-bench: ycsb generator: %s\n", err[0] ? err : prstm_strerror(rc));
+    prstm_batch_destroy(all);
+    return rc;
+  }
+  const unsigned ncols = prstm_batch_columns(all);
+  uint8_t *types = malloc((size_t)size);
+  prstm_column cols[PRSTM_MAX_COLUMNS];
+  if (!types) rc = PRSTM_ENOMEM;
+  for (uint64_t k = 0; !rc && k < batches; k++) {
+    const uint64_t first = k * size;
+    for (uint64_t i = 0; i < size; i++) types[i] = (uint8_t)prstm_batch_type(all, first + i);
+    for (unsigned c = 0; c < ncols; c++) cols[c] = (prstm_column){prstm_batch_column(all, c) + first, 8};
+    rc = pinned ? prstm_batch_create_pinned(&b[k], w->wl) : prstm_batch_create(&b[k], w->wl);
+    if (!rc) rc = prstm_batch_reserve(b[k], size, ncols);
+    if (!rc) rc = prstm_batch_append_columns(b[k], size, types, cols, ncols);
+  }
+  free(types);
+  prstm_batch_destroy(all);
+  return rc;
+}
+
+static int make_batches(const bench_workload *w, uint64_t batches, uint64_t size, uint64_t seed, int pinned,
+                        prstm_batch **b) {
+  if (w->ycsb) return make_ycsb_batches(w, batches, size, seed, pinned, b);
+  int transfer = prstm_type_find(w->wl, "transfer");
+  for (uint64_t k = 0; k < batches; k++) {
+    int rc = make_batch(w->wl, (unsigned)transfer, size, w->accounts, &seed, pinned, &b[k]);
+    if (rc) return rc;
+  }
+  return 0;
 }
 
 static unsigned __int128 total_money(const prstm_engine *e) {
@@ -124,6 +194,43 @@ static int check_batch(const prstm_engine *e, const prstm_batch *b, uint64_t *co
     }
   }
   return 1;
+}
+
+/* YCSB: every row committed, and every record its first value (record r
+ * starts as r) plus the committed read-modify-writes on it, which commute;
+ * the batches have no blind writes. */
+static int check_ycsb(const prstm_engine *e, prstm_batch *const *b, uint64_t batches, uint64_t *committed) {
+  uint64_t nwords = 0;
+  const prstm_word *w = prstm_engine_state(e, &nwords);
+  uint64_t *plus = calloc((size_t)nwords, sizeof *plus);
+  if (!plus) return 0;
+  int ok = 1;
+  for (uint64_t k = 0; ok && k < batches; k++)
+    for (uint64_t i = 0, n = prstm_batch_size(b[k]); i < n; i++) {
+      prstm_status st;
+      prstm_batch_outcome(b[k], i, &st, NULL, NULL);
+      if (st != PRSTM_COMMITTED) {
+        printf("stream: batch %llu row %llu did not commit\n", (unsigned long long)k, (unsigned long long)i);
+        ok = 0;
+        break;
+      }
+      (*committed)++;
+      if (prstm_batch_type(b[k], i) != (unsigned)prstm_type_find(prstm_engine_workload(e), "update")) continue;
+      const uint64_t kinds = prstm_batch_arg(b[k], i, 0), ops = prstm_batch_arg(b[k], i, 1);
+      for (uint64_t o = 0; o < ops; o++) {
+        const uint64_t word = prstm_batch_arg(b[k], i, 2 + (unsigned)o);
+        /* Kind 1 is a read-modify-write (docs/workloads/ycsb.md). */
+        if (((kinds >> (2 * o)) & 3u) == 1u && word < nwords) plus[word]++;
+      }
+    }
+  for (uint64_t i = 0; ok && i < nwords; i++)
+    if (w[i] != i + plus[i]) {
+      printf("stream: record %llu holds %llu, expected %llu\n", (unsigned long long)i, (unsigned long long)w[i],
+             (unsigned long long)(i + plus[i]));
+      ok = 0;
+    }
+  free(plus);
+  return ok;
 }
 
 #ifdef PRSTM_HAVE_CUDA
@@ -170,19 +277,39 @@ static void on_done(uint64_t index, prstm_batch *batch, void *user) {
   ((done_count *)user)->batches++;
 }
 
-static int stream_mode(const prstm_workload *bank, const prstm_options *opt, uint64_t batches, uint64_t size,
-                       uint64_t accounts, uint64_t balance, uint64_t seed, int skip_kernel, int pinned) {
-  int transfer = prstm_type_find(bank, "transfer");
+/* Checks the batches' outcomes and the engine's state after they ran:
+ * transfers, every one final, every abandoned one unfundable and the money
+ * as `before`; YCSB, check_ycsb. Counts the committed and abandoned rows. */
+static int check_batches(const bench_workload *w, const prstm_engine *e, prstm_batch *const *b, uint64_t batches,
+                         unsigned __int128 before, const char *what, uint64_t *committed, uint64_t *abandoned) {
+  if (w->ycsb) return check_ycsb(e, b, batches, committed);
+  for (uint64_t k = 0; k < batches; k++)
+    if (!check_batch(e, b[k], committed, abandoned)) {
+      printf("%s: batch %llu has a pending or fundable abandoned transaction\n", what, (unsigned long long)k);
+      return 0;
+    }
+  if (total_money(e) != before) {
+    printf("%s: money NOT conserved\n", what);
+    return 0;
+  }
+  return 1;
+}
+
+static int stream_mode(const bench_workload *w, const prstm_options *opt, uint64_t batches, uint64_t size,
+                       uint64_t seed, int skip_kernel, int pinned) {
   prstm_batch **b = calloc(batches, sizeof *b);
   if (!b) return fail("allocate", PRSTM_ENOMEM, NULL);
   double t0 = now_s();
-  for (uint64_t k = 0; k < batches; k++) {
-    int rc = make_batch(bank, (unsigned)transfer, size, accounts, &seed, pinned, &b[k]);
-    if (rc) return fail("make batches", rc, NULL);
-  }
-  printf("generated %llu batches of %llu transfers over %llu accounts in %.2f s (%s memory)\n",
-         (unsigned long long)batches, (unsigned long long)size, (unsigned long long)accounts, now_s() - t0,
-         prstm_batch_pinned(b[0]) ? "pinned" : "ordinary");
+  int brc = make_batches(w, batches, size, seed, pinned, b);
+  if (brc) return fail("make batches", brc, NULL);
+  if (w->ycsb)
+    printf("generated %llu batches of %llu YCSB transactions over %llu records in %.2f s (%s memory)\n",
+           (unsigned long long)batches, (unsigned long long)size, (unsigned long long)w->records, now_s() - t0,
+           prstm_batch_pinned(b[0]) ? "pinned" : "ordinary");
+  else
+    printf("generated %llu batches of %llu transfers over %llu accounts in %.2f s (%s memory)\n",
+           (unsigned long long)batches, (unsigned long long)size, (unsigned long long)w->accounts, now_s() - t0,
+           prstm_batch_pinned(b[0]) ? "pinned" : "ordinary");
   uint64_t total = batches * size;
   int ok = 1;
 
@@ -191,7 +318,7 @@ static int stream_mode(const prstm_workload *bank, const prstm_options *opt, uin
   double kernel_s = 0;
   if (!skip_kernel) {
     prstm_engine *e = NULL;
-    int rc = make_engine(bank, opt, accounts, balance, &e);
+    int rc = make_engine(w, opt, &e);
     if (rc) return fail("engine", rc, e);
     unsigned __int128 before = total_money(e);
     for (uint64_t k = 0; k < batches; k++) {
@@ -201,10 +328,8 @@ static int stream_mode(const prstm_workload *bank, const prstm_options *opt, uin
       kernel_s += r.execute_s;
       if (k == 0) printf("device: %s\n", r.device);
     }
-    if (total_money(e) != before) {
-      printf("kernel alone: money NOT conserved\n");
-      ok = 0;
-    }
+    uint64_t committed = 0, abandoned = 0;
+    if (!check_batches(w, e, b, batches, before, "kernel alone", &committed, &abandoned)) ok = 0;
     prstm_engine_destroy(e);
     printf("kernel alone: %llu transactions in %.4f s of execution: %.1f M tx/s\n", (unsigned long long)total, kernel_s,
            total / kernel_s / 1e6);
@@ -212,7 +337,7 @@ static int stream_mode(const prstm_workload *bank, const prstm_options *opt, uin
 
   /* The stream. */
   prstm_engine *e = NULL;
-  int rc = make_engine(bank, opt, accounts, balance, &e);
+  int rc = make_engine(w, opt, &e);
   if (rc) return fail("engine", rc, e);
   unsigned __int128 before = total_money(e);
   prstm_stream *s = NULL;
@@ -231,35 +356,30 @@ static int stream_mode(const prstm_workload *bank, const prstm_options *opt, uin
   double stream_s = now_s() - s0;
   prstm_stream_destroy(s);
   uint64_t committed = 0, abandoned = 0;
-  for (uint64_t k = 0; k < batches; k++)
-    if (!check_batch(e, b[k], &committed, &abandoned)) {
-      printf("stream: batch %llu has a pending or fundable abandoned transaction\n", (unsigned long long)k);
-      ok = 0;
-      break;
-    }
-  int conserved = total_money(e) == before;
-  ok = ok && conserved && done.batches == batches && committed == sr.committed && abandoned == sr.abandoned;
+  const int held = check_batches(w, e, b, batches, before, "stream", &committed, &abandoned);
+  ok = ok && held && done.batches == batches && committed == sr.committed && abandoned == sr.abandoned;
   char unit[32] = "no limit";
   if (sr.unit_rows != UINT64_MAX) snprintf(unit, sizeof unit, "%llu", (unsigned long long)sr.unit_rows);
   printf("stream: %s; unit rows %s; runs %llu\n", sr.device, unit, (unsigned long long)sr.runs);
   printf(
-      "stream: %llu committed, %llu abandoned, %llu failed, %llu carried (%llu carried runs); money %s; "
+      "stream: %llu committed, %llu abandoned, %llu failed, %llu carried (%llu carried runs); %s %s; "
       "%llu batches reported done\n",
       (unsigned long long)sr.committed, (unsigned long long)sr.abandoned, (unsigned long long)sr.failed,
-      (unsigned long long)sr.carried, (unsigned long long)sr.carry_runs, conserved ? "conserved" : "NOT conserved",
+      (unsigned long long)sr.carried, (unsigned long long)sr.carry_runs, w->ycsb ? "records" : "money",
+      held ? (w->ycsb ? "as their read-modify-writes make them" : "conserved") : "NOT as expected",
       (unsigned long long)done.batches);
   printf("stream: wall %.4f s (set-up %.4f s), copy %.4f s, execute %.4f s\n", stream_s, sr.setup_s, sr.copy_s,
          sr.execute_s);
   double stream_rate = total / stream_s, steady_rate = total / (stream_s - sr.setup_s);
-  printf("stream: %.1f M tx/s over the wall time; %.1f M tx/s without the set-up\n", stream_rate / 1e6,
-         steady_rate / 1e6);
+  printf("stream: %.1f M tx/s over the wall time; %.1f M tx/s without the set-up (the state resident)\n",
+         stream_rate / 1e6, steady_rate / 1e6);
   double bound = skip_kernel ? 0 : total / kernel_s;
   const char *bound_name = "kernel";
 #ifdef PRSTM_HAVE_CUDA
   if (sr.backend == PRSTM_BACKEND_GPU) {
-    /* The bytes the stream copies per batch: per row a type byte, three
+    /* The bytes the stream copies per batch: per row a type byte, its
      * argument words and the status byte it clears by a copy of zeros. */
-    uint64_t bytes = size * (1 + 8 * 3 + 1);
+    uint64_t bytes = size * (1 + 8 * (uint64_t)prstm_batch_columns(b[0]) + 1);
     double copy_s = pinned_copy_seconds(bytes, batches);
     if (copy_s > 0) {
       double copy_rate = total / copy_s;
@@ -284,8 +404,9 @@ static int stream_mode(const prstm_workload *bank, const prstm_options *opt, uin
   return ok ? 0 : 1;
 }
 
-static int single_mode(const prstm_workload *bank, const prstm_options *opt, uint64_t n, uint64_t accounts,
-                       uint64_t balance, uint64_t seed, int pinned) {
+static int single_mode(const bench_workload *w, const prstm_options *opt, uint64_t n, uint64_t seed, int pinned) {
+  const prstm_workload *bank = w->wl;
+  const uint64_t accounts = w->accounts;
   int transfer = prstm_type_find(bank, "transfer");
   prstm_batch *b = NULL;
   double t0 = now_s();
@@ -294,7 +415,7 @@ static int single_mode(const prstm_workload *bank, const prstm_options *opt, uin
   printf("generated one batch of %llu transfers over %llu accounts in %.2f s (%s memory)\n", (unsigned long long)n,
          (unsigned long long)accounts, now_s() - t0, prstm_batch_pinned(b) ? "pinned" : "ordinary");
   prstm_engine *e = NULL;
-  rc = make_engine(bank, opt, accounts, balance, &e);
+  rc = make_engine(w, opt, &e);
   if (rc) return fail("engine", rc, e);
   unsigned __int128 before = total_money(e);
   prstm_results r;
@@ -323,11 +444,14 @@ static int single_mode(const prstm_workload *bank, const prstm_options *opt, uin
 }
 
 int main(int argc, char **argv) {
-  uint64_t batches = 100, size = 1000000, accounts = 2500000, single = 0, seed = 1, balance = 1000;
+  uint64_t batches = 100, size = 1000000, accounts = 2500000, single = 0, seed = 1, balance = 1000, records = 1000000;
+  const char *workload = "bank";
   int skip_kernel = 0, pinned = 0;
   prstm_options opt;
   prstm_options_init(&opt);
-  static const struct option longopts[] = {{"batches", required_argument, 0, 'b'},
+  static const struct option longopts[] = {{"workload", required_argument, 0, 'w'},
+                                           {"records", required_argument, 0, 'R'},
+                                           {"batches", required_argument, 0, 'b'},
                                            {"batch-size", required_argument, 0, 'n'},
                                            {"accounts", required_argument, 0, 'a'},
                                            {"initial-balance", required_argument, 0, 'i'},
@@ -344,11 +468,17 @@ int main(int argc, char **argv) {
   while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
     char *end = NULL;
     unsigned long long v = optarg ? strtoull(optarg, &end, 10) : 0;
-    if (optarg && c != 'k' && (end == optarg || *end)) {
+    if (optarg && c != 'k' && c != 'w' && (end == optarg || *end)) {
       fprintf(stderr, "prstm-stream-bench: %s: expected a whole number\n", optarg);
       return 2;
     }
     switch (c) {
+      case 'w':
+        workload = optarg;
+        break;
+      case 'R':
+        records = v;
+        break;
       case 'b':
         batches = v;
         break;
@@ -399,12 +529,23 @@ int main(int argc, char **argv) {
         return 2;
     }
   }
-  if (optind < argc || batches == 0 || size == 0 || accounts < 2) {
+  bench_workload w = {NULL, 0, accounts, balance, records};
+  if (strcmp(workload, "ycsb") == 0) {
+    w.ycsb = 1;
+  } else if (strcmp(workload, "bank") != 0) {
+    fprintf(stderr, "prstm-stream-bench: --workload: expected bank or ycsb, got '%s'\n", workload);
+    return 2;
+  }
+  if (w.ycsb && single) {
+    fprintf(stderr, "prstm-stream-bench: --single runs bank transfers; leave out --workload ycsb\n");
+    return 2;
+  }
+  if (optind < argc || batches == 0 || size == 0 || accounts < 2 || records == 0) {
     fputs(usage_text, stderr);
     return 2;
   }
-  const prstm_workload *bank = prstm_workload_find("bank");
-  if (!bank) return fail("bank workload", PRSTM_EUNKNOWN, NULL);
-  if (single) return single_mode(bank, &opt, single, accounts, balance, seed, pinned);
-  return stream_mode(bank, &opt, batches, size, accounts, balance, seed, skip_kernel, pinned);
+  w.wl = prstm_workload_find(workload);
+  if (!w.wl) return fail(workload, PRSTM_EUNKNOWN, NULL);
+  if (single) return single_mode(&w, &opt, single, seed, pinned);
+  return stream_mode(&w, &opt, batches, size, seed, skip_kernel, pinned);
 }
