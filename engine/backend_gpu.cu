@@ -874,6 +874,11 @@ typedef struct gpu_slot {
   uint64_t *args, *result, *quiesce, *row_id, *seq, *read_hash;
   uint8_t *h_type, *h_qs, *h_status; /* pinned */
   uint64_t *h_args, *h_result, *h_q, *h_row_id, *h_seq, *h_read_hash;
+  /* Where the slot's pinned staging lies as its device memory does (zeros
+   * for the progress words, statuses and results, then the types, then
+   * the arguments: gpu_slot_laid_out), a staged unit's copies are one
+   * copy from here; NULL where its buffers were taken one by one. */
+  uint8_t *h_lead;
   /* The bytes each pinned buffer holds: each is allocated when a unit first
    * needs it (gpu_pinned_grow). */
   uint64_t type_bytes, args_bytes, status_bytes, result_bytes, row_id_bytes, seq_bytes, read_hash_bytes;
@@ -946,6 +951,7 @@ struct backend_stream {
   uint64_t *h_watch; /* pinned: the progress words as the watchdog last saw them, then the stop word */
   uint8_t *h_zeros;  /* pinned zeros: the source of each unit's cleared statuses, results and progress words */
   uint64_t zero_bytes;
+  uint64_t lead_bytes; /* a slot's device memory ahead of its types (gpu_slot_lead_bytes) */
   /* The pinned buffers above that are ordinary memory page-locked by this
    * stream (gpu_pinned_take), not the driver's own. */
   void *registered[GPU_STAGING_BUFFERS];
@@ -1081,6 +1087,16 @@ static void *gpu_carve(gpu_carver *c, size_t bytes) {
  * allocation and one free instead of one for each column of each slot,
  * some twenty of each for a stream of four slots: each is a call that
  * costs the host tens of microseconds at a stream's open and close. */
+/* The bytes gpu_carve gives a piece of `bytes`. */
+static uint64_t gpu_carved(uint64_t bytes) { return (bytes + 255) & ~(uint64_t)255; }
+
+/* A slot's progress words, statuses and results (one piece, ahead of its
+ * types), and its types (ahead of its arguments), as carved: the offsets
+ * of the types and of the arguments from the start of the slot. */
+static uint64_t gpu_slot_lead_bytes(const backend_stream *g, int results) {
+  return gpu_carved(8 * STM_Q_WORDS + GPU_ROUND8(g->rows) + (results ? 8 * g->rows : 0));
+}
+
 static void gpu_stream_carve(backend_stream *g, int results, gpu_carver *c) {
   const uint64_t r = g->rows;
   g->words = (uint64_t *)gpu_carve(c, 8 * g->nwords);
@@ -1088,13 +1104,15 @@ static void gpu_stream_carve(backend_stream *g, int results, gpu_carver *c) {
   g->sequence = g->overlap && g->verify ? (uint64_t *)gpu_carve(c, sizeof(uint64_t)) : NULL;
   for (unsigned k = 0; k < g->nslots; k++) {
     gpu_slot *sl = &g->slot[k];
-    sl->type = (uint8_t *)gpu_carve(c, r);
-    sl->args = g->ncols ? (uint64_t *)gpu_carve(c, 8 * (size_t)g->ncols * r) : NULL;
     /* The progress words, the statuses and the results in one piece, so
-     * that one copy clears the three for a staged unit. */
-    sl->quiesce = (uint64_t *)gpu_carve(c, 8 * STM_Q_WORDS + GPU_ROUND8(r) + (results ? 8 * r : 0));
+     * that one copy clears the three for a staged unit; then the types
+     * and the arguments, so that where the staging lies the same way
+     * (gpu_slot_laid_out) one copy also brings the unit's rows. */
+    sl->quiesce = (uint64_t *)gpu_carve(c, gpu_slot_lead_bytes(g, results));
     sl->status = c->base ? (uint8_t *)(sl->quiesce + STM_Q_WORDS) : NULL;
     sl->result = c->base && results ? (uint64_t *)(sl->status + GPU_ROUND8(r)) : NULL;
+    sl->type = (uint8_t *)gpu_carve(c, r);
+    sl->args = g->ncols ? (uint64_t *)gpu_carve(c, 8 * (size_t)g->ncols * r) : NULL;
     /* Carried rows' prstm_row numbers; a unit of carried rows alone fills
      * the whole slot at close. */
     sl->row_id = (uint64_t *)gpu_carve(c, 8 * r);
@@ -1173,12 +1191,16 @@ static void gpu_stream_borrow_chunks(prstm_engine *e, backend_stream *g, int res
 #define GPU_BORROW_ROUND(x) (((x) + 63u) & ~(uint64_t)63u)
   const uint64_t watch = GPU_BORROW_ROUND(8 * (STM_Q_WORDS + 1));
   const uint64_t zeros = GPU_BORROW_ROUND(need.zeros);
-  const uint64_t sizes[7] = {GPU_BORROW_ROUND(need.type),     GPU_BORROW_ROUND(need.args),
-                             GPU_BORROW_ROUND(need.status),   GPU_BORROW_ROUND(need.result),
-                             GPU_BORROW_ROUND(need.row_id),   GPU_BORROW_ROUND(need.seq),
-                             GPU_BORROW_ROUND(need.read_hash)};
+  uint64_t sizes[7] = {GPU_BORROW_ROUND(need.type),     GPU_BORROW_ROUND(need.args),   GPU_BORROW_ROUND(need.status),
+                       GPU_BORROW_ROUND(need.result),   GPU_BORROW_ROUND(need.row_id), GPU_BORROW_ROUND(need.seq),
+                       GPU_BORROW_ROUND(need.read_hash)};
 #undef GPU_BORROW_ROUND
-  uint64_t per_slot = 0;
+  /* Each slot's staging lies as its device memory does (gpu_slot_laid_out):
+   * zeros as long as the device's piece ahead of the types, then the types
+   * as long as carved there, then the arguments. */
+  const uint64_t lead = gpu_slot_lead_bytes(g, results);
+  sizes[0] = gpu_carved(need.type);
+  uint64_t per_slot = lead;
   for (int i = 0; i < 7; i++) per_slot += sizes[i];
   /* Whole slots to a chunk: the watchdog's words, the zeros and as many
    * slots as fit in the first, the rest in the second. */
@@ -1195,6 +1217,9 @@ static void gpu_stream_borrow_chunks(prstm_engine *e, backend_stream *g, int res
   for (unsigned k = 0; k < g->nslots; k++) {
     gpu_slot *sl = &g->slot[k];
     uint8_t **p = &at[k < first ? 0 : 1];
+    sl->h_lead = *p;
+    memset(sl->h_lead, 0, lead);
+    *p += lead;
     uint8_t **bufs[7] = {&sl->h_type,
                          (uint8_t **)&sl->h_args,
                          &sl->h_qs,
@@ -1286,6 +1311,7 @@ static int gpu_stream_open_checked(prstm_engine *e, backend_stream *g, int resul
   GPU_CHECK(cudaMalloc((void **)&g->arena, carver.used));
   carver = (gpu_carver){g->arena, 0};
   gpu_stream_carve(g, results, &carver);
+  g->lead_bytes = gpu_slot_lead_bytes(g, results);
   for (unsigned k = 0; k < g->nslots; k++) {
     rc = gpu_slot_create_streams(&g->slot[k], err, errlen);
     if (rc) return rc;
@@ -1509,6 +1535,18 @@ static int gpu_unit_overlaps(const backend_stream *g, const backend_unit *u, uin
          (uint64_t)threads * PRSTM_POLICY_STREAM_OVERLAP_SHARE <= g->threads;
 }
 
+/* Whether the slot's pinned staging lies as its device memory does: zeros
+ * for the progress words, statuses and results, the types, then the
+ * arguments, each at the device's offsets (gpu_stream_carve,
+ * gpu_stream_borrow_chunks). A staged unit's rows and clears are then one
+ * copy instead of three, each a CUDA call of some microseconds of the
+ * host's time a unit. */
+static int gpu_slot_laid_out(const backend_stream *g, const gpu_slot *sl) {
+  const uint64_t tcap = gpu_carved(g->rows);
+  return sl->h_lead && sl->h_type == sl->h_lead + g->lead_bytes && sl->type == (uint8_t *)sl->quiesce + g->lead_bytes &&
+         (!g->ncols || ((uint8_t *)sl->h_args == sl->h_type + tcap && (uint8_t *)sl->args == sl->type + tcap));
+}
+
 static int gpu_stream_launch_checked(backend_stream *g, unsigned slot, const backend_unit *u, char *err,
                                      size_t errlen) {
   gpu_slot *sl = &g->slot[slot];
@@ -1530,7 +1568,14 @@ static int gpu_stream_launch_checked(backend_stream *g, unsigned slot, const bac
    * slot's last unit was retired before, so nothing holds the stream. */
   cudaStream_t up = sl->exec;
   GPU_CHECK(cudaEventRecord(sl->copy_start, up));
-  if (d == 0) {
+  const int laid_out = d == 0 && gpu_slot_laid_out(g, sl);
+  if (laid_out) {
+    /* The zeros ahead of the types clear the progress words, the statuses
+     * and the results; the types' room past the unit's rows goes along,
+     * unread. */
+    const uint64_t rows_bytes = g->ncols ? gpu_carved(g->rows) + (u->narrow_args ? 4 : 8) * (uint64_t)g->ncols * n : n;
+    GPU_CHECK(cudaMemcpyAsync(sl->quiesce, sl->h_lead, g->lead_bytes + rows_bytes, cudaMemcpyHostToDevice, up));
+  } else if (d == 0) {
     GPU_CHECK(cudaMemcpyAsync(sl->type, sl->h_type, n, cudaMemcpyHostToDevice, up));
     if (g->ncols)
       GPU_CHECK(cudaMemcpyAsync(sl->args, sl->h_args, (u->narrow_args ? 4 : 8) * (size_t)g->ncols * n,
@@ -1561,7 +1606,9 @@ static int gpu_stream_launch_checked(backend_stream *g, unsigned slot, const bac
   /* Cleared by copies from pinned zeros rather than memsets: a memset is a
    * kernel, which would wait for the SMs the running persistent kernel
    * holds, while a copy runs on a copy engine beside it. */
-  if (d == 0) {
+  if (laid_out) {
+    /* Cleared by the copy above. */
+  } else if (d == 0) {
     const uint64_t zeros = results ? 8 * STM_Q_WORDS + GPU_ROUND8(g->rows) + 8 * n : 8 * STM_Q_WORDS + n;
     GPU_CHECK(cudaMemcpyAsync(sl->quiesce, g->h_zeros, zeros, cudaMemcpyHostToDevice, up));
   } else {
