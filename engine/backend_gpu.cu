@@ -131,13 +131,21 @@ typedef struct gpu_staging {
   engine_copy_pool *pool;
 } gpu_staging;
 
+struct gpu_stream_handles;
+
 /* What the GPU backend keeps on an engine between whole runs. */
 struct backend_gpu_keep {
   gpu_staging staging;
   int device;      /* the GPU the staging's stream and events belong to */
   uint64_t copied; /* bytes the engine's whole runs copied, the larger way of each */
   int lent;        /* an open stream's pinned buffers lie in the chunks (gpu_stream_borrow_chunks) */
+  /* A stream's CUDA streams and events, made by the warm-up on `device`
+   * and lent to each open stream in turn (gpu_stream_handles_take); NULL
+   * until then. */
+  struct gpu_stream_handles *handles;
 };
+
+static void gpu_stream_handles_free(struct gpu_stream_handles *h);
 
 /* Pinned host memory of `bytes` made of ordinary huge pages, zeroed on
  * every core and then page-locked where they lie (cudaHostRegister): the
@@ -195,7 +203,9 @@ static void gpu_staging_close(gpu_staging *s) {
 void backend_gpu_keep_free(struct backend_gpu_keep *keep) {
   if (!keep) return;
   const int current = backend_gpu_current();
-  if (keep->staging.stream) backend_gpu_make_current(keep->device);
+  if (keep->staging.stream || keep->handles) backend_gpu_make_current(keep->device);
+  gpu_stream_handles_free(keep->handles);
+  keep->handles = NULL;
   gpu_staging_close(&keep->staging);
   backend_gpu_make_current(current);
   free(keep);
@@ -217,6 +227,8 @@ static int gpu_keep_for(prstm_engine *e, uint64_t bytes, int open_now, struct ba
      * direct (a warm-up on another GPU while a stream is open). */
     if (keep->lent) return 0;
     backend_gpu_make_current(keep->device);
+    gpu_stream_handles_free(keep->handles);
+    keep->handles = NULL;
     gpu_staging_close(&keep->staging);
     backend_gpu_make_current(device);
   }
@@ -233,9 +245,16 @@ static int gpu_keep_for(prstm_engine *e, uint64_t bytes, int open_now, struct ba
   return 0;
 }
 
+static int gpu_stream_handles_make(struct backend_gpu_keep *keep, char *err, size_t errlen);
+
 int backend_gpu_keep_staging(prstm_engine *e, char *err, size_t errlen) {
   struct backend_gpu_keep *keep = NULL;
-  return gpu_keep_for(e, 0, 1, &keep, err, errlen);
+  int rc = gpu_keep_for(e, 0, 1, &keep, err, errlen);
+  /* A stream's own streams and events too: made at its open, they took
+   * 0.4 to 0.5 ms of it (the process's first CUDA streams are the slow
+   * ones), and their destruction some 50 µs of its close. */
+  if (!rc && keep && keep->staging.bytes && !keep->handles) rc = gpu_stream_handles_make(keep, err, errlen);
+  return rc;
 }
 
 /* The staging for a run whose copies take `bytes` the larger way: the
@@ -271,6 +290,18 @@ static int gpu_staging_direct(const gpu_staging *s, const void *p, size_t n) {
   return a.type != cudaMemoryTypeUnregistered;
 }
 
+/* The pieces a staged copy of n bytes goes in: a chunk, but for a copy of
+ * less than four chunks a quarter of it (64 KiB multiples, at least
+ * PRSTM_POLICY_STAGED_COPY_LEAST_BYTES), so that the link takes one piece
+ * while the host's threads fill or empty the next: in one piece the two
+ * took turns, and a stream's 8 MiB state spent about 0.2 ms each way on
+ * the link alone. */
+static size_t gpu_staging_piece(const gpu_staging *s, size_t n) {
+  size_t piece = (n / 4 + 0xffffu) & ~(size_t)0xffffu;
+  if (piece < PRSTM_POLICY_STAGED_COPY_LEAST_BYTES) piece = PRSTM_POLICY_STAGED_COPY_LEAST_BYTES;
+  return piece < s->bytes ? piece : s->bytes;
+}
+
 /* Host to device: each chunk is filled once the GPU has taken what it held
  * before, and its copy is queued at once. Ends with every copy queued; the
  * caller synchronizes (gpu_upload's cudaDeviceSynchronize). */
@@ -279,8 +310,9 @@ static int gpu_copy_up(gpu_staging *s, void *dst, const void *src, size_t n, cha
     GPU_CHECK(cudaMemcpy(dst, src, n, cudaMemcpyHostToDevice));
     return 0;
   }
-  for (size_t off = 0; off < n; off += s->bytes, s->next ^= 1u) {
-    const size_t m = n - off < s->bytes ? n - off : s->bytes;
+  const size_t piece = gpu_staging_piece(s, n);
+  for (size_t off = 0; off < n; off += piece, s->next ^= 1u) {
+    const size_t m = n - off < piece ? n - off : piece;
     GPU_CHECK(cudaEventSynchronize(s->done[s->next]));
     gpu_host_copy_all(s, s->chunk[s->next], (const uint8_t *)src + off, m);
     GPU_CHECK(cudaMemcpyAsync((uint8_t *)dst + off, s->chunk[s->next], m, cudaMemcpyHostToDevice, s->stream));
@@ -346,8 +378,9 @@ static int gpu_copy_down(gpu_staging *s, void *dst, const void *src, size_t n, c
     return 0;
   }
   size_t filled_off = 0, filled = 0; /* the chunk s->next ^ 1 holds these bytes of the copy */
-  for (size_t off = 0;; off += s->bytes) {
-    const size_t m = off < n ? (n - off < s->bytes ? n - off : s->bytes) : 0;
+  const size_t piece = gpu_staging_piece(s, n);
+  for (size_t off = 0;; off += piece) {
+    const size_t m = off < n ? (n - off < piece ? n - off : piece) : 0;
     if (m) {
       GPU_CHECK(cudaMemcpyAsync(s->chunk[s->next], (const uint8_t *)src + off, m, cudaMemcpyDeviceToHost, s->stream));
       GPU_CHECK(cudaEventRecord(s->done[s->next], s->stream));
@@ -907,6 +940,61 @@ typedef struct gpu_slot {
 #define GPU_STREAM_SLOTS_MAX 8
 #define GPU_STREAM_LANES 4
 static_assert(GPU_STREAM_SLOTS_MAX <= BACKEND_STREAM_SLOTS_MAX, "the stream keeps a unit per slot");
+
+/* The events of a slot, in the order gpu_slot_create_streams makes them. */
+#define GPU_SLOT_EVENTS 6
+
+/* A stream's CUDA streams and events, kept by the engine (its warm-up
+ * makes them) and lent to one open stream at a time: the copy, readback
+ * and monitor streams, and each slot's execution stream and events. A
+ * stream that finds them lent, or on another GPU, makes its own. */
+struct gpu_stream_handles {
+  cudaStream_t copy, back, monitor;
+  cudaStream_t exec[GPU_STREAM_SLOTS_MAX];
+  cudaEvent_t events[GPU_STREAM_SLOTS_MAX][GPU_SLOT_EVENTS];
+  int lent;
+};
+
+static void gpu_stream_handles_free(struct gpu_stream_handles *h) {
+  if (!h) return;
+  for (int k = 0; k < GPU_STREAM_SLOTS_MAX; k++) {
+    for (int i = 0; i < GPU_SLOT_EVENTS; i++)
+      if (h->events[k][i]) cudaEventDestroy(h->events[k][i]);
+    if (h->exec[k]) cudaStreamDestroy(h->exec[k]);
+  }
+  cudaStream_t *three[] = {&h->copy, &h->back, &h->monitor};
+  for (int i = 0; i < 3; i++)
+    if (*three[i]) cudaStreamDestroy(*three[i]);
+  cudaGetLastError();
+  free(h);
+}
+
+static int gpu_stream_handles_make_checked(struct gpu_stream_handles *h, char *err, size_t errlen) {
+  GPU_CHECK(cudaStreamCreateWithFlags(&h->copy, cudaStreamNonBlocking));
+  GPU_CHECK(cudaStreamCreateWithFlags(&h->back, cudaStreamNonBlocking));
+  GPU_CHECK(cudaStreamCreateWithFlags(&h->monitor, cudaStreamNonBlocking));
+  for (int k = 0; k < GPU_STREAM_SLOTS_MAX; k++) {
+    /* As gpu_slot_create_streams: timed events but the readback's. */
+    for (int i = 0; i < GPU_SLOT_EVENTS - 1; i++) GPU_CHECK(cudaEventCreate(&h->events[k][i]));
+    GPU_CHECK(cudaEventCreateWithFlags(&h->events[k][GPU_SLOT_EVENTS - 1], cudaEventDisableTiming));
+    GPU_CHECK(cudaStreamCreate(&h->exec[k]));
+  }
+  return 0;
+}
+
+/* Makes the keep's handles on the current GPU (the keep's). A failure
+ * leaves none: each stream then makes its own, which reports the error. */
+static int gpu_stream_handles_make(struct backend_gpu_keep *keep, char *err, size_t errlen) {
+  struct gpu_stream_handles *h = (struct gpu_stream_handles *)calloc(1, sizeof *h);
+  if (!h) return 0;
+  int rc = gpu_stream_handles_make_checked(h, err, errlen);
+  if (rc) {
+    gpu_stream_handles_free(h);
+    return rc;
+  }
+  keep->handles = h;
+  return 0;
+}
 /* Pinned staging buffers of a stream: seven a slot, and the zeros. */
 #define GPU_STAGING_BUFFERS (7 * GPU_STREAM_SLOTS_MAX + 1)
 
@@ -962,6 +1050,7 @@ struct backend_stream {
   uint8_t *borrowed[2];
   uint64_t borrowed_bytes;
   struct backend_gpu_keep *lent_from; /* the engine's keep, told at the free that its chunks are its own again */
+  struct gpu_stream_handles *handles; /* the engine's streams and events, lent; NULL: the stream made its own */
   /* A unit of a co-executed run: its footprint marks on the device, the
    * read marks then the write marks, one byte a lock each; NULL otherwise. */
   uint8_t *marks;
@@ -1024,6 +1113,7 @@ static void gpu_stream_free(backend_stream *g) {
     gpu_pinned_give(g, sl->h_qs);
     gpu_pinned_give(g, sl->h_args);
     gpu_pinned_give(g, sl->h_result);
+    if (g->handles) continue; /* the engine's, kept for its next stream */
     cudaEvent_t *ev[] = {&sl->copy_start,    &sl->copy_end, &sl->exec_start[0],
                          &sl->exec_start[1], &sl->exec_end, &sl->back};
     for (unsigned i = 0; i < sizeof ev / sizeof ev[0]; i++)
@@ -1042,9 +1132,14 @@ static void gpu_stream_free(backend_stream *g) {
   gpu_pinned_give(g, g->h_written);
   gpu_pinned_give(g, g->h_compact);
   gpu_pinned_give(g, g->h_flags);
-  if (g->copy) cudaStreamDestroy(g->copy);
-  if (g->back) cudaStreamDestroy(g->back);
-  if (g->monitor) cudaStreamDestroy(g->monitor);
+  if (g->handles) {
+    /* The device is idle (above): the next stream finds them free. */
+    g->handles->lent = 0;
+  } else {
+    if (g->copy) cudaStreamDestroy(g->copy);
+    if (g->back) cudaStreamDestroy(g->back);
+    if (g->monitor) cudaStreamDestroy(g->monitor);
+  }
   gpu_pinned_give(g, g->h_watch);
   gpu_pinned_give(g, g->h_zeros);
   free(g);
@@ -1136,6 +1231,26 @@ static int gpu_slot_create_streams(gpu_slot *sl, char *err, size_t errlen) {
   GPU_CHECK(cudaEventCreateWithFlags(&sl->back, cudaEventDisableTiming));
   GPU_CHECK(cudaStreamCreate(&sl->exec));
   return 0;
+}
+
+/* The slot's events and execution stream from the engine's handles, in
+ * gpu_slot_create_streams' order. */
+static void gpu_slot_take_streams(gpu_slot *sl, const struct gpu_stream_handles *h, unsigned k) {
+  cudaEvent_t *ev[GPU_SLOT_EVENTS] = {&sl->copy_start,    &sl->copy_end, &sl->exec_start[0],
+                                      &sl->exec_start[1], &sl->exec_end, &sl->back};
+  for (int i = 0; i < GPU_SLOT_EVENTS; i++) *ev[i] = h->events[k][i];
+  sl->exec = h->exec[k];
+}
+
+/* The engine's handles, where it holds them on the stream's GPU and no
+ * other stream has them (the chunks' own condition:
+ * gpu_stream_borrow_chunks); NULL where the stream must make its own. */
+static struct gpu_stream_handles *gpu_stream_handles_take(prstm_engine *e, const backend_stream *g) {
+  if (e->unit_device >= 0 || !e->gpu_keep) return NULL;
+  struct backend_gpu_keep *keep = e->gpu_keep;
+  if (!keep->handles || keep->handles->lent || keep->device != g->device) return NULL;
+  keep->handles->lent = 1;
+  return keep->handles;
 }
 
 /* The pinned host bytes a unit needs. One place, so that the check made
@@ -1303,9 +1418,16 @@ static int gpu_stream_open_checked(prstm_engine *e, backend_stream *g, int resul
   *unit_rows = rows;
   *gpu_bytes = fixed + table_rows * row_bytes * rows;
 
-  GPU_CHECK(cudaStreamCreateWithFlags(&g->copy, cudaStreamNonBlocking));
-  GPU_CHECK(cudaStreamCreateWithFlags(&g->back, cudaStreamNonBlocking));
-  GPU_CHECK(cudaStreamCreateWithFlags(&g->monitor, cudaStreamNonBlocking));
+  g->handles = gpu_stream_handles_take(e, g);
+  if (g->handles) {
+    g->copy = g->handles->copy;
+    g->back = g->handles->back;
+    g->monitor = g->handles->monitor;
+  } else {
+    GPU_CHECK(cudaStreamCreateWithFlags(&g->copy, cudaStreamNonBlocking));
+    GPU_CHECK(cudaStreamCreateWithFlags(&g->back, cudaStreamNonBlocking));
+    GPU_CHECK(cudaStreamCreateWithFlags(&g->monitor, cudaStreamNonBlocking));
+  }
   gpu_carver carver = {NULL, 0};
   gpu_stream_carve(g, results, &carver);
   GPU_CHECK(cudaMalloc((void **)&g->arena, carver.used));
@@ -1313,6 +1435,10 @@ static int gpu_stream_open_checked(prstm_engine *e, backend_stream *g, int resul
   gpu_stream_carve(g, results, &carver);
   g->lead_bytes = gpu_slot_lead_bytes(g, results);
   for (unsigned k = 0; k < g->nslots; k++) {
+    if (g->handles) {
+      gpu_slot_take_streams(&g->slot[k], g->handles, k);
+      continue;
+    }
     rc = gpu_slot_create_streams(&g->slot[k], err, errlen);
     if (rc) return rc;
   }
