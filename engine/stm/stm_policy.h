@@ -118,9 +118,10 @@
  * keeps them: every copy of STAGED_COPY_LEAST_BYTES or more from or to
  * pageable memory then goes through them (a stream's state at its open
  * and close too), filled and emptied in parts of at least
- * STAGED_COPY_BYTES_PER_PART by threads the chunks keep
- * (engine/backend_gpu.cu). An 8 MiB copy took 0.38 to 0.47 ms up and 0.26
- * to 0.34 ms down that way on an H200's host, against 0.70 to 1.34 ms and
+ * STAGED_COPY_BYTES_PER_PART by threads the chunks keep, in pieces of a
+ * chunk, or of a quarter of a shorter copy (engine/backend_gpu.cu). An 8
+ * MiB copy took 0.38 to 0.47 ms up and 0.26 to 0.34 ms down in one piece
+ * on an H200's host, against 0.70 to 1.34 ms and
  * 0.61 to 0.64 ms direct from pageable memory; below a MiB the threads'
  * wake-up is not worth it. Without the chunks a run page-locks in place
  * instead (below). Taking them costs 5 to 12 ms on an H200's host, as much

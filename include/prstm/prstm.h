@@ -524,12 +524,13 @@ const prstm_options *prstm_engine_options(const prstm_engine *engine);
  * thread, device 0 on a thread that set none; every GPU for backend multi),
  * with each worker variant's GPU kernel loaded, and for backends gpu and
  * auto the two pinned chunks of 32 MiB that a whole run's copies and a
- * stream's state go through (kept until the engine is destroyed); nothing
- * for the CPU backend or where no GPU is usable. Unlike every other call on
- * an engine, it may run on a thread of its own while the engine's thread
- * loads a batch or initialises the state, since it reads only the options
- * and the workload and writes only those chunks, which no call but a run or
- * a stream uses: that hides the GPU's start-up behind the loading. It must
+ * stream's state go through, and the CUDA streams and events a stream
+ * borrows (kept until the engine is destroyed); nothing for the CPU
+ * backend or where no GPU is usable. Unlike every other call on an engine,
+ * it may run on a thread of its own while the engine's thread loads a
+ * batch or initialises the state, since it reads only the options and the
+ * workload and writes only those chunks and handles, which no call but a
+ * run or a stream uses: that hides the GPU's start-up behind the loading. It must
  * have returned before the engine's first run or stream. Returns 0, or
  * PRSTM_ECUDA where a GPU fails to start, which the run then reports with
  * its message. */
