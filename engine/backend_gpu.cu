@@ -1262,6 +1262,13 @@ typedef struct gpu_unit_bytes {
   uint64_t type, args, status, result, row_id, seq, read_hash, zeros;
 } gpu_unit_bytes;
 
+/* The zeros that clear a unit of n rows: its progress words, statuses and
+ * results lie together (gpu_stream_carve), the results after the room of
+ * a whole slot's statuses, so one copy clears the three. */
+static uint64_t gpu_slot_clear_bytes(const backend_stream *g, uint64_t n, int results) {
+  return results ? 8 * STM_Q_WORDS + GPU_ROUND8(g->rows) + 8 * n : 8 * STM_Q_WORDS + n;
+}
+
 static gpu_unit_bytes gpu_unit_needs(const backend_stream *g, const backend_unit *u) {
   gpu_unit_bytes b;
   b.type = u->staged;
@@ -1271,12 +1278,7 @@ static gpu_unit_bytes gpu_unit_needs(const backend_stream *g, const backend_unit
   b.row_id = 8 * u->carried;
   b.seq = g->verify ? 8 * u->n : 0;
   b.read_hash = b.seq;
-  /* The zeros clear the progress words and staged statuses, and the
-   * results alike; a staged unit's all three at once, with the statuses
-   * past its rows that lie between them (gpu_stream_carve). */
-  b.zeros = b.result > b.status ? b.result : b.status;
-  const uint64_t together = u->results ? 8 * STM_Q_WORDS + GPU_ROUND8(g->rows) + 8 * u->n : 0;
-  if (together > b.zeros) b.zeros = together;
+  b.zeros = gpu_slot_clear_bytes(g, u->n, u->results);
   return b;
 }
 
@@ -1680,10 +1682,9 @@ static int gpu_stream_launch_checked(backend_stream *g, unsigned slot, const bac
   const int results = u->results;
   const backend_direct_rows *direct = u->direct;
   const uint64_t d = direct ? direct->n : 0;
-  /* The statuses of direct rows are cleared from, and read back into, the
-   * batch's own pinned status column (all zero, pending, since the batch
-   * was submitted); only the other n - d rows use the slot's readback and
-   * the zeros, which gpu_unit_reserve_rows sized. */
+  /* The statuses of direct rows are read back into the batch's own pinned
+   * status column; only the other n - d rows use the slot's readback. All
+   * n are cleared from the zeros (gpu_unit_reserve sized them). */
   const uint64_t staged = n - d;
   sl->n = n;
   sl->results = results;
@@ -1734,15 +1735,11 @@ static int gpu_stream_launch_checked(backend_stream *g, unsigned slot, const bac
    * holds, while a copy runs on a copy engine beside it. */
   if (laid_out) {
     /* Cleared by the copy above. */
-  } else if (d == 0) {
-    const uint64_t zeros = results ? 8 * STM_Q_WORDS + GPU_ROUND8(g->rows) + 8 * n : 8 * STM_Q_WORDS + n;
-    GPU_CHECK(cudaMemcpyAsync(sl->quiesce, g->h_zeros, zeros, cudaMemcpyHostToDevice, up));
   } else {
-    GPU_CHECK(cudaMemcpyAsync(sl->quiesce, g->h_zeros, 8 * STM_Q_WORDS, cudaMemcpyHostToDevice, up));
-    GPU_CHECK(cudaMemcpyAsync(sl->status, direct->status, d, cudaMemcpyHostToDevice, up));
-    if (staged) GPU_CHECK(cudaMemcpyAsync(sl->status + d, g->h_zeros, staged, cudaMemcpyHostToDevice, up));
+    /* Direct rows are pending, all zero, in their batch as in the zeros. */
+    GPU_CHECK(
+        cudaMemcpyAsync(sl->quiesce, g->h_zeros, gpu_slot_clear_bytes(g, n, results), cudaMemcpyHostToDevice, up));
   }
-  if (results && d) GPU_CHECK(cudaMemcpyAsync(sl->result, g->h_zeros, 8 * n, cudaMemcpyHostToDevice, up));
   if (u->carried) GPU_CHECK(cudaMemcpyAsync(sl->row_id, sl->h_row_id, 8 * u->carried, cudaMemcpyHostToDevice, up));
 
   /* The unit executes on its slot's stream, behind its copies; the
