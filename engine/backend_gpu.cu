@@ -146,6 +146,7 @@ struct backend_gpu_keep {
 };
 
 static void gpu_stream_handles_free(struct gpu_stream_handles *h);
+static int gpu_stream_handles_lent(const struct gpu_stream_handles *h);
 
 /* Pinned host memory of `bytes` made of ordinary huge pages, zeroed on
  * every core and then page-locked where they lie (cudaHostRegister): the
@@ -223,9 +224,10 @@ static int gpu_keep_for(prstm_engine *e, uint64_t bytes, int open_now, struct ba
   int device = 0;
   GPU_CHECK(cudaGetDevice(&device));
   if (keep->staging.bytes && keep->device != device) {
-    /* Chunks that hold an open stream's buffers stay: this copy goes
-     * direct (a warm-up on another GPU while a stream is open). */
-    if (keep->lent) return 0;
+    /* Chunks that hold an open stream's buffers, and handles an open
+     * stream runs on, stay: this copy goes direct (a warm-up on another
+     * GPU while a stream is open). */
+    if (keep->lent || gpu_stream_handles_lent(keep->handles)) return 0;
     backend_gpu_make_current(keep->device);
     gpu_stream_handles_free(keep->handles);
     keep->handles = NULL;
@@ -954,6 +956,8 @@ struct gpu_stream_handles {
   cudaEvent_t events[GPU_STREAM_SLOTS_MAX][GPU_SLOT_EVENTS];
   int lent;
 };
+
+static int gpu_stream_handles_lent(const struct gpu_stream_handles *h) { return h && h->lent; }
 
 static void gpu_stream_handles_free(struct gpu_stream_handles *h) {
   if (!h) return;
