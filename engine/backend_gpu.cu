@@ -1176,18 +1176,14 @@ typedef struct gpu_carver {
 
 #define GPU_ROUND8(x) (((x) + 7u) & ~(uint64_t)7u)
 
-static void *gpu_carve(gpu_carver *c, size_t bytes) {
-  void *p = c->base ? c->base + c->used : NULL;
-  c->used += (bytes + 255) & ~(size_t)255;
-  return p;
-}
-
-/* Lays the stream's device memory out from c->base (NULL: sizes it). One
- * allocation and one free instead of one for each column of each slot,
- * some twenty of each for a stream of four slots: each is a call that
- * costs the host tens of microseconds at a stream's open and close. */
 /* The bytes gpu_carve gives a piece of `bytes`. */
 static uint64_t gpu_carved(uint64_t bytes) { return (bytes + 255) & ~(uint64_t)255; }
+
+static void *gpu_carve(gpu_carver *c, size_t bytes) {
+  void *p = c->base ? c->base + c->used : NULL;
+  c->used += gpu_carved(bytes);
+  return p;
+}
 
 /* A slot's progress words, statuses and results (one piece, ahead of its
  * types), and its types (ahead of its arguments), as carved: the offsets
@@ -1196,6 +1192,10 @@ static uint64_t gpu_slot_lead_bytes(const backend_stream *g, int results) {
   return gpu_carved(8 * STM_Q_WORDS + GPU_ROUND8(g->rows) + (results ? 8 * g->rows : 0));
 }
 
+/* Lays the stream's device memory out from c->base (NULL: sizes it). One
+ * allocation and one free instead of one for each column of each slot,
+ * some twenty of each for a stream of four slots: each is a call that
+ * costs the host tens of microseconds at a stream's open and close. */
 static void gpu_stream_carve(backend_stream *g, int results, gpu_carver *c) {
   const uint64_t r = g->rows;
   g->words = (uint64_t *)gpu_carve(c, 8 * g->nwords);
