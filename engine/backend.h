@@ -41,8 +41,8 @@ typedef struct backend_stream_info {
 /* Rows of a unit that the backend copies straight from a pinned batch
  * instead of through the staging (a GPU's only): the first n rows of the
  * unit, from type[0..n) and args[c * stride + 0..n) for each column c. Their
- * statuses are cleared from status[0..n), all zero (pending) at launch, and
- * read back into it. */
+ * statuses are all zero (pending) at launch, as the backend's cleared
+ * statuses are, and are read back into status[0..n). */
 typedef struct backend_direct_rows {
   const uint8_t *type;
   const uint64_t *args;

@@ -247,7 +247,7 @@ static int gpu_keep_for(prstm_engine *e, uint64_t bytes, int open_now, struct ba
   return 0;
 }
 
-static int gpu_stream_handles_make(struct backend_gpu_keep *keep, char *err, size_t errlen);
+static void gpu_stream_handles_make(struct backend_gpu_keep *keep);
 
 int backend_gpu_keep_staging(prstm_engine *e, char *err, size_t errlen) {
   struct backend_gpu_keep *keep = NULL;
@@ -255,7 +255,7 @@ int backend_gpu_keep_staging(prstm_engine *e, char *err, size_t errlen) {
   /* A stream's own streams and events too: made at its open, they took
    * 0.4 to 0.5 ms of it (the process's first CUDA streams are the slow
    * ones), and their destruction some 50 µs of its close. */
-  if (!rc && keep && keep->staging.bytes && !keep->handles) rc = gpu_stream_handles_make(keep, err, errlen);
+  if (!rc && keep && keep->staging.bytes && !keep->handles) gpu_stream_handles_make(keep);
   return rc;
 }
 
@@ -986,18 +986,18 @@ static int gpu_stream_handles_make_checked(struct gpu_stream_handles *h, char *e
   return 0;
 }
 
-/* Makes the keep's handles on the current GPU (the keep's). A failure
- * leaves none: each stream then makes its own, which reports the error. */
-static int gpu_stream_handles_make(struct backend_gpu_keep *keep, char *err, size_t errlen) {
+/* Makes the keep's handles on the current GPU (the keep's). They only
+ * spare a stream's open its own: a failure leaves none, its error cleared,
+ * and each stream then makes its own, which reports an error that lasts. */
+static void gpu_stream_handles_make(struct backend_gpu_keep *keep) {
   struct gpu_stream_handles *h = (struct gpu_stream_handles *)calloc(1, sizeof *h);
-  if (!h) return 0;
-  int rc = gpu_stream_handles_make_checked(h, err, errlen);
-  if (rc) {
+  if (!h) return;
+  char err[256];
+  if (gpu_stream_handles_make_checked(h, err, sizeof err)) {
     gpu_stream_handles_free(h);
-    return rc;
+    return;
   }
   keep->handles = h;
-  return 0;
 }
 /* Pinned staging buffers of a stream: seven a slot, and the zeros. */
 #define GPU_STAGING_BUFFERS (7 * GPU_STREAM_SLOTS_MAX + 1)

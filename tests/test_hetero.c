@@ -560,17 +560,17 @@ Test(hetero_gpu, hot_batch_off_the_delta_path_runs_on_the_cpu_alone) {
  * batch is shared in rounds. Both are verified. The probe's two rates move
  * with the host's load and came within the policy's 1.5 of each other in
  * about one run in four, so each test of an outcome sets the ratio
- * (PRSTM_HETERO_ALONE_RATIO) that makes it certain. vacation_open opens
- * the state and a generated batch of `rows` on an engine of `threads` CPU
- * threads beside the GPU. */
-/* vacation_open with `room_types` room types (0: the workload's default). */
+ * (PRSTM_HETERO_ALONE_RATIO) that makes it certain. vacation_open_types
+ * opens the state, over `room_types` room types (0: the workload's
+ * default), and a generated batch of `rows` on an engine of `threads` CPU
+ * threads beside the GPU; vacation_open with the default types. */
 static void vacation_open_types(hetero_run *r, int rounds, uint64_t rows, uint32_t threads, double room_types) {
   open_hetero_on(r, "vacation", PRSTM_DELTAS_OFF, rounds, threads);
   prstm_state_spec s;
   prstm_state_spec_init(r->wl, &s);
   if (room_types > 0) {
-    /* As many initial bookings as the default's 1,000 types hold, spread
-     * over more types. */
+    /* About as many initial bookings as the default's 1,000 types hold,
+     * spread over more types. */
     s.params[prstm_param_find(r->wl, "room_types")] = room_types;
     s.params[prstm_param_find(r->wl, "booked")] *= 1000.0 / room_types;
     s.params[prstm_param_find(r->wl, "sold_out")] *= 1000.0 / room_types;

@@ -1367,8 +1367,9 @@ Test(stream_gpu, a_state_larger_than_a_pinned_chunk_comes_back_whole, .timeout =
   state_comes_back_whole(6000000);
 }
 
-/* 1,000,000 accounts (8 MB): smaller than a chunk, in one piece, which
- * the chunks' threads fill and empty. */
+/* 1,000,000 accounts (8 MB): smaller than a chunk, in four pieces of 2
+ * MiB, which the chunks' threads fill and empty while the link takes the
+ * piece before. */
 Test(stream_gpu, a_state_smaller_than_a_pinned_chunk_comes_back_whole, .timeout = 120) {
   state_comes_back_whole(1000000);
 }

@@ -502,10 +502,11 @@ typedef struct prstm_results {
   uint32_t state_partitioned;
   uint64_t away_rows;
   /* A chunked run (options.chunk_rows, or a batch too large for the GPU):
-   * the part of wall_s its stream spent taking the state at the open and
-   * giving it back at the close (prstm_stream_results.setup_s), so that
-   * wall_s - setup_s is the chunks' own time with the state resident;
-   * 0 for every other run. */
+   * the part of wall_s its stream spent on its set-up
+   * (prstm_stream_results.setup_s: on a GPU, taking the state there at the
+   * open and giving it back at the close; on the CPU, the stream's own
+   * allocations), so that wall_s - setup_s is the chunks' own time with
+   * the state resident; 0 for every other run. */
   double setup_s;
 } prstm_results;
 
