@@ -40,14 +40,12 @@ typedef struct backend_stream_info {
 
 /* Rows of a unit that the backend copies straight from a pinned batch
  * instead of through the staging (a GPU's only): the first n rows of the
- * unit, from type[0..n) and args[c * stride + 0..n) for each column c. Their
- * statuses are all zero (pending) at launch, as the backend's cleared
- * statuses are, and are read back into status[0..n). */
+ * unit, from type[0..n) and args[c * stride + 0..n) for each column c.
+ * Their statuses come back with the others' (backend_outcomes). */
 typedef struct backend_direct_rows {
   const uint8_t *type;
   const uint64_t *args;
   uint64_t stride, n;
-  uint8_t *status;
 } backend_direct_rows;
 
 /* One unit: n rows, the first direct->n of them straight from a pinned
@@ -80,8 +78,9 @@ typedef struct backend_staging {
   int narrow_ok;
 } backend_staging;
 
-/* What a retired unit gives back: the statuses of its rows that were not
- * direct (the direct rows' are in their batch), every row's result when the
+/* What a retired unit gives back: the status of every row, direct or
+ * staged (one readback with the progress words, where a status straight
+ * into its batch would cost a CUDA call of its own), every row's result when the
  * unit has results, and with verify every row's place in the unit's commit
  * order and read hash; q holds the unit's published counts and the
  * sequence numbers it took. */

@@ -899,26 +899,31 @@ static const txtable_allocator gpu_pinned_allocator = {gpu_host_alloc, gpu_host_
  * executes, and small units of different slots execute at once
  * (gpu_unit_overlaps). */
 typedef struct gpu_slot {
-  /* The unit's progress words and its statuses lie together, in one
-   * allocation (status = quiesce + STM_Q_WORDS, then the results) on the
-   * device and in one pinned buffer (h_qs: h_q, then h_status) on the
-   * host, so that a staged unit clears them with one copy and reads the
-   * words and statuses back with one: each CUDA call costs the host
-   * microseconds. */
+  /* The slot's lead piece on the device: the room of a unit's results
+   * (where the stream's workload has a read-only type), then its progress
+   * words (quiesce), then its statuses (status = quiesce + STM_Q_WORDS). A
+   * unit's results end where its progress words start, so that its
+   * results, progress words and statuses are one range of the piece
+   * (gpu_unit_lead_from): one copy clears them, and one reads them back,
+   * where each CUDA call costs the host microseconds. */
+  uint8_t *lead;
   uint8_t *type, *status;
-  uint64_t *args, *result, *quiesce, *row_id, *seq, *read_hash;
-  uint8_t *h_type, *h_qs, *h_status; /* pinned */
+  uint64_t *args, *quiesce, *row_id, *seq, *read_hash;
+  uint8_t *h_type, *h_qs, *h_status; /* pinned; h_qs: h_q, then h_status */
   uint64_t *h_args, *h_result, *h_q, *h_row_id, *h_seq, *h_read_hash;
   /* Where the slot's pinned staging lies as its device memory does (zeros
-   * for the progress words, statuses and results, then the types, then
-   * the arguments: gpu_slot_laid_out), a staged unit's copies are one
-   * copy from here; NULL where its buffers were taken one by one. */
+   * as long as the lead piece, then the types, then the arguments:
+   * gpu_slot_laid_out), a staged unit's copies are one copy from here;
+   * NULL where its buffers were taken one by one. */
   uint8_t *h_lead;
+  /* Where the slot's readback lies as its lead piece does (h_qs within it,
+   * a unit's results just ahead of h_q), a unit's results, progress words
+   * and statuses come back in one copy; NULL where h_qs and h_result were
+   * taken apart. */
+  uint8_t *h_back;
   /* The bytes each pinned buffer holds: each is allocated when a unit first
    * needs it (gpu_pinned_grow). */
   uint64_t type_bytes, args_bytes, status_bytes, result_bytes, row_id_bytes, seq_bytes, read_hash_bytes;
-  uint8_t *direct_status; /* the batch's status column the unit's first direct_n rows are read back into */
-  uint64_t direct_n;
   cudaEvent_t copy_start, copy_end, exec_end, back;
   cudaEvent_t copied; /* the unit's copies ended: copy_end, or the kernel's start where nothing came between */
   /* The kernel's start, in two events used in turn by the slot's units, so
@@ -1043,7 +1048,8 @@ struct backend_stream {
   uint64_t *h_watch; /* pinned: the progress words as the watchdog last saw them, then the stop word */
   uint8_t *h_zeros;  /* pinned zeros: the source of each unit's cleared statuses, results and progress words */
   uint64_t zero_bytes;
-  uint64_t lead_bytes; /* a slot's device memory ahead of its types (gpu_slot_lead_bytes) */
+  uint64_t lead_bytes;  /* a slot's device memory ahead of its types (gpu_slot_lead_bytes) */
+  uint64_t result_room; /* the results' room at the start of a slot's lead piece: 8 bytes a row, or none */
   /* The pinned buffers above that are ordinary memory page-locked by this
    * stream (gpu_pinned_take), not the driver's own. */
   void *registered[GPU_STAGING_BUFFERS];
@@ -1185,31 +1191,39 @@ static void *gpu_carve(gpu_carver *c, size_t bytes) {
   return p;
 }
 
-/* A slot's progress words, statuses and results (one piece, ahead of its
- * types), and its types (ahead of its arguments), as carved: the offsets
- * of the types and of the arguments from the start of the slot. */
-static uint64_t gpu_slot_lead_bytes(const backend_stream *g, int results) {
-  return gpu_carved(8 * STM_Q_WORDS + GPU_ROUND8(g->rows) + (results ? 8 * g->rows : 0));
+/* A slot's lead piece (the results' room, progress words and statuses,
+ * ahead of its types) as carved: the offset of the types from the start of
+ * the slot. */
+static uint64_t gpu_slot_lead_bytes(const backend_stream *g) {
+  return gpu_carved(g->result_room + 8 * STM_Q_WORDS + GPU_ROUND8(g->rows));
 }
+
+/* A unit of n rows' part of its slot's lead piece, [from, from + bytes):
+ * its results where it has them, ending where the progress words start,
+ * then the progress words and its n statuses. */
+static uint64_t gpu_unit_lead_from(const backend_stream *g, uint64_t n, int results) {
+  return g->result_room - (results ? 8 * n : 0);
+}
+static uint64_t gpu_unit_lead_bytes(uint64_t n, int results) { return (results ? 8 * n : 0) + 8 * STM_Q_WORDS + n; }
 
 /* Lays the stream's device memory out from c->base (NULL: sizes it). One
  * allocation and one free instead of one for each column of each slot,
  * some twenty of each for a stream of four slots: each is a call that
  * costs the host tens of microseconds at a stream's open and close. */
-static void gpu_stream_carve(backend_stream *g, int results, gpu_carver *c) {
+static void gpu_stream_carve(backend_stream *g, gpu_carver *c) {
   const uint64_t r = g->rows;
   g->words = (uint64_t *)gpu_carve(c, 8 * g->nwords);
   g->locks = (uint64_t *)gpu_carve(c, 8 * g->lock_words);
   g->sequence = g->overlap && g->verify ? (uint64_t *)gpu_carve(c, sizeof(uint64_t)) : NULL;
   for (unsigned k = 0; k < g->nslots; k++) {
     gpu_slot *sl = &g->slot[k];
-    /* The progress words, the statuses and the results in one piece, so
-     * that one copy clears the three for a staged unit; then the types
+    /* The results' room, the progress words and the statuses in one
+     * piece, so that one copy clears the three for a unit; then the types
      * and the arguments, so that where the staging lies the same way
      * (gpu_slot_laid_out) one copy also brings the unit's rows. */
-    sl->quiesce = (uint64_t *)gpu_carve(c, gpu_slot_lead_bytes(g, results));
+    sl->lead = (uint8_t *)gpu_carve(c, gpu_slot_lead_bytes(g));
+    sl->quiesce = c->base ? (uint64_t *)(sl->lead + g->result_room) : NULL;
     sl->status = c->base ? (uint8_t *)(sl->quiesce + STM_Q_WORDS) : NULL;
-    sl->result = c->base && results ? (uint64_t *)(sl->status + GPU_ROUND8(r)) : NULL;
     sl->type = (uint8_t *)gpu_carve(c, r);
     sl->args = g->ncols ? (uint64_t *)gpu_carve(c, 8 * (size_t)g->ncols * r) : NULL;
     /* Carried rows' prstm_row numbers; a unit of carried rows alone fills
@@ -1266,23 +1280,16 @@ typedef struct gpu_unit_bytes {
   uint64_t type, args, status, result, row_id, seq, read_hash, zeros;
 } gpu_unit_bytes;
 
-/* The zeros that clear a unit of n rows: its progress words, statuses and
- * results lie together (gpu_stream_carve), the results after the room of
- * a whole slot's statuses, so one copy clears the three. */
-static uint64_t gpu_slot_clear_bytes(const backend_stream *g, uint64_t n, int results) {
-  return results ? 8 * STM_Q_WORDS + GPU_ROUND8(g->rows) + 8 * n : 8 * STM_Q_WORDS + n;
-}
-
 static gpu_unit_bytes gpu_unit_needs(const backend_stream *g, const backend_unit *u) {
   gpu_unit_bytes b;
   b.type = u->staged;
   b.args = 8ull * g->ncols * u->staged;
-  b.status = 8 * STM_Q_WORDS + u->staged; /* the progress words, then the statuses */
+  b.status = 8 * STM_Q_WORDS + u->n; /* the progress words, then every row's status */
   b.result = u->results ? 8 * u->n : 0;
   b.row_id = 8 * u->carried;
   b.seq = g->verify ? 8 * u->n : 0;
   b.read_hash = b.seq;
-  b.zeros = gpu_slot_clear_bytes(g, u->n, u->results);
+  b.zeros = gpu_unit_lead_bytes(u->n, u->results);
   return b;
 }
 
@@ -1317,11 +1324,13 @@ static void gpu_stream_borrow_chunks(prstm_engine *e, backend_stream *g, int res
                        GPU_BORROW_ROUND(need.read_hash)};
 #undef GPU_BORROW_ROUND
   /* Each slot's staging lies as its device memory does (gpu_slot_laid_out):
-   * zeros as long as the device's piece ahead of the types, then the types
-   * as long as carved there, then the arguments. */
-  const uint64_t lead = gpu_slot_lead_bytes(g, results);
+   * zeros as long as the device's lead piece, then the types as long as
+   * carved there, then the arguments. Its readback lies as the lead piece
+   * does too (h_back), the progress words, statuses and results in it. */
+  const uint64_t lead = g->lead_bytes;
   sizes[0] = gpu_carved(need.type);
-  uint64_t per_slot = lead;
+  sizes[2] = sizes[3] = 0;
+  uint64_t per_slot = 2 * lead;
   for (int i = 0; i < 7; i++) per_slot += sizes[i];
   /* Whole slots to a chunk: the watchdog's words, the zeros and as many
    * slots as fit in the first, the rest in the second. */
@@ -1356,6 +1365,12 @@ static void gpu_stream_borrow_chunks(prstm_engine *e, backend_stream *g, int res
       *have[i] = sizes[i];
       *p += sizes[i];
     }
+    /* The readback, after the staging: the types follow the zeros. */
+    sl->h_back = *p;
+    *p += lead;
+    sl->h_qs = sl->h_back + g->result_room;
+    sl->status_bytes = lead - g->result_room;
+    sl->result_bytes = g->result_room;
     sl->h_q = (uint64_t *)sl->h_qs;
     sl->h_status = sl->h_qs + 8 * STM_Q_WORDS;
   }
@@ -1435,11 +1450,12 @@ static int gpu_stream_open_checked(prstm_engine *e, backend_stream *g, int resul
     GPU_CHECK(cudaStreamCreateWithFlags(&g->monitor, cudaStreamNonBlocking));
   }
   gpu_carver carver = {NULL, 0};
-  gpu_stream_carve(g, results, &carver);
+  g->result_room = results ? 8 * g->rows : 0;
+  g->lead_bytes = gpu_slot_lead_bytes(g);
+  gpu_stream_carve(g, &carver);
   GPU_CHECK(cudaMalloc((void **)&g->arena, carver.used));
   carver = (gpu_carver){g->arena, 0};
-  gpu_stream_carve(g, results, &carver);
-  g->lead_bytes = gpu_slot_lead_bytes(g, results);
+  gpu_stream_carve(g, &carver);
   for (unsigned k = 0; k < g->nslots; k++) {
     if (g->handles) {
       gpu_slot_take_streams(&g->slot[k], g->handles, k);
@@ -1673,9 +1689,13 @@ static int gpu_unit_overlaps(const backend_stream *g, const backend_unit *u, uin
  * gpu_stream_borrow_chunks). A staged unit's rows and clears are then one
  * copy instead of three, each a CUDA call of some microseconds of the
  * host's time a unit. */
+static int gpu_slot_types_laid_out(const backend_stream *g, const gpu_slot *sl) {
+  return sl->h_lead && sl->h_type == sl->h_lead + g->lead_bytes && sl->type == sl->lead + g->lead_bytes;
+}
+
 static int gpu_slot_laid_out(const backend_stream *g, const gpu_slot *sl) {
   const uint64_t tcap = gpu_carved(g->rows);
-  return sl->h_lead && sl->h_type == sl->h_lead + g->lead_bytes && sl->type == (uint8_t *)sl->quiesce + g->lead_bytes &&
+  return gpu_slot_types_laid_out(g, sl) &&
          (!g->ncols || ((uint8_t *)sl->h_args == sl->h_type + tcap && (uint8_t *)sl->args == sl->type + tcap));
 }
 
@@ -1686,26 +1706,36 @@ static int gpu_stream_launch_checked(backend_stream *g, unsigned slot, const bac
   const int results = u->results;
   const backend_direct_rows *direct = u->direct;
   const uint64_t d = direct ? direct->n : 0;
-  /* The statuses of direct rows are read back into the batch's own pinned
-   * status column; only the other n - d rows use the slot's readback. All
-   * n are cleared from the zeros (gpu_unit_reserve sized them). */
-  const uint64_t staged = n - d;
+  /* The unit's results (where it has them), progress words and statuses:
+   * [lead_from, lead_from + lead_n) of the slot's lead piece. */
+  const uint64_t lead_from = gpu_unit_lead_from(g, n, results), lead_n = gpu_unit_lead_bytes(n, results);
   sl->n = n;
   sl->results = results;
-  sl->direct_n = d;
-  sl->direct_status = d ? direct->status : NULL;
   /* The unit's copies go on its slot's execution stream, ahead of its
    * kernel, which the stream orders after them without an event: the
    * slot's last unit was retired before, so nothing holds the stream. */
   cudaStream_t up = sl->exec;
   GPU_CHECK(cudaEventRecord(sl->copy_start, up));
   const int laid_out = d == 0 && gpu_slot_laid_out(g, sl);
+  /* A direct unit's types go through the slot's staging where it lies as
+   * the device does: a host copy of a byte a row, so that the types and the
+   * clear are one CUDA call. Carried rows' types are in the staging's
+   * first places, so only a unit without them. */
+  const int types_staged = d != 0 && u->carried == 0 && gpu_slot_types_laid_out(g, sl);
+  if (types_staged) memcpy(sl->h_type, direct->type, d);
+  if (laid_out || types_staged) {
+    /* The zeros ahead of the types clear the unit's results, progress
+     * words and statuses; the room between them and the types goes along,
+     * unread, and so do the types' room past the unit's rows with the
+     * arguments. */
+    const uint64_t rows_bytes = !laid_out  ? d
+                                : g->ncols ? gpu_carved(g->rows) + (u->narrow_args ? 4 : 8) * (uint64_t)g->ncols * n
+                                           : n;
+    GPU_CHECK(cudaMemcpyAsync(sl->lead + lead_from, sl->h_lead + lead_from, g->lead_bytes - lead_from + rows_bytes,
+                              cudaMemcpyHostToDevice, up));
+  }
   if (laid_out) {
-    /* The zeros ahead of the types clear the progress words, the statuses
-     * and the results; the types' room past the unit's rows goes along,
-     * unread. */
-    const uint64_t rows_bytes = g->ncols ? gpu_carved(g->rows) + (u->narrow_args ? 4 : 8) * (uint64_t)g->ncols * n : n;
-    GPU_CHECK(cudaMemcpyAsync(sl->quiesce, sl->h_lead, g->lead_bytes + rows_bytes, cudaMemcpyHostToDevice, up));
+    /* Everything went in the copy above. */
   } else if (d == 0) {
     GPU_CHECK(cudaMemcpyAsync(sl->type, sl->h_type, n, cudaMemcpyHostToDevice, up));
     if (g->ncols)
@@ -1716,7 +1746,7 @@ static int gpu_stream_launch_checked(backend_stream *g, unsigned slot, const bac
      * are, one copy per column; the n - d carried rows after them come from
      * the staging, where the host packed them at column stride n - d. */
     const uint64_t carried = n - d;
-    GPU_CHECK(cudaMemcpyAsync(sl->type, direct->type, d, cudaMemcpyHostToDevice, up));
+    if (!types_staged) GPU_CHECK(cudaMemcpyAsync(sl->type, direct->type, d, cudaMemcpyHostToDevice, up));
     if (carried) GPU_CHECK(cudaMemcpyAsync(sl->type + d, sl->h_type, carried, cudaMemcpyHostToDevice, up));
     /* Every column's direct rows in one two-dimensional copy where the
      * pitches allow it: each CUDA call costs the host microseconds, and a
@@ -1737,13 +1767,8 @@ static int gpu_stream_launch_checked(backend_stream *g, unsigned slot, const bac
   /* Cleared by copies from pinned zeros rather than memsets: a memset is a
    * kernel, which would wait for the SMs the running persistent kernel
    * holds, while a copy runs on a copy engine beside it. */
-  if (laid_out) {
-    /* Cleared by the copy above. */
-  } else {
-    /* Direct rows are pending, all zero, in their batch as in the zeros. */
-    GPU_CHECK(
-        cudaMemcpyAsync(sl->quiesce, g->h_zeros, gpu_slot_clear_bytes(g, n, results), cudaMemcpyHostToDevice, up));
-  }
+  if (!laid_out && !types_staged)
+    GPU_CHECK(cudaMemcpyAsync(sl->lead + lead_from, g->h_zeros, lead_n, cudaMemcpyHostToDevice, up));
   if (u->carried) GPU_CHECK(cudaMemcpyAsync(sl->row_id, sl->h_row_id, 8 * u->carried, cudaMemcpyHostToDevice, up));
 
   /* The unit executes on its slot's stream, behind its copies; the
@@ -1792,7 +1817,7 @@ static int gpu_stream_launch_checked(backend_stream *g, unsigned slot, const bac
   ctx.table.status = sl->status;
   ctx.table.args = sl->args;
   ctx.table.narrow_args = (uint32_t)u->narrow_args;
-  ctx.table.result = results ? sl->result : NULL;
+  ctx.table.result = results ? sl->quiesce - n : NULL;
   ctx.table.seq = g->verify ? sl->seq : NULL;
   ctx.table.read_hash = g->verify ? sl->read_hash : NULL;
   ctx.table.row_base = u->row_base;
@@ -1813,14 +1838,15 @@ static int gpu_stream_launch_checked(backend_stream *g, unsigned slot, const bac
   GPU_CHECK(cudaEventRecord(sl->exec_end, sl->exec));
 
   GPU_CHECK(cudaStreamWaitEvent(g->back, sl->exec_end, 0));
-  if (d == 0) {
-    GPU_CHECK(cudaMemcpyAsync(sl->h_q, sl->quiesce, 8 * STM_Q_WORDS + n, cudaMemcpyDeviceToHost, g->back));
+  /* Every row's status comes back, direct rows' too: into their batch
+   * they would take a copy of their own, where the host's copy of a byte a
+   * row (stream_take_outcomes) costs less than the call. */
+  if (sl->h_back) {
+    GPU_CHECK(cudaMemcpyAsync(sl->h_back + lead_from, sl->lead + lead_from, lead_n, cudaMemcpyDeviceToHost, g->back));
   } else {
-    GPU_CHECK(cudaMemcpyAsync(sl->h_q, sl->quiesce, 8 * STM_Q_WORDS, cudaMemcpyDeviceToHost, g->back));
-    GPU_CHECK(cudaMemcpyAsync(direct->status, sl->status, d, cudaMemcpyDeviceToHost, g->back));
-    if (staged) GPU_CHECK(cudaMemcpyAsync(sl->h_status, sl->status + d, staged, cudaMemcpyDeviceToHost, g->back));
+    GPU_CHECK(cudaMemcpyAsync(sl->h_q, sl->quiesce, 8 * STM_Q_WORDS + n, cudaMemcpyDeviceToHost, g->back));
+    if (results) GPU_CHECK(cudaMemcpyAsync(sl->h_result, sl->quiesce - n, 8 * n, cudaMemcpyDeviceToHost, g->back));
   }
-  if (results) GPU_CHECK(cudaMemcpyAsync(sl->h_result, sl->result, 8 * n, cudaMemcpyDeviceToHost, g->back));
   if (g->verify) {
     GPU_CHECK(cudaMemcpyAsync(sl->h_seq, sl->seq, 8 * n, cudaMemcpyDeviceToHost, g->back));
     GPU_CHECK(cudaMemcpyAsync(sl->h_read_hash, sl->read_hash, 8 * n, cudaMemcpyDeviceToHost, g->back));
@@ -1935,8 +1961,7 @@ static int gpu_unit_wait(prstm_engine *e, backend_stream *g, unsigned slot, back
   g->last_start = start;
   if (stalled) {
     uint64_t final = 0;
-    for (uint64_t i = 0; i < sl->direct_n; i++) final += sl->direct_status[i] != 0;
-    for (uint64_t i = sl->direct_n; i < sl->n; i++) final += sl->h_status[i - sl->direct_n] != 0;
+    for (uint64_t i = 0; i < sl->n; i++) final += sl->h_status[i] != 0;
     return engine_fail(e, PRSTM_ESTALLED,
                        "no transaction committed or failed for %u s, so the watchdog stopped the stream "
                        "(%llu of the %llu transactions of the running unit were final; engine.watchdog_s sets "
@@ -1948,7 +1973,7 @@ static int gpu_unit_wait(prstm_engine *e, backend_stream *g, unsigned slot, back
   g->postponements += sl->h_q[STM_Q_POSTPONEMENTS];
   g->sweeps += sl->h_q[STM_Q_SWEEPS];
   out->status = sl->h_status;
-  out->result = sl->results ? sl->h_result : NULL;
+  out->result = !sl->results ? NULL : sl->h_back ? sl->h_q - sl->n : sl->h_result;
   out->seq = g->verify ? sl->h_seq : NULL;
   out->read_hash = g->verify ? sl->h_read_hash : NULL;
   out->seq_shared = g->sequence != NULL;

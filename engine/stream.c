@@ -33,7 +33,6 @@ typedef struct stream_unit {
   stream_origin *carry;      /* carried rows, after the new ones */
   uint64_t n_carry, carry_alloc;
   int results;
-  int direct; /* the new rows' statuses were read back straight into their batch */
 } stream_unit;
 
 /* A verified stream's record of every row of its finished batches, so that
@@ -235,7 +234,7 @@ static void stream_report_progress(prstm_stream *s, int finished) {
  * the unit: status, result, and under verification its place in the
  * stream's commit order and its read hash. */
 typedef struct unit_outcomes {
-  const uint8_t *status; /* NULL for the new rows of a direct unit, already in their batch */
+  const uint8_t *status; /* every row of the unit's */
   const uint64_t *result, *seq, *read_hash;
   uint64_t seq_base;
 } unit_outcomes;
@@ -287,12 +286,12 @@ static int stream_take_outcomes(prstm_stream *s, const stream_unit *u, const bac
     s->seq_base += sequences;
   else if (sequences > s->seq_base)
     s->seq_base = sequences;
-  const uint8_t *carry_status = u->direct ? o.status : o.status + u->n_new;
+  const uint8_t *carry_status = o.status + u->n_new;
   if (u->n_new) {
     stream_item *it = &s->items[u->item];
     prstm_batch *b = it->b;
     uint8_t *mine = b->status + u->off;
-    if (!u->direct) memcpy(mine, o.status, (size_t)u->n_new);
+    memcpy(mine, o.status, (size_t)u->n_new);
     uint64_t pending = 0;
     if (b->result && o.result) memcpy(b->result + u->off, o.result, (size_t)u->n_new * sizeof *o.result);
     if (s->verify) {
@@ -517,7 +516,6 @@ static int stream_prefill(prstm_stream *s, uint64_t item, uint64_t n_new, uint64
   ENGINE_RANGE_PUSH("unit prefill");
   int rc = s->ops->unit_staging_wait(s->e, s->bs, slot);
   if (!rc) rc = stream_plan(s, u, item, n_new, look.n_carry);
-  u->direct = 0;
   if (!rc) {
     bu = stream_backend_unit(s, u, final, NULL);
     rc = s->ops->unit_reserve(s->e, s->bs, slot, &bu, &s->pre.st);
@@ -545,7 +543,7 @@ static int stream_launch(prstm_stream *s, uint64_t item, uint64_t n_new, uint64_
   unsigned slot = s->next_slot;
   stream_unit *u = &s->slots[slot];
   backend_unit bu;
-  backend_direct_rows direct = {NULL, NULL, 0, 0, NULL};
+  backend_direct_rows direct = {NULL, NULL, 0, 0};
   int narrow = 0;
   int rc;
   if (s->pre.ready) {
@@ -580,10 +578,8 @@ static int stream_launch(prstm_stream *s, uint64_t item, uint64_t n_new, uint64_
     if (rc) return rc;
     if (u->n_new && stream_takes_direct(s, item)) {
       prstm_batch *b = s->items[item].b;
-      direct = (backend_direct_rows){b->type + u->off, b->args ? b->args + u->off : NULL, b->cap, u->n_new,
-                                     b->status + u->off};
+      direct = (backend_direct_rows){b->type + u->off, b->args ? b->args + u->off : NULL, b->cap, u->n_new};
     }
-    u->direct = direct.n != 0;
     bu = stream_backend_unit(s, u, final, direct.n ? &direct : NULL);
     /* Device memory is taken again only with no unit in flight: freeing
      * pinned memory waits for the whole GPU, and waiting there for the other
