@@ -1237,9 +1237,10 @@ static void gpu_stream_carve(backend_stream *g, gpu_carver *c) {
 /* A slot's events and execution stream. Its pinned staging and readback
  * columns are allocated when a unit first needs them (gpu_pinned_grow), or
  * carved from the engine's chunks (gpu_stream_borrow_chunks): a stream of
- * pinned batches copies and reads back its new rows in the batch's own
- * memory, and needs them only for carried rows, often none; allocated
- * here, they took a third of a short stream's time. */
+ * pinned batches copies its new rows from the batch's own memory, and
+ * needs staging only for carried rows, often none, with a readback of its
+ * units' progress words and statuses; allocated here, they took a third
+ * of a short stream's time. */
 static int gpu_slot_create_streams(gpu_slot *sl, char *err, size_t errlen) {
   GPU_CHECK(cudaEventCreate(&sl->copy_start));
   GPU_CHECK(cudaEventCreate(&sl->copy_end));
@@ -1329,6 +1330,9 @@ static void gpu_stream_borrow_chunks(prstm_engine *e, backend_stream *g, int res
    * does too (h_back), the progress words, statuses and results in it. */
   const uint64_t lead = g->lead_bytes;
   sizes[0] = gpu_carved(need.type);
+  /* The statuses and results live in h_back, whose pieces hold what
+   * gpu_unit_needs asks of them at the most. */
+  if (lead - g->result_room < need.status || g->result_room < need.result) return;
   sizes[2] = sizes[3] = 0;
   uint64_t per_slot = 2 * lead;
   for (int i = 0; i < 7; i++) per_slot += sizes[i];
@@ -1684,11 +1688,13 @@ static int gpu_unit_overlaps(const backend_stream *g, const backend_unit *u, uin
 }
 
 /* Whether the slot's pinned staging lies as its device memory does: zeros
- * for the progress words, statuses and results, the types, then the
- * arguments, each at the device's offsets (gpu_stream_carve,
+ * as long as the lead piece (results' room, progress words, statuses),
+ * then the types (gpu_slot_types_laid_out), then the arguments
+ * (gpu_slot_laid_out), each at the device's offsets (gpu_stream_carve,
  * gpu_stream_borrow_chunks). A staged unit's rows and clears are then one
- * copy instead of three, each a CUDA call of some microseconds of the
- * host's time a unit. */
+ * copy instead of three, and a direct unit's clears and types one instead
+ * of two: each a CUDA call of some microseconds of the host's time a
+ * unit. */
 static int gpu_slot_types_laid_out(const backend_stream *g, const gpu_slot *sl) {
   return sl->h_lead && sl->h_type == sl->h_lead + g->lead_bytes && sl->type == sl->lead + g->lead_bytes;
 }
@@ -1879,6 +1885,8 @@ static int gpu_unit_launch(prstm_engine *e, backend_stream *g, unsigned slot, co
   if (u->n > g->rows)
     return engine_fail(e, PRSTM_EINVAL, "a unit of %llu rows exceeds the stream's slots of %llu",
                        (unsigned long long)u->n, (unsigned long long)g->rows);
+  if (u->results && !g->result_room)
+    return engine_fail(e, PRSTM_EINVAL, "a unit with results in a stream opened without them");
   const uint64_t d = u->direct ? u->direct->n : 0;
   if (u->narrow_args && (d || gpu_threads_for_rows(g->threads_given, g->threads, u->n) < 2))
     return engine_fail(e, PRSTM_EINVAL, "a unit with direct rows or a thread alone cannot take narrow columns");
@@ -2207,9 +2215,11 @@ static int gpu_locks_write(prstm_engine *e, backend_stream *g, const uint64_t *l
 static uint64_t *gpu_state_device(backend_stream *g) { return g->words - g->held_lo; }
 
 /* A chunked run's batch: locked whole or not at all, since a unit copies
- * its rows direct only from a batch whose type, status and argument
- * columns are all page-locked. The narrow type and status columns are
- * locked whatever their size; the batch as a whole must earn it. */
+ * its rows direct only from a batch marked registered, which this marks
+ * where its type, status and argument columns are all page-locked (the
+ * units read their statuses back through their slots; a whole run reads
+ * them into the column). The narrow type and status columns are locked
+ * whatever their size; the batch as a whole must earn it. */
 static void *gpu_batch_lock_pages(prstm_batch *b) {
   if (b->pinned || (8 * (uint64_t)b->ncols + 2) * b->n < PRSTM_POLICY_LOCK_PAGES_MIN_BYTES) return NULL;
   gpu_locked *l = (gpu_locked *)calloc(1, sizeof *l);

@@ -460,10 +460,11 @@ int txtable_prepare_run(prstm_batch *b, int verify) {
   }
   if (b->has_read_only) {
     free(b->result);
-    /* Zeroed on every core now: a stream writes each unit's results into
-     * the column, and there the first write of each of its pages (a huge
-     * page zeroed by the kernel, on the thread that launches the units)
-     * took most of a small unit's host time. */
+    /* A large column (8 MiB and more) is zeroed on every core now: a
+     * chunked run writes each unit's results into it, and there the first
+     * write of each of its pages (a huge page zeroed by the kernel, on the
+     * thread that launches the units) took most of a small unit's host
+     * time. A small one is calloc'd. */
     b->result = engine_alloc_zeroed_pages((size_t)(b->cap ? b->cap : 1) * sizeof *b->result);
     if (!b->result) return PRSTM_ENOMEM;
   }
