@@ -279,8 +279,12 @@ Test(stream_gpu, pinned_chunks_reach_the_exact_state) { pinned_chunks_reach_the_
 /* Balance queries of accounts no transaction writes, among transfers on
  * other accounts, in units of 1,000 rows out of batches of 2,500: each query
  * commits with its account's exact balance, wherever its unit starts; a
- * withdrawal carried from the first batch to the last travels beside them. */
-static void read_only_results_come_back_through_the_stream(prstm_backend backend, int pinned) {
+ * withdrawal carried from the first batch to the last travels beside them.
+ * On a warmed-up engine a GPU stream's buffers come from the engine's
+ * pinned chunks, laid out as the device's: its units' results, progress
+ * words and statuses come back in one copy, and a pinned batch's unit
+ * without carried rows takes its types through the staging. */
+static void read_only_results_come_back_through_the_stream(prstm_backend backend, int pinned, int warm) {
   need_backend(backend);
   enum { RICH = 32, QUIET = 32, BATCHES = 3, PER_BATCH = 2500, EMPTY = RICH + QUIET };
   prstm_word words[EMPTY + 1];
@@ -288,6 +292,7 @@ static void read_only_results_come_back_through_the_stream(prstm_backend backend
   for (int i = RICH; i < EMPTY; i++) words[i] = 1000 + (prstm_word)i;
   words[EMPTY] = 0;
   prstm_engine *e = open_engine_chunked(backend, words, EMPTY + 1, 1000);
+  if (warm) cr_assert_eq(prstm_engine_warm_up(e), 0, "%s", prstm_engine_error(e));
   prstm_stream *s = open_stream(e);
   prstm_batch *b[BATCHES];
   uint64_t seed = 7, asked = 0;
@@ -414,13 +419,19 @@ Test(stream_gpu, default_threads_are_the_worker_variants_choice) {
 }
 
 Test(stream_cpu, read_only_results_come_back_through_the_stream) {
-  read_only_results_come_back_through_the_stream(PRSTM_BACKEND_CPU, 0);
+  read_only_results_come_back_through_the_stream(PRSTM_BACKEND_CPU, 0, 0);
 }
 Test(stream_gpu, read_only_results_come_back_through_the_stream) {
-  read_only_results_come_back_through_the_stream(PRSTM_BACKEND_GPU, 0);
+  read_only_results_come_back_through_the_stream(PRSTM_BACKEND_GPU, 0, 0);
 }
 Test(stream_gpu, read_only_results_come_back_through_a_stream_of_pinned_batches) {
-  read_only_results_come_back_through_the_stream(PRSTM_BACKEND_GPU, 1);
+  read_only_results_come_back_through_the_stream(PRSTM_BACKEND_GPU, 1, 0);
+}
+Test(stream_gpu, read_only_results_come_back_through_a_warmed_up_engines_stream) {
+  read_only_results_come_back_through_the_stream(PRSTM_BACKEND_GPU, 0, 1);
+}
+Test(stream_gpu, read_only_results_come_back_through_a_warmed_up_engines_pinned_stream) {
+  read_only_results_come_back_through_the_stream(PRSTM_BACKEND_GPU, 1, 1);
 }
 
 /* A withdrawal that no batch funds stays pending while the stream is open,
