@@ -284,6 +284,27 @@ void *engine_alloc_zeroed_pages(size_t bytes) {
   return mem;
 }
 
+/* Zeroes huge pages [from, to) of the range engine_prefault_zeroed was
+ * given, the last one cut at its end. */
+typedef struct engine_prefault_job {
+  unsigned char *p;
+  size_t bytes;
+} engine_prefault_job;
+
+static void engine_prefault_pages(void *arg, unsigned part, uint64_t from, uint64_t to) {
+  const engine_prefault_job *j = arg;
+  (void)part;
+  const size_t lo = (size_t)from * ENGINE_HUGE_PAGE, hi = (size_t)to * ENGINE_HUGE_PAGE;
+  memset(j->p + lo, 0, (hi < j->bytes ? hi : j->bytes) - lo);
+}
+
+void engine_prefault_zeroed(void *p, size_t bytes) {
+  if (!p || bytes < ENGINE_FIRST_TOUCH_HUGE_BYTES) return;
+  const size_t pages = (bytes + ENGINE_HUGE_PAGE - 1) / ENGINE_HUGE_PAGE;
+  engine_prefault_job job = {p, bytes};
+  engine_parallel_for(pages, engine_parallel_parts(pages, 1), engine_prefault_pages, &job);
+}
+
 uint64_t *engine_lock_array(uint64_t words) {
   const size_t bytes = (size_t)words * sizeof(uint64_t);
   if (bytes < ENGINE_LOCKS_PARALLEL_BYTES) return calloc((size_t)words, sizeof(uint64_t));

@@ -33,6 +33,11 @@ void *engine_alloc_first_touch(size_t bytes);
  * shares a page of it. Calloc below that. Freed by free(); NULL when out
  * of memory. */
 void *engine_alloc_zeroed_pages(size_t bytes);
+/* Writes zeros over [p, p + bytes) of memory that holds zeros already (from
+ * calloc), on every core, where that is 8 MiB or more: its first writes,
+ * each a page the kernel zeroes, then happen here in parallel instead of
+ * one by one on whichever thread writes it next. Below that, nothing. */
+void engine_prefault_zeroed(void *p, size_t bytes);
 
 /* A list of copies made as one run of bytes cut into `parts` ranges by
  * engine_parallel_for, so that a few long copies and many short ones are

@@ -281,6 +281,23 @@ Test(parallel, copy_lands_every_piece_exactly_in_any_number_of_parts) {
  * range is written, and one value of 2^32 or more anywhere in the range
  * makes the call say no, whichever part meets it. The GPU backend uploads
  * a whole run's arguments this way (txtable_view's narrow_args). */
+/* Prefaulting writes zeros over exactly its range, the last huge page cut
+ * at the range's end, and nothing below 8 MiB. */
+Test(parallel, prefault_zeroes_exactly_its_range) {
+  const size_t bytes = ((size_t)9 << 20) + 12345, room = bytes + 4096;
+  unsigned char *p = malloc(room);
+  cr_assert(p);
+  memset(p, 0xab, room);
+  engine_prefault_zeroed(p, bytes);
+  for (size_t i = 0; i < bytes; i += 4093) cr_assert_eq(p[i], 0, "byte %zu of the range not zeroed", i);
+  cr_assert_eq(p[bytes - 1], 0, "the range's last byte not zeroed");
+  for (size_t i = bytes; i < room; i++) cr_assert_eq(p[i], 0xab, "byte %zu past the range written", i);
+  memset(p, 0xab, room);
+  engine_prefault_zeroed(p, ((size_t)8 << 20) - 1);
+  cr_assert_eq(p[0], 0xab, "a range below 8 MiB written");
+  free(p);
+}
+
 Test(parallel, narrow_packs_the_columns_and_refuses_a_wide_value) {
   enum { ROWS = 1000, COLS = 5, STRIDE = 1024 };
   uint64_t *src = calloc((size_t)COLS * STRIDE, sizeof *src);

@@ -460,13 +460,14 @@ int txtable_prepare_run(prstm_batch *b, int verify) {
   }
   if (b->has_read_only) {
     free(b->result);
-    /* A large column (8 MiB and more) is zeroed on every core now: a
-     * chunked run writes each unit's results into it, and there the first
+    b->result = calloc((size_t)(b->cap ? b->cap : 1), sizeof *b->result);
+    if (!b->result) return PRSTM_ENOMEM;
+    /* The rows of this run are faulted in on every core now: a chunked run
+     * writes each unit's results into the column, and there the first
      * write of each of its pages (a huge page zeroed by the kernel, on the
      * thread that launches the units) took most of a small unit's host
-     * time. A small one is calloc'd. */
-    b->result = engine_alloc_zeroed_pages((size_t)(b->cap ? b->cap : 1) * sizeof *b->result);
-    if (!b->result) return PRSTM_ENOMEM;
+     * time. The rows past them stay untouched until written. */
+    engine_prefault_zeroed(b->result, (size_t)b->n * sizeof *b->result);
   }
   return 0;
 }
