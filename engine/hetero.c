@@ -52,6 +52,7 @@ typedef struct hetero_run {
   uint64_t nreserved, reserved_cap;
   int a_loses_next;  /* PRSTM_HETERO_BALANCED: unit A gives up its part at the next conflict */
   double stop_ratio; /* A's part is stopped at this many times B's time (hetero_round) */
+  double solo_ratio; /* a unit this many times faster than the other takes every later round alone */
   int a_stopped;     /* A's part of the last round was stopped */
 } hetero_run;
 
@@ -595,6 +596,17 @@ static int hetero_stop_ratio(prstm_engine *e, double *ratio) {
                           "a positive number", ratio);
 }
 
+/* How many times faster a unit must decide rows than the other, over the
+ * rounds so far, to take every later round alone:
+ * PRSTM_POLICY_HETERO_SOLO_RATIO, or the environment's
+ * PRSTM_HETERO_SOLO_RATIO, a number of at least 1 (a huge one, or inf:
+ * never for speed alone). Two CPU units' speeds move with the host's load,
+ * so the tests that count rounds set a huge one. */
+static int hetero_solo_ratio(prstm_engine *e, double *ratio) {
+  return hetero_env_ratio(e, "PRSTM_HETERO_SOLO_RATIO", PRSTM_POLICY_HETERO_SOLO_RATIO, 1.0, "a number of at least 1",
+                          ratio);
+}
+
 /* The probe's round: the GPU (unit B) and the CPU (unit A, on a thread of
  * its own) start on the same rows. When the GPU has finished them first,
  * the CPU has until `ratio` times the GPU's time, and is stopped there: it
@@ -683,6 +695,7 @@ static int hetero_run_rounds(hetero_run *h, prstm_results *res, hetero_probe *pr
     if (rc || probe->alone != PRSTM_BACKEND_AUTO) return rc;
   }
   rc = hetero_stop_ratio(e, &h->stop_ratio);
+  if (!rc) rc = hetero_solo_ratio(e, &h->solo_ratio);
   if (rc) return rc;
   /* The rounds' execution counts a probe that gave no unit the batch. */
   const double probe_s = probe->wall_s;
@@ -765,9 +778,9 @@ static int hetero_run_rounds(hetero_run *h, prstm_results *res, hetero_probe *pr
     if (solo < 0 && time_a > 0 && time_b > 0) {
       if (lost_rounds >= PRSTM_POLICY_HETERO_SOLO_LOST_ROUNDS)
         solo = speed_b > speed_a ? 1 : 0;
-      else if (speed_b >= PRSTM_POLICY_HETERO_SOLO_RATIO * speed_a)
+      else if (speed_b >= h->solo_ratio * speed_a)
         solo = 1;
-      else if (speed_a >= PRSTM_POLICY_HETERO_SOLO_RATIO * speed_b)
+      else if (speed_a >= h->solo_ratio * speed_b)
         solo = 0;
       if (solo >= 0) {
         share_b = solo;
