@@ -258,12 +258,6 @@ int engine_parallel_narrow(uint32_t *dst, const uint64_t *src, uint64_t stride, 
 #define ENGINE_LOCKS_PARALLEL_BYTES ((size_t)64 << 20)
 #define ENGINE_HUGE_PAGE ((size_t)2 << 20)
 
-/* Zeroes huge pages [from, to) of the array. */
-static void engine_zero_pages(void *arg, unsigned part, uint64_t from, uint64_t to) {
-  (void)part;
-  memset((unsigned char *)arg + from * ENGINE_HUGE_PAGE, 0, (size_t)(to - from) * ENGINE_HUGE_PAGE);
-}
-
 #define ENGINE_FIRST_TOUCH_HUGE_BYTES ((size_t)8 << 20)
 
 void *engine_alloc_first_touch(size_t bytes) {
@@ -273,15 +267,6 @@ void *engine_alloc_first_touch(size_t bytes) {
   if (rounded < bytes || posix_memalign(&p, ENGINE_HUGE_PAGE, rounded) != 0) return NULL;
   (void)madvise(p, rounded, MADV_HUGEPAGE); /* a hint: the memory works without it */
   return p;
-}
-
-void *engine_alloc_zeroed_pages(size_t bytes) {
-  if (bytes < ENGINE_FIRST_TOUCH_HUGE_BYTES) return calloc(1, bytes ? bytes : 1);
-  const size_t pages = (bytes + ENGINE_HUGE_PAGE - 1) / ENGINE_HUGE_PAGE;
-  void *mem = engine_alloc_first_touch(pages * ENGINE_HUGE_PAGE);
-  if (!mem) return NULL;
-  engine_parallel_for(pages, engine_parallel_parts(pages, 1), engine_zero_pages, mem);
-  return mem;
 }
 
 /* Zeroes huge pages [from, to) of the range engine_prefault_zeroed was
@@ -303,6 +288,15 @@ void engine_prefault_zeroed(void *p, size_t bytes) {
   const size_t pages = (bytes + ENGINE_HUGE_PAGE - 1) / ENGINE_HUGE_PAGE;
   engine_prefault_job job = {p, bytes};
   engine_parallel_for(pages, engine_parallel_parts(pages, 1), engine_prefault_pages, &job);
+}
+
+void *engine_alloc_zeroed_pages(size_t bytes) {
+  if (bytes < ENGINE_FIRST_TOUCH_HUGE_BYTES) return calloc(1, bytes ? bytes : 1);
+  const size_t rounded = (bytes + ENGINE_HUGE_PAGE - 1) / ENGINE_HUGE_PAGE * ENGINE_HUGE_PAGE;
+  if (rounded < bytes) return NULL;
+  void *mem = engine_alloc_first_touch(rounded);
+  engine_prefault_zeroed(mem, rounded);
+  return mem;
 }
 
 uint64_t *engine_lock_array(uint64_t words) {

@@ -33,10 +33,11 @@ void *engine_alloc_first_touch(size_t bytes);
  * shares a page of it. Calloc below that. Freed by free(); NULL when out
  * of memory. */
 void *engine_alloc_zeroed_pages(size_t bytes);
-/* Writes zeros over [p, p + bytes) of memory that holds zeros already (from
- * calloc), on every core, where that is 8 MiB or more: its first writes,
+/* Writes zeros over [p, p + bytes) on every core, where that is 8 MiB or
+ * more (below that, nothing): the first writes of memory about to be used,
  * each a page the kernel zeroes, then happen here in parallel instead of
- * one by one on whichever thread writes it next. Below that, nothing. */
+ * one by one on whichever thread writes it next. Memory from calloc keeps
+ * its zeros; engine_alloc_zeroed_pages gets them here. */
 void engine_prefault_zeroed(void *p, size_t bytes);
 
 /* A list of copies made as one run of bytes cut into `parts` ranges by

@@ -296,6 +296,12 @@ Test(parallel, prefault_zeroes_exactly_its_range) {
   engine_prefault_zeroed(p, ((size_t)8 << 20) - 1);
   cr_assert_eq(p[0], 0xab, "a range below 8 MiB written");
   free(p);
+  /* The zeroed pages a large lock array comes from use it too. */
+  unsigned char *z = engine_alloc_zeroed_pages(bytes);
+  cr_assert(z);
+  for (size_t i = 0; i < bytes; i += 4093) cr_assert_eq(z[i], 0, "byte %zu of zeroed pages not zero", i);
+  cr_assert_eq(z[bytes - 1], 0);
+  free(z);
 }
 
 Test(parallel, narrow_packs_the_columns_and_refuses_a_wide_value) {
