@@ -40,12 +40,15 @@ typedef struct backend_stream_info {
 
 /* Rows of a unit that the backend copies straight from a pinned batch
  * instead of through the staging (a GPU's only): the first n rows of the
- * unit, from type[0..n) and args[c * stride + 0..n) for each column c.
- * Their statuses come back with the others' (backend_outcomes). */
+ * unit, from type[0..n) and, for each column c, the n values from value
+ * c * stride of args, 32-bit ones where narrow (a narrow batch: the unit's
+ * staged rows are then narrow too). Their statuses come back with the
+ * others' (backend_outcomes). */
 typedef struct backend_direct_rows {
   const uint8_t *type;
-  const uint64_t *args;
+  const void *args;
   uint64_t stride, n;
+  int narrow;
 } backend_direct_rows;
 
 /* One unit: n rows, the first direct->n of them straight from a pinned
@@ -74,7 +77,7 @@ typedef struct backend_staging {
   uint64_t *row_id;
   /* Whether the unit may stage its argument columns as 32-bit values, where
    * every one fits (backend_unit.narrow_args): half the bytes to fill and
-   * to copy to the GPU. */
+   * to copy to the GPU. A unit with narrow direct rows must. */
   int narrow_ok;
 } backend_staging;
 

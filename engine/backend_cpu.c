@@ -298,7 +298,7 @@ static int cpu_unit_reserve(prstm_engine *e, backend_stream *s, unsigned slot, c
     free(w->read_hash);
     w->type = malloc((size_t)cap);
     w->status = malloc((size_t)cap);
-    w->args = ncols ? malloc((size_t)cap * ncols * sizeof *w->args) : NULL;
+    w->args = ncols ? malloc((size_t)cap * ncols * sizeof(uint64_t)) : NULL;
     w->result = s->shape.results ? malloc((size_t)cap * sizeof *w->result) : NULL;
     w->seq = s->shape.verify ? malloc((size_t)cap * sizeof *w->seq) : NULL;
     w->read_hash = s->shape.verify ? malloc((size_t)cap * sizeof *w->read_hash) : NULL;
@@ -321,8 +321,8 @@ static int cpu_unit_reserve(prstm_engine *e, backend_stream *s, unsigned slot, c
   staging->type = w->type;
   staging->args = w->args;
   staging->stride = w->cap;
-  /* The CPU's walk of one thread reads its columns as 64-bit values. */
-  staging->narrow_ok = 0;
+  /* 32-bit columns where every value fits: half the bytes to fill. */
+  staging->narrow_ok = 1;
   staging->row_id = s->row_id;
   return 0;
 }
@@ -334,6 +334,7 @@ static int cpu_unit_launch(prstm_engine *e, backend_stream *s, unsigned slot, co
   if (w->result) memset(w->result, 0, (size_t)u->n * sizeof *w->result);
   if (w->seq) memset(w->seq, 0xff, (size_t)u->n * sizeof *w->seq);
   w->n = u->n;
+  w->wide = !u->narrow_args;
   w->tag_mask = u->tag_mask;
   w->has_read_only = s->shape.results;
   w->row_base = u->row_base;

@@ -260,8 +260,9 @@ int backend_gpu_keep_staging(prstm_engine *e, char *err, size_t errlen) {
 }
 
 /* The staging for a run whose copies take `bytes` the larger way: the
- * engine's chunks (gpu_keep_for; open_now for a run that narrows its
- * arguments through them), else `direct` (no chunks: every copy direct). */
+ * engine's chunks (gpu_keep_for; open_now for a run that sends its
+ * arguments through them, gpu_args_staged_worth), else `direct` (no
+ * chunks: every copy direct). */
 static int gpu_staging_for_run(prstm_engine *e, uint64_t bytes, int open_now, gpu_staging *direct, gpu_staging **out,
                                char *err, size_t errlen) {
   *out = direct;
@@ -337,18 +338,27 @@ static int gpu_host_locked(const void *p, size_t bytes) {
   return 1;
 }
 
-/* Whether the run should upload its argument columns narrow: they are
- * large enough for the narrowing to pay, not page-locked already (the GPU
- * then takes them at the link's rate, faster than every core narrows
- * them), and the first rows of every column fit in 32 bits (the copy
- * itself checks every value). */
-static int gpu_args_narrow_worth(const prstm_batch *b) {
+/* Whether the run should send its argument columns through the engine's
+ * staging chunks, 32-bit: they are large enough for that to pay, and not
+ * page-locked already (the GPU then takes them at the link's rate). A
+ * narrow batch's go up as they are, copied into the chunks on every core
+ * rather than page-locked in place. */
+static int gpu_args_staged_worth(const prstm_batch *b) {
   if (b->ncols == 0 || 8 * (uint64_t)b->ncols * b->n < PRSTM_POLICY_NARROW_ARGS_MIN_BYTES) return 0;
-  if (gpu_host_locked(b->args, 8 * ((size_t)(b->ncols - 1) * b->cap + b->n))) return 0;
+  return !gpu_host_locked(b->args, txtable_width(b) * ((size_t)(b->ncols - 1) * b->cap + b->n));
+}
+
+/* Whether the run should narrow a wide batch's argument columns on the way
+ * up (faster than every core narrows them, the GPU would take them at the
+ * link's rate where they are page-locked already): staged, and the first
+ * rows of every column fit in 32 bits (the copy itself checks every
+ * value). */
+static int gpu_args_narrow_worth(const prstm_batch *b) {
+  if (!b->wide || !gpu_args_staged_worth(b)) return 0;
   const uint64_t rows = b->n < PRSTM_POLICY_NARROW_ARGS_SAMPLE_ROWS ? b->n : PRSTM_POLICY_NARROW_ARGS_SAMPLE_ROWS;
   uint64_t high = 0;
   for (uint32_t c = 0; c < b->ncols; c++)
-    for (uint64_t r = 0; r < rows; r++) high |= b->args[(uint64_t)c * b->cap + r] >> 32;
+    for (uint64_t r = 0; r < rows; r++) high |= txtable_get(b, c, r) >> 32;
   return high == 0;
 }
 
@@ -364,7 +374,9 @@ static int gpu_copy_args_narrow(gpu_staging *s, uint32_t *dst, const prstm_batch
   for (uint64_t at = 0; at < total; at += per_chunk, s->next ^= 1u) {
     const uint64_t m = total - at < per_chunk ? total - at : per_chunk;
     GPU_CHECK(cudaEventSynchronize(s->done[s->next]));
-    if (!engine_parallel_narrow((uint32_t *)s->chunk[s->next], b->args, b->cap, b->n, at, at + m, parts)) return 0;
+    if (!engine_parallel_narrow((uint32_t *)s->chunk[s->next], (const uint64_t *)b->args, b->cap, b->n, at, at + m,
+                                parts))
+      return 0;
     GPU_CHECK(cudaMemcpyAsync(dst + at, s->chunk[s->next], 4 * m, cudaMemcpyHostToDevice, s->stream));
     GPU_CHECK(cudaEventRecord(s->done[s->next], s->stream));
   }
@@ -452,7 +464,7 @@ static void gpu_unlock_pages(gpu_locked *l) {
  * and the span of its argument columns (stride cap), each locked when it
  * has at least min_bytes. Returns whether all three are page-locked now. */
 static int gpu_lock_batch_columns(gpu_locked *l, const prstm_batch *b, size_t min_bytes) {
-  const size_t span = b->ncols ? 8 * ((size_t)(b->ncols - 1) * b->cap + b->n) : 0;
+  const size_t span = b->ncols ? txtable_width(b) * ((size_t)(b->ncols - 1) * b->cap + b->n) : 0;
   int all = gpu_lock_pages(l, b->type, b->n, min_bytes);
   all &= gpu_lock_pages(l, b->status, b->n, min_bytes);
   if (span) all &= gpu_lock_pages(l, b->args, span, min_bytes);
@@ -469,7 +481,7 @@ typedef struct gpu_buffers {
   gpu_staging *staging; /* the run's large copies (gpu_copy_up, gpu_copy_down): the engine's, or direct */
   gpu_staging direct;   /* no chunks: every copy direct */
   gpu_locked locked;    /* host memory this run page-locked for its direct copies */
-  int narrow_args;      /* args holds 32-bit values (gpu_copy_args_narrow) */
+  int narrow_args;      /* args holds 32-bit values (a narrow batch's, or gpu_copy_args_narrow's) */
   int counted;          /* host_words holds the kernel's final progress words */
 } gpu_buffers;
 
@@ -536,7 +548,8 @@ static int gpu_upload(prstm_engine *e, const prstm_batch *b, uint32_t threads, p
   GPU_CHECK(cudaMalloc((void **)&g->words, 8 * e->nwords));
   const uint64_t lock_words = engine_lock_array_words(e->wl, ctx->nlocks);
   GPU_CHECK(cudaMalloc((void **)&g->locks, 8 * lock_words));
-  if (b->ncols) GPU_CHECK(cudaMalloc((void **)&g->args, 8 * (size_t)b->ncols * b->n));
+  const unsigned width = txtable_width(b);
+  if (b->ncols) GPU_CHECK(cudaMalloc((void **)&g->args, (size_t)width * b->ncols * b->n));
   if (b->has_read_only) GPU_CHECK(cudaMalloc((void **)&g->result, 8 * b->n));
   if (b->seq) GPU_CHECK(cudaMalloc((void **)&g->seq, 8 * b->n));
   if (b->read_hash) GPU_CHECK(cudaMalloc((void **)&g->read_hash, 8 * b->n));
@@ -544,11 +557,11 @@ static int gpu_upload(prstm_engine *e, const prstm_batch *b, uint32_t threads, p
   GPU_CHECK(cudaMalloc((void **)&g->type, b->n));
   GPU_CHECK(cudaMalloc((void **)&g->status, b->n));
   /* The largest of the run's two ways decides whether it stages its copies. */
-  const uint64_t up = 8 * e->nwords + (8 * (uint64_t)b->ncols + 1) * b->n,
+  const uint64_t up = 8 * e->nwords + ((uint64_t)width * b->ncols + 1) * b->n,
                  down = 8 * e->nwords + (1 + 8 * (!!g->result + !!g->seq + !!g->read_hash)) * b->n;
-  /* A run of one thread reads its arguments wide (txtable_arg_wide). */
-  const int narrow_worth = threads > 1 && gpu_args_narrow_worth(b);
-  int rc = gpu_staging_for_run(e, up > down ? up : down, narrow_worth, &g->direct, &g->staging, err, errlen);
+  const int narrow_worth = gpu_args_narrow_worth(b);
+  int rc = gpu_staging_for_run(e, up > down ? up : down, narrow_worth || (!b->wide && gpu_args_staged_worth(b)),
+                               &g->direct, &g->staging, err, errlen);
   if (rc) return rc;
   /* The large ranges the run copies up or back (LOCK_PAGES_MIN_BYTES or
    * more) are page-locked where they lie where they do not go through the
@@ -579,9 +592,10 @@ static int gpu_upload(prstm_engine *e, const prstm_batch *b, uint32_t threads, p
   if (narrow_worth && staged &&
       (rc = gpu_copy_args_narrow(g->staging, (uint32_t *)g->args, b, &g->narrow_args, err, errlen)) != 0)
     return rc;
-  for (uint32_t c = 0; c < b->ncols && !g->narrow_args; c++)
-    if ((rc = gpu_copy_up(g->staging, g->args + (size_t)c * b->n, b->args + (size_t)c * b->cap, 8 * b->n, err,
-                          errlen)) != 0)
+  if (!b->wide) g->narrow_args = 1;
+  for (uint32_t c = 0; c < b->ncols && (!b->wide || !g->narrow_args); c++)
+    if ((rc = gpu_copy_up(g->staging, (char *)g->args + (size_t)c * b->n * width, txtable_arg_at(b, c, 0),
+                          (size_t)width * b->n, err, errlen)) != 0)
       return rc;
   if ((rc = gpu_copy_up(g->staging, g->type, b->type, b->n, err, errlen)) != 0) return rc;
   GPU_CHECK(cudaDeviceSynchronize());
@@ -742,9 +756,7 @@ static int gpu_run_checked(prstm_engine *e, prstm_batch *b, const prstm_worker_v
   if (rc) return rc;
   /* The plan runs beside the upload: on 16 cores the contention sample
    * took 1.3 to 4 ms of a 2M-row run, and nothing the upload does depends
-   * on it. The argument columns go narrow only for more than one thread,
-   * which the plan never changes: it lowers a default count to a warp at
-   * the least, and keeps a given one. A deltas-only run plans first, since
+   * on it. A deltas-only run plans first, since
    * most of those decline and upload nothing. */
   gpu_plan_job *job = &planner->job;
   memset(job, 0, sizeof *job);
@@ -1663,10 +1675,8 @@ static int gpu_unit_reserve(prstm_engine *e, backend_stream *g, unsigned slot, c
   staging->args = sl->h_args;
   staging->stride = u->staged;
   staging->row_id = sl->h_row_id;
-  /* Narrow columns where the whole unit is staged (direct rows come wide
-   * from their batch) and its kernel has more than one thread (a thread
-   * alone reads its columns as 64-bit values, txtable_arg_wide). */
-  staging->narrow_ok = !u->direct && g->ncols > 0 && gpu_threads_for_rows(g->threads_given, g->threads, u->n) > 1;
+  /* Narrow columns unless direct rows come wide from their batch. */
+  staging->narrow_ok = (!u->direct || u->direct->narrow) && g->ncols > 0;
   return 0;
 }
 
@@ -1757,17 +1767,18 @@ static int gpu_stream_launch_checked(backend_stream *g, unsigned slot, const bac
     /* Every column's direct rows in one two-dimensional copy where the
      * pitches allow it: each CUDA call costs the host microseconds, and a
      * small unit of a wide batch made one per column. */
-    const int one_copy = g->ncols > 1 && 8 * direct->stride <= GPU_MAX_COPY_PITCH && 8 * n <= GPU_MAX_COPY_PITCH;
+    const size_t w = u->narrow_args ? 4 : 8;
+    const int one_copy = g->ncols > 1 && w * direct->stride <= GPU_MAX_COPY_PITCH && w * n <= GPU_MAX_COPY_PITCH;
+    char *args = (char *)sl->args;
+    const char *h_args = (const char *)sl->h_args, *from = (const char *)direct->args;
     if (one_copy)
-      GPU_CHECK(cudaMemcpy2DAsync(sl->args, 8 * n, direct->args, 8 * direct->stride, 8 * d, g->ncols,
-                                  cudaMemcpyHostToDevice, up));
+      GPU_CHECK(cudaMemcpy2DAsync(args, w * n, from, w * direct->stride, w * d, g->ncols, cudaMemcpyHostToDevice, up));
     for (uint32_t c = 0; c < g->ncols; c++) {
       if (!one_copy)
-        GPU_CHECK(cudaMemcpyAsync(sl->args + (size_t)c * n, direct->args + (size_t)c * direct->stride, 8 * d,
-                                  cudaMemcpyHostToDevice, up));
+        GPU_CHECK(cudaMemcpyAsync(args + w * c * n, from + w * c * direct->stride, w * d, cudaMemcpyHostToDevice, up));
       if (carried)
-        GPU_CHECK(cudaMemcpyAsync(sl->args + (size_t)c * n + d, sl->h_args + (size_t)c * carried, 8 * carried,
-                                  cudaMemcpyHostToDevice, up));
+        GPU_CHECK(
+            cudaMemcpyAsync(args + w * (c * n + d), h_args + w * c * carried, w * carried, cudaMemcpyHostToDevice, up));
     }
   }
   /* Cleared by copies from pinned zeros rather than memsets: a memset is a
@@ -1888,8 +1899,8 @@ static int gpu_unit_launch(prstm_engine *e, backend_stream *g, unsigned slot, co
   if (u->results && !g->result_room)
     return engine_fail(e, PRSTM_EINVAL, "a unit with results in a stream opened without them");
   const uint64_t d = u->direct ? u->direct->n : 0;
-  if (u->narrow_args && (d || gpu_threads_for_rows(g->threads_given, g->threads, u->n) < 2))
-    return engine_fail(e, PRSTM_EINVAL, "a unit with direct rows or a thread alone cannot take narrow columns");
+  if (d && u->narrow_args != u->direct->narrow)
+    return engine_fail(e, PRSTM_EINVAL, "a unit's staged columns must be as wide as its direct rows");
   if (d > u->n || d + u->staged != u->n || u->carried > u->staged)
     return engine_fail(e, PRSTM_EINVAL,
                        "a unit of %llu rows cannot take %llu rows from its batch and %llu from the staging "
@@ -2221,7 +2232,7 @@ static uint64_t *gpu_state_device(backend_stream *g) { return g->words - g->held
  * them into the column). The narrow type and status columns are locked
  * whatever their size; the batch as a whole must earn it. */
 static void *gpu_batch_lock_pages(prstm_batch *b) {
-  if (b->pinned || (8 * (uint64_t)b->ncols + 2) * b->n < PRSTM_POLICY_LOCK_PAGES_MIN_BYTES) return NULL;
+  if (b->pinned || ((uint64_t)txtable_width(b) * b->ncols + 2) * b->n < PRSTM_POLICY_LOCK_PAGES_MIN_BYTES) return NULL;
   gpu_locked *l = (gpu_locked *)calloc(1, sizeof *l);
   if (!l) return NULL;
   b->registered = gpu_lock_batch_columns(l, b, 0);

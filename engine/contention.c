@@ -42,13 +42,13 @@ static void contention_sort_words(uint64_t *words, uint64_t *tmp, uint64_t m) {
 static unsigned row_addresses(const prstm_type_desc *d, const prstm_batch *b, uint64_t r, uint64_t *out, unsigned cap) {
   unsigned m = 0, col = 0;
   for (unsigned a = 0; a < d->nargs && col < b->ncols; a++, col++) {
-    const uint64_t v = b->args[(uint64_t)col * b->cap + r];
+    const uint64_t v = txtable_get(b, col, r);
     if (d->args[a].kind == PRSTM_ARG_ADDRESS) {
       if (m < cap) out[m++] = v;
     } else if (d->args[a].kind == PRSTM_ARG_ADDRESS_LIST) {
       for (uint64_t k = 0; k < v && col + 1 < b->ncols; k++) {
         col++;
-        if (m < cap) out[m++] = b->args[(uint64_t)col * b->cap + r];
+        if (m < cap) out[m++] = txtable_get(b, col, r);
       }
     }
   }

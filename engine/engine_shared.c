@@ -173,6 +173,17 @@ static void engine_narrow_values(const engine_copy *c, uint64_t k0, uint64_t k1)
     __atomic_store_n(c->wide, 1, __ATOMIC_RELAXED);
 }
 
+/* Values [k0, k1) of a widening piece (engine_copy's widen). */
+static void engine_widen_values(const engine_copy *c, uint64_t k0, uint64_t k1) {
+  uint64_t *d = (uint64_t *)c->dst;
+  const uint32_t *s = (const uint32_t *)c->src;
+  if (!s) {
+    memset(d + k0, 0, (size_t)(k1 - k0) * sizeof *d);
+    return;
+  }
+  for (uint64_t k = k0; k < k1; k++) d[k] = s[k];
+}
+
 void engine_copy_range(const engine_copy *pieces, size_t npieces, uint64_t from, uint64_t to) {
   uint64_t at = 0;
   for (size_t j = 0; j < npieces && at < to; j++) {
@@ -183,6 +194,10 @@ void engine_copy_range(const engine_copy *pieces, size_t npieces, uint64_t from,
     const uint64_t lo = a > from ? a : from, hi = z < to ? z : to;
     if (c->wide) {
       engine_narrow_values(c, (lo - a + 7) / 8, (hi - a + 7) / 8);
+      continue;
+    }
+    if (c->widen) {
+      engine_widen_values(c, (lo - a + 7) / 8, (hi - a + 7) / 8);
       continue;
     }
     char *d = (char *)c->dst + (lo - a);

@@ -691,7 +691,7 @@ static int multi_ranks_agree(multi_run *m) {
   const uint64_t row_step = b->n / SAMPLE + 1, word_step = e->nwords / SAMPLE + 1;
   for (uint64_t r = 0; r < b->n; r += row_step) {
     rows = multi_mix(rows, b->type[r]);
-    for (uint32_t c = 0; c < b->ncols; c++) rows = multi_mix(rows, b->args[(uint64_t)c * b->cap + r]);
+    for (uint32_t c = 0; c < b->ncols; c++) rows = multi_mix(rows, txtable_get(b, c, r));
   }
   for (uint64_t w = 0; w < e->nwords; w += word_step) words = multi_mix(words, e->words[w]);
   const uint64_t mine[8] = {

@@ -46,13 +46,16 @@ void engine_prefault_zeroed(void *p, size_t bytes);
  *
  * A piece with `wide` set narrows: src holds len / 8 64-bit values and dst
  * receives them as 32-bit values (len / 2 bytes), and a value that needs
- * more than 32 bits sets *wide to 1 (dst is then not a copy). The value
- * whose first byte falls in a part's range is that part's to narrow. */
+ * more than 32 bits sets *wide to 1 (dst is then not a copy). A piece with
+ * `widen` set does the reverse: src holds len / 8 32-bit values and dst
+ * receives them as 64-bit ones (len bytes). The value whose first byte
+ * (of the 8) falls in a part's range is that part's. */
 typedef struct engine_copy {
   void *dst;
   const void *src;
   size_t len;
   int *wide;
+  int widen;
 } engine_copy;
 void engine_parallel_copy(const engine_copy *pieces, size_t npieces, unsigned parts);
 /* Bytes [from, to) of the pieces, taken as if they lay end to end, on the

@@ -49,7 +49,7 @@ int engine_snapshot_run(prstm_engine *e, prstm_batch *b, const prstm_worker_vari
     if (!((types >> b->type[i]) & 1u)) continue;
     s->row[j] = i;
     type[j] = b->type[i];
-    for (uint32_t c = 0; c < b->ncols; c++) args[(uint64_t)c * k + j] = b->args[(uint64_t)c * b->cap + i];
+    for (uint32_t c = 0; c < b->ncols; c++) args[(uint64_t)c * k + j] = txtable_get(b, c, i);
     j++;
   }
   txtable_view view;

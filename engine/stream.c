@@ -182,7 +182,7 @@ static int journal_add(prstm_stream *s, uint64_t index, const prstm_batch *b) {
   }
   prstm_word args[PRSTM_MAX_COLUMNS];
   for (uint64_t r = 0; r < b->n; r++) {
-    for (uint32_t c = 0; c < b->ncols; c++) args[c] = b->args[(uint64_t)c * b->cap + r];
+    for (uint32_t c = 0; c < b->ncols; c++) args[c] = txtable_get(b, c, r);
     uint64_t at = rows->n;
     int rc = prstm_batch_append(rows, b->type[r], args, b->ncols);
     if (rc) return engine_fail(s->e, rc, "cannot keep a row for the stream's verification");
@@ -338,21 +338,28 @@ static int stream_drain(prstm_stream *s) {
 
 /* The copies of a unit's new rows into its staging (none for a unit of
  * carried rows alone): the type column, then every argument column at the
- * staging's stride, as 32-bit values where `narrow` (a value that does not
- * fit sets *wide), the columns a narrower batch lacks zeroed. jobs holds
- * 1 + s->ncols pieces; returns how many it set. */
+ * staging's stride, as 32-bit values where `narrow`, the columns a narrower
+ * batch lacks zeroed. A narrow batch's columns go as they are into narrow
+ * staging and are widened into wide staging; a wide batch's are narrowed
+ * into narrow staging, where a value that does not fit sets *wide. jobs
+ * holds 1 + s->ncols pieces; returns how many it set. */
 static size_t stream_fill_new_jobs(prstm_stream *s, const stream_unit *u, const backend_staging *st, int narrow,
                                    int *wide, engine_copy *jobs) {
   if (!u->n_new) return 0;
   const prstm_batch *b = s->items[u->item].b;
   uint32_t *args32 = (uint32_t *)st->args;
+  const size_t n = (size_t)u->n_new;
   size_t nj = 0;
-  jobs[nj++] = (engine_copy){st->type, b->type + u->off, (size_t)u->n_new, NULL};
-  for (uint32_t c = 0; c < s->ncols; c++)
-    jobs[nj++] = (engine_copy){
-        narrow ? (void *)(args32 + (uint64_t)c * st->stride) : (void *)(st->args + (uint64_t)c * st->stride),
-        c < b->ncols ? (const void *)(b->args + (uint64_t)c * b->cap + u->off) : NULL,
-        (size_t)u->n_new * sizeof *st->args, narrow ? wide : NULL};
+  jobs[nj++] = (engine_copy){st->type, b->type + u->off, n, NULL, 0};
+  for (uint32_t c = 0; c < s->ncols; c++) {
+    void *dst = narrow ? (void *)(args32 + (uint64_t)c * st->stride) : (void *)(st->args + (uint64_t)c * st->stride);
+    if (c >= b->ncols)
+      jobs[nj++] = (engine_copy){dst, NULL, n * (narrow ? 4u : 8u), NULL, 0};
+    else if (narrow == !b->wide)
+      jobs[nj++] = (engine_copy){dst, txtable_arg_at(b, c, u->off), n * txtable_width(b), NULL, 0};
+    else
+      jobs[nj++] = (engine_copy){dst, txtable_arg_at(b, c, u->off), n * 8u, narrow ? wide : NULL, !narrow};
+  }
   return nj;
 }
 
@@ -369,7 +376,7 @@ static int stream_fill_carried(prstm_stream *s, const stream_unit *u, const back
     st->row_id[k] = s->items[u->carry[k].item].first + row;
     st->type[at] = b->type[row];
     for (uint32_t c = 0; c < s->ncols; c++) {
-      const uint64_t v = c < b->ncols ? b->args[(uint64_t)c * b->cap + row] : 0;
+      const uint64_t v = c < b->ncols ? txtable_get(b, c, row) : 0;
       if (narrow) {
         args32[(uint64_t)c * st->stride + at] = (uint32_t)v;
         high |= v >> 32;
@@ -379,6 +386,14 @@ static int stream_fill_carried(prstm_stream *s, const stream_unit *u, const back
     }
   }
   return high != 0;
+}
+
+/* Whether every carried row of the unit comes from a narrow batch: the
+ * unit's staging can then be narrow whatever their values. */
+static int stream_carried_narrow(const prstm_stream *s, const stream_unit *u) {
+  for (uint64_t k = 0; k < u->n_carry; k++)
+    if (s->items[u->carry[k].item].b->wide) return 0;
+  return 1;
 }
 
 /* Fills a unit's staging: the new rows, then the carried ones, every column
@@ -454,12 +469,19 @@ static int stream_plan(prstm_stream *s, stream_unit *u, uint64_t item, uint64_t 
   return 0;
 }
 
-/* Whether a unit's new rows from `item` go to the device straight from a
- * pinned batch with every column the unit needs: no staging copy on the
+/* Whether a unit's new rows from `item` may go to the device straight from
+ * a pinned batch with every column the unit needs: no staging copy on the
  * host, and only the carried rows are staged. */
-static int stream_takes_direct(const prstm_stream *s, uint64_t item) {
+static int stream_batch_direct(const prstm_stream *s, uint64_t item) {
   const prstm_batch *b = s->items[item].b;
   return s->ops->takes_direct_rows && (prstm_batch_pinned(b) || b->registered) && b->ncols == s->ncols;
+}
+
+/* Whether planned unit u takes its new rows direct: a narrow batch's rows
+ * make the unit narrow, so its carried rows must come from narrow batches
+ * too. */
+static int stream_takes_direct(const prstm_stream *s, const stream_unit *u) {
+  return stream_batch_direct(s, u->item) && (s->items[u->item].b->wide || stream_carried_narrow(s, u));
 }
 
 /* The backend's view of a planned unit of n rows, the first `direct` of
@@ -492,7 +514,7 @@ static backend_unit stream_backend_unit(const prstm_stream *s, const stream_unit
  * whose units run on their staging), or where the slot's buffers must grow
  * first: that waits for every unit in flight. */
 static int stream_prefill(prstm_stream *s, uint64_t item, uint64_t n_new, uint64_t max_carry, int final) {
-  if (!s->copy_pool_wanted || !s->ops->unit_staging_wait || stream_takes_direct(s, item)) return 0;
+  if (!s->copy_pool_wanted || !s->ops->unit_staging_wait || stream_batch_direct(s, item)) return 0;
   if (n_new * (1 + 8 * (uint64_t)s->ncols) < PRSTM_POLICY_STREAM_POOL_MIN_BYTES) return 0;
   if (!s->copy_pool) s->copy_pool = engine_copy_pool_open(copy_parts() - 1);
   if (!s->copy_pool) {
@@ -543,7 +565,7 @@ static int stream_launch(prstm_stream *s, uint64_t item, uint64_t n_new, uint64_
   unsigned slot = s->next_slot;
   stream_unit *u = &s->slots[slot];
   backend_unit bu;
-  backend_direct_rows direct = {NULL, NULL, 0, 0};
+  backend_direct_rows direct = {NULL, NULL, 0, 0, 0};
   int narrow = 0;
   int rc;
   if (s->pre.ready) {
@@ -576,9 +598,10 @@ static int stream_launch(prstm_stream *s, uint64_t item, uint64_t n_new, uint64_
     if (n_new + n_carry == 0) return 0;
     rc = stream_plan(s, u, item, n_new, n_carry);
     if (rc) return rc;
-    if (u->n_new && stream_takes_direct(s, item)) {
+    if (u->n_new && stream_takes_direct(s, u)) {
       prstm_batch *b = s->items[item].b;
-      direct = (backend_direct_rows){b->type + u->off, b->args ? b->args + u->off : NULL, b->cap, u->n_new};
+      direct = (backend_direct_rows){b->type + u->off, b->args ? txtable_arg_at(b, 0, u->off) : NULL, b->cap, u->n_new,
+                                     !b->wide};
     }
     bu = stream_backend_unit(s, u, final, direct.n ? &direct : NULL);
     /* Device memory is taken again only with no unit in flight: freeing
@@ -957,6 +980,8 @@ int engine_run_chunked(prstm_engine *e, prstm_batch *b, prstm_backend backend, c
    * unit_rows of 0 (what fits the GPU) is large. */
   const backend_ops *ops = s->ops;
   void *locked = NULL;
+  /* Counted at 8 bytes a value whatever the batch's width, as the bounds
+   * were measured. */
   const uint64_t unit_bytes = unit_rows ? unit_rows * (2 + 8 * (uint64_t)b->ncols) : UINT64_MAX;
   const int staged = s->copy_pool_wanted && unit_bytes >= PRSTM_POLICY_STREAM_STAGED_UNIT_MIN_BYTES &&
                      unit_bytes < PRSTM_POLICY_STREAM_STAGED_UNIT_MAX_BYTES;

@@ -116,16 +116,21 @@ static void fill_part(void *arg, unsigned part, uint64_t from, uint64_t to) {
       /* A row alone (a routed part's rows are scattered over the batch):
        * word by word, without a call per column. */
       st->type[k] = b->type[r];
-      for (uint32_t c = 0; c < b->ncols; c++)
-        st->args[(uint64_t)c * st->stride + k] = b->args[(uint64_t)c * b->cap + r];
+      for (uint32_t c = 0; c < b->ncols; c++) st->args[(uint64_t)c * st->stride + k] = txtable_get(b, c, r);
       st->row_id[k] = txtable_row_number(&j->view, r);
       k++;
       continue;
     }
     memcpy(st->type + k, b->type + r, (size_t)run);
-    for (uint32_t c = 0; c < b->ncols; c++)
-      memcpy(st->args + (uint64_t)c * st->stride + k, b->args + (uint64_t)c * b->cap + r,
-             (size_t)run * sizeof *b->args);
+    for (uint32_t c = 0; c < b->ncols; c++) {
+      uint64_t *dst = st->args + (uint64_t)c * st->stride + k;
+      if (b->wide) {
+        memcpy(dst, txtable_arg_at(b, c, r), (size_t)run * sizeof *dst);
+      } else {
+        const uint32_t *src = txtable_arg_at(b, c, r);
+        for (uint64_t i = 0; i < run; i++) dst[i] = src[i];
+      }
+    }
     for (uint64_t i = 0; i < run; i++) st->row_id[k + i] = txtable_row_number(&j->view, r + i);
     k += run;
   }

@@ -51,7 +51,7 @@ static int replay_table_make(const engine_verify_source *src, const seq_row *row
     uint64_t row = rows[k].row;
     t->row_id[k] = source_row_number(src, row);
     t->type[k] = b->type[row];
-    for (uint32_t c = 0; c < b->ncols; c++) t->args[(uint64_t)c * m + k] = b->args[(uint64_t)c * b->cap + row];
+    for (uint32_t c = 0; c < b->ncols; c++) t->args[(uint64_t)c * m + k] = txtable_get(b, c, row);
   }
   t->view.n = m;
   t->view.stride = m;

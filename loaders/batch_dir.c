@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "loaders_internal.h"
+#include "txtable.h"
 
 #define BATCH_DIR_FORMAT "prstm-batch"
 #define BATCH_DIR_VERSION 1
@@ -499,14 +500,14 @@ int loaders_npy_write(const char *path, uint64_t rows, unsigned width, const prs
   enum { CHUNK = 1 << 16 };
   uint64_t *buf = malloc(CHUNK * sizeof *buf);
   if (!buf) ok = 0;
-  const prstm_word *column = src == LOADERS_NPY_COLUMN ? prstm_batch_column(b, col) : NULL;
+  const int has_column = src == LOADERS_NPY_COLUMN && col < prstm_batch_columns(b);
   for (uint64_t at = 0; ok && at < rows; at += CHUNK) {
     const uint64_t m = rows - at < CHUNK ? rows - at : CHUNK;
     unsigned char *out = (unsigned char *)buf;
     for (uint64_t i = 0; i < m; i++) {
       uint64_t v = 0;
       if (src == LOADERS_NPY_COLUMN) {
-        v = column ? column[at + i] : 0;
+        v = has_column ? txtable_get(b, col, at + i) : 0;
       } else if (src == LOADERS_NPY_TYPE) {
         v = prstm_batch_type(b, at + i);
       } else {
@@ -551,9 +552,8 @@ int prstm_save_batch_dir(const char *dir, const prstm_batch *batch, char *err, s
   int rc = loaders_npy_write(path, rows, 1, batch, LOADERS_NPY_TYPE, 0, err, errlen);
   for (unsigned c = 0; c < ncols && !rc; c++) {
     /* The narrowest width that holds the column's largest value. */
-    const prstm_word *v = prstm_batch_column(batch, c);
     uint64_t max = 0;
-    for (uint64_t r = 0; r < rows; r++) max |= v[r];
+    for (uint64_t r = 0; r < rows; r++) max |= txtable_get(batch, c, r);
     const unsigned width = max <= UINT8_MAX ? 1 : max <= UINT16_MAX ? 2 : max <= UINT32_MAX ? 4 : 8;
     snprintf(path, sizeof path, "%s/arg%u.npy", dir, c);
     rc = loaders_npy_write(path, rows, width, batch, LOADERS_NPY_COLUMN, c, err, errlen);

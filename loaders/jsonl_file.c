@@ -191,7 +191,8 @@ static void jsonl_count_part(void *arg, unsigned part, uint64_t from, uint64_t t
 
 /* Lets the chunks parse straight into the batch: every chunk's lines are
  * counted (on every core), the batch is reserved for them after its base
- * rows, as wide as the file's first record, and each chunk gets a window on
+ * rows, as wide as the file's first record (its columns 64-bit where a
+ * value of that record needs it), and each chunk gets a window on
  * its lines' rows (txtable.h). Returns 0 when the windows are open, and
  * nonzero (nothing opened) when the chunks should parse into batches of
  * their own: a first line that is not a record, or no room. */
@@ -211,6 +212,7 @@ static int jsonl_open_windows(jsonl_chunk *chunks, unsigned n, prstm_batch *batc
   char msg[LOADERS_KEYPATH_MAX + 320];
   int rc = loaders_jsonl_line(line, first_len, 1, NULL, c0->wl, c0->nwords, probe, &col, msg, sizeof msg);
   const unsigned ncols = prstm_batch_columns(probe);
+  const int wide = probe->wide;
   if (rc == 0 && prstm_batch_size(probe) != 1) rc = 1;
   prstm_batch_destroy(probe);
   free(line);
@@ -218,7 +220,7 @@ static int jsonl_open_windows(jsonl_chunk *chunks, unsigned n, prstm_batch *batc
   engine_parallel_for(n, n, jsonl_count_part, chunks);
   uint64_t total = 0;
   for (unsigned k = 0; k < n; k++) total += chunks[k].counted;
-  if (prstm_batch_reserve(batch, base + total, ncols) != 0) return 1;
+  if (prstm_batch_reserve(batch, base + total, ncols) != 0 || (wide && txtable_widen(batch) != 0)) return 1;
   uint64_t at = base;
   for (unsigned k = 0; k < n; k++) {
     if (txtable_window_open(batch, at, chunks[k].counted, &chunks[k].rows) != 0) {
@@ -233,8 +235,8 @@ static int jsonl_open_windows(jsonl_chunk *chunks, unsigned n, prstm_batch *batc
   return 0;
 }
 
-/* Whether a window refused a record (too wide for the batch's columns, or
- * past its rows): its chunk's error is then no error of the file. */
+/* Whether a window refused a record (too wide for the batch's columns, a
+ * value wider than 32 bits in narrow columns, or past its rows): its chunk's error is then no error of the file. */
 static int jsonl_window_refused(const jsonl_chunk *chunks, unsigned n) {
   for (unsigned k = 0; k < n; k++)
     if (chunks[k].rc == PRSTM_ENOMEM) return 1;

@@ -241,7 +241,7 @@ static void plan_copy(engine_copy *pieces, const size_t *lens, int npieces, cons
   size_t from = 0, to = 1;
   for (int j = 0; j < npieces; j++) {
     const int zero = ((unsigned)j + shift) % every == every - 1;
-    pieces[j] = (engine_copy){dst + to, zero ? NULL : src + from, lens[j], NULL};
+    pieces[j] = (engine_copy){dst + to, zero ? NULL : src + from, lens[j], NULL, 0};
     if (zero)
       memset(want + to, 0, lens[j]);
     else
@@ -366,10 +366,10 @@ static void narrow_pieces_check(unsigned parts, engine_copy_pool *pool) {
     for (size_t i = 0; i < sizeof dst / sizeof *dst; i++) dst[i] = GUARD;
     int wide = 0;
     uint32_t *da = dst, *dz = dst + A + 1, *db = dst + 2 * A + 2;
-    const engine_copy pieces[] = {{type_dst, type_src, TYPE, NULL},
-                                  {da, col_a, 8 * A, &wide},
-                                  {dz, NULL, 8 * A, &wide},
-                                  {db, col_b, 8 * B, &wide}};
+    const engine_copy pieces[] = {{type_dst, type_src, TYPE, NULL, 0},
+                                  {da, col_a, 8 * A, &wide, 0},
+                                  {dz, NULL, 8 * A, &wide, 0},
+                                  {db, col_b, 8 * B, &wide, 0}};
     if (pool)
       engine_copy_pool_run(pool, pieces, 4);
     else

@@ -229,8 +229,11 @@ Test(stream_gpu, withdrawal_funded_by_a_later_batch_commits) {
  * stride. Every transfer commits, so the final state is exact whatever the
  * order, and is compared word for word with the sums; a withdrawal from an
  * empty account in the first batch, funded by a deposit in the last, is
- * carried through the units in between, mixing carried and direct rows. */
-static void pinned_chunks_reach_the_exact_state(prstm_backend backend) {
+ * carried through the units in between, mixing carried and direct rows.
+ * With `wide_carry`, its amount and the deposit's take 33 bits: the batches
+ * between stay narrow, and their units, which carry a wide row, must take
+ * it whole. */
+static void pinned_chunks_reach_the_exact_state(prstm_backend backend, int wide_carry) {
   need_backend(backend);
   enum { ACCOUNTS = 64, BATCHES = 3, PER_BATCH = 2500, EMPTY = ACCOUNTS };
   prstm_word words[ACCOUNTS + 1], expected[ACCOUNTS + 1];
@@ -243,7 +246,8 @@ static void pinned_chunks_reach_the_exact_state(prstm_backend backend) {
   for (int k = 0; k < BATCHES; k++) {
     b[k] = new_pinned_batch();
     cr_assert_eq(prstm_batch_reserve(b[k], 4096, 3), 0);
-    if (k == 0) add(b[k], BANK_WITHDRAW, EMPTY, 7, 0);
+    const prstm_word carried = wide_carry ? (1ull << 32) + 7 : 7;
+    if (k == 0) add(b[k], BANK_WITHDRAW, EMPTY, carried, 0);
     for (int i = (k == 0); i < PER_BATCH - (k == BATCHES - 1); i++) {
       seed = seed * 6364136223846793005ull + 1442695040888963407ull;
       uint64_t from = (seed >> 20) % ACCOUNTS, to = (from + 1 + (seed >> 40) % (ACCOUNTS - 1)) % ACCOUNTS;
@@ -252,7 +256,8 @@ static void pinned_chunks_reach_the_exact_state(prstm_backend backend) {
       expected[from] -= amount;
       expected[to] += amount;
     }
-    if (k == BATCHES - 1) add(b[k], BANK_DEPOSIT, EMPTY, 7, 0);
+    if (k == BATCHES - 1) add(b[k], BANK_DEPOSIT, EMPTY, carried, 0);
+    cr_assert_eq(b[k]->wide, wide_carry && (k == 0 || k == BATCHES - 1), "batch %d's width", k);
     assert_pinned_where_a_gpu_is(b[k]);
     submit_ok(s, b[k]);
   }
@@ -273,8 +278,14 @@ static void pinned_chunks_reach_the_exact_state(prstm_backend backend) {
   destroy_stream_and_engine(s, e);
 }
 
-Test(stream_cpu, pinned_chunks_reach_the_exact_state) { pinned_chunks_reach_the_exact_state(PRSTM_BACKEND_CPU); }
-Test(stream_gpu, pinned_chunks_reach_the_exact_state) { pinned_chunks_reach_the_exact_state(PRSTM_BACKEND_GPU); }
+Test(stream_cpu, pinned_chunks_reach_the_exact_state) { pinned_chunks_reach_the_exact_state(PRSTM_BACKEND_CPU, 0); }
+Test(stream_gpu, pinned_chunks_reach_the_exact_state) { pinned_chunks_reach_the_exact_state(PRSTM_BACKEND_GPU, 0); }
+Test(stream_cpu, narrow_pinned_chunks_carry_a_wide_row_whole) {
+  pinned_chunks_reach_the_exact_state(PRSTM_BACKEND_CPU, 1);
+}
+Test(stream_gpu, narrow_pinned_chunks_carry_a_wide_row_whole) {
+  pinned_chunks_reach_the_exact_state(PRSTM_BACKEND_GPU, 1);
+}
 
 /* Balance queries of accounts no transaction writes, among transfers on
  * other accounts, in units of 1,000 rows out of batches of 2,500: each query
@@ -677,10 +688,11 @@ static void on_progress_pages(const prstm_progress *p, void *user) {
   l->locked += (uint64_t)locked;
 }
 
-/* 800,000 transfers among 2^20 accounts: 19.2 MB of arguments, more than
- * the PRSTM_POLICY_LOCK_PAGES_MIN_BYTES a range must have to be locked, and
+/* 1,300,000 transfers among 2^20 accounts: 15.6 MB of 32-bit arguments
+ * (18.2 MB with the type and status columns), more than the
+ * PRSTM_POLICY_LOCK_PAGES_MIN_BYTES a range must have to be locked, and
  * few conflicts at a GPU's threads. */
-#define PAGES_ROWS 800000u
+#define PAGES_ROWS 1300000u
 #define PAGES_ACCOUNTS (1u << 20)
 
 /* With wide_first, row 0 is a deposit of 2^33 instead: an argument that
@@ -752,10 +764,10 @@ Test(pages_gpu, whole_run_locks_large_ranges_only_while_it_runs) {
   prstm_batch_destroy(b);
 }
 
-/* Arguments that all fit in 32 bits are narrowed through the engine's
- * staging chunks instead (taken by the run, since this engine did not warm
- * up): no progress report sees them locked, and the outcomes and state are
- * the CPU backend's. */
+/* A narrow batch's arguments (every value fits in 32 bits) go up through
+ * the engine's staging chunks instead (taken by the run, since this engine
+ * did not warm up): no progress report sees them locked, and the outcomes
+ * and state are the CPU backend's. */
 Test(pages_gpu, whole_run_narrows_arguments_without_locking_them) {
   need_backend(PRSTM_BACKEND_GPU);
   prstm_batch *b = pages_batch();
@@ -812,7 +824,7 @@ Test(pages_gpu, callers_own_locked_memory_stays_locked) {
   need_backend(PRSTM_BACKEND_GPU);
   for (int chunked = 0; chunked < 2; chunked++) {
     prstm_batch *b = pages_batch();
-    const size_t span = 8 * ((size_t)(b->ncols - 1) * b->cap + b->n);
+    const size_t span = txtable_width(b) * ((size_t)(b->ncols - 1) * b->cap + b->n);
     cr_assert_eq(test_host_pages_lock(b->args, span), 0);
     pages_log log = {b, 0, 0, 0};
     run_pages(b, chunked ? 100000 : 0, &log);
@@ -1188,10 +1200,12 @@ Test(stream_gpu, units_filled_ahead_are_certified) {
    * and every unit after the first is filled ahead. */
   cr_assert_eq(prstm_engine_warm_up(e), 0, "%s", prstm_engine_error(e));
   prstm_batch *b = order_dependent_batch(ROWS);
-  /* The other rows use accounts 0 to 15 only. */
+  /* The other rows use accounts 0 to 15 only. A wide batch, whose units
+   * narrow what fits. */
+  cr_assert_eq(txtable_widen(b), 0);
   b->type[WIDE_ROW] = BANK_DEPOSIT;
-  b->args[WIDE_ROW] = ALONE;
-  b->args[b->cap + WIDE_ROW] = (1ull << 32) + 1;
+  ((uint64_t *)b->args)[WIDE_ROW] = ALONE;
+  ((uint64_t *)b->args)[b->cap + WIDE_ROW] = (1ull << 32) + 1;
   prstm_results r;
   cr_assert_eq(prstm_engine_run(e, b, &r), 0, "%s", prstm_engine_error(e));
   cr_assert(strstr(r.device, "chunked") != NULL, "%s", r.device);

@@ -47,6 +47,101 @@ Test(table, append_grows_columns_and_keeps_earlier_rows) {
   prstm_batch_destroy(b);
 }
 
+/* A batch keeps 32-bit columns while every value fits: a value of more than
+ * 32 bits widens it once, every earlier value kept, and from then on it is
+ * wide; presorting and reading a column work at either width. */
+Test(table, a_batch_is_narrow_until_a_wide_value_widens_it) {
+  prstm_batch *b = NULL;
+  cr_assert_eq(prstm_batch_create(&b, &test_probe_workload), 0);
+  for (uint64_t i = 0; i < 3000; i++) {
+    prstm_word args[2] = {i % 64, UINT32_MAX - i};
+    cr_assert_eq(prstm_batch_append(b, i % 3 ? PROBE_INCREMENT : PROBE_SKEW, args, 2), 0);
+  }
+  cr_assert_eq(b->wide, 0, "values of 32 bits widened the batch");
+  cr_assert_eq(txtable_width(b), 4);
+  cr_assert_eq(prstm_batch_arg(b, 2999, 1), UINT32_MAX - 2999);
+  prstm_word wide[2] = {1, (1ull << 32) | 7};
+  cr_assert_eq(prstm_batch_append(b, PROBE_SKEW, wide, 2), 0);
+  cr_assert_eq(b->wide, 1, "a value of 33 bits left the batch narrow");
+  for (uint64_t i = 0; i < 3000; i++) {
+    cr_assert_eq(prstm_batch_arg(b, i, 0), i % 64);
+    cr_assert_eq(prstm_batch_arg(b, i, 1), UINT32_MAX - i, "row %llu lost its value", (unsigned long long)i);
+  }
+  cr_assert_eq(prstm_batch_arg(b, 3000, 1), (1ull << 32) | 7);
+  prstm_word small[1] = {3};
+  cr_assert_eq(prstm_batch_append(b, PROBE_INCREMENT, small, 1), 0);
+  cr_assert_eq(b->wide, 1);
+  cr_assert_eq(prstm_batch_column(b, 1)[3000], (1ull << 32) | 7);
+
+  /* A narrow batch presorted, then read as a column: widened for good. */
+  prstm_batch *n = NULL;
+  cr_assert_eq(prstm_batch_create(&n, &test_probe_workload), 0);
+  for (uint64_t i = 0; i < 100; i++) {
+    prstm_word args[1] = {1000 + i};
+    cr_assert_eq(prstm_batch_append(n, i % 2 ? PROBE_INCREMENT : PROBE_SKEW, args, 1), 0);
+  }
+  cr_assert_eq(prstm_batch_presort(n), 0);
+  const unsigned first = b->wl->types[PROBE_INCREMENT].tag > b->wl->types[PROBE_SKEW].tag ? 1 : 0;
+  cr_assert_eq(prstm_batch_arg(n, 0, 0), 1000 + first, "presorted narrow columns: %llu",
+               (unsigned long long)prstm_batch_arg(n, 0, 0));
+  const prstm_word *col = prstm_batch_column(n, 0);
+  cr_assert_eq(n->wide, 1);
+  for (uint64_t i = 0; i < 100; i++) cr_assert_eq(col[i], prstm_batch_arg(n, i, 0));
+  prstm_batch_destroy(n);
+  prstm_batch_destroy(b);
+}
+
+/* Columns appended at any width stay narrow where their values fit; an
+ * 8-byte column with a wide value widens the batch, all values kept. A
+ * window refuses a wide value, which its close passes on to the batch. */
+Test(table, appended_columns_widen_the_batch_only_for_a_wide_value) {
+  enum { N = 300000 }; /* several copying threads */
+  uint8_t *types = calloc(N, 1);
+  uint64_t *c8 = malloc(N * sizeof *c8);
+  uint16_t *c2 = malloc(N * sizeof *c2);
+  cr_assert(types && c8 && c2);
+  for (uint64_t i = 0; i < N; i++) {
+    types[i] = PROBE_SKEW;
+    c8[i] = i * 7;
+    c2[i] = (uint16_t)i;
+  }
+  prstm_batch *b = NULL;
+  cr_assert_eq(prstm_batch_create(&b, &test_probe_workload), 0);
+  prstm_column cols[2] = {{c8, 8}, {c2, 2}};
+  cr_assert_eq(prstm_batch_append_columns(b, N, types, cols, 2), 0);
+  cr_assert_eq(b->wide, 0, "fitting 8-byte values widened the batch");
+  c8[N - 5] = 1ull << 40;
+  cr_assert_eq(prstm_batch_append_columns(b, N, types, cols, 2), 0);
+  cr_assert_eq(b->wide, 1);
+  cr_assert_eq(prstm_batch_size(b), 2 * N);
+  for (uint64_t i = 0; i < 2 * N; i++) {
+    const uint64_t k = i % N;
+    const uint64_t want = i == N + N - 5 ? 1ull << 40 : k * 7;
+    cr_assert_eq(prstm_batch_arg(b, i, 0), want, "row %llu", (unsigned long long)i);
+    cr_assert_eq(prstm_batch_arg(b, i, 1), (uint16_t)k);
+  }
+
+  prstm_batch *d = NULL, *w = NULL;
+  cr_assert_eq(prstm_batch_create(&d, &test_probe_workload), 0);
+  cr_assert_eq(prstm_batch_reserve(d, 10, 1), 0);
+  cr_assert_eq(txtable_window_open(d, 0, 10, &w), 0);
+  prstm_word fits[1] = {5}, big[1] = {1ull << 33};
+  cr_assert_eq(prstm_batch_append(w, PROBE_INCREMENT, fits, 1), 0);
+  cr_assert_eq(prstm_batch_append(w, PROBE_INCREMENT, big, 1), PRSTM_ENOMEM, "a window widened its batch");
+  cr_assert_eq(txtable_window_close(d, w), 1);
+  cr_assert_eq(d->wants_wide, 1);
+  cr_assert_eq(d->wide, 0);
+  cr_assert_eq(txtable_set_rows(d, 1), 0);
+  cr_assert_eq(txtable_widen(d), 0);
+  cr_assert_eq(d->wants_wide, 0);
+  cr_assert_eq(prstm_batch_arg(d, 0, 0), 5);
+  prstm_batch_destroy(d);
+  prstm_batch_destroy(b);
+  free(types);
+  free(c8);
+  free(c2);
+}
+
 Test(table, presort_puts_higher_tags_first_and_is_stable) {
   const prstm_workload *bank = prstm_workload_find("bank");
   prstm_batch *b = NULL;
@@ -155,7 +250,12 @@ static int probe_block(const void *ctx, prstm_batch *part, uint64_t first, uint6
   const int widen = *(const int *)ctx;
   for (uint64_t i = first; i < first + rows; i++) {
     const prstm_word r = wl_rand(rng) % 64;
-    if (widen && first >= 2 * WL_BLOCK_ROWS && i % 1000 == 0) {
+    if (widen == 2 && first >= 2 * WL_BLOCK_ROWS && i % 1000 == 0) {
+      /* A value of more than 32 bits: the batch's columns become 64-bit. */
+      prstm_word a[1] = {r | (1ull << 40)};
+      int rc = txtable_append_generated(part, PROBE_INCREMENT, a, 1);
+      if (rc) return rc;
+    } else if (widen && first >= 2 * WL_BLOCK_ROWS && i % 1000 == 0) {
       prstm_word list[4] = {3, r, (r + 1) % 64, (r + 2) % 64};
       int rc = prstm_batch_append(part, PROBE_TOUCH, list, 4);
       if (rc) return rc;
@@ -169,7 +269,7 @@ static int probe_block(const void *ctx, prstm_batch *part, uint64_t first, uint6
 }
 
 Test(table, generated_blocks_are_the_same_with_windows_or_parts) {
-  for (int widen = 0; widen < 2; widen++) {
+  for (int widen = 0; widen < 3; widen++) {
     prstm_batch *b[3];
     const unsigned threads[3] = {1, 3, 7};
     for (unsigned k = 0; k < 3; k++) {
@@ -178,7 +278,8 @@ Test(table, generated_blocks_are_the_same_with_windows_or_parts) {
       cr_assert_eq(prstm_batch_append(b[k], PROBE_INCREMENT, first, 1), 0);
       cr_assert_eq(wl_generate_blocks(b[k], 300007, 11, threads[k], 0, probe_block, &widen), 0);
       cr_assert_eq(prstm_batch_size(b[k]), 300008);
-      cr_assert_eq(prstm_batch_columns(b[k]), widen ? 4u : 1u);
+      cr_assert_eq(prstm_batch_columns(b[k]), widen == 1 ? 4u : 1u);
+      cr_assert_eq(b[k]->wide, widen == 2, "%u threads, widen %d: wide %d", threads[k], widen, b[k]->wide);
     }
     for (unsigned k = 1; k < 3; k++) test_expect_same_rows(b[0], b[k], widen ? "widened" : "windows");
     cr_assert_eq(prstm_batch_arg(b[0], 0, 0), 5);
@@ -190,11 +291,11 @@ Test(table, generated_blocks_are_the_same_with_windows_or_parts) {
  * batch is the one block 0 would have told, columns included, whether the
  * bound is exact, too wide (narrowed after) or too narrow (made again). */
 Test(table, generated_blocks_with_a_width_bound_are_the_same_batch) {
-  for (int widen = 0; widen < 2; widen++) {
+  for (int widen = 0; widen < 3; widen++) {
     prstm_batch *ref = NULL;
     cr_assert_eq(prstm_batch_create(&ref, &test_probe_workload), 0);
     cr_assert_eq(wl_generate_blocks(ref, 300007, 11, 1, 0, probe_block, &widen), 0);
-    const unsigned bounds[3] = {widen ? 4u : 1u, 6, 1};
+    const unsigned bounds[3] = {widen == 1 ? 4u : 1u, 6, 1};
     for (unsigned k = 0; k < 3; k++)
       for (unsigned threads = 1; threads <= 4; threads += 3) {
         prstm_batch *b = NULL;
@@ -202,6 +303,7 @@ Test(table, generated_blocks_with_a_width_bound_are_the_same_batch) {
         cr_assert_eq(wl_generate_blocks(b, 300007, 11, threads, bounds[k], probe_block, &widen), 0);
         cr_assert_eq(prstm_batch_columns(b), prstm_batch_columns(ref), "bound %u, widen %d: %u columns, not %u",
                      bounds[k], widen, prstm_batch_columns(b), prstm_batch_columns(ref));
+        cr_assert_eq(b->wide, widen == 2);
         test_expect_same_rows(ref, b, "bounded");
         prstm_batch_destroy(b);
       }

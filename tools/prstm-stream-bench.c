@@ -371,8 +371,14 @@ static int stream_mode(const bench_workload *w, const prstm_options *opt, uint64
 #ifdef PRSTM_HAVE_CUDA
   if (sr.backend == PRSTM_BACKEND_GPU) {
     /* The bytes the stream copies per batch: per row a type byte, its
-     * argument words and the status byte it clears by a copy of zeros. */
-    uint64_t bytes = size * (1 + 8 * (uint64_t)prstm_batch_columns(b[0]) + 1);
+     * argument words (4 bytes each where every value of the batch fits in
+     * 32 bits, as a batch then keeps them) and the status byte it clears by
+     * a copy of zeros. */
+    const unsigned ncols = prstm_batch_columns(b[0]);
+    prstm_word high = 0;
+    for (uint64_t i = 0; i < size; i++)
+      for (unsigned c = 0; c < ncols; c++) high |= prstm_batch_arg(b[0], i, c) >> 32;
+    uint64_t bytes = size * (1 + (high ? 8u : 4u) * (uint64_t)ncols + 1);
     double copy_s = pinned_copy_seconds(bytes, batches);
     if (copy_s > 0) {
       double copy_rate = total / copy_s;

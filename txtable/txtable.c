@@ -70,7 +70,7 @@ const prstm_workload *prstm_batch_workload(const prstm_batch *b) { return b ? b-
 
 /* The three columns of a batch, all of one kind of memory. */
 typedef struct batch_columns {
-  uint64_t *args;
+  void *args;
   uint8_t *type, *status;
   int pinned;
 } batch_columns;
@@ -80,11 +80,12 @@ typedef struct batch_columns {
  * first), everything is given back and taken again from ordinary memory:
  * a batch's columns are all of one kind, and a batch is never refused for
  * want of pinned memory. */
-static int alloc_batch_columns(const txtable_allocator *pa, batch_columns *c, uint64_t cap, uint32_t ncols) {
+static int alloc_batch_columns(const txtable_allocator *pa, batch_columns *c, uint64_t cap, uint32_t ncols,
+                               unsigned width) {
   for (int attempt = 0; attempt < 2; attempt++) {
     const int want = attempt == 0 && pa != NULL;
     int got_args = 0, got_type = 0, got_status = 0;
-    c->args = ncols ? alloc_columns(pa, (size_t)cap * ncols * sizeof *c->args, want, &got_args) : NULL;
+    c->args = ncols ? alloc_columns(pa, (size_t)cap * ncols * width, want, &got_args) : NULL;
     c->type = alloc_columns(pa, (size_t)cap, want, &got_type);
     c->status = alloc_columns(pa, (size_t)cap, want, &got_status);
     const int complete = (!ncols || c->args) && c->type && c->status;
@@ -101,14 +102,16 @@ static int alloc_batch_columns(const txtable_allocator *pa, batch_columns *c, ui
   return PRSTM_ENOMEM;
 }
 
-/* Re-strides the columns for a new capacity or column count; columns are
- * moved one by one because their stride changes with the capacity. Old
- * buffers are given back with the kind they were taken as (b->pinned). */
-static int txtable_reshape(prstm_batch *b, uint64_t cap, uint32_t ncols) {
+/* Re-strides the columns for a new capacity, column count or width (wide:
+ * 64-bit values); columns are moved one by one because their stride
+ * changes with the capacity. Old buffers are given back with the kind they
+ * were taken as (b->pinned). */
+static int txtable_reshape(prstm_batch *b, uint64_t cap, uint32_t ncols, int wide) {
   if (b->window) return PRSTM_ENOMEM;
-  if (ncols && cap > UINT64_MAX / 8 / ncols) return PRSTM_ENOMEM;
+  const unsigned width = wide ? 8u : 4u;
+  if (ncols && cap > UINT64_MAX / width / ncols) return PRSTM_ENOMEM;
   batch_columns c;
-  int rc = alloc_batch_columns(b->pinned_alloc, &c, cap, ncols);
+  int rc = alloc_batch_columns(b->pinned_alloc, &c, cap, ncols, width);
   if (rc) return rc;
   /* Only the existing rows are written: rows from n on are filled by the
    * append that adds them, and nothing reads past n. A column the batch did
@@ -116,11 +119,16 @@ static int txtable_reshape(prstm_batch *b, uint64_t cap, uint32_t ncols) {
    * columns a narrower row lacks. Zeroing the whole capacity instead touched
    * every page of it, twice the batch for a doubled capacity. */
   for (uint32_t col = 0; col < ncols; col++) {
-    uint64_t *dst = c.args + (uint64_t)col * cap;
-    if (col < b->ncols)
-      memcpy(dst, b->args + (uint64_t)col * b->cap, (size_t)b->n * sizeof *dst);
-    else
-      memset(dst, 0, (size_t)b->n * sizeof *dst);
+    char *dst = (char *)c.args + (uint64_t)col * cap * width;
+    if (col >= b->ncols) {
+      memset(dst, 0, (size_t)b->n * width);
+    } else if (wide == b->wide) {
+      memcpy(dst, txtable_arg_at(b, col, 0), (size_t)b->n * width);
+    } else {
+      /* Widening (a batch never narrows): each value zero-extended. */
+      const uint32_t *from = txtable_arg_at(b, col, 0);
+      for (uint64_t r = 0; r < b->n; r++) ((uint64_t *)dst)[r] = from[r];
+    }
   }
   if (b->n) {
     memcpy(c.type, b->type, (size_t)b->n);
@@ -134,21 +142,32 @@ static int txtable_reshape(prstm_batch *b, uint64_t cap, uint32_t ncols) {
   b->status = c.status;
   b->ncols = ncols;
   b->cap = cap;
+  b->wide = wide;
+  if (wide) b->wants_wide = 0;
   b->pinned = c.pinned;
   return 0;
+}
+
+int txtable_widen(prstm_batch *b) {
+  if (b->wide) return 0;
+  if (b->window) {
+    b->wants_wide = 1;
+    return PRSTM_ENOMEM;
+  }
+  return txtable_reshape(b, b->cap, b->ncols, 1);
 }
 
 int prstm_batch_reserve(prstm_batch *b, uint64_t rows, unsigned ncols) {
   if (!b || ncols > PRSTM_MAX_COLUMNS) return PRSTM_EINVAL;
   if (rows <= b->cap && ncols <= b->ncols) return 0;
-  return txtable_reshape(b, rows > b->cap ? rows : b->cap, ncols > b->ncols ? ncols : b->ncols);
+  return txtable_reshape(b, rows > b->cap ? rows : b->cap, ncols > b->ncols ? ncols : b->ncols, b->wide);
 }
 
 /* Points window w at rows [first, first + rows) of dst, empty. */
 static void txtable_window_point(prstm_batch *w, const prstm_batch *dst, uint64_t first, uint64_t rows) {
   w->type = dst->type + first;
   w->status = dst->status + first;
-  w->args = dst->args ? dst->args + first : NULL;
+  w->args = dst->args ? txtable_arg_at(dst, 0, first) : NULL;
   w->n = 0;
   w->limit = rows;
 }
@@ -160,6 +179,7 @@ int txtable_window_open(prstm_batch *dst, uint64_t first, uint64_t rows, prstm_b
   w->wl = dst->wl;
   w->cap = dst->cap; /* the column stride: a window's rows are dst's */
   w->ncols = dst->ncols;
+  w->wide = dst->wide;
   w->window = 1;
   txtable_window_point(w, dst, first, rows);
   *win = w;
@@ -180,6 +200,7 @@ uint64_t txtable_window_close(prstm_batch *dst, prstm_batch *win) {
   dst->type_mask |= win->type_mask;
   if (win->widest > dst->widest) dst->widest = win->widest;
   if (win->has_read_only) dst->has_read_only = 1;
+  if (win->wants_wide) dst->wants_wide = 1;
   free(win);
   return n;
 }
@@ -189,7 +210,7 @@ void txtable_move_rows(prstm_batch *b, uint64_t from, uint64_t to, uint64_t n) {
   memmove(b->type + to, b->type + from, (size_t)n);
   memmove(b->status + to, b->status + from, (size_t)n);
   for (uint32_t c = 0; c < b->ncols; c++)
-    memmove(b->args + (uint64_t)c * b->cap + to, b->args + (uint64_t)c * b->cap + from, (size_t)n * sizeof *b->args);
+    memmove(txtable_arg_at(b, c, to), txtable_arg_at(b, c, from), (size_t)n * txtable_width(b));
 }
 
 int txtable_set_rows(prstm_batch *dst, uint64_t n) {
@@ -238,17 +259,22 @@ int prstm_batch_append(prstm_batch *b, unsigned type, const prstm_word *args, un
   if (t->tag > PRSTM_MAX_TAG)
     return txtable_fail(b, PRSTM_EINVAL, "type %s: semantic tag %u; at most %u", t->name, t->tag,
                         (unsigned)PRSTM_MAX_TAG);
-  if (b->n == b->cap || nargs > b->ncols || (b->window && b->n == b->limit)) {
+  const int widen = !b->wide && !txtable_fits_narrow(args, nargs);
+  if (widen && b->window) {
+    b->wants_wide = 1;
+    return txtable_fail(b, PRSTM_ENOMEM, "a value wider than 32 bits in a window on a narrow batch");
+  }
+  if (b->n == b->cap || nargs > b->ncols || (b->window && b->n == b->limit) || widen) {
     uint64_t cap = b->n == b->cap ? (b->cap ? b->cap * 2 : 1024) : b->cap;
-    int rc = txtable_reshape(b, cap, nargs > b->ncols ? nargs : b->ncols);
+    int rc = txtable_reshape(b, cap, nargs > b->ncols ? nargs : b->ncols, b->wide || widen);
     if (rc) return txtable_fail(b, rc, "cannot grow the batch past %llu rows: out of memory", (unsigned long long)b->n);
   }
   txtable_put_row(b, type, t, args, nargs);
   return 0;
 }
 
-static void txtable_copy_rows(prstm_batch *b, uint64_t n, const uint8_t *types, const prstm_column *cols,
-                              unsigned ncols);
+static int txtable_copy_rows(prstm_batch *b, uint64_t n, const uint8_t *types, const prstm_column *cols,
+                             unsigned ncols);
 
 int prstm_batch_append_rows(prstm_batch *dst, const prstm_batch *src) {
   if (!dst || !src || dst == src) return PRSTM_EINVAL;
@@ -261,16 +287,17 @@ int prstm_batch_append_rows(prstm_batch *dst, const prstm_batch *src) {
   if (need > dst->cap || src->ncols > dst->ncols || (dst->window && need > dst->limit)) {
     uint64_t cap = dst->cap ? dst->cap : 1024;
     while (cap < need) cap = cap > UINT64_MAX / 2 ? need : cap * 2;
-    int rc = txtable_reshape(dst, cap, src->ncols > dst->ncols ? src->ncols : dst->ncols);
+    int rc = txtable_reshape(dst, cap, src->ncols > dst->ncols ? src->ncols : dst->ncols, dst->wide);
     if (rc) return txtable_fail(dst, rc, "cannot grow the batch to %llu rows: out of memory", (unsigned long long)need);
   }
-  /* The source's columns as 8-byte columns: copied on every core when large
+  /* The source's columns at their width: copied on every core when large
    * (the parts of a generated or parsed batch joined in order). */
   prstm_column *cols = malloc((src->ncols ? src->ncols : 1) * sizeof *cols);
   if (!cols) return txtable_fail(dst, PRSTM_ENOMEM, "out of memory");
-  for (uint32_t c = 0; c < src->ncols; c++) cols[c] = (prstm_column){src->args + (uint64_t)c * src->cap, 8};
-  txtable_copy_rows(dst, src->n, src->type, cols, src->ncols);
+  for (uint32_t c = 0; c < src->ncols; c++) cols[c] = (prstm_column){txtable_arg_at(src, c, 0), txtable_width(src)};
+  int rc = txtable_copy_rows(dst, src->n, src->type, cols, src->ncols);
   free(cols);
+  if (rc) return txtable_fail(dst, rc, "cannot widen the batch's columns: out of memory");
   dst->n = need;
   dst->tag_mask |= src->tag_mask;
   dst->type_mask |= src->type_mask;
@@ -280,52 +307,77 @@ int prstm_batch_append_rows(prstm_batch *dst, const prstm_batch *src) {
 
 /* Rows [lo, hi) of the appended rows, copied into the table from row
  * `base` on, their statuses zeroed: one thread's share of
- * txtable_copy_rows. */
+ * txtable_copy_rows. Into narrow columns, an 8-byte value that does not
+ * fit sets `high` (the copy is then made again, wide). */
 typedef struct column_copy {
   prstm_batch *b;
   uint64_t base, lo, hi;
   const uint8_t *types;
   const prstm_column *cols;
   unsigned ncols;
+  uint64_t high;
 } column_copy;
 
+/* Value i of a column of `width`-byte values. A column need not be aligned
+ * to its width (a .npy file's data starts wherever its header ends), so
+ * values are read byte-wise: memcpy of a fixed width compiles to one
+ * unaligned load. */
+static inline uint64_t column_value(const unsigned char *from, unsigned width, uint64_t i) {
+  switch (width) {
+    case 8: {
+      uint64_t v;
+      memcpy(&v, from + i * 8u, sizeof v);
+      return v;
+    }
+    case 4: {
+      uint32_t v;
+      memcpy(&v, from + i * 4u, sizeof v);
+      return v;
+    }
+    case 2: {
+      uint16_t v;
+      memcpy(&v, from + i * 2u, sizeof v);
+      return v;
+    }
+    default:
+      return from[i];
+  }
+}
+
+/* m values of `width` bytes from `from` into `to`, 64-bit values where
+ * wide, else 32-bit ones; returns the OR of the high halves of what did
+ * not fit 32 bits. A column already at the table's width is one copy. */
+static uint64_t column_values(void *to, int wide, const unsigned char *from, unsigned width, uint64_t m) {
+  if (width == (wide ? 8u : 4u)) {
+    memcpy(to, from, (size_t)m * width);
+    return 0;
+  }
+  uint64_t high = 0;
+  for (uint64_t i = 0; i < m; i++) {
+    const uint64_t v = column_value(from, width, i);
+    if (wide) {
+      ((uint64_t *)to)[i] = v;
+    } else {
+      ((uint32_t *)to)[i] = (uint32_t)v;
+      high |= v >> 32;
+    }
+  }
+  return high;
+}
+
 static void *column_copy_rows(void *arg) {
-  const column_copy *j = arg;
+  column_copy *j = arg;
   const uint64_t lo = j->lo, m = j->hi - j->lo;
   memcpy(j->b->type + j->base + lo, j->types + lo, (size_t)m);
   memset(j->b->status + j->base + lo, 0, (size_t)m);
   for (uint32_t c = 0; c < j->b->ncols; c++) {
-    uint64_t *to = j->b->args + (uint64_t)c * j->b->cap + j->base + lo;
+    void *to = txtable_arg_at(j->b, c, j->base + lo);
     if (c >= j->ncols) {
-      memset(to, 0, (size_t)m * sizeof *to);
+      memset(to, 0, (size_t)m * txtable_width(j->b));
       continue;
     }
-    /* A column need not be aligned to its width (a .npy file's data starts
-     * wherever its header ends), so narrow values are read byte-wise;
-     * memcpy of a fixed width compiles to one unaligned load. */
-    const unsigned char *from = j->cols[c].data;
-    switch (j->cols[c].width) {
-      case 8:
-        memcpy(to, from + lo * 8u, (size_t)m * sizeof *to);
-        break;
-      case 4:
-        for (uint64_t i = 0; i < m; i++) {
-          uint32_t v;
-          memcpy(&v, from + (lo + i) * 4u, sizeof v);
-          to[i] = v;
-        }
-        break;
-      case 2:
-        for (uint64_t i = 0; i < m; i++) {
-          uint16_t v;
-          memcpy(&v, from + (lo + i) * 2u, sizeof v);
-          to[i] = v;
-        }
-        break;
-      default:
-        for (uint64_t i = 0; i < m; i++) to[i] = from[lo + i];
-        break;
-    }
+    const unsigned width = j->cols[c].width;
+    j->high |= column_values(to, j->b->wide, (const unsigned char *)j->cols[c].data + lo * width, width, m);
   }
   return NULL;
 }
@@ -376,10 +428,13 @@ int prstm_batch_append_columns(prstm_batch *b, uint64_t n, const uint8_t *types,
   if (need > b->cap || ncols > b->ncols || (b->window && need > b->limit)) {
     uint64_t cap = b->cap ? b->cap : 1024;
     while (cap < need) cap = cap > UINT64_MAX / 2 ? need : cap * 2;
-    int rc = txtable_reshape(b, cap, ncols > b->ncols ? ncols : b->ncols);
+    int rc = txtable_reshape(b, cap, ncols > b->ncols ? ncols : b->ncols, b->wide);
     if (rc) return txtable_fail(b, rc, "cannot grow the batch to %llu rows: out of memory", (unsigned long long)need);
   }
-  txtable_copy_rows(b, n, types, cols, ncols);
+  int rc = txtable_copy_rows(b, n, types, cols, ncols);
+  if (rc == PRSTM_ENOMEM && b->window)
+    return txtable_fail(b, rc, "a value wider than 32 bits in a window on a narrow batch");
+  if (rc) return txtable_fail(b, rc, "cannot widen the batch's columns: out of memory");
   b->n = need;
   b->tag_mask |= tag_mask;
   b->type_mask |= type_mask;
@@ -388,30 +443,41 @@ int prstm_batch_append_columns(prstm_batch *b, uint64_t n, const uint8_t *types,
 }
 
 /* Copies n rows (their types, and ncols columns) into the table from row
- * b->n on, zeroing their statuses and the table's other columns there. A large copy is made by several threads,
- * each a range of rows of every column: the copy is bound by memory, and by
- * the page faults of a table just grown, which one thread takes one at a
- * time. A thread that cannot start leaves its range to this one. */
-static void txtable_copy_rows(prstm_batch *b, uint64_t n, const uint8_t *types, const prstm_column *cols,
-                              unsigned ncols) {
+ * b->n on, zeroing their statuses and the table's other columns there. A
+ * large copy is made by several threads, each a range of rows of every
+ * column: the copy is bound by memory, and by the page faults of a table
+ * just grown, which one thread takes one at a time. A thread that cannot
+ * start leaves its range to this one. Into a narrow batch, a value that
+ * does not fit widens the batch and the copy is made again; a window
+ * cannot widen, and returns PRSTM_ENOMEM (wants_wide set). */
+static int txtable_copy_rows(prstm_batch *b, uint64_t n, const uint8_t *types, const prstm_column *cols,
+                             unsigned ncols) {
   const long cores = sysconf(_SC_NPROCESSORS_ONLN);
   uint64_t nthreads = n / TXTABLE_COPY_ROWS_PER_THREAD + 1;
   if (nthreads > (uint64_t)(cores > 0 ? cores : 1)) nthreads = (uint64_t)(cores > 0 ? cores : 1);
   if (nthreads > TXTABLE_COPY_MAX_THREADS) nthreads = TXTABLE_COPY_MAX_THREADS;
   column_copy jobs[TXTABLE_COPY_MAX_THREADS];
   pthread_t tids[TXTABLE_COPY_MAX_THREADS];
-  int started[TXTABLE_COPY_MAX_THREADS] = {0};
-  for (uint64_t k = 0; k < nthreads; k++) {
-    jobs[k] = (column_copy){b, b->n, n * k / nthreads, n * (k + 1) / nthreads, types, cols, ncols};
-    if (k > 0) started[k] = pthread_create(&tids[k], NULL, column_copy_rows, &jobs[k]) == 0;
+  for (int attempt = 0; attempt < 2; attempt++) {
+    int started[TXTABLE_COPY_MAX_THREADS] = {0};
+    for (uint64_t k = 0; k < nthreads; k++) {
+      jobs[k] = (column_copy){b, b->n, n * k / nthreads, n * (k + 1) / nthreads, types, cols, ncols, 0};
+      if (k > 0) started[k] = pthread_create(&tids[k], NULL, column_copy_rows, &jobs[k]) == 0;
+    }
+    column_copy_rows(&jobs[0]);
+    uint64_t high = jobs[0].high;
+    for (uint64_t k = 1; k < nthreads; k++) {
+      if (started[k])
+        pthread_join(tids[k], NULL);
+      else
+        column_copy_rows(&jobs[k]);
+      high |= jobs[k].high;
+    }
+    if (!high) return 0;
+    int rc = txtable_widen(b);
+    if (rc) return rc;
   }
-  column_copy_rows(&jobs[0]);
-  for (uint64_t k = 1; k < nthreads; k++) {
-    if (started[k])
-      pthread_join(tids[k], NULL);
-    else
-      column_copy_rows(&jobs[k]);
-  }
+  return 0;
 }
 
 int prstm_batch_presort(prstm_batch *b) {
@@ -423,7 +489,7 @@ int prstm_batch_presort(prstm_batch *b) {
   for (int k = 1; k <= PRSTM_MAX_TAG + 1; k++) start[k] += start[k - 1];
   uint64_t *perm = malloc((size_t)b->n * sizeof *perm);
   uint8_t *bytes = malloc((size_t)b->n);
-  uint64_t *col = malloc((size_t)b->n * sizeof *col);
+  uint64_t *col = malloc((size_t)b->n * sizeof *col); /* room for a column of either width */
   if (!perm || !bytes || !col) {
     free(perm);
     free(bytes);
@@ -436,9 +502,14 @@ int prstm_batch_presort(prstm_batch *b) {
   for (uint64_t i = 0; i < b->n; i++) bytes[i] = b->status[perm[i]];
   memcpy(b->status, bytes, (size_t)b->n);
   for (uint32_t c = 0; c < b->ncols; c++) {
-    uint64_t *src = b->args + (uint64_t)c * b->cap;
-    for (uint64_t i = 0; i < b->n; i++) col[i] = src[perm[i]];
-    memcpy(src, col, (size_t)b->n * sizeof *col);
+    if (b->wide) {
+      uint64_t *src = txtable_arg_at(b, c, 0);
+      for (uint64_t i = 0; i < b->n; i++) col[i] = src[perm[i]];
+    } else {
+      uint32_t *src = txtable_arg_at(b, c, 0), *narrow = (uint32_t *)col;
+      for (uint64_t i = 0; i < b->n; i++) narrow[i] = src[perm[i]];
+    }
+    memcpy(txtable_arg_at(b, c, 0), col, (size_t)b->n * txtable_width(b));
   }
   free(perm);
   free(bytes);
@@ -481,6 +552,7 @@ void txtable_view_of(prstm_batch *b, txtable_view *v) {
   v->type = b->type;
   v->status = b->status;
   v->args = b->args;
+  v->narrow_args = !b->wide;
   v->result = b->result;
   v->seq = b->seq;
   v->read_hash = b->read_hash;
@@ -490,7 +562,7 @@ void txtable_view_of(prstm_batch *b, txtable_view *v) {
 }
 
 uint64_t txtable_device_bytes(const prstm_batch *b, int verify) {
-  uint64_t per_row = 2 + 8ull * b->ncols + (b->has_read_only ? 8 : 0) + (verify ? 16 : 0);
+  uint64_t per_row = 2 + (uint64_t)txtable_width(b) * b->ncols + (b->has_read_only ? 8 : 0) + (verify ? 16 : 0);
   return per_row * b->n;
 }
 
@@ -507,11 +579,15 @@ unsigned prstm_batch_type(const prstm_batch *b, uint64_t i) { return b && i < b-
 
 prstm_word prstm_batch_arg(const prstm_batch *b, uint64_t i, unsigned col) {
   if (!b || i >= b->n || col >= b->ncols) return 0;
-  return b->args[(uint64_t)col * b->cap + i];
+  return txtable_get(b, col, i);
 }
 
 unsigned prstm_batch_columns(const prstm_batch *b) { return b ? b->ncols : 0; }
 
+/* A pointer to 64-bit words: a narrow batch is widened first. The batch
+ * itself is the caller's (the const says that the rows do not change). */
 const prstm_word *prstm_batch_column(const prstm_batch *b, unsigned col) {
-  return b && col < b->ncols ? b->args + (uint64_t)col * b->cap : NULL;
+  if (!b || col >= b->ncols) return NULL;
+  if (!b->wide && txtable_widen((prstm_batch *)b) != 0) return NULL;
+  return txtable_arg_at(b, col, 0);
 }

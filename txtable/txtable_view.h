@@ -15,7 +15,8 @@ typedef struct txtable_view {
   uint32_t has_results;
   /* Nonzero: the argument columns hold 32-bit values, column c at
    * (uint32_t *)args + c * stride, because every argument of the batch
-   * fitted (a GPU run uploads them so, halving the table's copy). */
+   * fitted (a narrow batch, or a wide one that a GPU run narrowed on the
+   * way up, halving the table's copy). */
   uint32_t narrow_args;
   uint8_t *type;       /* type index per row */
   uint8_t *status;     /* prstm_status in the low 2 bits, reason in the high 6: the finish flag */
@@ -55,12 +56,16 @@ PRSTM_INLINE uint64_t txtable_arg(const txtable_view *t, uint64_t r, unsigned co
 }
 
 /* Argument col of row r, 0 past the table's columns, from columns known to
- * be 64-bit: a run of one thread never narrows its arguments, so its walk
- * reads them without testing their width on every read (the test cost
- * such a walk 3.7% of its rate). */
+ * be 64-bit, or 32-bit: the walk of a thread alone takes the width once
+ * (prstm_tx.alone_narrow) and then reads without loading the table's on
+ * every read (that load and test cost such a walk 3.7% of its rate). */
 PRSTM_INLINE uint64_t txtable_arg_wide(const txtable_view *t, uint64_t r, unsigned col) {
   if (col >= t->ncols) return 0;
   return port_table_load_u64(&t->args[txtable_arg_index(t, r, col)]);
+}
+PRSTM_INLINE uint64_t txtable_arg_narrow(const txtable_view *t, uint64_t r, unsigned col) {
+  if (col >= t->ncols) return 0;
+  return port_table_load_u32((const uint32_t *)t->args + txtable_arg_index(t, r, col));
 }
 
 /* The number of row r that prstm_row gives (see row_base above). */

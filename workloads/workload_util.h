@@ -483,7 +483,8 @@ static inline void wl_pair_rows_slots(const wl_pair_rows *pr, uint64_t first, ui
  * a window on them (txtable.h): no part to copy, and no second table in
  * memory. A block wider than block 0 (a wider type drawn later) cannot fit
  * a window: the rows are then made again into a part per thread, joined in
- * block order. */
+ * block order. A value wider than 32 bits in a narrow batch (txtable.h)
+ * widens the batch, and the windows are filled again. */
 #define WL_BLOCK_ROWS 65536u
 #define WL_BLOCK_MAX_THREADS ENGINE_MAX_PARTS
 
@@ -562,6 +563,10 @@ static inline int wl_generate_into_windows(prstm_batch *batch, uint64_t base, ui
   return rc ? rc : txtable_set_rows(batch, base + n);
 }
 
+/* Where a window refused a value wider than 32 bits (txtable_widen), widens
+ * the batch so that the windows can be filled again: returns 1 when it did. */
+static inline int wl_widened(prstm_batch *batch) { return batch->wants_wide && txtable_widen(batch) == 0; }
+
 /* Appends n generated rows to batch, made by `make` block by block on
  * `threads` threads (0: every core). `widest`, where the generator knows
  * it, bounds the argument words of its rows: every block, block 0 too, is
@@ -582,6 +587,10 @@ static inline int wl_generate_blocks(prstm_batch *batch, uint64_t n, uint64_t se
     batch->widest = 0;
     rc = prstm_batch_reserve(batch, base + n, widest);
     if (!rc) rc = wl_generate_into_windows(batch, base, n, seed, nthreads, 0, make, ctx);
+    if (rc == PRSTM_ENOMEM && wl_widened(batch)) {
+      batch->widest = 0;
+      rc = wl_generate_into_windows(batch, base, n, seed, nthreads, 0, make, ctx);
+    }
     if (!rc) txtable_narrow_columns(batch, batch->widest > columns_before ? batch->widest : columns_before);
     if (rc != PRSTM_ENOMEM) return rc;
   } else {
@@ -596,6 +605,8 @@ static inline int wl_generate_blocks(prstm_batch *batch, uint64_t n, uint64_t se
     prstm_batch_destroy(first);
     if (rc || nblocks < 2) return rc;
     rc = wl_generate_into_windows(batch, base, n, seed, nthreads, 1, make, ctx);
+    if (rc == PRSTM_ENOMEM && wl_widened(batch))
+      rc = wl_generate_into_windows(batch, base, n, seed, nthreads, 1, make, ctx);
     if (rc != PRSTM_ENOMEM) return rc;
   }
 

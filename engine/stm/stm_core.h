@@ -266,6 +266,9 @@ typedef struct prstm_tx {
    * their entries by address without loading the coverage at each read.
    * 0 (any other walk) reads the coverage. */
   uint32_t alone_word_locks;
+  /* In the walk of a thread alone, whether the table's argument columns are
+   * 32-bit (txtable_view's narrow_args), set once by the worker. */
+  uint32_t alone_narrow;
   stm_read_entry *reads;
   stm_write_entry *writes;
   stm_lock_entry *locks;
@@ -331,7 +334,9 @@ STM_DEFINE_FIND(stm_tx_find_lock, locks, nlocks, STM_INDEX_LOCKS, STM_KEY_OF_LOC
  * beyond what the row holds reads zeros, never another column's memory or
  * past the table. */
 PRSTM_INLINE uint64_t prstm_arg(const prstm_tx *tx, unsigned col) {
-  return tx->alone ? txtable_arg_wide(&tx->ctx->table, tx->row, col) : txtable_arg(&tx->ctx->table, tx->row, col);
+  if (!tx->alone) return txtable_arg(&tx->ctx->table, tx->row, col);
+  return tx->alone_narrow ? txtable_arg_narrow(&tx->ctx->table, tx->row, col)
+                          : txtable_arg_wide(&tx->ctx->table, tx->row, col);
 }
 /* The transaction's row in its batch (after presorting), unique within the
  * run, so a body can use it to claim a slot of its own (a skiplist's new

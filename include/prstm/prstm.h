@@ -19,7 +19,7 @@ extern "C" {
  * lists the versions). A program that builds its own prstm_workload
  * (prstm_add_workload) is compiled against this header and needs no check;
  * it must be rebuilt with the library. */
-#define PRSTM_ABI_VERSION 17
+#define PRSTM_ABI_VERSION 18
 
 /* One table generates the error codes, their names and their messages, so the
  * three can never drift apart. Every function returns 0 or one of these. */
@@ -712,8 +712,12 @@ int prstm_batch_outcome(const prstm_batch *batch, uint64_t i, prstm_status *stat
 unsigned prstm_batch_type(const prstm_batch *batch, uint64_t i);
 prstm_word prstm_batch_arg(const prstm_batch *batch, uint64_t i, unsigned col);
 /* The number of argument columns, and column col's words of every row (in
- * row order, prstm_batch_size of them; NULL past the columns). The pointer
- * holds until the next append, clear or presort. */
+ * row order, prstm_batch_size of them; NULL past the columns, or where
+ * memory runs out). A batch keeps its columns as 32-bit values while every
+ * value fits, which halves what it takes to fill and to copy to a GPU;
+ * prstm_batch_column makes them 64-bit words first, for good, so prefer
+ * prstm_batch_arg where a few values are read. The pointer holds until the
+ * next append, clear or presort. */
 unsigned prstm_batch_columns(const prstm_batch *batch);
 const prstm_word *prstm_batch_column(const prstm_batch *batch, unsigned col);
 /* Describes a reason code of a type ("capacity", "insufficient funds"...). */

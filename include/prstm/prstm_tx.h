@@ -95,6 +95,7 @@
     tx.cap = (CAP);                                                                           \
     tx.alone = alone;                                                                         \
     tx.alone_word_locks = alone && ctx->lock_coverage == 1;                                   \
+    tx.alone_narrow = alone && ctx->table.narrow_args;                                        \
     tx.reads = reads;                                                                         \
     tx.writes = writes;                                                                       \
     tx.locks = locks;                                                                         \
@@ -177,6 +178,7 @@ int prstm_gpu_kernel_max_threads(const void *kernel, uint32_t *max_threads, char
     tx.cap = (CAP);                                                                             \
     tx.alone = (ALONE);                                                                         \
     tx.alone_word_locks = (ALONE) && ctx.lock_coverage == 1;                                    \
+    tx.alone_narrow = (ALONE) && ctx.table.narrow_args;                                         \
     tx.reads = in_shared ? &shared_reads[threadIdx.x * SHARED_CAP] : local_reads;               \
     tx.writes = in_shared ? &shared_writes[threadIdx.x * SHARED_CAP] : local_writes;            \
     tx.locks = in_shared ? &shared_locks[threadIdx.x * SHARED_CAP] : local_locks;               \
