@@ -1899,7 +1899,7 @@ static int gpu_unit_launch(prstm_engine *e, backend_stream *g, unsigned slot, co
   if (u->results && !g->result_room)
     return engine_fail(e, PRSTM_EINVAL, "a unit with results in a stream opened without them");
   const uint64_t d = u->direct ? u->direct->n : 0;
-  if (d && u->narrow_args != u->direct->narrow)
+  if (d && g->ncols && u->narrow_args != u->direct->narrow)
     return engine_fail(e, PRSTM_EINVAL, "a unit's staged columns must be as wide as its direct rows");
   if (d > u->n || d + u->staged != u->n || u->carried > u->staged)
     return engine_fail(e, PRSTM_EINVAL,

@@ -680,12 +680,11 @@ Test(bank_gpu, a_wide_argument_anywhere_uploads_the_columns_whole, .timeout = 12
   narrow_args_run(0, PRSTM_DELTAS_OFF, 1, 0);
 }
 
-/* The walk of a run's only thread reads the arguments as 64-bit values
- * without testing their width (txtable_arg_wide), so such a run must
- * upload them whole, however narrow they are: read at the wrong width, the
- * transfers move the wrong amounts between the wrong accounts, and the
- * replay fails the run. */
-Test(bank_gpu, a_run_of_one_thread_uploads_its_arguments_whole, .timeout = 120) {
+/* The walk of a run's only thread reads the arguments at the width it took
+ * once (prstm_tx.alone_narrow), not the table's at every read: read at the
+ * wrong width, the transfers move the wrong amounts between the wrong
+ * accounts, and the replay fails the run. */
+Test(bank_gpu, a_run_of_one_thread_reads_its_arguments_at_their_width, .timeout = 120) {
   need_backend(PRSTM_BACKEND_GPU);
   narrow_args_run(1, PRSTM_DELTAS_OFF, 0, 0);
 }

@@ -89,6 +89,19 @@ Test(table, a_batch_is_narrow_until_a_wide_value_widens_it) {
   for (uint64_t i = 0; i < 100; i++) cr_assert_eq(col[i], prstm_batch_arg(n, i, 0));
   prstm_batch_destroy(n);
   prstm_batch_destroy(b);
+
+  /* Widened up front, a batch takes a wide value without reallocating. */
+  prstm_batch *p = NULL;
+  cr_assert_eq(prstm_batch_create(&p, &test_probe_workload), 0);
+  cr_assert_eq(prstm_batch_reserve(p, 16, 2), 0);
+  cr_assert_eq(prstm_batch_widen(p), 0);
+  cr_assert_eq(p->wide, 1);
+  const void *columns = p->args;
+  cr_assert_eq(prstm_batch_append(p, PROBE_SKEW, wide, 2), 0);
+  cr_assert_eq(p->args, columns, "an append reallocated a batch widened up front");
+  cr_assert_eq(prstm_batch_arg(p, 0, 1), (1ull << 32) | 7);
+  cr_assert_eq(prstm_batch_widen(NULL), PRSTM_EINVAL);
+  prstm_batch_destroy(p);
 }
 
 /* Columns appended at any width stay narrow where their values fit; an

@@ -267,7 +267,9 @@ int prstm_batch_append(prstm_batch *b, unsigned type, const prstm_word *args, un
   if (b->n == b->cap || nargs > b->ncols || (b->window && b->n == b->limit) || widen) {
     uint64_t cap = b->n == b->cap ? (b->cap ? b->cap * 2 : 1024) : b->cap;
     int rc = txtable_reshape(b, cap, nargs > b->ncols ? nargs : b->ncols, b->wide || widen);
-    if (rc) return txtable_fail(b, rc, "cannot grow the batch past %llu rows: out of memory", (unsigned long long)b->n);
+    if (rc)
+      return txtable_fail(b, rc, "cannot %s the batch past %llu rows: out of memory", widen ? "widen" : "grow",
+                          (unsigned long long)b->n);
   }
   txtable_put_row(b, type, t, args, nargs);
   return 0;
@@ -297,6 +299,8 @@ int prstm_batch_append_rows(prstm_batch *dst, const prstm_batch *src) {
   for (uint32_t c = 0; c < src->ncols; c++) cols[c] = (prstm_column){txtable_arg_at(src, c, 0), txtable_width(src)};
   int rc = txtable_copy_rows(dst, src->n, src->type, cols, src->ncols);
   free(cols);
+  if (rc == PRSTM_ENOMEM && dst->window)
+    return txtable_fail(dst, rc, "a value wider than 32 bits in a window on a narrow batch");
   if (rc) return txtable_fail(dst, rc, "cannot widen the batch's columns: out of memory");
   dst->n = need;
   dst->tag_mask |= src->tag_mask;
@@ -583,6 +587,12 @@ prstm_word prstm_batch_arg(const prstm_batch *b, uint64_t i, unsigned col) {
 }
 
 unsigned prstm_batch_columns(const prstm_batch *b) { return b ? b->ncols : 0; }
+
+int prstm_batch_widen(prstm_batch *b) {
+  if (!b || b->window) return PRSTM_EINVAL;
+  int rc = txtable_widen(b);
+  return rc ? txtable_fail(b, rc, "cannot widen the batch's columns: out of memory") : 0;
+}
 
 /* A pointer to 64-bit words: a narrow batch is widened first. The batch
  * itself is the caller's (the const says that the rows do not change). */

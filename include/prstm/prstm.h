@@ -652,17 +652,26 @@ int prstm_batch_create(prstm_batch **out, const prstm_workload *wl);
  * or its workload's widest fixed type: 3 for the bank), where an ordinary
  * batch goes through a staging copy on the host (docs/STREAMS.md). Pinned
  * memory is slow to allocate and to free, and both wait for the GPU:
- * reserve the batch's size up front, reuse the batch (prstm_batch_clear),
- * and do not grow, create or destroy pinned batches while a stream runs
- * (not even in its done report). */
+ * reserve the batch's size up front (and widen it, prstm_batch_widen, where
+ * a value may need more than 32 bits), reuse the batch
+ * (prstm_batch_clear), and do not grow, widen, create or destroy pinned
+ * batches while a stream runs (not even in its done report). */
 int prstm_batch_create_pinned(prstm_batch **out, const prstm_workload *wl);
 /* 1 when the batch's columns are in pinned memory now, else 0. */
 int prstm_batch_pinned(const prstm_batch *batch);
 /* Makes room for `rows` transactions of up to `ncols` argument words, so
- * that appends up to that size do not reallocate. Columns count like those
- * of appended rows: reserving more than the batch's rows need selects a
- * wider worker variant (larger sets) for it. */
+ * that appends up to that size do not reallocate (but for the one widening
+ * below). Columns count like those of appended rows: reserving more than
+ * the batch's rows need selects a wider worker variant (larger sets) for
+ * it. */
 int prstm_batch_reserve(prstm_batch *batch, uint64_t rows, unsigned ncols);
+/* A batch keeps its argument columns as 32-bit values while every value
+ * fits, which halves the bytes to fill and to copy to a GPU, and widens
+ * them to 64 bits, once and for good, when a wider value arrives: that
+ * append reallocates the columns. prstm_batch_widen does it now, so that a
+ * batch whose values may need 64 bits (a pinned batch above all, whose
+ * reallocation waits for the GPU) never reallocates in an append. */
+int prstm_batch_widen(prstm_batch *batch);
 /* Empties the batch (no rows, no outcomes) and keeps its memory, pinned or
  * not, and its columns, so that it can be filled and run again without an
  * allocation. A batch in a stream may be cleared once it is reported done. */
@@ -713,11 +722,12 @@ unsigned prstm_batch_type(const prstm_batch *batch, uint64_t i);
 prstm_word prstm_batch_arg(const prstm_batch *batch, uint64_t i, unsigned col);
 /* The number of argument columns, and column col's words of every row (in
  * row order, prstm_batch_size of them; NULL past the columns, or where
- * memory runs out). A batch keeps its columns as 32-bit values while every
- * value fits, which halves what it takes to fill and to copy to a GPU;
- * prstm_batch_column makes them 64-bit words first, for good, so prefer
- * prstm_batch_arg where a few values are read. The pointer holds until the
- * next append, clear or presort. */
+ * memory runs out). A batch whose columns are 32-bit (prstm_batch_widen)
+ * is widened first, for good, so this call changes such a batch: it must
+ * not run beside any other call on the batch, and a wide batch goes to a
+ * GPU at 8 bytes a value where it has to be narrowed on the way. Prefer
+ * prstm_batch_arg to read values. The pointer holds until the next
+ * append, clear or presort. */
 unsigned prstm_batch_columns(const prstm_batch *batch);
 const prstm_word *prstm_batch_column(const prstm_batch *batch, unsigned col);
 /* Describes a reason code of a type ("capacity", "insufficient funds"...). */

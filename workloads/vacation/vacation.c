@@ -507,15 +507,24 @@ static int vacation_fill(const vacation_blocks *vb, prstm_batch *batch, unsigned
   f.vb = vb;
   f.batch = batch;
   int rc = prstm_batch_reserve(batch, vb->base + vb->n, 2);
-  unsigned opened = 0;
-  for (; opened < parts && !rc; opened++) rc = txtable_window_open(batch, vb->base, 0, &f.win[opened]);
-  if (!rc) engine_parallel_for(vb->nblocks, parts, vacation_fill_part, &f);
-  uint64_t filled = 0;
-  for (unsigned k = 0; k < opened; k++) {
-    if (!rc) rc = f.rc[k];
-    filled += f.filled[k] + (f.win[k] ? txtable_window_close(batch, f.win[k]) : 0);
+  /* A value wider than 32 bits in a narrow batch is refused by its window
+   * (txtable_widen): the batch is widened and filled again. */
+  for (int attempt = 0; attempt < 2 && !rc; attempt++) {
+    memset(f.win, 0, sizeof f.win);
+    memset(f.rc, 0, sizeof f.rc);
+    memset(f.filled, 0, sizeof f.filled);
+    unsigned opened = 0;
+    for (; opened < parts && !rc; opened++) rc = txtable_window_open(batch, vb->base, 0, &f.win[opened]);
+    if (!rc) engine_parallel_for(vb->nblocks, parts, vacation_fill_part, &f);
+    uint64_t filled = 0;
+    for (unsigned k = 0; k < opened; k++) {
+      if (!rc) rc = f.rc[k];
+      filled += f.filled[k] + (f.win[k] ? txtable_window_close(batch, f.win[k]) : 0);
+    }
+    if (!rc && filled != vb->n) rc = PRSTM_ENOMEM; /* a row wider than the batch's columns */
+    if (rc != PRSTM_ENOMEM || !batch->wants_wide || attempt) break;
+    rc = txtable_widen(batch);
   }
-  if (!rc && filled != vb->n) rc = PRSTM_ENOMEM; /* a row wider than the batch's columns */
   return rc ? rc : txtable_set_rows(batch, vb->base + vb->n);
 }
 
